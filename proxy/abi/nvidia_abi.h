@@ -1,0 +1,64 @@
+// NVIDIA driver ABI as data: frontend escape numbers, RM_ALLOC classes, RM_CONTROL commands and
+// UVM ioctl numbers, each with its name, per driver version. Decoder, policy and tracer all
+// read these tables; nothing else in the project spells an NVIDIA number.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace gdrproxy::proxy {
+
+struct NvEscape {
+  uint8_t nr;            // IOC_NR of the ioctl on /dev/nvidiactl or /dev/nvidiaN
+  const char* name;      // e.g. "RM_ALLOC", "CARD_INFO"
+  uint16_t param_size;   // sizeof the parameter struct on x86-64 (0 = variable/unchecked)
+};
+
+struct NvClass {
+  uint32_t id;        // hClass of RM_ALLOC
+  const char* name;   // e.g. "NV01_ROOT_CLIENT", "AMPERE_CHANNEL_GPFIFO_A"
+};
+
+struct NvControl {
+  uint32_t cmd;       // NVOS54 cmd of RM_CONTROL
+  const char* name;   // e.g. "NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION"
+};
+
+struct NvUvmIoctl {
+  uint32_t cmd;       // raw request number on /dev/nvidia-uvm (not _IOC-encoded)
+  const char* name;   // e.g. "UVM_INITIALIZE"
+};
+
+// One driver version's tables.
+struct NvidiaDriverAbi {
+  std::string_view version;  // "580.159.04"
+  std::span<const NvEscape> escapes;
+  std::span<const NvClass> classes;
+  std::span<const NvControl> controls;
+  std::span<const NvUvmIoctl> uvm_ioctls;
+
+  const NvEscape* find_escape(uint8_t nr) const;
+  const NvClass* find_class(uint32_t id) const;
+  const NvControl* find_control(uint32_t cmd) const;
+  const NvUvmIoctl* find_uvm(uint32_t cmd) const;
+  // Reverse lookups by name, for policy files that name calls instead of numbering them.
+  const NvEscape* find_escape(std::string_view name) const;
+  const NvClass* find_class(std::string_view name) const;
+  const NvControl* find_control(std::string_view name) const;
+  const NvUvmIoctl* find_uvm(std::string_view name) const;
+};
+
+// The tables for an exact driver version, or nullptr when this build does not know it.
+const NvidiaDriverAbi* nvidia_abi_for_version(std::string_view version);
+// The newest tables this build knows: used to name calls (trace only) on an unknown driver.
+const NvidiaDriverAbi& nvidia_newest_abi();
+// The loaded kernel module's version from <proc_root>/driver/nvidia/version, if any.
+std::optional<std::string> detect_nvidia_driver_version(const std::string& proc_root = "/proc");
+
+// NVIDIA frontend ioctls use type 'F'; the driver dispatches on IOC_NR alone.
+inline constexpr uint8_t kNvIoctlType = 0x46;
+
+}  // namespace gdrproxy::proxy

@@ -1,0 +1,62 @@
+// The decoder's output: one device call, named and with its arguments rendered, plus the keys
+// the policy matches on and the memory to capture when the call returns (for its result).
+// Decoders fill it; policy, tracer and result observer only read it. A decoder never throws on
+// bad input: it records what was wrong in `malformed` and the policy fails closed on that.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace gdrproxy::proxy {
+
+enum class DeviceClass : uint8_t {
+  kUnknown,
+  kUverbs,          // /dev/infiniband/uverbsN
+  kRdmaCm,          // /dev/infiniband/rdma_cm
+  kNvidiaFrontend,  // /dev/nvidiactl, /dev/nvidiaN (the same escape ABI)
+  kNvidiaUvm,       // /dev/nvidia-uvm, /dev/nvidia-uvm-tools
+  kNvidiaCaps,      // /dev/nvidia-caps/*
+};
+
+const char* device_class_name(DeviceClass c);
+
+struct DecodedField {
+  std::string name;
+  std::string value;
+};
+
+// What the policy can match on. Unset fields did not apply or could not be decoded.
+struct PolicyKeys {
+  std::optional<uint16_t> uverbs_object;
+  std::optional<uint16_t> uverbs_method;
+  std::optional<uint32_t> uverbs_write_cmd;  // legacy command tunnelled by INVOKE_WRITE
+  std::optional<uint8_t> nv_escape;          // IOC_NR of an NVIDIA frontend ioctl
+  std::optional<uint32_t> nv_class;          // RM_ALLOC hClass
+  std::optional<uint32_t> nv_control;        // RM_CONTROL cmd
+  std::optional<uint32_t> uvm_cmd;           // raw UVM command number
+};
+
+// A range of the caller's memory copied when the syscall returns: the result (new handles,
+// RM status, response structs) is written there by the kernel.
+struct ResultRegion {
+  uint64_t addr = 0;
+  uint32_t len = 0;
+};
+
+struct DecodedCall {
+  DeviceClass device_class = DeviceClass::kUnknown;
+  uint32_t cmd = 0;                 // ioctl request as the kernel sees it (low 32 bits)
+  std::string name;                 // e.g. "MR.REG_DMABUF_MR", "INVOKE_WRITE(REG_MR)", "RM_ALLOC"
+  std::vector<DecodedField> args;   // rendered arguments, in ABI order
+  std::string malformed;            // non-empty: why the input could not be decoded
+  PolicyKeys keys;
+  std::array<ResultRegion, 2> result_regions{};
+  // Opaque decoder context that result decoding needs (e.g. attribute offsets).
+  std::vector<uint32_t> result_hints;
+};
+
+}  // namespace gdrproxy::proxy

@@ -1,0 +1,29 @@
+// Decoding of NVIDIA device ioctls: the frontend escapes on /dev/nvidiactl and /dev/nvidiaN
+// (RM_ALLOC with its class, RM_CONTROL with its command, ...) and the UVM ioctls on
+// /dev/nvidia-uvm. Numbers and names come from proxy/abi/nvidia_abi.h only.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "proxy/abi/nvidia_abi.h"
+#include "proxy/decode/decoded_call.h"
+#include "proxy/mem/memory_reader.h"
+
+namespace gdrproxy::proxy {
+
+// `arg` is the ioctl's third argument (a pointer in the caller); `abi` is the table set of the
+// host's driver version.
+DecodedCall decode_nvidia_frontend_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& mem,
+                                         const NvidiaDriverAbi& abi);
+DecodedCall decode_nvidia_uvm_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& mem,
+                                    const NvidiaDriverAbi& abi);
+
+// Renders the result of a returned call from the bytes of its result regions (copied at
+// syscall exit): e.g. the RM status of RM_ALLOC/RM_CONTROL, rmStatus of UVM calls, the fd of
+// EXPORT_TO_DMABUF_FD.
+void decode_nvidia_result(const DecodedCall& call, std::span<const uint8_t> region0,
+                          std::span<const uint8_t> region1, std::vector<DecodedField>& out);
+
+}  // namespace gdrproxy::proxy

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency of gdrproxy on Debian 12, then configures and builds
+# into build/. Idempotent and non-interactive: safe to run again on a machine that already has
+# everything (apt-get is then a no-op and the build is incremental).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config clang llvm lld clang-format
+  # interception engine
+  libseccomp-dev libbpf-dev linux-libc-dev libboost-dev nlohmann-json3-dev libcli11-dev
+  # rdma-core: uapi headers, libibverbs, and the real clients the tests run
+  libibverbs-dev librdmacm-dev rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest
+  # rail launcher
+  libnl-3-dev libnl-route-3-dev iproute2 kmod procps
+  # synthetic sysfs consumers
+  hwloc libhwloc-dev
+  # tests
+  libgtest-dev libgmock-dev googletest util-linux
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "setup.sh: missing packages (${missing[*]}); run as root to install them" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+build_type=${BUILD_TYPE:-RelWithDebInfo}
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="$build_type" ${GDRPROXY_CMAKE_ARGS:-}
+cmake --build build -j"$(nproc)"
