@@ -1,0 +1,2 @@
+# Sources of the NVIDIA ABI tables and decoders (compiled into gdrproxy_proxy).
+set(GDRPROXY_NVIDIA_SOURCES)
