@@ -3,9 +3,11 @@
 // thread's ioctl/write returns, this program reports the return value and copies the caller
 // buffers where the kernel wrote the outputs. Threads without a pending entry cost one hash
 // lookup.
-#include <bpf/bpf_helpers.h>
-#include <linux/bpf.h>
+// clang-format off: the BPF helper headers need the kernel types first.
 #include <linux/types.h>
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+// clang-format on
 
 #include "exit_event.h"
 
