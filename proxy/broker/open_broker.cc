@@ -35,8 +35,22 @@ int openat2_path(int dirfd, const std::string& path, uint64_t extra_flags, uint6
   return static_cast<int>(::syscall(SYS_openat2, dirfd, path.c_str(), &how, sizeof how));
 }
 
+// The caller's own fd table seen through its /proc (/proc/<ns pid>/fd/N): openat2 refuses magic
+// links under RESOLVE_IN_ROOT, so such re-opens are resolved through the host's view of the same
+// fd. Returns -1 when `path` is not of that form.
+int open_own_fd_link(pid_t tid, const std::string& path, uint32_t ns_tgid) {
+  const std::string prefix = "/proc/" + std::to_string(ns_tgid) + "/fd/";
+  if (path.compare(0, prefix.size(), prefix) != 0) return -1;
+  const std::string n = path.substr(prefix.size());
+  if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos) return -1;
+  const std::string host = "/proc/" + std::to_string(tid) + "/fd/" + n;
+  return ::open(host.c_str(), O_PATH | O_CLOEXEC);
+}
+
 // Opens (O_PATH) what `path` names for the caller; -1 when it cannot be resolved.
-int resolve_for_caller(pid_t tid, int dirfd, const std::string& path, uint64_t flags) {
+int resolve_for_caller(pid_t tid, int dirfd, const std::string& path, uint64_t flags,
+                       uint32_t ns_tgid) {
+  if (int fd = open_own_fd_link(tid, path, ns_tgid); fd >= 0) return fd;
   const std::string proc = "/proc/" + std::to_string(tid);
   const uint64_t nofollow = (flags & O_NOFOLLOW) ? O_NOFOLLOW : 0;
   Fd root{::open((proc + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)};
@@ -122,7 +136,7 @@ OpenDecision OpenBroker::decide(const OpenCall& call, const ProcessMemory& mem) 
   if (call.flags & O_PATH) return d;  // an O_PATH fd cannot issue ioctls; re-opens are checked
   const ProcessIdentity who = read_process_identity(call.tid);
   const std::string resolved = rewrite_self_paths(d.path, who.ns_tgid, who.ns_tid);
-  Fd target{resolve_for_caller(call.tid, call.dirfd, resolved, call.flags)};
+  Fd target{resolve_for_caller(call.tid, call.dirfd, resolved, call.flags, who.ns_tgid)};
   if (target.fd < 0) return d;
   struct stat st;
   if (::fstat(target.fd, &st) != 0 || !S_ISCHR(st.st_mode)) return d;

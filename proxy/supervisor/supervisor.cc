@@ -127,6 +127,7 @@ class Supervisor {
   // Per-process counters keyed by (pidns, ns pid).
   std::map<ProcessKey, uint64_t> calls_by_process_;
   uint64_t denied_ = 0;
+  uint64_t n_ioctl_ = 0, n_open_ = 0, n_brokered_ = 0;
 };
 
 void Supervisor::setup_nvidia() {
@@ -210,7 +211,12 @@ int Supervisor::run() {
   io_.run();
   if (observer_) observer_->consume();
   finish_pending("result not observed before the sandbox exited");
-  if (denied_ && !opts_.quiet) note(std::to_string(denied_) + " device call(s) denied");
+  if (tracing())
+    note("served " + std::to_string(n_ioctl_ + n_open_) + " notifications: " +
+         std::to_string(n_ioctl_) + " ioctl, " + std::to_string(n_open_) + " open (" +
+         std::to_string(n_brokered_) + " brokered), " + std::to_string(denied_) + " denied");
+  else if (denied_ && !opts_.quiet)
+    note(std::to_string(denied_) + " device call(s) denied");
   return exit_status_;
 }
 
@@ -339,12 +345,14 @@ void Supervisor::handle(const seccomp_notif& req) {
   const uint64_t t0 = monotonic_ns();
   switch (req.data.nr) {
     case SYS_ioctl:
+      ++n_ioctl_;
       handle_ioctl(req, t0);
       return;
     case SYS_open:
     case SYS_openat:
     case SYS_openat2:
     case SYS_creat:
+      ++n_open_;
       handle_open(req, t0);
       return;
     default:
@@ -477,6 +485,7 @@ void Supervisor::handle_open(const seccomp_notif& req, uint64_t t0) {
     const int fd = notif_inject_fd(nfd_, req.id, d.host_fd, (call.flags & O_CLOEXEC) != 0);
     ::close(d.host_fd);
     r.decision = "broker";
+    ++n_brokered_;
     if (fd >= 0) {
       r.ret = fd;
     } else {

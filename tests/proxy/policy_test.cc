@@ -35,7 +35,9 @@ DecodedCall method_call(uint16_t obj, uint16_t method, std::string name) {
   return c;
 }
 
-Policy make(const char* text) { return Policy::from_json(json::parse(text), "test"); }
+Policy make(const char* text) {
+  return Policy::from_json(json::parse(text), "test");
+}
 
 TEST(Policy, BuiltinDefaultAllowsKnownCallsAndDeniesMalformed) {
   Policy p = Policy::builtin_default();
@@ -49,7 +51,8 @@ TEST(Policy, BuiltinDefaultAllowsKnownCallsAndDeniesMalformed) {
 }
 
 TEST(Policy, WriteCommandByNameDeniesOnlyThatCommand) {
-  Policy p = make(R"({"classes":{"uverbs":{"rules":[{"action":"deny","write_cmd":"REG_MR","errno":"EACCES"}]}}})");
+  Policy p = make(
+      R"({"classes":{"uverbs":{"rules":[{"action":"deny","write_cmd":"REG_MR","errno":"EACCES"}]}}})");
   Verdict v = p.evaluate(write_call(IB_USER_VERBS_CMD_REG_MR, "REG_MR"));
   EXPECT_EQ(v.action, Action::kDeny);
   EXPECT_EQ(v.err, EACCES);
@@ -61,27 +64,33 @@ TEST(Policy, ObjectMethodPairsAndFirstMatchWins) {
   Policy p = make(R"({"classes":{"uverbs":{"errno":"EPERM","rules":[
       {"action":"allow","object":"MR","method":"REG_DMABUF_MR"},
       {"action":"deny","object":"MR"}]}}})");
-  EXPECT_EQ(p.evaluate(method_call(UVERBS_OBJECT_MR, UVERBS_METHOD_REG_DMABUF_MR, "MR.REG_DMABUF_MR")).action,
-            Action::kAllow);
+  EXPECT_EQ(
+      p.evaluate(method_call(UVERBS_OBJECT_MR, UVERBS_METHOD_REG_DMABUF_MR, "MR.REG_DMABUF_MR"))
+          .action,
+      Action::kAllow);
   Verdict v = p.evaluate(method_call(UVERBS_OBJECT_MR, UVERBS_METHOD_QUERY_MR, "MR.QUERY_MR"));
   EXPECT_EQ(v.action, Action::kDeny);
   EXPECT_EQ(v.err, EPERM);
-  EXPECT_EQ(p.evaluate(method_call(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE, "CQ.CREATE_CQ")).action,
-            Action::kAllow);
+  EXPECT_EQ(
+      p.evaluate(method_call(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE, "CQ.CREATE_CQ")).action,
+      Action::kAllow);
 }
 
 TEST(Policy, CallGlobMatchesDecodedNames) {
   Policy p = make(R"({"classes":{"uverbs":{"rules":[{"action":"deny","call":"QP.*"}]}}})");
-  EXPECT_EQ(p.evaluate(method_call(UVERBS_OBJECT_QP, UVERBS_METHOD_QP_CREATE, "QP.CREATE_QP")).action,
-            Action::kDeny);
-  EXPECT_EQ(p.evaluate(method_call(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE, "CQ.CREATE_CQ")).action,
-            Action::kAllow);
+  EXPECT_EQ(
+      p.evaluate(method_call(UVERBS_OBJECT_QP, UVERBS_METHOD_QP_CREATE, "QP.CREATE_QP")).action,
+      Action::kDeny);
+  EXPECT_EQ(
+      p.evaluate(method_call(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE, "CQ.CREATE_CQ")).action,
+      Action::kAllow);
 }
 
 TEST(Policy, DefaultDenyAndUnknownCallsPerClass) {
   Policy p = make(R"({"classes":{"uverbs":{"default":"deny","unknown":"deny","errno":"ENODEV",
       "rules":[{"action":"allow","write_cmd":"QUERY_DEVICE"}]}}})");
-  EXPECT_EQ(p.evaluate(write_call(IB_USER_VERBS_CMD_QUERY_DEVICE, "QUERY_DEVICE")).action, Action::kAllow);
+  EXPECT_EQ(p.evaluate(write_call(IB_USER_VERBS_CMD_QUERY_DEVICE, "QUERY_DEVICE")).action,
+            Action::kAllow);
   Verdict v = p.evaluate(write_call(IB_USER_VERBS_CMD_ALLOC_PD, "ALLOC_PD"));
   EXPECT_EQ(v.action, Action::kDeny);
   EXPECT_EQ(v.err, ENODEV);
@@ -89,7 +98,8 @@ TEST(Policy, DefaultDenyAndUnknownCallsPerClass) {
   EXPECT_EQ(u.action, Action::kDeny);
   EXPECT_NE(u.reason.find("unknown"), std::string::npos);
   Policy lenient = make(R"({"classes":{"uverbs":{"default":"deny","unknown":"allow"}}})");
-  EXPECT_EQ(lenient.evaluate(method_call(UVERBS_OBJECT_PD, 77, "PD.METHOD_0x4d")).action, Action::kAllow);
+  EXPECT_EQ(lenient.evaluate(method_call(UVERBS_OBJECT_PD, 77, "PD.METHOD_0x4d")).action,
+            Action::kAllow);
 }
 
 TEST(Policy, ClassesDoNotLeakIntoEachOther) {
@@ -121,12 +131,15 @@ TEST(Policy, LoadErrorsNameTheField) {
       EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
     }
   };
-  expect_error(R"({"classes":{"uverbs":{"rules":[{"action":"deny","write_cmd":"REG_MRR"}]}}})", "write_cmd");
+  expect_error(R"({"classes":{"uverbs":{"rules":[{"action":"deny","write_cmd":"REG_MRR"}]}}})",
+               "write_cmd");
   expect_error(R"({"classes":{"uverbs":{"rules":[{"action":"maybe"}]}}})", "action");
   expect_error(R"({"classes":{"infiniband":{}}})", "unknown device class");
-  expect_error(R"({"classes":{"uverbs":{"rules":[{"action":"deny","method":"REG_MR"}]}}})", "needs \"object\"");
+  expect_error(R"({"classes":{"uverbs":{"rules":[{"action":"deny","method":"REG_MR"}]}}})",
+               "needs \"object\"");
   expect_error(R"({"classes":{"uverbs":{"errno":"EWHATEVER"}}})", "errno");
-  expect_error(R"({"classes":{"uverbs":{"rules":[{"action":"deny","frobnicate":1}]}}})", "unknown rule field");
+  expect_error(R"({"classes":{"uverbs":{"rules":[{"action":"deny","frobnicate":1}]}}})",
+               "unknown rule field");
   expect_error(R"({"version":2})", "version");
 }
 

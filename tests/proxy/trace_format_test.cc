@@ -32,7 +32,9 @@ TraceRecord sample() {
 TEST(TraceFormat, TextLineReadsLikeStrace) {
   const std::string s = format_text(sample());
   EXPECT_NE(s.find("[pid 1234 ns 5 pidns 4026532000 ibv_rc_pingpong]"), std::string::npos) << s;
-  EXPECT_NE(s.find("uverbs0 ioctl INVOKE_WRITE(ALLOC_PD)() = 0 {pd_handle=1} <12.5us>"), std::string::npos) << s;
+  EXPECT_NE(s.find("uverbs0 ioctl INVOKE_WRITE(ALLOC_PD)() = 0 {pd_handle=1} <12.5us>"),
+            std::string::npos)
+      << s;
 }
 
 TEST(TraceFormat, DenialShowsErrnoAndRule) {
@@ -94,9 +96,11 @@ TEST(TraceSummary, CountsErrorsDenialsAndPercentiles) {
   EXPECT_EQ(st.records, 101u);
   EXPECT_EQ(st.bad_lines, 1u);
   EXPECT_EQ(row(out.str(), "INVOKE_WRITE(ALLOC_PD)"),
-            (std::vector<std::string>{"uverbs", "INVOKE_WRITE(ALLOC_PD)", "100", "10", "0", "50.0", "99.0"}));
-  EXPECT_EQ(row(out.str(), "INVOKE_WRITE(REG_MR)"),
-            (std::vector<std::string>{"uverbs", "INVOKE_WRITE(REG_MR)", "1", "1", "1", "12.5", "12.5"}));
+            (std::vector<std::string>{"uverbs", "INVOKE_WRITE(ALLOC_PD)", "100", "10", "0", "50.0",
+                                      "99.0"}));
+  EXPECT_EQ(
+      row(out.str(), "INVOKE_WRITE(REG_MR)"),
+      (std::vector<std::string>{"uverbs", "INVOKE_WRITE(REG_MR)", "1", "1", "1", "12.5", "12.5"}));
 }
 
 }  // namespace

@@ -139,7 +139,8 @@ TEST(UverbsDecoder, ModifyQpShowsTargetStateAndMask) {
   BufferMemory mem;
   mem.map(kDataAddr, testing::bytes_of(mq));
   VerbsBuffer b{UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE};
-  b.attr(UVERBS_ATTR_CORE_IN, sizeof mq, kDataAddr).attr(UVERBS_ATTR_WRITE_CMD, 4, IB_USER_VERBS_CMD_MODIFY_QP);
+  b.attr(UVERBS_ATTR_CORE_IN, sizeof mq, kDataAddr)
+      .attr(UVERBS_ATTR_WRITE_CMD, 4, IB_USER_VERBS_CMD_MODIFY_QP);
   b.map_into(mem);
   DecodedCall c = decode_uverbs_ioctl(uverbs::kVerbsIoctl, kHdrAddr, mem);
   EXPECT_EQ(arg(c, "qp_state"), "RTS");
@@ -191,14 +192,16 @@ TEST(UverbsDecoder, BadInputIsReportedNotTrusted) {
     h.length = sizeof h + 3 * sizeof(ib_uverbs_attr);
     std::memcpy(bytes.data(), &h, sizeof h);
     mem.map(kHdrAddr, bytes);
-    EXPECT_NE(decode_uverbs_ioctl(uverbs::kVerbsIoctl, kHdrAddr, mem).malformed.find("attributes unreadable"),
+    EXPECT_NE(decode_uverbs_ioctl(uverbs::kVerbsIoctl, kHdrAddr, mem)
+                  .malformed.find("attributes unreadable"),
               std::string::npos);
   }
   {
     // INVOKE_WRITE whose core_in pointer is unmapped.
     BufferMemory mem;
     VerbsBuffer b{UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE};
-    b.attr(UVERBS_ATTR_CORE_IN, 64, 0xdead0000).attr(UVERBS_ATTR_WRITE_CMD, 4, IB_USER_VERBS_CMD_REG_MR);
+    b.attr(UVERBS_ATTR_CORE_IN, 64, 0xdead0000)
+        .attr(UVERBS_ATTR_WRITE_CMD, 4, IB_USER_VERBS_CMD_REG_MR);
     b.map_into(mem);
     EXPECT_NE(decode_uverbs_ioctl(uverbs::kVerbsIoctl, kHdrAddr, mem).malformed.find("unreadable"),
               std::string::npos);

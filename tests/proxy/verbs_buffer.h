@@ -37,7 +37,8 @@ struct VerbsBuffer {
     h.length = static_cast<uint16_t>(sizeof h + attrs.size() * sizeof(ib_uverbs_attr) + length_fix);
     std::vector<uint8_t> b(sizeof h + attrs.size() * sizeof(ib_uverbs_attr));
     std::memcpy(b.data(), &h, sizeof h);
-    if (!attrs.empty()) std::memcpy(b.data() + sizeof h, attrs.data(), attrs.size() * sizeof(ib_uverbs_attr));
+    if (!attrs.empty())
+      std::memcpy(b.data() + sizeof h, attrs.data(), attrs.size() * sizeof(ib_uverbs_attr));
     return b;
   }
   void map_into(BufferMemory& mem) const { mem.map(kHdrAddr, bytes()); }
