@@ -96,6 +96,7 @@ class Supervisor {
   void maybe_finish();
   void finish_pending(const std::string& note);
   TraceRecord begin_record(const seccomp_notif& req, const char* syscall);
+  const ProcessIdentity& identity(pid_t tid);
 
   const RunOptions& opts_;
   Policy policy_;
@@ -124,6 +125,8 @@ class Supervisor {
   // Records waiting for their result, by seq; and which seq each host tid waits on.
   std::map<uint64_t, std::pair<TraceRecord, uint64_t>> pending_;  // seq -> (record, t0)
   std::map<uint32_t, uint64_t> pending_by_tid_;
+  // Identities by host tid, valid while /proc/<tid> keeps its inode (a reused pid gets a new one).
+  std::map<pid_t, std::pair<ino_t, ProcessIdentity>> identities_;
   // Per-process counters keyed by (pidns, ns pid).
   std::map<ProcessKey, uint64_t> calls_by_process_;
   uint64_t denied_ = 0;
@@ -327,15 +330,27 @@ void Supervisor::on_notify_ready() {
     }
     handle(req);
   }
-  maybe_finish();
+  if (hangup_) maybe_finish();
   if (!io_.stopped() && !hangup_) arm_notify();
+}
+
+const ProcessIdentity& Supervisor::identity(pid_t tid) {
+  struct stat st {};
+  ::stat(("/proc/" + std::to_string(tid)).c_str(), &st);
+  auto it = identities_.find(tid);
+  if (it == identities_.end() || it->second.first != st.st_ino) {
+    if (identities_.size() > 4096) identities_.clear();
+    it = identities_.insert_or_assign(tid, std::make_pair(st.st_ino, read_process_identity(tid)))
+             .first;
+  }
+  return it->second.second;
 }
 
 TraceRecord Supervisor::begin_record(const seccomp_notif& req, const char* syscall) {
   TraceRecord r;
   r.seq = ++seq_;
   r.wall_time = wall_seconds();
-  r.who = read_process_identity(static_cast<pid_t>(req.pid));
+  r.who = identity(static_cast<pid_t>(req.pid));
   r.syscall = syscall;
   ++calls_by_process_[{r.who.pidns, r.who.ns_tgid}];
   return r;
@@ -377,7 +392,8 @@ void Supervisor::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
   DecodedCall call;
   switch (node->device_class) {
     case DeviceClass::kUverbs:
-      call = decode_uverbs_ioctl(cmd, arg, mem);
+      call =
+          decode_uverbs_ioctl(cmd, arg, mem, tracing() ? DecodeDepth::kFull : DecodeDepth::kPolicy);
       break;
     case DeviceClass::kNvidiaFrontend:
       call = decode_nvidia_frontend_ioctl(cmd, arg, mem, *nv_abi_);
