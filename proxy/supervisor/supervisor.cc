@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -28,9 +29,11 @@
 #include <stdexcept>
 
 #include "proxy/abi/nvidia_abi.h"
+#include "proxy/abi/rdma_cm_abi.h"
 #include "proxy/abi/uverbs_abi.h"
 #include "proxy/broker/open_broker.h"
 #include "proxy/decode/nvidia_decoder.h"
+#include "proxy/decode/rdma_cm_decoder.h"
 #include "proxy/decode/uverbs_decoder.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/mem/process_memory.h"
@@ -90,6 +93,10 @@ class Supervisor {
   void handle(const seccomp_notif& req);
   void handle_ioctl(const seccomp_notif& req, uint64_t t0);
   void handle_open(const seccomp_notif& req, uint64_t t0);
+  void handle_cm_write(const seccomp_notif& req, uint64_t t0);
+  void finish_call(TraceRecord& r, const DeviceNode& node, const Verdict& v, uint64_t id, pid_t tid,
+                   uint64_t t0);
+  int free_rdma_cm_slot(pid_t tid) const;
   void on_exit_event(const gdrproxy_exit_event& e);
   void emit(TraceRecord& r);
   void reap();
@@ -130,7 +137,8 @@ class Supervisor {
   // Per-process counters keyed by (pidns, ns pid).
   std::map<ProcessKey, uint64_t> calls_by_process_;
   uint64_t denied_ = 0;
-  uint64_t n_ioctl_ = 0, n_open_ = 0, n_brokered_ = 0;
+  uint64_t n_ioctl_ = 0, n_open_ = 0, n_brokered_ = 0, n_write_ = 0;
+  int rdma_cm_fd_base_ = -1;
 };
 
 void Supervisor::setup_nvidia() {
@@ -188,6 +196,15 @@ int Supervisor::run() {
       break;
   }
   spec.landlock = have_landlock;
+  bool have_rdma_cm = false;
+  for (const auto& n : catalog_.nodes())
+    if (n.device_class == DeviceClass::kRdmaCm && grants_.granted(n)) have_rdma_cm = true;
+  if (have_rdma_cm) {
+    rlimit lim{};
+    ::getrlimit(RLIMIT_NOFILE, &lim);
+    rdma_cm_fd_base_ = rdma_cm::fd_base_for_limit(lim.rlim_cur);
+    spec.filter.rdma_cm_fd_base = rdma_cm_fd_base_;
+  }
   if (!have_landlock)
     note(
         "Landlock unavailable: every open is trapped and a path swapped after the broker's "
@@ -215,9 +232,10 @@ int Supervisor::run() {
   if (observer_) observer_->consume();
   finish_pending("result not observed before the sandbox exited");
   if (tracing())
-    note("served " + std::to_string(n_ioctl_ + n_open_) + " notifications: " +
-         std::to_string(n_ioctl_) + " ioctl, " + std::to_string(n_open_) + " open (" +
-         std::to_string(n_brokered_) + " brokered), " + std::to_string(denied_) + " denied");
+    note("served " + std::to_string(n_ioctl_ + n_open_ + n_write_) +
+         " notifications: " + std::to_string(n_ioctl_) + " ioctl, " + std::to_string(n_write_) +
+         " rdma_cm write, " + std::to_string(n_open_) + " open (" + std::to_string(n_brokered_) +
+         " brokered), " + std::to_string(denied_) + " denied");
   else if (denied_ && !opts_.quiet)
     note(std::to_string(denied_) + " device call(s) denied");
   return exit_status_;
@@ -370,6 +388,10 @@ void Supervisor::handle(const seccomp_notif& req) {
       ++n_open_;
       handle_open(req, t0);
       return;
+    case SYS_write:
+      ++n_write_;
+      handle_cm_write(req, t0);
+      return;
     default:
       notif_continue(nfd_, req.id);
   }
@@ -411,9 +433,6 @@ void Supervisor::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
   // Everything read above is only trustworthy if the caller is still the one that trapped.
   if (!notif_id_valid(nfd_, req.id)) return;
   Verdict v = policy_.evaluate(call);
-  const bool nv = node->device_class == DeviceClass::kNvidiaFrontend ||
-                  node->device_class == DeviceClass::kNvidiaUvm;
-  const bool deny = v.action == Action::kDeny && mode_ == Mode::kEnforce && (!nv || nv_enforce_);
   TraceRecord r;
   if (tracing() || (v.action == Action::kDeny && v.log)) {
     r = begin_record(req, "ioctl");
@@ -422,8 +441,18 @@ void Supervisor::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
     r.call = std::move(call);
     r.reason = v.reason;
   }
+  finish_call(r, *node, v, req.id, static_cast<pid_t>(req.pid), t0);
+}
+
+// Answers an allowed or denied device call and completes its trace record (now, or when the BPF
+// observer reports the result).
+void Supervisor::finish_call(TraceRecord& r, const DeviceNode& node, const Verdict& v, uint64_t id,
+                             pid_t tid, uint64_t t0) {
+  const bool nv = node.device_class == DeviceClass::kNvidiaFrontend ||
+                  node.device_class == DeviceClass::kNvidiaUvm;
+  const bool deny = v.action == Action::kDeny && mode_ == Mode::kEnforce && (!nv || nv_enforce_);
   if (deny) {
-    notif_error(nfd_, req.id, v.err);
+    notif_error(nfd_, id, v.err);
     ++denied_;
     r.decision = "deny";
     r.ret = -1;
@@ -431,32 +460,33 @@ void Supervisor::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
     r.latency_us = double(monotonic_ns() - t0) / 1e3;
     if (v.log)
       std::fprintf(stderr, "gdrproxy: denied %s %s by pid %u (ns pid %u): %s -> %s\n",
-                   node->name.c_str(), r.call.name.c_str(), r.who.host_tid, r.who.ns_tid,
+                   node.name.c_str(), r.call.name.c_str(), r.who.host_tid, r.who.ns_tid,
                    v.reason.c_str(), errno_name(v.err));
     if (tracing()) emit(r);
     return;
   }
   r.decision = v.action == Action::kDeny ? "allow (would deny: trace mode)" : "allow";
-  if (v.action == Action::kDeny && !deny && v.log && mode_ == Mode::kTrace)
-    std::fprintf(stderr, "gdrproxy: trace mode, would deny %s %s: %s\n", node->name.c_str(),
-                 r.call.name.c_str(), v.reason.c_str());
+  if (v.action == Action::kDeny && v.log)
+    std::fprintf(stderr, "gdrproxy: %s, would deny %s %s: %s\n",
+                 mode_ == Mode::kTrace ? "trace mode" : "driver not in the ABI tables",
+                 node.name.c_str(), r.call.name.c_str(), v.reason.c_str());
   if (!tracing()) {
-    notif_continue(nfd_, req.id);
+    notif_continue(nfd_, id);
     return;
   }
   if (observer_ &&
-      observer_->expect(req.pid, r.seq, r.call.result_regions[0], r.call.result_regions[1])) {
-    if (notif_continue(nfd_, req.id) != 0) {
-      observer_->forget(req.pid);
+      observer_->expect(tid, r.seq, r.call.result_regions[0], r.call.result_regions[1])) {
+    if (notif_continue(nfd_, id) != 0) {
+      observer_->forget(tid);
       r.note = "caller gone before the call ran";
       emit(r);
       return;
     }
-    pending_by_tid_[req.pid] = r.seq;
+    pending_by_tid_[tid] = r.seq;
     pending_.emplace(r.seq, std::make_pair(std::move(r), t0));
     return;
   }
-  notif_continue(nfd_, req.id);
+  notif_continue(nfd_, id);
   r.note = "result not observed";
   emit(r);
 }
@@ -498,7 +528,13 @@ void Supervisor::handle_open(const seccomp_notif& req, uint64_t t0) {
                    d.reason.c_str(), errno_name(d.err));
     }
   } else {
-    const int fd = notif_inject_fd(nfd_, req.id, d.host_fd, (call.flags & O_CLOEXEC) != 0);
+    // rdma_cm fds go to the range whose writes the filter traps (their commands are writes).
+    const int slot = d.node->device_class == DeviceClass::kRdmaCm
+                         ? free_rdma_cm_slot(static_cast<pid_t>(req.pid))
+                         : -1;
+    if (d.node->device_class == DeviceClass::kRdmaCm && slot < 0)
+      r.note = "no free fd in the rdma_cm range: this fd's commands are not traced";
+    const int fd = notif_inject_fd(nfd_, req.id, d.host_fd, (call.flags & O_CLOEXEC) != 0, slot);
     ::close(d.host_fd);
     r.decision = "broker";
     ++n_brokered_;
@@ -512,6 +548,42 @@ void Supervisor::handle_open(const seccomp_notif& req, uint64_t t0) {
   }
   r.latency_us = double(monotonic_ns() - t0) / 1e3;
   if (tracing()) emit(r);
+}
+
+int Supervisor::free_rdma_cm_slot(pid_t tid) const {
+  if (rdma_cm_fd_base_ < 0) return -1;
+  const std::string dir = "/proc/" + std::to_string(tid) + "/fd/";
+  for (int fd = rdma_cm_fd_base_; fd < rdma_cm_fd_base_ + rdma_cm::kFdSlots; ++fd) {
+    struct stat st;
+    if (::lstat((dir + std::to_string(fd)).c_str(), &st) != 0 && errno == ENOENT) return fd;
+  }
+  return -1;
+}
+
+void Supervisor::handle_cm_write(const seccomp_notif& req, uint64_t t0) {
+  const int fd = static_cast<int>(req.data.args[0]);
+  struct stat st;
+  const std::string fd_link = "/proc/" + std::to_string(req.pid) + "/fd/" + std::to_string(fd);
+  const DeviceNode* node = nullptr;
+  if (::stat(fd_link.c_str(), &st) == 0 && S_ISCHR(st.st_mode)) node = catalog_.find(st.st_rdev);
+  if (!node || node->device_class != DeviceClass::kRdmaCm) {
+    // Something else the process dup'ed into the range: an ordinary write.
+    notif_continue(nfd_, req.id);
+    return;
+  }
+  ProcessMemory mem(static_cast<pid_t>(req.pid));
+  DecodedCall call = decode_rdma_cm_write(req.data.args[1], req.data.args[2], mem);
+  if (!notif_id_valid(nfd_, req.id)) return;
+  Verdict v = policy_.evaluate(call);
+  TraceRecord r;
+  if (tracing() || (v.action == Action::kDeny && v.log)) {
+    r = begin_record(req, "write");
+    r.fd = fd;
+    r.device = node->name;
+    r.call = std::move(call);
+    r.reason = v.reason;
+  }
+  finish_call(r, *node, v, req.id, static_cast<pid_t>(req.pid), t0);
 }
 
 void Supervisor::on_exit_event(const gdrproxy_exit_event& e) {

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <rdma/ib_user_ioctl_cmds.h>
 #include <rdma/ib_user_verbs.h>
+#include <rdma/rdma_user_cm.h>
 #include <rdma/rdma_user_ioctl.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
@@ -90,6 +91,26 @@ int main(int argc, char** argv) {
     ::unlink(argv[3]);
     if (fd < 0) return fail("open");
     std::printf("OK fd=%d\n", fd);
+  } else if (op == "cm-write") {
+    // An rdma_cm CREATE_ID command as librdmacm writes it, then N one-byte writes to /dev/null.
+    int fd = ::open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) return fail("open");
+    struct {
+      rdma_ucm_cmd_hdr hdr;
+      rdma_ucm_create_id cmd;
+    } w{};
+    rdma_ucm_create_id_resp resp{};
+    w.hdr.cmd = RDMA_USER_CM_CMD_CREATE_ID;
+    w.hdr.in = sizeof w.cmd;
+    w.hdr.out = sizeof resp;
+    w.cmd.response = reinterpret_cast<uintptr_t>(&resp);
+    w.cmd.ps = RDMA_PS_TCP;
+    w.cmd.qp_type = 2;
+    std::printf("OK cm fd=%d\n", fd);
+    int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    for (int i = 0; i < (argc > 3 ? std::atoi(argv[3]) : 0); ++i) (void)!::write(null, "x", 1);
+    if (::write(fd, &w, sizeof w) < 0) return fail("cm write");
+    std::printf("OK cm write\n");
   } else if (op == "ioctl") {
     return do_ioctl(path);
   } else if (op == "high-bits") {
