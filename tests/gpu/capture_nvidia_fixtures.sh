@@ -1,0 +1,37 @@
+#!/bin/bash
+# Records the NVIDIA ioctls of a CUDA dma-buf export, a PyTorch matmul and a 1-GPU NCCL
+# all-reduce (LD_PRELOAD shim nv_ioctl_capture.c) into DIR/{cuda-dmabuf,pytorch-matmul,
+# nccl-allreduce}.nvcap, the fixtures that tests/proxy/nvidia_fixture_test.cc decodes in CI.
+# Run on the GPU machine: tests/gpu/capture_nvidia_fixtures.sh DIR
+set -euo pipefail
+out=${1:?usage: $0 OUTPUT_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$out"
+cuda=${CUDA_HOME:-/usr/local/cuda}
+
+gcc -O2 -shared -fPIC -o "$work/nvcap.so" "$here/nv_ioctl_capture.c" -ldl
+gcc -O2 -I"$cuda/include" -o "$work/dmabuf" "$here/nv_dmabuf_probe.c" \
+  -L"$cuda/lib64/stubs" -lcuda
+
+capture() {
+  local name=$1; shift
+  rm -f "$out/$name.nvcap"
+  NV_IOCTL_CAPTURE="$out/$name.nvcap" LD_PRELOAD="$work/nvcap.so" "$@"
+  echo "$name: $(stat -c %s "$out/$name.nvcap") bytes"
+}
+
+capture cuda-dmabuf "$work/dmabuf"
+capture pytorch-matmul python3 -c '
+import torch
+a = torch.randn(1024, 1024, device="cuda")
+print("matmul sum", float((a @ a).sum()))'
+capture nccl-allreduce env MASTER_ADDR=127.0.0.1 MASTER_PORT=29533 python3 -c '
+import torch, torch.distributed as dist
+dist.init_process_group("nccl", rank=0, world_size=1)
+t = torch.ones(1 << 20, device="cuda")
+dist.all_reduce(t)
+torch.cuda.synchronize()
+print("all_reduce", float(t[0]))
+dist.destroy_process_group()'
