@@ -4,7 +4,8 @@
 // The one idea: parameter memory is read with process_vm_readv on our own pid, so a guessed
 // length that runs past a mapping yields a short copy instead of a crash.
 //
-// Output (file named by $NV_IOCTL_CAPTURE): the 8-byte magic "NVIOCAP1", then records
+// Output (file $NV_IOCTL_CAPTURE.<pid>, one per process so that forked ranks never interleave):
+// the 8-byte magic "NVIOCAP1", then records
 //   u32 kind (1 frontend, 2 uvm) | u32 cmd | u64 arg | i32 ret | i32 err | u32 nregions
 //   nregions x { u64 addr | u32 len | u8 pre[len] | u8 post[len] }
 // Region 0 is the parameter struct at arg; an IOCTL_XFER_CMD record adds the tunnelled struct.
@@ -140,6 +141,8 @@ static void write_all(const void* p, size_t n) {
   }
 }
 
+static pid_t out_pid;
+
 int ioctl(int fd, unsigned long req, ...) {
   static int (*real_ioctl)(int, unsigned long, ...);
   va_list ap;
@@ -170,10 +173,16 @@ int ioctl(int fd, unsigned long req, ...) {
   for (uint32_t i = 0; i < nregs; ++i) regs[i].len = self_read(regs[i].addr, regs[i].post, regs[i].len);
 
   pthread_mutex_lock(&lock);
-  if (out_fd == -2) {
+  if (out_fd == -2 || out_pid != getpid()) {  // first call, or first call after a fork
     const char* p = getenv("NV_IOCTL_CAPTURE");
-    out_fd = p ? open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
-    if (out_fd >= 0 && lseek(out_fd, 0, SEEK_END) == 0) write_all("NVIOCAP1", 8);
+    char path[4096];
+    out_pid = getpid();
+    if (out_fd >= 0) close(out_fd);
+    out_fd = -1;
+    if (p && snprintf(path, sizeof path, "%s.%d", p, (int)out_pid) < (int)sizeof path) {
+      out_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    }
+    if (out_fd >= 0) write_all("NVIOCAP1", 8);
   }
   if (out_fd >= 0) {
     int32_t r = ret, e = ret < 0 ? err : 0;

@@ -1,8 +1,9 @@
 // Decodes the ioctls recorded from real CUDA, PyTorch and NCCL runs on the GPU machine (driver
 // 580.159.04, tests/fixtures/nvidia/): every call must decode to a known name without being
-// malformed, every successful call must show an NV_OK status, and every escape, class, control
-// and UVM call these workloads make must be allowed by configs/policy/nvidia-580.json, so that
-// enforce mode with the default policy denies none of them.
+// malformed, every status must be a known NV_STATUS (and NV_OK for all but the few calls the
+// driver answers otherwise), and every escape, class, control and UVM call these workloads make
+// must be allowed by configs/policy/nvidia-580.json, so that enforce mode with the default policy
+// denies none of them.
 #include <gtest/gtest.h>
 #include <zlib.h>
 
@@ -91,6 +92,13 @@ Policy load_policy() {
   return p;
 }
 
+std::string arg_of(const DecodedCall& c, const std::string& name) {
+  for (const auto& a : c.args) {
+    if (a.name == name) return a.value;
+  }
+  return "";
+}
+
 std::string result_field(const std::vector<DecodedField>& fields, const std::string& name) {
   for (const auto& f : fields) {
     if (f.name == name) return f.value;
@@ -107,6 +115,7 @@ TEST_P(Fixture, DecodesEveryRecordedCallAndPolicyAllowsIt) {
   const NvidiaDriverAbi& abi = *nvidia_abi_for_version("580.159.04");
   const Policy policy = load_policy();
   std::map<std::string, int> names;
+  int not_ok = 0;
   for (const Record& r : recs) {
     ASSERT_FALSE(r.regions.empty());
     BufferMemory before;
@@ -149,12 +158,16 @@ TEST_P(Fixture, DecodesEveryRecordedCallAndPolicyAllowsIt) {
     ASSERT_GE(res->post.size(), c.result_regions[0].len);
     std::vector<DecodedField> out;
     decode_nvidia_result(c, std::span(res->post).first(c.result_regions[0].len), {}, out);
-    if (r.ret == 0) {
-      for (const char* f : {"status", "rmStatus", "adapterStatus"}) {
-        const std::string s = result_field(out, f);
-        if (!s.empty()) {
-          EXPECT_EQ(s, "NV_OK(0x0)") << f;
-        }
+    for (const char* f : {"status", "rmStatus", "adapterStatus"}) {
+      const std::string s = result_field(out, f);
+      EXPECT_EQ(s.find("unknown"), std::string::npos) << f << "=" << s;
+      if (!s.empty() && s != "NV_OK(0x0)") {
+        ++not_ok;
+        // The one refusal in these runs: the PCIe atomics query, which the virtual machine's
+        // PCIe bus does not support.
+        EXPECT_EQ(arg_of(c, "cmd"),
+                  "NV2080_CTRL_CMD_BUS_GET_PCIE_SUPPORTED_GPU_ATOMICS(0x2080182a)");
+        EXPECT_EQ(s, "NV_ERR_NOT_SUPPORTED(0x56)");
       }
     }
     if (c.name == "EXPORT_TO_DMABUF_FD") {
@@ -164,6 +177,7 @@ TEST_P(Fixture, DecodesEveryRecordedCallAndPolicyAllowsIt) {
       EXPECT_NE(result_field(out, "hObjectNew"), "0x0");
     }
   }
+  EXPECT_LE(not_ok, 2);
   // The calls every CUDA start-up makes.
   for (const char* n : {"RM_ALLOC", "RM_CONTROL", "RM_MAP_MEMORY", "CARD_INFO", "REGISTER_FD",
                         "UVM_INITIALIZE", "UVM_REGISTER_GPU"}) {
@@ -172,17 +186,37 @@ TEST_P(Fixture, DecodesEveryRecordedCallAndPolicyAllowsIt) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Nvidia580, Fixture,
-                         ::testing::Values(std::make_pair("cuda-dmabuf.nvcap.gz", size_t{676}),
+                         ::testing::Values(std::make_pair("cuda-dmabuf.nvcap.gz", size_t{783}),
                                            std::make_pair("pytorch-matmul.nvcap.gz", size_t{547}),
-                                           std::make_pair("nccl-allreduce.nvcap.gz",
-                                                          size_t{2290})));
+                                           std::make_pair("nccl-allreduce.nvcap.gz", size_t{2290}),
+                                           std::make_pair("nccl-allreduce-2gpu.nvcap.gz",
+                                                          size_t{5558})));
 
-TEST(NvidiaFixtures, DmabufProbeExportsOneDmabuf) {
-  int exports = 0;
-  for (const Record& r : load("cuda-dmabuf.nvcap.gz")) {
-    if (r.kind == 1 && (r.cmd & 0xff) == 217) ++exports;
-  }
-  EXPECT_EQ(exports, 1);
+// The GPUDirect paths: the probe exports one dma-buf, and shares cuMem memory through the OS-unix
+// export controls, as NCCL does between its two ranks.
+TEST(NvidiaFixtures, ExportPathsAreRecorded) {
+  const NvidiaDriverAbi& abi = *nvidia_abi_for_version("580.159.04");
+  auto count = [&](const char* file) {
+    std::map<std::string, int> n;
+    for (const Record& r : load(file)) {
+      BufferMemory mem;
+      for (const Region& g : r.regions) mem.map(g.addr, g.pre);
+      const DecodedCall c = r.kind == 2 ? decode_nvidia_uvm_ioctl(r.cmd, r.arg, mem, abi)
+                                        : decode_nvidia_frontend_ioctl(r.cmd, r.arg, mem, abi);
+      ++n[c.name];
+      if (c.keys.nv_control) ++n[arg_of(c, "cmd")];
+      if (c.keys.nv_class) ++n[arg_of(c, "hClass")];
+    }
+    return n;
+  };
+  auto probe = count("cuda-dmabuf.nvcap.gz");
+  EXPECT_EQ(probe["EXPORT_TO_DMABUF_FD"], 1);
+  EXPECT_EQ(probe["NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECTS_TO_FD(0x00003d0b)"], 1);
+  EXPECT_EQ(probe["NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECTS_FROM_FD(0x00003d0c)"], 1);
+  EXPECT_EQ(probe["ATTACH_GPUS_TO_FD"], 1);
+  auto nccl2 = count("nccl-allreduce-2gpu.nvcap.gz");
+  EXPECT_GT(nccl2["NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECTS_TO_FD(0x00003d0b)"], 0);
+  EXPECT_GT(nccl2["NV50_P2P(0x503b)"], 0);
 }
 
 }  // namespace
