@@ -32,24 +32,6 @@ const T* find_named(std::span<const T> table, std::string_view name) {
   return nullptr;
 }
 
-// parent + patch, sorted by key: entries of `add` replace same-keyed ones, `remove` drops keys.
-template <typename T, typename K, typename KeyFn>
-std::vector<T> apply_patch(const std::vector<T>& parent, std::span<const T> add,
-                           std::span<const K> remove, KeyFn key_of) {
-  std::vector<T> out;
-  for (const T& e : parent) {
-    const K k = key_of(e);
-    const bool dropped = std::find(remove.begin(), remove.end(), k) != remove.end();
-    const bool replaced =
-        std::any_of(add.begin(), add.end(), [&](const T& a) { return key_of(a) == k; });
-    if (!dropped && !replaced) out.push_back(e);
-  }
-  out.insert(out.end(), add.begin(), add.end());
-  std::stable_sort(out.begin(), out.end(),
-                   [&](const T& a, const T& b) { return key_of(a) < key_of(b); });
-  return out;
-}
-
 const auto kEscapeKey = [](const NvEscape& e) { return e.nr; };
 const auto kClassKey = [](const NvClass& e) { return e.id; };
 const auto kControlKey = [](const NvControl& e) { return e.cmd; };
@@ -91,11 +73,14 @@ const Registry& registry() {
         // skipping it makes the version unknown (trace only), which is the safe reading.
         if (parent == nullptr) continue;
         const nvtables::Patch& p = rel.patch;
-        o->escapes = apply_patch(parent->escapes, p.add.escapes, p.remove_escapes, kEscapeKey);
-        o->classes = apply_patch(parent->classes, p.add.classes, p.remove_classes, kClassKey);
-        o->controls = apply_patch(parent->controls, p.add.controls, p.remove_controls, kControlKey);
-        o->uvm_ioctls =
-            apply_patch(parent->uvm_ioctls, p.add.uvm_ioctls, p.remove_uvm_ioctls, kUvmKey);
+        o->escapes =
+            nvtables::apply_patch(parent->escapes, p.add.escapes, p.remove_escapes, kEscapeKey);
+        o->classes =
+            nvtables::apply_patch(parent->classes, p.add.classes, p.remove_classes, kClassKey);
+        o->controls =
+            nvtables::apply_patch(parent->controls, p.add.controls, p.remove_controls, kControlKey);
+        o->uvm_ioctls = nvtables::apply_patch(parent->uvm_ioctls, p.add.uvm_ioctls,
+                                              p.remove_uvm_ioctls, kUvmKey);
       }
       o->abi.version = o->version;
       o->abi.escapes = o->escapes;

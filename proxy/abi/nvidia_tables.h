@@ -4,9 +4,11 @@
 // change has an empty patch. Internal to proxy/abi: everything else goes through nvidia_abi.h.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "proxy/abi/nvidia_abi.h"
 
@@ -42,6 +44,24 @@ struct Release {
 const TableSet& tables_580();
 // Every release this build knows, parents before children.
 std::span<const Release> releases();
+
+// parent + patch, sorted by key: entries of `add` replace same-keyed ones, `remove` drops keys.
+template <typename T, typename K, typename KeyFn>
+std::vector<T> apply_patch(const std::vector<T>& parent, std::span<const T> add,
+                           std::span<const K> remove, KeyFn key_of) {
+  std::vector<T> out;
+  for (const T& e : parent) {
+    const K k = key_of(e);
+    const bool dropped = std::find(remove.begin(), remove.end(), k) != remove.end();
+    const bool replaced =
+        std::any_of(add.begin(), add.end(), [&](const T& a) { return key_of(a) == k; });
+    if (!dropped && !replaced) out.push_back(e);
+  }
+  out.insert(out.end(), add.begin(), add.end());
+  std::stable_sort(out.begin(), out.end(),
+                   [&](const T& a, const T& b) { return key_of(a) < key_of(b); });
+  return out;
+}
 
 // Status names, sorted by value.
 struct StatusName {

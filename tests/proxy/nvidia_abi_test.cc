@@ -10,6 +10,7 @@
 #include <string>
 
 #include "proxy/abi/nvidia_abi.h"
+#include "proxy/abi/nvidia_tables.h"
 
 namespace gdrproxy::proxy {
 namespace {
@@ -131,6 +132,21 @@ TEST(NvidiaAbi, VersionTree) {
     EXPECT_EQ(abi->controls.size(), root->controls.size()) << abi->version;
     EXPECT_EQ(abi->uvm_ioctls.size(), root->uvm_ioctls.size()) << abi->version;
   }
+}
+
+// How a future release patches its parent: replace one entry, add one, drop one; order kept.
+TEST(NvidiaAbi, PatchReplacesAddsAndRemoves) {
+  const std::vector<NvControl> parent = {{0x101, "A"}, {0x102, "B"}, {0x2080, "C"}};
+  const NvControl add[] = {{0x102, "B2"}, {0x150, "NEW"}};
+  const uint32_t remove[] = {0x2080, 0x9999};
+  const auto out = nvtables::apply_patch(parent, std::span<const NvControl>(add),
+                                         std::span<const uint32_t>(remove),
+                                         [](const NvControl& c) { return c.cmd; });
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].cmd, 0x101u);
+  EXPECT_STREQ(out[1].name, "B2");
+  EXPECT_EQ(out[2].cmd, 0x150u);
+  EXPECT_STREQ(out[2].name, "NEW");
 }
 
 TEST(NvidiaAbi, DetectsVersionFromProcFiles) {
