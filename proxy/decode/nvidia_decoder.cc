@@ -7,7 +7,7 @@
 // counts) is recorded in `malformed`, and the policy fails closed on it.
 #include "proxy/decode/nvidia_decoder.h"
 
-#include <cinttypes>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -52,23 +52,38 @@ bool get(Bytes b, size_t off, T& v) {
   return true;
 }
 
-std::string hex(uint64_t v) {
-  return fmt("0x%" PRIx64, v);
+// Hex without printf: this runs for most fields of every trapped call.
+std::string hex(uint64_t v, int min_digits = 1) {
+  char digits[16];
+  const auto res = std::to_chars(digits, digits + sizeof digits, v, 16);  // always fits
+  const int n = static_cast<int>(res.ptr - digits);
+  std::string s = "0x";
+  if (n < min_digits) s.append(static_cast<size_t>(min_digits - n), '0');
+  s.append(digits, res.ptr);
+  return s;
+}
+
+// NAME(0xNNNN), or unknown(0xNNNN) when the table lacks the number.
+std::string labelled(const char* name, uint64_t v, int digits) {
+  std::string s = name ? name : "unknown";
+  s += '(';
+  s += hex(v, digits);
+  s += ')';
+  return s;
 }
 
 std::string class_label(const NvidiaDriverAbi* abi, uint32_t id) {
   const NvClass* c = abi ? abi->find_class(id) : nullptr;
-  return c ? fmt("%s(0x%04x)", c->name, id) : fmt("unknown(0x%04x)", id);
+  return labelled(c ? c->name : nullptr, id, 4);
 }
 
 std::string control_label(const NvidiaDriverAbi& abi, uint32_t cmd) {
   const NvControl* c = abi.find_control(cmd);
-  return c ? fmt("%s(0x%08x)", c->name, cmd) : fmt("unknown(0x%08x)", cmd);
+  return labelled(c ? c->name : nullptr, cmd, 8);
 }
 
 std::string status_label(uint32_t status) {
-  const char* n = nvidia_status_name(status);
-  return n ? fmt("%s(0x%x)", n, status) : fmt("unknown(0x%x)", status);
+  return labelled(nvidia_status_name(status), status, 1);
 }
 
 std::string vid_heap_function(uint32_t f) {
@@ -159,6 +174,7 @@ std::string render_field(const NvField& f, Bytes b, const NvidiaDriverAbi* abi) 
 }
 
 void add(DecodedCall& c, std::string name, std::string value) {
+  if (c.args.empty()) c.args.reserve(8);
   c.args.push_back({std::move(name), std::move(value)});
 }
 

@@ -8,3 +8,8 @@ add_executable(nvidia_tests
 target_link_libraries(nvidia_tests PRIVATE gdrproxy_proxy GTest::gtest_main ZLIB::ZLIB)
 target_compile_definitions(nvidia_tests PRIVATE GDRPROXY_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 gtest_discover_tests(nvidia_tests)
+
+# Benchmark, not a test: ns per decoded NVIDIA call over a recorded NCCL run.
+add_executable(nvidia_decode_bench nvidia_decode_bench.cc)
+target_link_libraries(nvidia_decode_bench PRIVATE gdrproxy_proxy ZLIB::ZLIB)
+target_compile_definitions(nvidia_decode_bench PRIVATE GDRPROXY_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
