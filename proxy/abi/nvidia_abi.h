@@ -78,8 +78,17 @@ const char* nvidia_status_name(uint32_t status);
 
 // NVIDIA frontend ioctls use type 'F'; the driver dispatches on IOC_NR alone.
 inline constexpr uint8_t kNvIoctlType = 0x46;
+// Escapes whose parameters are not a flat struct, so that decoders treat them by hand
+// (nv_escape.h and nv-ioctl-numbers.h; the same in every known release).
+inline constexpr uint8_t kNvEscRmControl = 0x2a;
+inline constexpr uint8_t kNvEscRmAlloc = 0x2b;
+inline constexpr uint8_t kNvEscCardInfo = 200;
+inline constexpr uint8_t kNvEscCheckVersionStr = 210;
 // The escape that tunnels another escape whose parameters exceed what IOC_SIZE can carry.
 inline constexpr uint8_t kNvEscIoctlXferCmd = 211;
+inline constexpr uint8_t kNvEscAttachGpusToFd = 212;
+inline constexpr uint8_t kNvEscExportToDmabufFd = 217;
+inline constexpr uint8_t kNvEscWaitOpenComplete = 218;
 // Largest parameter block the driver copies in through IOCTL_XFER_CMD.
 inline constexpr uint32_t kNvAbsoluteMaxIoctlSize = 16384;
 

@@ -25,15 +25,6 @@ constexpr uint32_t kHintUvm = 2;
 constexpr uint32_t kNoStatus = 0xffffffffu;
 enum HintIndex { kHintKind, kHintId, kHintStatusOffset, kHintSize, kHintCount };
 
-// Escape numbers the decoder treats by hand (see nvidia_layouts.h).
-constexpr uint8_t kEscRmControl = 0x2a;
-constexpr uint8_t kEscRmAlloc = 0x2b;
-constexpr uint8_t kEscCardInfo = 200;
-constexpr uint8_t kEscCheckVersionStr = 210;
-constexpr uint8_t kEscAttachGpusToFd = 212;
-constexpr uint8_t kEscExportToDmabufFd = 217;
-constexpr uint8_t kEscWaitOpenComplete = 218;
-
 // Rendered lists stop here; the rest is counted.
 constexpr uint32_t kMaxListed = 32;
 
@@ -400,23 +391,23 @@ void decode_escape(DecodedCall& c, uint8_t nr, uint32_t size, uint64_t arg, cons
   const Bytes b(params);
   int32_t status_offset = e->status_offset;
   switch (nr) {
-    case kEscRmAlloc:
+    case kNvEscRmAlloc:
       decode_rm_alloc(c, b, abi);
       status_offset = size == L::kNvos64Size ? L::kAlloc64Status : L::kAlloc21Status;
       break;
-    case kEscRmControl:
+    case kNvEscRmControl:
       decode_rm_control(c, b, abi);
       break;
-    case kEscCardInfo:
+    case kNvEscCardInfo:
       add(c, "count", std::to_string(size / e->elem_size));
       break;
-    case kEscAttachGpusToFd:
+    case kNvEscAttachGpusToFd:
       decode_attach_gpus(c, b);
       break;
-    case kEscCheckVersionStr:
+    case kNvEscCheckVersionStr:
       decode_check_version(c, b);
       break;
-    case kEscExportToDmabufFd:
+    case kNvEscExportToDmabufFd:
       if (!decode_export_dmabuf(c, b)) return;
       break;
     default:
@@ -437,17 +428,17 @@ void add_out_fields(std::span<const NvField> layout, Bytes b, std::vector<Decode
 
 void decode_frontend_result(uint8_t nr, Bytes b, std::vector<DecodedField>& out) {
   switch (nr) {
-    case kEscRmAlloc: {
+    case kNvEscRmAlloc: {
       uint32_t h = 0;
       if (get(b, L::kAllocHObjectNew, h)) out.push_back({"hObjectNew", hex(h)});
       return;
     }
-    case kEscExportToDmabufFd: {
+    case kNvEscExportToDmabufFd: {
       int32_t fd = 0;
       if (get(b, L::kDmabufFd, fd)) out.push_back({"fd", std::to_string(fd)});
       return;
     }
-    case kEscCheckVersionStr: {
+    case kNvEscCheckVersionStr: {
       uint32_t reply = 0;
       if (get(b, L::kVersionReply, reply)) {
         // NV_RM_API_VERSION_REPLY_*.
@@ -458,7 +449,7 @@ void decode_frontend_result(uint8_t nr, Bytes b, std::vector<DecodedField>& out)
       out.push_back({"versionString", quoted_string(b, L::kVersionString, L::kVersionStringLen)});
       return;
     }
-    case kEscCardInfo: {
+    case kNvEscCardInfo: {
       std::string cards = "[";
       uint32_t listed = 0;
       for (size_t off = 0; off + L::kCardSize <= b.size(); off += L::kCardSize) {
@@ -544,9 +535,9 @@ void decode_nvidia_result(const DecodedCall& call, std::span<const uint8_t> regi
   const Bytes b = region0.first(h[kHintSize]);
   uint32_t status = 0;
   if (h[kHintStatusOffset] != kNoStatus && get(b, h[kHintStatusOffset], status)) {
-    const char* field = kind == kHintUvm                     ? "rmStatus"
-                        : h[kHintId] == kEscWaitOpenComplete ? "adapterStatus"
-                                                             : "status";
+    const char* field = kind == kHintUvm                       ? "rmStatus"
+                        : h[kHintId] == kNvEscWaitOpenComplete ? "adapterStatus"
+                                                               : "status";
     out.push_back({field, status_label(status)});
   }
   if (kind == kHintUvm) {
