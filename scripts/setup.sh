@@ -18,6 +18,8 @@ packages=(
   hwloc libhwloc-dev
   # tests
   libgtest-dev libgmock-dev googletest util-linux
+  # NVIDIA decoder tests read gzip-compressed ioctl captures
+  zlib1g-dev
 )
 
 missing=()
