@@ -186,7 +186,11 @@ DecodedCall decode_uverbs_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& 
         call.args.push_back({spec->name, dec(static_cast<uint32_t>(a.data))});
         break;
       case AttrKind::kFdIn:
+        call.args.push_back({spec->name, dec(static_cast<int32_t>(a.data))});
+        break;
       case AttrKind::kRawFd:
+        // The only raw fd in the ABI today is REG_DMABUF_MR's: the policy checks its provenance.
+        call.keys.dmabuf_fd = static_cast<int32_t>(a.data);
         call.args.push_back({spec->name, dec(static_cast<int32_t>(a.data))});
         break;
       case AttrKind::kIdrNew:

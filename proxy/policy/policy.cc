@@ -223,6 +223,8 @@ Policy Policy::from_json(const json& j, const std::string& origin) {
         cp.malformed_action = parse_action(body["malformed"], where + ".malformed");
       if (body.contains("errno")) cp.err = parse_errno(body["errno"]);
       if (body.contains("log")) cp.log = body["log"].get<bool>();
+      if (body.contains("dmabuf_exporters"))
+        cp.dmabuf_exporters = body["dmabuf_exporters"].get<std::vector<std::string>>();
       int i = 0;
       for (const auto& r : body.value("rules", json::array()))
         cp.rules.push_back(parse_rule(r, where + ".rules[" + std::to_string(i++) + "]"));
@@ -250,6 +252,11 @@ Policy Policy::load_file(const std::string& path) {
     throw std::runtime_error("policy " + path + ": " + e.what());
   }
   return from_json(j, path);
+}
+
+const ClassPolicy* Policy::class_policy(DeviceClass c) const {
+  auto it = classes_.find(c);
+  return it == classes_.end() ? nullptr : &it->second;
 }
 
 Verdict Policy::evaluate(const DecodedCall& call) const {

@@ -41,6 +41,8 @@ struct ClassPolicy {
   int err = 1;  // EPERM
   bool log = true;
   std::vector<Rule> rules;
+  // uverbs: exporters whose dma-bufs REG_DMABUF_MR may register; empty = no provenance check.
+  std::vector<std::string> dmabuf_exporters;
 };
 
 struct Verdict {
@@ -57,6 +59,7 @@ class Policy {
   static Policy from_json(const nlohmann::json& j, const std::string& origin);
 
   Verdict evaluate(const DecodedCall& call) const;
+  const ClassPolicy* class_policy(DeviceClass c) const;
 
   const std::vector<std::string>& grants() const { return grants_; }
   int open_errno() const { return open_errno_; }

@@ -36,6 +36,7 @@
 #include "proxy/decode/rdma_cm_decoder.h"
 #include "proxy/decode/uverbs_decoder.h"
 #include "proxy/devices/device_catalog.h"
+#include "proxy/gpudirect/dmabuf_check.h"
 #include "proxy/mem/process_memory.h"
 #include "proxy/observe/exit_observer.h"
 #include "proxy/sandbox/landlock_guard.h"
@@ -433,6 +434,22 @@ void Supervisor::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
   // Everything read above is only trustworthy if the caller is still the one that trapped.
   if (!notif_id_valid(nfd_, req.id)) return;
   Verdict v = policy_.evaluate(call);
+  if (v.action == Action::kAllow && call.keys.dmabuf_fd) {
+    // GPUDirect: the registered dma-buf must come from a granted GPU.
+    const ClassPolicy* cp = policy_.class_policy(DeviceClass::kUverbs);
+    if (cp && !cp->dmabuf_exporters.empty()) {
+      DmabufVerdict d =
+          check_dmabuf_fd(static_cast<pid_t>(req.pid), *call.keys.dmabuf_fd, cp->dmabuf_exporters);
+      if (!d.allowed) {
+        v.action = Action::kDeny;
+        v.err = cp->err;
+        v.log = true;
+        v.reason = "uverbs dma-buf provenance: " + d.reason;
+      } else if (tracing()) {
+        call.args.push_back({"dmabuf", d.reason});
+      }
+    }
+  }
   TraceRecord r;
   if (tracing() || (v.action == Action::kDeny && v.log)) {
     r = begin_record(req, "ioctl");

@@ -180,6 +180,21 @@ case_rdma_cm_commands_traced_other_writes_not() {
   expect_in "$WORK/err2" "denied rdma_cm CREATE_ID"
 }
 
+case_dmabuf_provenance() {
+  # A REG_DMABUF_MR whose fd is not a dma-buf from a granted GPU is refused before it runs...
+  sandboxed --trace-json "$WORK/t.jsonl" -- "$CLIENT" reg-dmabuf /dev/infiniband/uverbs0 memfd >"$WORK/out" 2>"$WORK/err"
+  expect_in "$WORK/out" "ERR EPERM (reg-dmabuf)"
+  expect_in "$WORK/err" "is not a dma-buf (/memfd:not-a-dmabuf"
+  [[ $(jq_count "$WORK/t.jsonl" "r['call']=='MR.REG_DMABUF_MR' and r['decision']=='deny' and 'provenance' in r['rule']") == 1 ]] || fail "denial not traced"
+  # ...while NCCL's capability probe (fd -1) runs (the stand-in device answers ENOTTY).
+  sandboxed -q -- "$CLIENT" reg-dmabuf /dev/infiniband/uverbs0 -1 >"$WORK/out2" 2>&1
+  expect_in "$WORK/out2" "ERR ENOTTY (reg-dmabuf)"
+  # A policy without exporters disables the check.
+  echo '{"version":1,"classes":{"uverbs":{"dmabuf_exporters":[]}}}' >"$WORK/p.json"
+  sandboxed -q --policy "$WORK/p.json" -- "$CLIENT" reg-dmabuf /dev/infiniband/uverbs0 memfd >"$WORK/out3" 2>&1
+  expect_in "$WORK/out3" "ERR ENOTTY (reg-dmabuf)"
+}
+
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 "case_$CASE"
 echo "PASS [$CASE]"
