@@ -47,6 +47,9 @@ void add_run(CLI::App& app, int& exit_code) {
                   "auto (write when Landlock is available and no nvidia-caps device is granted)")
       ->check(CLI::IsMember({"auto", "write", "all"}));
   run->add_flag("-q,--quiet", opts->quiet, "No informational notes on stderr");
+  run->add_flag("--stats", opts->stats,
+                "At exit, print how many notifications were served (ioctl, rdma_cm write, open,\n"
+                "brokered, denied)");
   run->add_option("command", opts->argv, "Command and arguments (after --)")->required();
   run->callback([opts, mode, trap, &exit_code] {
     if (!mode->empty()) opts->mode = *mode == "trace" ? Mode::kTrace : Mode::kEnforce;

@@ -232,11 +232,14 @@ int Supervisor::run() {
   io_.run();
   if (observer_) observer_->consume();
   finish_pending("result not observed before the sandbox exited");
-  if (tracing())
-    note("served " + std::to_string(n_ioctl_ + n_open_ + n_write_) +
-         " notifications: " + std::to_string(n_ioctl_) + " ioctl, " + std::to_string(n_write_) +
-         " rdma_cm write, " + std::to_string(n_open_) + " open (" + std::to_string(n_brokered_) +
-         " brokered), " + std::to_string(denied_) + " denied");
+  if (tracing() || opts_.stats)
+    std::fprintf(stderr,
+                 "gdrproxy: served %llu notifications: %llu ioctl, %llu rdma_cm write, %llu open "
+                 "(%llu brokered), %llu denied\n",
+                 static_cast<unsigned long long>(n_ioctl_ + n_open_ + n_write_),
+                 static_cast<unsigned long long>(n_ioctl_), static_cast<unsigned long long>(n_write_),
+                 static_cast<unsigned long long>(n_open_), static_cast<unsigned long long>(n_brokered_),
+                 static_cast<unsigned long long>(denied_));
   else if (denied_ && !opts_.quiet)
     note(std::to_string(denied_) + " device call(s) denied");
   return exit_status_;

@@ -22,6 +22,7 @@ struct RunOptions {
   std::optional<std::string> trace_json;   // --trace-json FILE
   OpenTrapChoice open_trap = OpenTrapChoice::kAuto;
   bool quiet = false;  // no notes on stderr (denial log lines stay)
+  bool stats = false;  // print notification counts at exit
   std::string dev_root = "/dev";
 };
 
