@@ -44,7 +44,7 @@ void add_run(CLI::App& app, int& exit_code) {
                   "Write the decoded calls as JSON lines to FILE");
   run->add_option("--trap-opens", *trap,
                   "Which opens reach gdrproxy: write (O_WRONLY/O_RDWR; needs Landlock), all, or\n"
-                  "auto (write when Landlock is available and no nvidia-caps device is granted)")
+                  "auto (write when Landlock is available)")
       ->check(CLI::IsMember({"auto", "write", "all"}));
   run->add_flag("-q,--quiet", opts->quiet, "No informational notes on stderr");
   run->add_flag("--stats", opts->stats,

@@ -139,6 +139,7 @@ class Supervisor {
   std::map<ProcessKey, uint64_t> calls_by_process_;
   uint64_t denied_ = 0;
   uint64_t n_ioctl_ = 0, n_open_ = 0, n_brokered_ = 0, n_write_ = 0;
+  uint64_t ns_ioctl_ = 0, ns_open_ = 0;  // time spent handling, for --stats
   int rdma_cm_fd_base_ = -1;
 };
 
@@ -178,9 +179,6 @@ int Supervisor::run() {
   LaunchSpec spec;
   spec.argv = opts_.argv;
   const bool have_landlock = landlock_abi_version() >= 1;
-  bool caps_granted = false;
-  for (const auto& n : catalog_.nodes())
-    if (n.device_class == DeviceClass::kNvidiaCaps && grants_.granted(n)) caps_granted = true;
   switch (opts_.open_trap) {
     case OpenTrapChoice::kWrite:
       if (!have_landlock)
@@ -191,9 +189,7 @@ int Supervisor::run() {
       spec.filter.open_trap = OpenTrap::kAllOpens;
       break;
     case OpenTrapChoice::kAuto:
-      // nvidia-caps nodes are opened read-only by CUDA, so granting one means every open traps.
-      spec.filter.open_trap =
-          have_landlock && !caps_granted ? OpenTrap::kWriteOpens : OpenTrap::kAllOpens;
+      spec.filter.open_trap = have_landlock ? OpenTrap::kWriteOpens : OpenTrap::kAllOpens;
       break;
   }
   spec.landlock = have_landlock;
@@ -214,7 +210,7 @@ int Supervisor::run() {
   // Orphaned descendants are re-parented to us, so we can reap them: the listener hangs up only
   // once every sandboxed task has been reaped.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-  Launched l = launch_sandboxed(spec, catalog_);
+  Launched l = launch_sandboxed(spec, catalog_, grants_);
   child_ = l.pid;
   nfd_ = l.notify_fd;
   // Synchronous wake-ups cut a round trip from ~50 us to ~6 us on small VMs (kernel >= 6.6).
@@ -233,13 +229,16 @@ int Supervisor::run() {
   if (observer_) observer_->consume();
   finish_pending("result not observed before the sandbox exited");
   if (tracing() || opts_.stats)
-    std::fprintf(stderr,
-                 "gdrproxy: served %llu notifications: %llu ioctl, %llu rdma_cm write, %llu open "
-                 "(%llu brokered), %llu denied\n",
-                 static_cast<unsigned long long>(n_ioctl_ + n_open_ + n_write_),
-                 static_cast<unsigned long long>(n_ioctl_), static_cast<unsigned long long>(n_write_),
-                 static_cast<unsigned long long>(n_open_), static_cast<unsigned long long>(n_brokered_),
-                 static_cast<unsigned long long>(denied_));
+    std::fprintf(
+        stderr,
+        "gdrproxy: served %llu notifications: %llu ioctl, %llu rdma_cm write, %llu open "
+        "(%llu brokered), %llu denied; handler %.1f us/ioctl, %.1f us/open\n",
+        static_cast<unsigned long long>(n_ioctl_ + n_open_ + n_write_),
+        static_cast<unsigned long long>(n_ioctl_), static_cast<unsigned long long>(n_write_),
+        static_cast<unsigned long long>(n_open_), static_cast<unsigned long long>(n_brokered_),
+        static_cast<unsigned long long>(denied_),
+        n_ioctl_ ? double(ns_ioctl_) / 1e3 / double(n_ioctl_) : 0.0,
+        n_open_ ? double(ns_open_) / 1e3 / double(n_open_) : 0.0);
   else if (denied_ && !opts_.quiet)
     note(std::to_string(denied_) + " device call(s) denied");
   return exit_status_;
@@ -384,6 +383,7 @@ void Supervisor::handle(const seccomp_notif& req) {
     case SYS_ioctl:
       ++n_ioctl_;
       handle_ioctl(req, t0);
+      ns_ioctl_ += monotonic_ns() - t0;
       return;
     case SYS_open:
     case SYS_openat:
@@ -391,6 +391,7 @@ void Supervisor::handle(const seccomp_notif& req) {
     case SYS_creat:
       ++n_open_;
       handle_open(req, t0);
+      ns_open_ += monotonic_ns() - t0;
       return;
     case SYS_write:
       ++n_write_;
