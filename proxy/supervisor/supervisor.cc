@@ -62,6 +62,9 @@ double wall_seconds() {
   return double(t.tv_sec) + double(t.tv_nsec) / 1e9;
 }
 
+// Up to this many CPUs the synchronous wake-up flag is on by default.
+constexpr long kSyncWakeupMaxCpus = 4;
+
 class Supervisor {
  public:
   Supervisor(const RunOptions& o, Policy policy, DeviceCatalog catalog, Grants grants)
@@ -213,8 +216,12 @@ int Supervisor::run() {
   Launched l = launch_sandboxed(spec, catalog_, grants_);
   child_ = l.pid;
   nfd_ = l.notify_fd;
-  // Synchronous wake-ups cut a round trip from ~50 us to ~6 us on small VMs (kernel >= 6.6).
-  if (::ioctl(nfd_, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, 0) != 0 &&
+  // Synchronous wake-ups cut a round trip from ~50 us to ~6 us on 2-vCPU VMs (kernel >= 6.6),
+  // but on many-core hosts they move every caller onto the supervisor's CPU (docs/PERFORMANCE.md).
+  const bool sync =
+      opts_.sync_wakeup.value_or(::sysconf(_SC_NPROCESSORS_ONLN) <= kSyncWakeupMaxCpus);
+  if (sync &&
+      ::ioctl(nfd_, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, 0) != 0 &&
       tracing())
     note("synchronous wake-up not supported by this kernel (slower round trips)");
   notify_ = std::make_unique<asio::posix::stream_descriptor>(io_, nfd_);
@@ -308,6 +315,7 @@ void Supervisor::arm_sweep() {
       if (observer_) observer_->forget(it->first);
       it = pending_by_tid_.erase(it);
     }
+    if (json_out_.is_open()) json_out_.flush();
     maybe_finish();
     if (!io_.stopped()) arm_sweep();
   });
@@ -650,7 +658,8 @@ void Supervisor::finish_pending(const std::string& why) {
 
 void Supervisor::emit(TraceRecord& r) {
   if (opts_.trace_text) std::fprintf(stderr, "%s\n", format_text(r).c_str());
-  if (json_out_.is_open()) json_out_ << format_json(r) << '\n' << std::flush;
+  // Buffered; flushed by the one-second sweep and at exit, not per record.
+  if (json_out_.is_open()) json_out_ << format_json(r) << '\n';
 }
 
 }  // namespace

@@ -75,12 +75,14 @@ declare -A times
 now() { date +%s.%N; }
 for ((i = 0; i < rounds; i++)); do
   for w in matmul allreduce; do
-    for mode in native enforce trace; do
+    for mode in ${MODES:-native enforce trace}; do
       t0=$(now)
       case $mode in
         native) python3 tests/gpu/workloads.py $w >/dev/null 2>&1 ;;
         enforce) "$gp" run -q --mode enforce -- python3 tests/gpu/workloads.py $w >/dev/null 2>&1 ;;
         trace) "$gp" run -q --mode trace --trace-json "$out/$w-trace.jsonl" -- python3 tests/gpu/workloads.py $w >/dev/null 2>&1 ;;
+        enforce-sync) "$gp" run -q --sync-wakeup on --mode enforce -- python3 tests/gpu/workloads.py $w >/dev/null 2>&1 ;;
+        trace-sync) "$gp" run -q --sync-wakeup on --mode trace --trace-json "$out/$w-trace.jsonl" -- python3 tests/gpu/workloads.py $w >/dev/null 2>&1 ;;
       esac
       times[$w.$mode]+="$(python3 -c "print($(now) - $t0)") "
     done
@@ -96,6 +98,10 @@ for w in matmul allreduce; do
   n=$(median <<<"${times[$w.native]}"); e=$(median <<<"${times[$w.enforce]}"); t=$(median <<<"${times[$w.trace]}")
   printf "%-10s %-8s %8s %7s %9.3f %10.3f %10.3f\n" $w "${status[$w]}" "${trapped[$w]}" "${denied[$w]}" "$n" \
     "$(python3 -c "print($e / $n)")" "$(python3 -c "print($t / $n)")"
+  for extra in enforce-sync trace-sync; do
+    [[ -n ${times[$w.$extra]:-} ]] && printf "%-10s %-8s %8s %7s %9s %10.3f  (%s/native)\n" $w "" "" "" "" \
+      "$(python3 -c "print($(median <<<"${times[$w.$extra]}") / $n)")" "$extra"
+  done
 done
 echo "topology native vs proxied: $topo"
 echo "goals: enforce/native <= 1.02, trace/native <= 1.10"
