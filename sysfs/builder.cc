@@ -1,0 +1,253 @@
+// Tree writer; see builder.h.
+#include "sysfs/builder.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <set>
+
+#include "sysfs/bdf.h"
+#include "sysfs/fsio.h"
+
+namespace gdrproxy::sysfs {
+namespace {
+
+// All writes relative to one directory fd. Paths are tree-relative ("devices/pci0000:00/...").
+class TreeWriter {
+ public:
+  TreeWriter(int root_fd, BuildResult& res) : root_(root_fd), res_(res) {}
+
+  void dir(const std::string& rel) {
+    if (made_.count(rel)) return;
+    std::string parent = dirname_of(rel);
+    if (!parent.empty() && parent != "/") dir(parent);
+    if (::mkdirat(root_, rel.c_str(), 0755) != 0 && errno != EEXIST) fail("mkdir", rel);
+    made_.insert(rel);
+    ++res_.dirs;
+  }
+
+  void file(const std::string& rel, std::string_view data) {
+    int fd = ::openat(root_, rel.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+    if (fd < 0) fail("create", rel);
+    UniqueFd guard(fd);
+    size_t off = 0;
+    while (off < data.size()) {
+      ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        fail("write", rel);
+      }
+      off += static_cast<size_t>(n);
+    }
+    ++res_.files;
+  }
+
+  // A link at `rel` pointing (kernel-style, relative) at tree path `target`.
+  void link(const std::string& rel, const std::string& target) {
+    std::string t = kernel_relative_link(dirname_of(rel), target);
+    if (::symlinkat(t.c_str(), root_, rel.c_str()) != 0) fail("symlink", rel);
+    ++res_.links;
+  }
+
+  void attrs(const std::string& dir_rel, const AttrMap& m) {
+    for (const auto& [name, value] : m) file(dir_rel + "/" + name, value);
+  }
+
+ private:
+  [[noreturn]] void fail(const char* what, const std::string& rel) {
+    throw BuildError(std::string("build: cannot ") + what + " " + rel + ": " + std::strerror(errno));
+  }
+  int root_;
+  BuildResult& res_;
+  std::set<std::string> made_;
+};
+
+std::string devices_path(const PciFunction& f) { return "devices/" + f.path; }
+
+void write_pci(TreeWriter& w, const Snapshot& s, const Selection& sel) {
+  std::set<std::string> roots_used;
+  for (const auto& bdf : sel.pci) {
+    const PciFunction* f = s.find_pci(bdf);
+    roots_used.insert(f->path.substr(0, f->path.find('/')));
+  }
+  for (const auto& rc : s.roots) {
+    if (!roots_used.count(rc.dir)) continue;
+    std::string d = "devices/" + rc.dir;
+    w.dir(d);
+    for (const auto& bus : rc.buses) {
+      std::string b = d + "/pci_bus/" + bus;
+      w.dir(b);
+      w.link(b + "/device", d);
+      w.link(b + "/subsystem", "class/pci_bus");
+      w.link("class/pci_bus/" + bus, b);
+    }
+  }
+  // s.pci is ordered parents first, so each directory's parent already exists.
+  for (const auto& f : s.pci) {
+    if (!sel.pci.count(f.bdf)) continue;
+    std::string d = devices_path(f);
+    w.dir(d);
+    w.attrs(d, f.attrs);
+    if (!f.config.empty()) w.file(d + "/config", f.config);
+    w.link(d + "/subsystem", "bus/pci");
+    w.link("bus/pci/devices/" + f.bdf, d);
+    if (!f.driver.empty()) {
+      w.dir("bus/pci/drivers/" + f.driver);
+      w.link(d + "/driver", "bus/pci/drivers/" + f.driver);
+      w.link("bus/pci/drivers/" + f.driver + "/" + f.bdf, d);
+    }
+    if (!f.physfn.empty() && sel.pci.count(f.physfn))
+      w.link(d + "/physfn", devices_path(*s.find_pci(f.physfn)));
+    for (const auto& bus : f.child_buses) {
+      std::string b = d + "/pci_bus/" + bus;
+      w.dir(b);
+      w.link(b + "/device", d);
+      w.link(b + "/subsystem", "class/pci_bus");
+      w.link("class/pci_bus/" + bus, b);
+    }
+  }
+}
+
+void write_table(TreeWriter& w, const std::string& dir, int len, const std::map<int, std::string>& m,
+                 const std::string& empty) {
+  w.dir(dir);
+  for (int i = 0; i < len; ++i) {
+    auto it = m.find(i);
+    w.file(dir + "/" + std::to_string(i), it != m.end() ? std::string_view(it->second) : empty);
+  }
+}
+
+void write_ib(TreeWriter& w, const Snapshot& s, const Selection& sel, BuildResult& res) {
+  bool any_verbs = false;
+  for (const IbDevice* d : sel.ib) {
+    const PciFunction& f = *s.find_pci(d->pci);
+    std::string pd = devices_path(f);
+    std::string id = pd + "/infiniband/" + d->name;
+    w.dir(id);
+    w.attrs(id, d->attrs);
+    w.link(id + "/device", pd);
+    w.link(id + "/subsystem", "class/infiniband");
+    w.link("class/infiniband/" + d->name, id);
+    for (const auto& p : d->ports) {
+      std::string pp = id + "/ports/" + std::to_string(p.num);
+      w.dir(pp);
+      w.attrs(pp, p.attrs);
+      write_table(w, pp + "/gids", p.gid_table_len, p.gids,
+                  "0000:0000:0000:0000:0000:0000:0000:0000\n");
+      // The kernel answers EINVAL for an empty slot; a static file cannot, so it is empty.
+      write_table(w, pp + "/gid_attrs/types", p.gid_table_len, p.gid_types, "");
+      write_table(w, pp + "/gid_attrs/ndevs", p.gid_table_len, p.gid_ndevs, "");
+      write_table(w, pp + "/pkeys", p.pkey_table_len, p.pkeys, "0x0000\n");
+    }
+    if (d->verbs) {
+      any_verbs = true;
+      std::string vd = pd + "/infiniband_verbs/" + d->verbs->name;
+      w.dir(vd);
+      w.attrs(vd, d->verbs->attrs);
+      w.link(vd + "/device", pd);
+      w.link(vd + "/subsystem", "class/infiniband_verbs");
+      w.link("class/infiniband_verbs/" + d->verbs->name, vd);
+    } else {
+      res.notes.push_back(d->name + ": no uverbs device in the snapshot; libibverbs will not list it");
+    }
+  }
+  if (s.uverbs_abi_version)
+    w.file("class/infiniband_verbs/abi_version", *s.uverbs_abi_version);
+  else if (any_verbs)
+    res.notes.push_back("class/infiniband_verbs/abi_version: not in the snapshot, not written");
+}
+
+void write_net(TreeWriter& w, const Snapshot& s, const Selection& sel) {
+  for (const NetDevice* n : sel.net) {
+    const PciFunction& f = *s.find_pci(n->pci);
+    std::string nd = devices_path(f) + "/" + n->subpath;
+    w.dir(nd);
+    w.attrs(nd, n->attrs);
+    // `device` names the interface's parent device: the directory holding net/<if>.
+    w.link(nd + "/device", dirname_of(dirname_of(nd)));
+    w.link(nd + "/subsystem", "class/net");
+    w.link("class/net/" + n->name, nd);
+  }
+}
+
+void write_numa(TreeWriter& w, const Snapshot& s) {
+  for (const auto& n : s.numa) {
+    std::string d = "devices/system/node/node" + std::to_string(n.id);
+    w.dir(d);
+    w.attrs(d, n.attrs);
+  }
+  for (const auto& [path, value] : s.peer_memory) {
+    w.dir(dirname_of(path));
+    w.file(path, value);
+  }
+}
+
+}  // namespace
+
+std::string port_dir_in_tree(const Snapshot& s, const IbDevice& d, const IbPort& p) {
+  const PciFunction* f = s.find_pci(d.pci);
+  return devices_path(*f) + "/infiniband/" + d.name + "/ports/" + std::to_string(p.num);
+}
+
+BuildResult build_tree(const Snapshot& s, const Selection& sel, const BuildOptions& opt) {
+  if (opt.out.empty()) throw BuildError("build: no output directory given");
+  std::string out = opt.out;
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  if (exists_nofollow(out) && !opt.force)
+    throw BuildError("build: " + out + " already exists (use --force to replace it atomically)");
+  std::string parent = dirname_of(out);
+  if (parent.empty()) parent = ".";
+  std::string tmpl = join(parent, "." + basename_of(out) + ".tmp-XXXXXX");
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (!::mkdtemp(buf.data()))
+    throw BuildError("build: cannot create a temporary directory next to " + out + ": " +
+                     std::strerror(errno));
+  std::string tmp(buf.data());
+  ::chmod(tmp.c_str(), 0755);
+  BuildResult res;
+  res.notes = sel.notes;
+  try {
+    UniqueFd root(::open(tmp.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!root) throw BuildError("build: cannot open " + tmp + ": " + std::strerror(errno));
+    TreeWriter w(root.get(), res);
+    for (const char* d : {"devices", "bus/pci/devices", "bus/pci/drivers", "class/pci_bus",
+                          "class/infiniband", "class/infiniband_verbs", "class/net",
+                          "devices/system/node",
+                          // Mount points: the host's live CPU topology (see mount_plan.h) and the
+                          // runtime's cgroup mount.
+                          "devices/system/cpu", "fs/cgroup"})
+      w.dir(d);
+    write_pci(w, s, sel);
+    write_ib(w, s, sel, res);
+    write_net(w, s, sel);
+    write_numa(w, s);
+    if (::fsync(root.get()) != 0) { /* best effort: the tree is rebuilt on every start */ }
+  } catch (...) {
+    remove_tree(tmp, nullptr);
+    throw;
+  }
+  if (::rename(tmp.c_str(), out.c_str()) != 0) {
+    if (!(opt.force && (errno == ENOTEMPTY || errno == EEXIST || errno == EISDIR || errno == ENOTDIR))) {
+      int e = errno;
+      remove_tree(tmp, nullptr);
+      throw BuildError("build: cannot rename " + tmp + " to " + out + ": " + std::strerror(e));
+    }
+    // Swap the complete new tree with the old one in one step, then remove the old one.
+    if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, out.c_str(), RENAME_EXCHANGE) != 0) {
+      int e = errno;
+      remove_tree(tmp, nullptr);
+      throw BuildError("build: cannot replace " + out + ": " + std::strerror(e));
+    }
+    std::string err;
+    if (!remove_tree(tmp, &err)) res.notes.push_back("old tree left at " + tmp + ": " + err);
+  }
+  res.path = out;
+  return res;
+}
+
+}  // namespace gdrproxy::sysfs
