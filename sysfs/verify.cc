@@ -73,7 +73,8 @@ class Verifier {
       } else if (S_ISDIR(st.st_mode)) {
         if (name.find(".tmp-") != std::string::npos) bad(r, "leftover temporary directory");
         if (is_bdf(name) && rel.rfind("devices", 0) == 0) bdf_dirs_[name].push_back(r);
-        walk(r);
+        // The host's CPU topology is mounted here live; it is the host's, not the tree's.
+        if (r != "devices/system/cpu") walk(r);
       } else if (!S_ISREG(st.st_mode)) {
         bad(r, "neither file, directory nor link");
       }

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Runs the real consumers of a synthetic sysfs tree against one fixture and one selection:
+#   snapshot -> build -> verify, then in a private mount namespace with the mount plan applied:
+#   hwloc (lstopo --whole-io) on the built tree must show the source's I/O tree restricted to the
+#   selection; libibverbs (ibv_devices, with SYSFS_PATH and with the tree mounted at /sys) must
+#   list exactly the selected RDMA devices with their GUIDs; NCCL's path types (realpath + parent
+#   walk, `gdrproxy sysfs affinity`) must be the source's for every GPU-NIC pair.
+#
+# usage: consumers.sh GDRPROXY FIXTURE_ROOT WORKDIR GPUS NICS EXPECT_GPUS EXPECT_IB
+#   FIXTURE_ROOT  a file-system root holding sys/ (and proc/) as prepared by prepare_fixture.sh
+#   GPUS, NICS    --gpus/--nics values ("-" = option not given: the defaults)
+#   EXPECT_GPUS   GPUs the tree must expose (comma separated, "" for none)
+#   EXPECT_IB     RDMA devices the tree must expose
+set -euo pipefail
+GDRPROXY=$(realpath "$1"); SRC=$(realpath "$2"); WORK=$3; GPUS=$4; NICS=$5; EXPECT_GPUS=$6; EXPECT_IB=$7
+HERE=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$WORK"; mkdir -p "$WORK"; WORK=$(realpath "$WORK")
+cleanup() { rm -rf "$WORK"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+sel=()
+[[ $GPUS != - ]] && sel+=(--gpus "$GPUS")
+[[ $NICS != - ]] && sel+=(--nics "$NICS")
+
+"$GDRPROXY" sysfs snapshot --root "$SRC" -o "$WORK/snap.json"
+"$GDRPROXY" sysfs build --snapshot "$WORK/snap.json" --out "$WORK/tree" "${sel[@]}"
+"$GDRPROXY" sysfs verify "$WORK/tree" || fail "verify found violations in the built tree"
+"$GDRPROXY" sysfs mount-plan --snapshot "$WORK/snap.json" --tree "$WORK/tree" --host-root "$SRC" \
+  "${sel[@]}" > "$WORK/plan.json"
+
+# What the tree must contain, computed from the source fixture directly (not through gdrproxy).
+expect_ibv=""
+for d in ${EXPECT_IB//,/ }; do
+  guid=$(tr -d ':\n' < "$SRC/sys/class/infiniband/$d/node_guid")
+  expect_ibv+="$d $guid"$'\n'
+done
+expect_ibv=$(sort <<< "$expect_ibv" | sed '/^$/d')
+
+# NCCL view of the source, outside the namespace (errors for devices outside the selection, such as
+# a non-PCI RDMA device, do not matter here).
+"$GDRPROXY" sysfs affinity "$SRC/sys" > "$WORK/nccl-src.txt" 2>/dev/null || true
+
+# Everything below runs in a private mount namespace: the plan's bind mounts and the test's /dev
+# and /sys mounts vanish with it.
+export GDRPROXY SRC WORK HERE EXPECT_GPUS EXPECT_IB expect_ibv
+unshare -m --propagation private bash -euo pipefail -c '
+fail() { echo "FAIL: $*" >&2; exit 1; }
+"$GDRPROXY" sysfs mount --plan "$WORK/plan.json"
+
+# --- hwloc -------------------------------------------------------------------------------------
+mkdir -p "$WORK/root/proc"; ln -s "$WORK/tree" "$WORK/root/sys"
+lstopo-no-graphics --if fsroot -i "$SRC" --whole-io --of xml -f "$WORK/src.xml" 2>"$WORK/lstopo-src.err" \
+  || { cat "$WORK/lstopo-src.err"; fail "lstopo on the source"; }
+lstopo-no-graphics --if fsroot -i "$WORK/root" --whole-io --of xml -f "$WORK/built.xml" 2>"$WORK/lstopo-built.err" \
+  || { cat "$WORK/lstopo-built.err"; fail "lstopo on the built tree"; }
+keep=$(ls "$WORK/tree/bus/pci/devices" | paste -sd,)
+python3 "$HERE/hwloc_io_tree.py" "$WORK/src.xml" --keep "$keep" > "$WORK/hwloc-src.txt"
+python3 "$HERE/hwloc_io_tree.py" "$WORK/built.xml" > "$WORK/hwloc-built.txt"
+diff -u "$WORK/hwloc-src.txt" "$WORK/hwloc-built.txt" || fail "hwloc sees a different I/O tree"
+for d in ${EXPECT_IB//,/ }; do
+  grep -q "OSDev $d " "$WORK/hwloc-built.txt" || fail "hwloc shows no OpenFabrics device $d"
+done
+for g in ${EXPECT_GPUS//,/ }; do
+  grep -q "PCIDev pci_busid=$g " "$WORK/hwloc-built.txt" || fail "hwloc shows no GPU $g"
+done
+echo "hwloc: $(grep -c . "$WORK/hwloc-built.txt") I/O objects, same as the source restricted to $keep"
+
+# --- libibverbs ----------------------------------------------------------------------------------
+if python3 -c "import socket; socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 20)" 2>/dev/null; then
+  echo "SKIP libibverbs: NETLINK_RDMA is available here, libibverbs would ignore sysfs" >&2
+  exit 77
+fi
+# The container gets /dev/infiniband nodes for what it is granted; give it every host uverbs node so
+# that only the tree decides what is listed. libibverbs only stat()s them to enumerate.
+mount -t tmpfs -o mode=755 gdrproxy-test-dev /dev
+mknod -m 666 /dev/null c 1 3
+mkdir /dev/infiniband
+find "$SRC/sys/devices" -path "*/infiniband_verbs/uverbs*" -prune |
+  while read -r u; do : > "/dev/infiniband/$(basename "$u")"; done
+list() { "$@" ibv_devices | awk "NR>2 {print \$1, \$2}" | sort | sed "/^$/d"; }
+got=$(list env SYSFS_PATH="$WORK/tree")
+[[ "$got" == "$expect_ibv" ]] || fail "SYSFS_PATH ibv_devices listed [$got], expected [$expect_ibv]"
+mount --rbind "$WORK/tree" /sys
+got=$(list env -u SYSFS_PATH)
+[[ "$got" == "$expect_ibv" ]] || fail "ibv_devices with the tree at /sys listed [$got], expected [$expect_ibv]"
+echo "libibverbs: lists exactly [${expect_ibv//$'\''\n'\''/; }]"
+' || { rc=$?; [[ $rc == 77 ]] && exit 77; exit $rc; }
+
+# --- NCCL path types -----------------------------------------------------------------------------
+"$GDRPROXY" sysfs affinity "$WORK/tree" > "$WORK/nccl-built.txt" \
+  || fail "NCCL-style walk failed on the built tree"
+gpus=$(cut -d' ' -f1 "$WORK/nccl-built.txt" | sort -u | paste -sd,)
+nics=$(cut -d' ' -f2 "$WORK/nccl-built.txt" | sort -u | paste -sd,)
+if [[ -n $EXPECT_IB && -n $EXPECT_GPUS ]]; then
+  [[ $gpus == "$(tr , '\n' <<< "$EXPECT_GPUS" | sort | paste -sd,)" ]] || fail "NCCL sees GPUs [$gpus]"
+  [[ $nics == "$(tr , '\n' <<< "$EXPECT_IB" | sort | paste -sd,)" ]] || fail "NCCL sees NICs [$nics]"
+fi
+while read -r line; do
+  grep -qxF "$line" "$WORK/nccl-src.txt" || fail "path type differs from the source: $line (source: $(grep "^${line% *} " "$WORK/nccl-src.txt"))"
+done < "$WORK/nccl-built.txt"
+echo "NCCL: $(grep -c . "$WORK/nccl-built.txt") GPU-NIC pairs, path types equal to the source"
+echo PASS
