@@ -226,7 +226,8 @@ BuildResult build_tree(const Snapshot& s, const Selection& sel, const BuildOptio
     write_ib(w, s, sel, res);
     write_net(w, s, sel);
     write_numa(w, s);
-    if (::fsync(root.get()) != 0) { /* best effort: the tree is rebuilt on every start */ }
+    // No fsync: the tree is rebuilt from the snapshot on every container start, and a journal
+    // flush costs more than the whole build.
   } catch (...) {
     remove_tree(tmp, nullptr);
     throw;

@@ -6,17 +6,25 @@
 #   list exactly the selected RDMA devices with their GUIDs; NCCL's path types (realpath + parent
 #   walk, `gdrproxy sysfs affinity`) must be the source's for every GPU-NIC pair.
 #
-# usage: consumers.sh GDRPROXY FIXTURE_ROOT WORKDIR GPUS NICS EXPECT_GPUS EXPECT_IB
-#   FIXTURE_ROOT  a file-system root holding sys/ (and proc/) as prepared by prepare_fixture.sh
+# usage: consumers.sh GDRPROXY FIXTURE WORKDIR GPUS NICS EXPECT_GPUS EXPECT_IB
+#   WORKDIR       scratch directory (removed at exit); a relative name is placed under $TMPDIR
+#   FIXTURE       a fixture name for prepare_fixture.sh, or an existing file-system root (sys/, proc/)
 #   GPUS, NICS    --gpus/--nics values ("-" = option not given: the defaults)
 #   EXPECT_GPUS   GPUs the tree must expose (comma separated, "" for none)
 #   EXPECT_IB     RDMA devices the tree must expose
 set -euo pipefail
-GDRPROXY=$(realpath "$1"); SRC=$(realpath "$2"); WORK=$3; GPUS=$4; NICS=$5; EXPECT_GPUS=$6; EXPECT_IB=$7
+GDRPROXY=$(realpath "$1"); FIXTURE=$2; WORK=$3; GPUS=$4; NICS=$5; EXPECT_GPUS=$6; EXPECT_IB=$7
 HERE=$(cd "$(dirname "$0")" && pwd)
+[[ $WORK == /* ]] || WORK=${TMPDIR:-/tmp}/$WORK
 rm -rf "$WORK"; mkdir -p "$WORK"; WORK=$(realpath "$WORK")
 cleanup() { rm -rf "$WORK"; }
 trap cleanup EXIT
+if [[ -d $FIXTURE ]]; then
+  SRC=$(realpath "$FIXTURE")
+else
+  "$HERE/prepare_fixture.sh" "$FIXTURE" "$WORK/src"
+  SRC=$WORK/src
+fi
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 sel=()
@@ -30,6 +38,14 @@ sel=()
   "${sel[@]}" > "$WORK/plan.json"
 
 # What the tree must contain, computed from the source fixture directly (not through gdrproxy).
+netdevs=""
+if [[ $NICS != - ]]; then
+  for n in ${NICS//,/ }; do [[ -e "$SRC/sys/class/net/$n" ]] && netdevs+="$n,"; done
+fi
+{ read -r expect_pci; read -r expect_osdev; } < <(python3 "$HERE/expected_closure.py" "$SRC/sys" \
+  "$EXPECT_GPUS" "$EXPECT_IB" "$netdevs")
+got_pci=$(ls "$WORK/tree/bus/pci/devices" | sort | paste -sd,)
+[[ $got_pci == "$expect_pci" ]] || fail "tree has PCI functions [$got_pci], expected [$expect_pci]"
 expect_ibv=""
 for d in ${EXPECT_IB//,/ }; do
   guid=$(tr -d ':\n' < "$SRC/sys/class/infiniband/$d/node_guid")
@@ -43,7 +59,7 @@ expect_ibv=$(sort <<< "$expect_ibv" | sed '/^$/d')
 
 # Everything below runs in a private mount namespace: the plan's bind mounts and the test's /dev
 # and /sys mounts vanish with it.
-export GDRPROXY SRC WORK HERE EXPECT_GPUS EXPECT_IB expect_ibv
+export GDRPROXY SRC WORK HERE EXPECT_GPUS EXPECT_IB expect_ibv expect_pci expect_osdev
 unshare -m --propagation private bash -euo pipefail -c '
 fail() { echo "FAIL: $*" >&2; exit 1; }
 "$GDRPROXY" sysfs mount --plan "$WORK/plan.json"
@@ -54,8 +70,8 @@ lstopo-no-graphics --if fsroot -i "$SRC" --whole-io --of xml -f "$WORK/src.xml" 
   || { cat "$WORK/lstopo-src.err"; fail "lstopo on the source"; }
 lstopo-no-graphics --if fsroot -i "$WORK/root" --whole-io --of xml -f "$WORK/built.xml" 2>"$WORK/lstopo-built.err" \
   || { cat "$WORK/lstopo-built.err"; fail "lstopo on the built tree"; }
-keep=$(ls "$WORK/tree/bus/pci/devices" | paste -sd,)
-python3 "$HERE/hwloc_io_tree.py" "$WORK/src.xml" --keep "$keep" > "$WORK/hwloc-src.txt"
+python3 "$HERE/hwloc_io_tree.py" "$WORK/src.xml" --keep "$expect_pci" --keep-osdev "$expect_osdev" \
+  > "$WORK/hwloc-src.txt"
 python3 "$HERE/hwloc_io_tree.py" "$WORK/built.xml" > "$WORK/hwloc-built.txt"
 diff -u "$WORK/hwloc-src.txt" "$WORK/hwloc-built.txt" || fail "hwloc sees a different I/O tree"
 for d in ${EXPECT_IB//,/ }; do
@@ -64,7 +80,7 @@ done
 for g in ${EXPECT_GPUS//,/ }; do
   grep -q "PCIDev pci_busid=$g " "$WORK/hwloc-built.txt" || fail "hwloc shows no GPU $g"
 done
-echo "hwloc: $(grep -c . "$WORK/hwloc-built.txt") I/O objects, same as the source restricted to $keep"
+echo "hwloc: $(grep -c . "$WORK/hwloc-built.txt") I/O objects, same as the source restricted to the selection"
 
 # --- libibverbs ----------------------------------------------------------------------------------
 if python3 -c "import socket; socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 20)" 2>/dev/null; then

@@ -4,8 +4,11 @@
 One line per host bridge, PCI bridge, PCI device and OS device, indented by depth, with the
 attributes hwloc derived from sysfs (busid, class/vendor/device ids, bridge bus range, link speed,
 OS device type and infos). With --keep BDF,... only PCI objects whose busid is listed (and their OS
-devices) are printed, and host bridges with nothing kept below them are dropped: the source tree
-restricted to a selection. Two trees are equal for hwloc when these texts are equal.
+devices) are printed, and host bridges with nothing kept below them are dropped; with
+--keep-osdev NAME,... only those OS devices are printed: the source tree restricted to a
+selection. OS devices that hang off no PCI device (pmem, dax, block devices of other buses) are
+outside what a synthetic PCI tree carries and are never printed. Two trees are equal for hwloc
+when these texts are equal.
 """
 import argparse
 import sys
@@ -36,14 +39,16 @@ def describe(o):
     return " ".join(parts)
 
 
-def emit(o, depth, keep, out):
+def emit(o, depth, keep, keep_osdev):
     """Returns the lines of `o`'s subtree, or [] if nothing in it is kept."""
     t = o.get("type")
     children = [c for c in o.findall("object") if c.get("type") in IO_TYPES]
     lines = []
     for c in children:
-        lines += emit(c, depth + 1, keep, out)
+        lines += emit(c, depth + 1, keep, keep_osdev)
     if t == "OSDev":
+        if depth == 0 or (keep_osdev is not None and o.get("name") not in keep_osdev):
+            return []
         return ["  " * depth + describe(o)]
     is_host_bridge = t == "Bridge" and o.get("bridge_type", "").startswith("0-")
     if keep is not None and not is_host_bridge and busid(o) not in keep:
@@ -57,17 +62,17 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("xml")
     ap.add_argument("--keep", help="comma-separated BDFs to keep")
+    ap.add_argument("--keep-osdev", help="comma-separated OS device names to keep")
     a = ap.parse_args()
-    keep = None
-    if a.keep is not None:
-        keep = {k for k in a.keep.split(",") if k}
+    keep = None if a.keep is None else {k for k in a.keep.split(",") if k}
+    keep_osdev = None if a.keep_osdev is None else {k for k in a.keep_osdev.split(",") if k}
     root = ET.parse(a.xml).getroot()
     out = []
     # I/O objects hang below non-I/O parents (Machine, Package, NUMA...): start at each topmost.
     def walk(o):
         for c in o.findall("object"):
             if c.get("type") in IO_TYPES:
-                out.extend(emit(c, 0, keep, out))
+                out.extend(emit(c, 0, keep, keep_osdev))
             else:
                 walk(c)
     walk(root)
