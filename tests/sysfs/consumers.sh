@@ -89,11 +89,16 @@ if python3 -c "import socket; socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 
 fi
 # The container gets /dev/infiniband nodes for what it is granted; give it every host uverbs node so
 # that only the tree decides what is listed. libibverbs only stat()s them to enumerate.
-mount -t tmpfs -o mode=755 gdrproxy-test-dev /dev
-mknod -m 666 /dev/null c 1 3
-mkdir /dev/infiniband
+# The fake /dev is built on the side and then bound over /dev, keeping /dev/shm (where $TMPDIR
+# may be) visible through it.
+devroot=$WORK/devroot; mkdir -p "$devroot"
+mount -t tmpfs -o mode=755 gdrproxy-test-dev "$devroot"
+mknod -m 666 "$devroot/null" c 1 3
+mkdir "$devroot/infiniband" "$devroot/shm"
 find "$SRC/sys/devices" -path "*/infiniband_verbs/uverbs*" -prune |
-  while read -r u; do : > "/dev/infiniband/$(basename "$u")"; done
+  while read -r u; do : > "$devroot/infiniband/$(basename "$u")"; done
+mount --bind /dev/shm "$devroot/shm"
+mount --rbind "$devroot" /dev
 list() { "$@" ibv_devices | awk "NR>2 {print \$1, \$2}" | sort | sed "/^$/d"; }
 got=$(list env SYSFS_PATH="$WORK/tree")
 [[ "$got" == "$expect_ibv" ]] || fail "SYSFS_PATH ibv_devices listed [$got], expected [$expect_ibv]"
