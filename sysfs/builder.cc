@@ -5,10 +5,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <set>
+#include <thread>
 
 #include "sysfs/bdf.h"
 #include "sysfs/fsio.h"
@@ -16,7 +18,12 @@
 namespace gdrproxy::sysfs {
 namespace {
 
-// All writes relative to one directory fd. Paths are tree-relative ("devices/pci0000:00/...").
+// Writes a tree below one directory fd. Paths are tree-relative ("devices/pci0000:00/...").
+// Directories are created at once, in order; files and links are queued and then created by a
+// few threads in parallel (the build is thousands of tiny creations, each a syscall or three).
+// Each thread creates entries relative to an fd of their own directory, kept open while
+// consecutive entries go to the same directory, so the kernel resolves one path component per
+// entry instead of the whole depth of the PCI tree.
 class TreeWriter {
  public:
   TreeWriter(int root_fd, BuildResult& res) : root_(root_fd), res_(res) {}
@@ -25,31 +32,20 @@ class TreeWriter {
     if (made_.count(rel)) return;
     std::string parent = dirname_of(rel);
     if (!parent.empty() && parent != "/") dir(parent);
-    if (::mkdirat(root_, rel.c_str(), 0755) != 0 && errno != EEXIST) fail("mkdir", rel);
+    if (::mkdirat(root_, rel.c_str(), 0755) != 0 && errno != EEXIST)
+      throw BuildError("build: cannot mkdir " + rel + ": " + std::strerror(errno));
     made_.insert(rel);
     ++res_.dirs;
   }
 
   void file(const std::string& rel, std::string_view data) {
-    int fd = ::openat(root_, rel.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
-    if (fd < 0) fail("create", rel);
-    UniqueFd guard(fd);
-    size_t off = 0;
-    while (off < data.size()) {
-      ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        fail("write", rel);
-      }
-      off += static_cast<size_t>(n);
-    }
+    ops_.push_back({false, rel, std::string(data)});
     ++res_.files;
   }
 
   // A link at `rel` pointing (kernel-style, relative) at tree path `target`.
   void link(const std::string& rel, const std::string& target) {
-    std::string t = kernel_relative_link(dirname_of(rel), target);
-    if (::symlinkat(t.c_str(), root_, rel.c_str()) != 0) fail("symlink", rel);
+    ops_.push_back({true, rel, kernel_relative_link(dirname_of(rel), target)});
     ++res_.links;
   }
 
@@ -57,13 +53,71 @@ class TreeWriter {
     for (const auto& [name, value] : m) file(dir_rel + "/" + name, value);
   }
 
- private:
-  [[noreturn]] void fail(const char* what, const std::string& rel) {
-    throw BuildError(std::string("build: cannot ") + what + " " + rel + ": " + std::strerror(errno));
+  // Creates every queued file and link; throws BuildError naming the first entry that failed.
+  void flush() {
+    unsigned n = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+    if (ops_.size() < 512) n = 1;
+    std::vector<std::string> errors(n);
+    std::vector<std::thread> threads;
+    size_t chunk = (ops_.size() + n - 1) / n;
+    for (unsigned i = 0; i < n; ++i) {
+      size_t b = i * chunk, e = std::min(ops_.size(), b + chunk);
+      auto work = [this, b, e, &err = errors[i]] { err = create(b, e); };
+      if (i + 1 == n) work();
+      else threads.emplace_back(work);
+    }
+    for (auto& t : threads) t.join();
+    ops_.clear();
+    for (const auto& e : errors)
+      if (!e.empty()) throw BuildError(e);
   }
+
+ private:
+  struct Op {
+    bool is_link;
+    std::string rel;
+    std::string data;  // file contents, or link target
+  };
+
+  std::string create(size_t begin, size_t end) const {
+    UniqueFd cur;
+    std::string cur_path;
+    for (size_t i = begin; i < end; ++i) {
+      const Op& op = ops_[i];
+      std::string d = dirname_of(op.rel);
+      int dfd = root_;
+      std::string name = op.rel;
+      if (!d.empty()) {
+        if (d != cur_path) {
+          cur = UniqueFd(::openat(root_, d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+          if (!cur) return "build: cannot open directory " + d + ": " + std::strerror(errno);
+          cur_path = d;
+        }
+        dfd = cur.get();
+        name = op.rel.substr(d.size() + 1);
+      }
+      if (op.is_link) {
+        if (::symlinkat(op.data.c_str(), dfd, name.c_str()) != 0)
+          return "build: cannot symlink " + op.rel + ": " + std::strerror(errno);
+        continue;
+      }
+      UniqueFd fd(::openat(dfd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444));
+      if (!fd) return "build: cannot create " + op.rel + ": " + std::strerror(errno);
+      size_t off = 0;
+      while (off < op.data.size()) {
+        ssize_t w = ::write(fd.get(), op.data.data() + off, op.data.size() - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) return "build: cannot write " + op.rel + ": " + std::strerror(errno);
+        off += static_cast<size_t>(w);
+      }
+    }
+    return "";
+  }
+
   int root_;
   BuildResult& res_;
   std::set<std::string> made_;
+  std::vector<Op> ops_;
 };
 
 std::string devices_path(const PciFunction& f) { return "devices/" + f.path; }
@@ -121,7 +175,8 @@ void write_table(TreeWriter& w, const std::string& dir, int len, const std::map<
   }
 }
 
-void write_ib(TreeWriter& w, const Snapshot& s, const Selection& sel, BuildResult& res) {
+void write_ib(TreeWriter& w, const Snapshot& s, const Selection& sel, bool live_ports,
+              BuildResult& res) {
   bool any_verbs = false;
   for (const IbDevice* d : sel.ib) {
     const PciFunction& f = *s.find_pci(d->pci);
@@ -135,6 +190,7 @@ void write_ib(TreeWriter& w, const Snapshot& s, const Selection& sel, BuildResul
     for (const auto& p : d->ports) {
       std::string pp = id + "/ports/" + std::to_string(p.num);
       w.dir(pp);
+      if (live_ports) continue;  // a mount point: the host's directory is bound here
       w.attrs(pp, p.attrs);
       write_table(w, pp + "/gids", p.gid_table_len, p.gids,
                   "0000:0000:0000:0000:0000:0000:0000:0000\n");
@@ -223,9 +279,10 @@ BuildResult build_tree(const Snapshot& s, const Selection& sel, const BuildOptio
                           "devices/system/cpu", "fs/cgroup"})
       w.dir(d);
     write_pci(w, s, sel);
-    write_ib(w, s, sel, res);
+    write_ib(w, s, sel, opt.live_ports, res);
     write_net(w, s, sel);
     write_numa(w, s);
+    w.flush();
     // No fsync: the tree is rebuilt from the snapshot on every container start, and a journal
     // flush costs more than the whole build.
   } catch (...) {

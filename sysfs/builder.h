@@ -17,6 +17,10 @@ namespace gdrproxy::sysfs {
 struct BuildOptions {
   std::string out;     // final path of the tree (mounted at /sys in the container)
   bool force = false;  // replace an existing tree at `out` (atomically swapped, then removed)
+  // Leave RDMA port directories empty: they are mount points for the live bind mounts of the
+  // mount plan, which must then be applied before the tree is used. Saves the static GID, GID
+  // attribute and P_Key tables (most of the files of an RDMA node).
+  bool live_ports = false;
 };
 
 struct BuildResult {

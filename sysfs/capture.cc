@@ -17,8 +17,7 @@ const char* const kPciAttrs[] = {"class",          "vendor",           "device",
                                  "subsystem_vendor", "subsystem_device", "revision",
                                  "numa_node",      "local_cpus",       "local_cpulist",
                                  "max_link_speed", "max_link_width",   "current_link_speed",
-                                 "current_link_width", "modalias",     "uevent",
-                                 "irq",            "enable"};
+                                 "current_link_width", "modalias",     "uevent"};
 // Missing any of these is worth a log line; the rest are commonly absent (bridges, old kernels).
 const char* const kPciCoreAttrs[] = {"class", "vendor", "device", "subsystem_vendor",
                                      "subsystem_device"};

@@ -65,18 +65,21 @@ void register_commands(CLI::App& app, int& exit_code) {
 
   // build
   static std::string build_snap, build_out;
-  static bool build_force = false;
+  static bool build_force = false, build_live = false;
   static SelectArgs build_sel;
   auto* build = sys->add_subcommand("build", "Write a filtered sysfs tree from a snapshot");
   build->add_option("--snapshot", build_snap, "Snapshot JSON")->required();
   build->add_option("--out", build_out, "Tree directory to create")->required();
   build->add_flag("--force", build_force, "Replace an existing tree atomically");
+  build->add_flag("--live-ports", build_live,
+                  "Leave RDMA port directories empty as mount points for `mount-plan` (the plan "
+                  "must be applied before use)");
   build_sel.add(build);
   build->callback([&exit_code, build] {
     try {
       Snapshot s = load_snapshot(build_snap);
       Selection sel = select(s, build_sel.request(build));
-      BuildResult r = build_tree(s, sel, {build_out, build_force});
+      BuildResult r = build_tree(s, sel, {build_out, build_force, build_live});
       print_notes(r.notes, "build");
       std::cerr << "gdrproxy sysfs build: " << r.path << ": " << sel.gpus.size() << " GPUs, "
                 << sel.ib.size() << " RDMA devices, " << sel.pci.size() << " PCI functions ("

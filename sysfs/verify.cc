@@ -166,8 +166,12 @@ class Verifier {
         for (const auto& p : ports) {
           std::string pr = r + "/ports/" + p;
           if (!is_dir(*target + "/ports/" + p + "/gids")) bad(pr + "/gids", "missing");
-          if (!is_dir(*target + "/ports/" + p + "/gid_attrs/types"))
-            bad(pr + "/gid_attrs/types", "missing (NCCL fails the connection when it cannot open it)");
+          // NCCL opens gid_attrs/types/<i> to pick a RoCE GID; InfiniBand ports use index 0
+          // without reading it (and kernels before 4.x have no gid_attrs at all).
+          bool roce = trim(read_text(*target + "/ports/" + p + "/link_layer").value_or("")) == "Ethernet";
+          if (roce && !is_dir(*target + "/ports/" + p + "/gid_attrs/types"))
+            bad(pr + "/gid_attrs/types", "missing on a RoCE port (NCCL fails the connection when it "
+                                         "cannot open it)");
         }
       }
     }

@@ -12,8 +12,10 @@
 #   GPUS, NICS    --gpus/--nics values ("-" = option not given: the defaults)
 #   EXPECT_GPUS   GPUs the tree must expose (comma separated, "" for none)
 #   EXPECT_IB     RDMA devices the tree must expose
+#   BUILD_FLAGS   optional extra `build` flags (e.g. --live-ports)
 set -euo pipefail
 GDRPROXY=$(realpath "$1"); FIXTURE=$2; WORK=$3; GPUS=$4; NICS=$5; EXPECT_GPUS=$6; EXPECT_IB=$7
+BUILD_FLAGS=${8:-}
 HERE=$(cd "$(dirname "$0")" && pwd)
 [[ $WORK == /* ]] || WORK=${TMPDIR:-/tmp}/$WORK
 rm -rf "$WORK"; mkdir -p "$WORK"; WORK=$(realpath "$WORK")
@@ -32,8 +34,11 @@ sel=()
 [[ $NICS != - ]] && sel+=(--nics "$NICS")
 
 "$GDRPROXY" sysfs snapshot --root "$SRC" -o "$WORK/snap.json"
-"$GDRPROXY" sysfs build --snapshot "$WORK/snap.json" --out "$WORK/tree" "${sel[@]}"
-"$GDRPROXY" sysfs verify "$WORK/tree" || fail "verify found violations in the built tree"
+# shellcheck disable=SC2086
+"$GDRPROXY" sysfs build --snapshot "$WORK/snap.json" --out "$WORK/tree" "${sel[@]}" $BUILD_FLAGS
+if [[ $BUILD_FLAGS != *--live-ports* ]]; then
+  "$GDRPROXY" sysfs verify "$WORK/tree" || fail "verify found violations in the built tree"
+fi
 "$GDRPROXY" sysfs mount-plan --snapshot "$WORK/snap.json" --tree "$WORK/tree" --host-root "$SRC" \
   "${sel[@]}" > "$WORK/plan.json"
 
@@ -63,6 +68,7 @@ export GDRPROXY SRC WORK HERE EXPECT_GPUS EXPECT_IB expect_ibv expect_pci expect
 unshare -m --propagation private bash -euo pipefail -c '
 fail() { echo "FAIL: $*" >&2; exit 1; }
 "$GDRPROXY" sysfs mount --plan "$WORK/plan.json"
+"$GDRPROXY" sysfs verify "$WORK/tree" || fail "verify found violations in the tree with the plan applied"
 
 # --- hwloc -------------------------------------------------------------------------------------
 mkdir -p "$WORK/root/proc"; ln -s "$WORK/tree" "$WORK/root/sys"

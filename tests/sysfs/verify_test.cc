@@ -79,6 +79,9 @@ TEST_F(VerifyTest, RdmaPiecesThatConsumersNeed) {
   std::string port = "devices/pci0000:07/0000:07:01.0/0000:08:00.0/0000:09:00.0/0000:0a:00.0/"
                      "0000:0b:00.0/0000:0c:00.0/infiniband/mlx5_0/ports/1";
   ASSERT_TRUE(remove_tree(at(port + "/gid_attrs"), nullptr));
+  EXPECT_TRUE(verify_tree(tree()).empty());  // an InfiniBand port: NCCL does not read it
+  ASSERT_EQ(::unlink(at(port + "/link_layer").c_str()), 0);
+  test::write_file(at(port + "/link_layer"), "Ethernet\n");
   EXPECT_TRUE(reported("class/infiniband/mlx5_0/ports/1/gid_attrs/types", "NCCL fails"));
   ASSERT_EQ(::unlink(at("class/infiniband_verbs/abi_version").c_str()), 0);
   auto v = verify_tree(tree());
