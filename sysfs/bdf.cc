@@ -5,7 +5,9 @@
 
 namespace gdrproxy::sysfs {
 
-static bool hex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
+static bool hex(char c) {
+  return std::isxdigit(static_cast<unsigned char>(c)) != 0;
+}
 
 bool is_bdf(std::string_view s) {
   // domain ':' bus(2) ':' dev(2) '.' fn(1); domain is 4 or more hex digits.
@@ -19,9 +21,13 @@ bool is_bdf(std::string_view s) {
          t[6] == '.' && t[7] >= '0' && t[7] <= '7';
 }
 
-bool is_nccl_bdf(std::string_view s) { return s.size() == 12 && is_bdf(s); }
+bool is_nccl_bdf(std::string_view s) {
+  return s.size() == 12 && is_bdf(s);
+}
 
-std::string bus_of(std::string_view bdf) { return std::string(bdf.substr(0, bdf.size() - 5)); }
+std::string bus_of(std::string_view bdf) {
+  return std::string(bdf.substr(0, bdf.size() - 5));
+}
 
 std::string function0_of(std::string_view bdf) {
   std::string s(bdf);

@@ -63,8 +63,10 @@ class TreeWriter {
     for (unsigned i = 0; i < n; ++i) {
       size_t b = i * chunk, e = std::min(ops_.size(), b + chunk);
       auto work = [this, b, e, &err = errors[i]] { err = create(b, e); };
-      if (i + 1 == n) work();
-      else threads.emplace_back(work);
+      if (i + 1 == n)
+        work();
+      else
+        threads.emplace_back(work);
     }
     for (auto& t : threads) t.join();
     ops_.clear();
@@ -120,7 +122,9 @@ class TreeWriter {
   std::vector<Op> ops_;
 };
 
-std::string devices_path(const PciFunction& f) { return "devices/" + f.path; }
+std::string devices_path(const PciFunction& f) {
+  return "devices/" + f.path;
+}
 
 void write_pci(TreeWriter& w, const Snapshot& s, const Selection& sel) {
   std::set<std::string> roots_used;
@@ -166,8 +170,8 @@ void write_pci(TreeWriter& w, const Snapshot& s, const Selection& sel) {
   }
 }
 
-void write_table(TreeWriter& w, const std::string& dir, int len, const std::map<int, std::string>& m,
-                 const std::string& empty) {
+void write_table(TreeWriter& w, const std::string& dir, int len,
+                 const std::map<int, std::string>& m, const std::string& empty) {
   w.dir(dir);
   for (int i = 0; i < len; ++i) {
     auto it = m.find(i);
@@ -208,7 +212,8 @@ void write_ib(TreeWriter& w, const Snapshot& s, const Selection& sel, bool live_
       w.link(vd + "/subsystem", "class/infiniband_verbs");
       w.link("class/infiniband_verbs/" + d->verbs->name, vd);
     } else {
-      res.notes.push_back(d->name + ": no uverbs device in the snapshot; libibverbs will not list it");
+      res.notes.push_back(d->name +
+                          ": no uverbs device in the snapshot; libibverbs will not list it");
     }
   }
   if (s.uverbs_abi_version)
@@ -271,12 +276,12 @@ BuildResult build_tree(const Snapshot& s, const Selection& sel, const BuildOptio
     UniqueFd root(::open(tmp.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!root) throw BuildError("build: cannot open " + tmp + ": " + std::strerror(errno));
     TreeWriter w(root.get(), res);
-    for (const char* d : {"devices", "bus/pci/devices", "bus/pci/drivers", "class/pci_bus",
-                          "class/infiniband", "class/infiniband_verbs", "class/net",
-                          "devices/system/node",
-                          // Mount points: the host's live CPU topology (see mount_plan.h) and the
-                          // runtime's cgroup mount.
-                          "devices/system/cpu", "fs/cgroup"})
+    for (const char* d :
+         {"devices", "bus/pci/devices", "bus/pci/drivers", "class/pci_bus", "class/infiniband",
+          "class/infiniband_verbs", "class/net", "devices/system/node",
+          // Mount points: the host's live CPU topology (see mount_plan.h) and the
+          // runtime's cgroup mount.
+          "devices/system/cpu", "fs/cgroup"})
       w.dir(d);
     write_pci(w, s, sel);
     write_ib(w, s, sel, opt.live_ports, res);
@@ -290,7 +295,8 @@ BuildResult build_tree(const Snapshot& s, const Selection& sel, const BuildOptio
     throw;
   }
   if (::rename(tmp.c_str(), out.c_str()) != 0) {
-    if (!(opt.force && (errno == ENOTEMPTY || errno == EEXIST || errno == EISDIR || errno == ENOTDIR))) {
+    if (!(opt.force &&
+          (errno == ENOTEMPTY || errno == EEXIST || errno == EISDIR || errno == ENOTDIR))) {
       int e = errno;
       remove_tree(tmp, nullptr);
       throw BuildError("build: cannot rename " + tmp + " to " + out + ": " + std::strerror(e));

@@ -13,11 +13,21 @@ namespace {
 
 // Attributes recorded per object. Anything else in the kernel's directories is not read by the
 // consumers gdrproxy serves (NCCL, hwloc, libibverbs, UCX), so it is not carried.
-const char* const kPciAttrs[] = {"class",          "vendor",           "device",
-                                 "subsystem_vendor", "subsystem_device", "revision",
-                                 "numa_node",      "local_cpus",       "local_cpulist",
-                                 "max_link_speed", "max_link_width",   "current_link_speed",
-                                 "current_link_width", "modalias",     "uevent"};
+const char* const kPciAttrs[] = {"class",
+                                 "vendor",
+                                 "device",
+                                 "subsystem_vendor",
+                                 "subsystem_device",
+                                 "revision",
+                                 "numa_node",
+                                 "local_cpus",
+                                 "local_cpulist",
+                                 "max_link_speed",
+                                 "max_link_width",
+                                 "current_link_speed",
+                                 "current_link_width",
+                                 "modalias",
+                                 "uevent"};
 // Missing any of these is worth a log line; the rest are commonly absent (bridges, old kernels).
 const char* const kPciCoreAttrs[] = {"class", "vendor", "device", "subsystem_vendor",
                                      "subsystem_device"};
@@ -26,9 +36,9 @@ const char* const kIbAttrs[] = {"node_type", "node_guid", "sys_image_guid", "fw_
 const char* const kPortAttrs[] = {"state",  "phys_state", "rate",           "link_layer", "lid",
                                   "sm_lid", "sm_sl",      "lid_mask_count", "cap_mask"};
 const char* const kUverbsAttrs[] = {"ibdev", "dev", "abi_version"};
-const char* const kNetAttrs[] = {"address", "broadcast", "addr_len", "mtu",   "type",
-                                 "dev_port", "dev_id",   "operstate", "speed", "ifindex",
-                                 "carrier", "uevent"};
+const char* const kNetAttrs[] = {"address", "broadcast", "addr_len", "mtu",
+                                 "type",    "dev_port",  "dev_id",   "operstate",
+                                 "speed",   "ifindex",   "carrier",  "uevent"};
 const char* const kPeerMemoryMarkers[] = {"kernel/mm/memory_peers/nv_mem/version",
                                           "kernel/mm/memory_peers/nv_mem_nc/version",
                                           "module/nvidia_peermem/version"};
@@ -46,7 +56,8 @@ class Capturer {
   Snapshot run() {
     std::string devices = join(sys_, "devices");
     if (!is_dir(devices))
-      throw SnapshotError("no sysfs under " + sys_ + ": " + devices + " is not a readable directory");
+      throw SnapshotError("no sysfs under " + sys_ + ": " + devices +
+                          " is not a readable directory");
     snap_.source = root_;
     walk_pci(devices);
     cross_check_bus();
@@ -95,8 +106,10 @@ class Capturer {
       RootComplex rc;
       rc.dir = name;
       rc.buses = list_dir(join(dir, "pci_bus"));
-      if (rc.buses.empty()) omit(host_name(dir) + "/pci_bus: no bus directory, consumers resolving "
-                                 "BDFs through class/pci_bus will fail");
+      if (rc.buses.empty())
+        omit(host_name(dir) +
+             "/pci_bus: no bus directory, consumers resolving "
+             "BDFs through class/pci_bus will fail");
       snap_.roots.push_back(rc);
       walk_functions(dir, name);
     }
@@ -211,8 +224,9 @@ class Capturer {
       std::string pd = join(ports, pn);
       p.host_path = host_name(real_path(pd).value_or(pd));
       read_attrs(pd, std::begin(kPortAttrs), std::end(kPortAttrs), p.attrs);
-      read_table(join(pd, "gids"), p.gid_table_len, p.gids,
-                 [](const std::string& v) { return trim(v) != "0000:0000:0000:0000:0000:0000:0000:0000"; });
+      read_table(join(pd, "gids"), p.gid_table_len, p.gids, [](const std::string& v) {
+        return trim(v) != "0000:0000:0000:0000:0000:0000:0000:0000";
+      });
       int types_len = 0, ndevs_len = 0, pkeys_len = 0;
       auto nonempty = [](const std::string& v) { return !trim(v).empty(); };
       read_table(join(pd, "gid_attrs/types"), types_len, p.gid_types, nonempty);
@@ -303,7 +317,8 @@ class Capturer {
       }
       const char* const attrs[] = {"cpumap", "cpulist"};
       read_attrs(join(nodes, name), std::begin(attrs), std::end(attrs), n.attrs);
-      if (!n.attrs.count("cpumap")) omit(host_name(join(join(nodes, name), "cpumap")) + ": missing");
+      if (!n.attrs.count("cpumap"))
+        omit(host_name(join(join(nodes, name), "cpumap")) + ": missing");
       snap_.numa.push_back(std::move(n));
     }
   }
@@ -322,6 +337,8 @@ class Capturer {
 
 }  // namespace
 
-Snapshot capture(const std::string& root) { return Capturer(root.empty() ? "/" : root).run(); }
+Snapshot capture(const std::string& root) {
+  return Capturer(root.empty() ? "/" : root).run();
+}
 
 }  // namespace gdrproxy::sysfs

@@ -92,7 +92,8 @@ void register_commands(CLI::App& app, int& exit_code) {
 
   // verify
   static std::string verify_dir;
-  auto* verify = sys->add_subcommand("verify", "Check a tree against the invariants consumers need");
+  auto* verify =
+      sys->add_subcommand("verify", "Check a tree against the invariants consumers need");
   verify->add_option("dir", verify_dir, "Tree root (what is mounted at /sys)")->required();
   verify->callback([&exit_code] {
     auto v = verify_tree(verify_dir);
@@ -106,8 +107,9 @@ void register_commands(CLI::App& app, int& exit_code) {
   // mount-plan
   static std::string plan_snap, plan_tree, plan_host_root = "/";
   static SelectArgs plan_sel;
-  auto* plan = sys->add_subcommand("mount-plan", "Print the read-only bind mounts that keep RDMA "
-                                                 "port state live (JSON, for the OCI hook)");
+  auto* plan = sys->add_subcommand("mount-plan",
+                                   "Print the read-only bind mounts that keep RDMA "
+                                   "port state live (JSON, for the OCI hook)");
   plan->add_option("--snapshot", plan_snap, "Snapshot JSON the tree was built from")->required();
   plan->add_option("--tree", plan_tree, "The built tree")->required();
   plan->add_option("--host-root", plan_host_root, "Root the host paths are under (default /)");
@@ -127,8 +129,9 @@ void register_commands(CLI::App& app, int& exit_code) {
   // mount: apply a plan in the current mount namespace
   static std::string mnt_plan, mnt_at;
   auto* mnt = sys->add_subcommand(
-      "mount", "Apply a mount plan in the current mount namespace (run inside a private one, as "
-               "an OCI hook or `unshare -m` does), optionally mounting the tree at --at");
+      "mount",
+      "Apply a mount plan in the current mount namespace (run inside a private one, as "
+      "an OCI hook or `unshare -m` does), optionally mounting the tree at --at");
   mnt->add_option("--plan", mnt_plan, "Plan JSON from mount-plan")->required();
   mnt->add_option("--at", mnt_at, "Where to bind the finished tree read-only (e.g. <rootfs>/sys)");
   mnt->callback([&exit_code] {
@@ -145,7 +148,8 @@ void register_commands(CLI::App& app, int& exit_code) {
 
   // affinity (NCCL's view of a tree)
   static std::string aff_dir;
-  auto* aff = sys->add_subcommand("affinity", "Print the GPU-NIC path types NCCL derives from a tree");
+  auto* aff =
+      sys->add_subcommand("affinity", "Print the GPU-NIC path types NCCL derives from a tree");
   aff->add_option("dir", aff_dir, "Tree root")->required();
   aff->callback([&exit_code] {
     NcclView v = nccl_view(aff_dir);
@@ -154,9 +158,15 @@ void register_commands(CLI::App& app, int& exit_code) {
         std::cout << g.name << " " << n.name << " " << to_string(path_type(g, n)) << "\n";
       }
     for (const auto& e : v.gpus)
-      if (!e.error.empty()) { std::cerr << e.name << ": " << e.error << "\n"; exit_code = 1; }
+      if (!e.error.empty()) {
+        std::cerr << e.name << ": " << e.error << "\n";
+        exit_code = 1;
+      }
     for (const auto& e : v.nics)
-      if (!e.error.empty()) { std::cerr << e.name << ": " << e.error << "\n"; exit_code = 1; }
+      if (!e.error.empty()) {
+        std::cerr << e.name << ": " << e.error << "\n";
+        exit_code = 1;
+      }
   });
 }
 

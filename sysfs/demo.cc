@@ -85,8 +85,8 @@ int demo_example_node(std::ostream& out) {
     for (const auto& g : req.gpus) out << " " << g;
     out << ", NICs";
     for (const auto& n : req.nics) out << " " << n;
-    out << "\n  built " << r.dirs << " dirs, " << r.files << " files, " << r.links
-        << " links in " << std::fixed << std::setprecision(1)
+    out << "\n  built " << r.dirs << " dirs, " << r.files << " files, " << r.links << " links in "
+        << std::fixed << std::setprecision(1)
         << std::chrono::duration<double, std::milli>(t1 - t0).count() << " ms; verify: "
         << (violations.empty() ? "clean" : std::to_string(violations.size()) + " violation(s)")
         << "\n";

@@ -53,7 +53,9 @@ ReadResult read_file(const std::string& path) {
   return r;
 }
 
-std::optional<std::string> read_text(const std::string& path) { return read_file(path).data; }
+std::optional<std::string> read_text(const std::string& path) {
+  return read_file(path).data;
+}
 
 std::string trim(std::string_view s) {
   size_t b = 0, e = s.size();

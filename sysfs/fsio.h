@@ -51,8 +51,8 @@ std::string trim(std::string_view s);
 std::optional<std::string> read_link(const std::string& path);
 // Names in a directory (no "." / ".."), sorted; empty if not a directory.
 std::vector<std::string> list_dir(const std::string& path);
-bool is_dir(const std::string& path);        // follows symlinks
-bool is_symlink(const std::string& path);    // does not follow
+bool is_dir(const std::string& path);      // follows symlinks
+bool is_symlink(const std::string& path);  // does not follow
 bool exists_nofollow(const std::string& path);
 // realpath(3); nullopt when any component is missing (dangling link).
 std::optional<std::string> real_path(const std::string& path);

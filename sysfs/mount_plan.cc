@@ -37,7 +37,8 @@ MountPlan make_mount_plan(const Snapshot& s, const Selection& sel, const std::st
   }
   // CPU topology is not part of the snapshot: it is the host's, read live (hwloc aborts without
   // it, glibc's get_nprocs reads devices/system/cpu/online).
-  std::string cpu = host_root == "/" ? "/sys/devices/system/cpu" : join(host_root, "sys/devices/system/cpu");
+  std::string cpu =
+      host_root == "/" ? "/sys/devices/system/cpu" : join(host_root, "sys/devices/system/cpu");
   if (is_dir(cpu))
     p.binds.push_back({cpu, "devices/system/cpu", "host CPU topology (hwloc, get_nprocs)"});
   else
@@ -71,8 +72,8 @@ MountPlan mount_plan_from_json(const nlohmann::json& j) {
   MountPlan p;
   p.tree = j.at("tree").get<std::string>();
   for (const auto& b : j.at("binds"))
-    p.binds.push_back({b.at("source").get<std::string>(), b.at("target").get<std::string>(),
-                       b.value("why", "")});
+    p.binds.push_back(
+        {b.at("source").get<std::string>(), b.at("target").get<std::string>(), b.value("why", "")});
   return p;
 }
 

@@ -12,10 +12,14 @@ namespace gdrproxy::sysfs {
 
 const char* to_string(PathType t) {
   switch (t) {
-    case PathType::PIX: return "PIX";
-    case PathType::PXB: return "PXB";
-    case PathType::PHB: return "PHB";
-    case PathType::SYS: return "SYS";
+    case PathType::PIX:
+      return "PIX";
+    case PathType::PXB:
+      return "PXB";
+    case PathType::PHB:
+      return "PHB";
+    case PathType::SYS:
+      return "SYS";
   }
   return "?";
 }
@@ -26,7 +30,9 @@ std::string attr(const std::string& dir, const char* name) {
   return trim(read_text(dir + "/" + name).value_or(""));
 }
 
-uint64_t hexval(const std::string& s) { return std::strtoull(s.c_str(), nullptr, 16); }
+uint64_t hexval(const std::string& s) {
+  return std::strtoull(s.c_str(), nullptr, 16);
+}
 
 // NCCL's Broadcom PEX generation of a switch at `level` (0: the top switch, 1: a sub-switch),
 // 0 if it is not one. NCCL packs vendor:device:subsystem_vendor:subsystem_device into 64 bits and
@@ -36,7 +42,8 @@ int bcm_gen(const std::string& dir, int level) {
   uint64_t id = hexval(attr(dir, "vendor")) << 48 | hexval(attr(dir, "device")) << 32 |
                 hexval(attr(dir, "subsystem_vendor")) << 16 | hexval(attr(dir, "subsystem_device"));
   if ((id & 0xfffffffffffff000ull) == 0x1000c0101000a000ull) return 4;
-  if ((id & 0xfffffffffffff000ull) == (0x1000c03010000000ull | static_cast<uint64_t>(level) * 0x1000))
+  if ((id & 0xfffffffffffff000ull) ==
+      (0x1000c03010000000ull | static_cast<uint64_t>(level) * 0x1000))
     return 5;
   return 0;
 }
@@ -96,8 +103,10 @@ class Reader {
       NcclEndpoint e;
       e.name = e.bdf = bdf;
       auto p = pci_path(bdf);
-      if (!p) e.error = "could not find real path of " + bdf;
-      else place(e, *p);
+      if (!p)
+        e.error = "could not find real path of " + bdf;
+      else
+        place(e, *p);
       v.gpus.push_back(std::move(e));
     }
     for (const auto& dev : list_dir(root_ + "/class/infiniband")) {
@@ -110,8 +119,10 @@ class Reader {
         // Multi-port and VF merging: look the NIC up as device 00 function 0.
         e.bdf = device0_of(basename_of(*real));
         auto p = pci_path(e.bdf);
-        if (!p) e.error = "could not find real path of " + e.bdf;
-        else place(e, *p);
+        if (!p)
+          e.error = "could not find real path of " + e.bdf;
+        else
+          place(e, *p);
       }
       v.nics.push_back(std::move(e));
     }
@@ -124,7 +135,9 @@ class Reader {
 
 }  // namespace
 
-NcclView nccl_view(const std::string& root) { return Reader(root).run(); }
+NcclView nccl_view(const std::string& root) {
+  return Reader(root).run();
+}
 
 PathType path_type(const NcclEndpoint& a, const NcclEndpoint& b) {
   if (!a.error.empty() || !b.error.empty()) return PathType::SYS;

@@ -51,7 +51,8 @@ void add_with_ancestors(const Snapshot& s, const std::string& bdf, std::set<std:
 }
 
 // `rdma`: the function carries an RDMA device, which NCCL looks up as device 00 function 0.
-void add_function(const Snapshot& s, const std::string& bdf, bool rdma, std::set<std::string>& out) {
+void add_function(const Snapshot& s, const std::string& bdf, bool rdma,
+                  std::set<std::string>& out) {
   add_with_ancestors(s, bdf, out);
   add_with_ancestors(s, function0_of(bdf), out);
   if (rdma) add_with_ancestors(s, device0_of(bdf), out);
@@ -89,7 +90,8 @@ Selection select(const Snapshot& s, const SelectionRequest& req) {
       } else if (const NetDevice* nd = s.find_net(n)) {
         fns.push_back(nd->pci);
       } else {
-        throw SelectionError("NIC " + n + " is neither an RDMA device nor a PCI-backed interface "
+        throw SelectionError("NIC " + n +
+                             " is neither an RDMA device nor a PCI-backed interface "
                              "of the snapshot");
       }
     }
@@ -98,7 +100,8 @@ Selection select(const Snapshot& s, const SelectionRequest& req) {
       if (has_usable_gid(d))
         fns.push_back(d.pci);
       else
-        sel.notes.push_back(d.name + ": no usable GID on any port, left out (name it in --nics "
+        sel.notes.push_back(d.name +
+                            ": no usable GID on any port, left out (name it in --nics "
                             "to expose it anyway)");
     }
   }
@@ -107,7 +110,8 @@ Selection select(const Snapshot& s, const SelectionRequest& req) {
       sel.nic_functions.push_back(f);
   for (const auto& g : sel.gpus) add_function(s, g, false, sel.pci);
   for (const auto& f : sel.nic_functions) {
-    bool rdma = std::any_of(s.ib.begin(), s.ib.end(), [&](const IbDevice& d) { return d.pci == f; });
+    bool rdma =
+        std::any_of(s.ib.begin(), s.ib.end(), [&](const IbDevice& d) { return d.pci == f; });
     add_function(s, f, rdma, sel.pci);
   }
   for (const auto& d : s.ib)

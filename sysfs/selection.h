@@ -16,19 +16,19 @@
 namespace gdrproxy::sysfs {
 
 struct SelectionRequest {
-  bool gpus_given = false;         // false: every GPU (PCI class 0x03xxxx)
-  std::vector<std::string> gpus;   // BDFs
-  bool nics_given = false;         // false: every RDMA NIC with a usable GID
-  std::vector<std::string> nics;   // RDMA device names ("mlx5_0") or interface names ("eth2")
+  bool gpus_given = false;        // false: every GPU (PCI class 0x03xxxx)
+  std::vector<std::string> gpus;  // BDFs
+  bool nics_given = false;        // false: every RDMA NIC with a usable GID
+  std::vector<std::string> nics;  // RDMA device names ("mlx5_0") or interface names ("eth2")
 };
 
 struct Selection {
-  std::set<std::string> pci;            // every BDF the tree contains (closure)
-  std::vector<std::string> gpus;        // the selected GPU functions
+  std::set<std::string> pci;               // every BDF the tree contains (closure)
+  std::vector<std::string> gpus;           // the selected GPU functions
   std::vector<std::string> nic_functions;  // the selected NIC functions
-  std::vector<const IbDevice*> ib;      // RDMA devices exposed
-  std::vector<const NetDevice*> net;    // interfaces exposed
-  std::vector<std::string> notes;       // logged decisions (NICs left out, ...)
+  std::vector<const IbDevice*> ib;         // RDMA devices exposed
+  std::vector<const NetDevice*> net;       // interfaces exposed
+  std::vector<std::string> notes;          // logged decisions (NICs left out, ...)
 };
 
 struct SelectionError : std::runtime_error {

@@ -35,8 +35,8 @@ struct PciFunction {
 
 // A root complex directory devices/pciDDDD:BB and the buses it hosts.
 struct RootComplex {
-  std::string dir;                  // "pci0000:07"
-  std::vector<std::string> buses;   // "0000:07"
+  std::string dir;                 // "pci0000:07"
+  std::vector<std::string> buses;  // "0000:07"
 };
 
 // One port of an RDMA device. GID and P_Key tables are stored sparsely: an index that is absent
@@ -44,7 +44,8 @@ struct RootComplex {
 // read() fails (EINVAL), absent from `pkeys` is 0x0000.
 struct IbPort {
   int num = 0;
-  AttrMap attrs;  // state, phys_state, rate, link_layer, lid, sm_lid, sm_sl, lid_mask_count, cap_mask
+  AttrMap
+      attrs;  // state, phys_state, rate, link_layer, lid, sm_lid, sm_sl, lid_mask_count, cap_mask
   int gid_table_len = 0;
   std::map<int, std::string> gids;
   std::map<int, std::string> gid_types;

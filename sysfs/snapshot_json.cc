@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "sysfs/bdf.h"
 #include "sysfs/fsio.h"
 #include "sysfs/snapshot.h"
 
@@ -60,7 +61,8 @@ AttrMap attrs(const json& j, const char* name, const std::string& where) {
   AttrMap m;
   if (!j.contains(name)) return m;
   const json& o = j.at(name);
-  if (!o.is_object()) throw SnapshotError("snapshot: " + where + "." + name + ": expected an object");
+  if (!o.is_object())
+    throw SnapshotError("snapshot: " + where + "." + name + ": expected an object");
   for (auto it = o.begin(); it != o.end(); ++it) {
     if (!it.value().is_string())
       throw SnapshotError("snapshot: " + where + "." + name + "." + it.key() +
@@ -75,7 +77,8 @@ std::map<int, std::string> sparse(const json& j, const char* name, const std::st
   std::map<int, std::string> m;
   if (!j.contains(name)) return m;
   const json& o = j.at(name);
-  if (!o.is_object()) throw SnapshotError("snapshot: " + where + "." + name + ": expected an object");
+  if (!o.is_object())
+    throw SnapshotError("snapshot: " + where + "." + name + ": expected an object");
   for (auto it = o.begin(); it != o.end(); ++it) {
     int idx = -1;
     try {
@@ -102,6 +105,14 @@ std::string component(const json& j, const char* name, const std::string& where)
   std::string s = str(j, name, where);
   if (s.empty() || s == "." || s == ".." || s.find('/') != std::string::npos)
     throw SnapshotError("snapshot: " + where + "." + name + ": bad name '" + s + "'");
+  return s;
+}
+// A bus directory name ("0000:0c") becomes a path component too.
+std::string bus_name(const json& b, const std::string& where) {
+  if (!b.is_string()) throw SnapshotError("snapshot: " + where + ": bus name is not a string");
+  std::string s = b.get<std::string>();
+  if (!is_bdf(s + ":00.0"))
+    throw SnapshotError("snapshot: " + where + ": bad bus name '" + s + "'");
   return s;
 }
 std::string rel_path(const json& j, const char* name, const std::string& where) {
@@ -181,7 +192,8 @@ Snapshot snapshot_from_json(const json& j) {
   for (const auto& r : array(j, "roots", "snapshot")) {
     RootComplex rc;
     rc.dir = component(r, "dir", "roots[]");
-    for (const auto& b : array(r, "buses", "roots[" + rc.dir + "]")) rc.buses.push_back(b.get<std::string>());
+    for (const auto& b : array(r, "buses", "roots[" + rc.dir + "]"))
+      rc.buses.push_back(bus_name(b, "roots[" + rc.dir + "]"));
     s.roots.push_back(std::move(rc));
   }
   for (const auto& o : array(j, "pci", "snapshot")) {
@@ -197,8 +209,8 @@ Snapshot snapshot_from_json(const json& j) {
       if (!bin) throw SnapshotError("snapshot: " + w + ".config: not a hex string");
       f.config = *bin;
     }
-    f.driver = opt_str(o, "driver", w);
-    for (const auto& b : array(o, "child_buses", w)) f.child_buses.push_back(b.get<std::string>());
+    if (o.contains("driver")) f.driver = component(o, "driver", w);
+    for (const auto& b : array(o, "child_buses", w)) f.child_buses.push_back(bus_name(b, w));
     f.physfn = opt_str(o, "physfn", w);
     s.pci.push_back(std::move(f));
   }
@@ -268,7 +280,8 @@ Snapshot snapshot_from_json(const json& j) {
       s.peer_memory[p] = it.value().get<std::string>();
     }
   }
-  for (const auto& o : array(j, "omissions", "snapshot")) s.omissions.push_back(o.get<std::string>());
+  for (const auto& o : array(j, "omissions", "snapshot"))
+    s.omissions.push_back(o.get<std::string>());
   // Cross references: everything must point at a recorded PCI function.
   for (const auto& d : s.ib)
     if (!s.find_pci(d.pci))

@@ -55,7 +55,8 @@ class Verifier {
         auto target = read_link(a).value_or("");
         auto resolved = real_path(a);
         if (!target.empty() && target[0] == '/') {
-          bad(r, "absolute link target " + target + " (must be relative to work under any mount point)");
+          bad(r, "absolute link target " + target +
+                     " (must be relative to work under any mount point)");
           continue;
         }
         if (!resolved) {
@@ -68,8 +69,7 @@ class Verifier {
           continue;
         }
         std::string expect = kernel_relative_link(rel, *in);
-        if (expect != target)
-          bad(r, "link spelled " + target + ", the kernel spells it " + expect);
+        if (expect != target) bad(r, "link spelled " + target + ", the kernel spells it " + expect);
       } else if (S_ISDIR(st.st_mode)) {
         if (name.find(".tmp-") != std::string::npos) bad(r, "leftover temporary directory");
         if (is_bdf(name) && rel.rfind("devices", 0) == 0) bdf_dirs_[name].push_back(r);
@@ -95,11 +95,13 @@ class Verifier {
       std::string parent = dirname_of(d);
       std::string pname = basename_of(parent);
       if (is_root_complex_dir(pname)) {
-        if (dirname_of(parent) != "devices") bad(d, "root complex " + pname + " not directly under devices/");
+        if (dirname_of(parent) != "devices")
+          bad(d, "root complex " + pname + " not directly under devices/");
       } else if (is_bdf(pname)) {
         std::string cls = attr(parent, "class");
         if (cls.rfind("0x0604", 0) != 0 && cls.rfind("0x0607", 0) != 0)
-          bad(d, "parent " + pname + " is not a PCI bridge (class " + (cls.empty() ? "missing" : cls) + ")");
+          bad(d, "parent " + pname + " is not a PCI bridge (class " +
+                     (cls.empty() ? "missing" : cls) + ")");
       } else {
         bad(d, "PCI function outside a pciDDDD:BB/... chain (parent " + pname + ")");
       }
@@ -110,12 +112,14 @@ class Verifier {
       if (!sub || *sub != bus_pci) bad(d + "/subsystem", "does not resolve to bus/pci");
       // hwloc: bus/pci/devices/<bdf> is its device list.
       auto via_bus = real_path(abs("bus/pci/devices/" + bdf));
-      if (!via_bus || via_bus != abs(d)) bad("bus/pci/devices/" + bdf, "missing or not resolving to " + d);
+      if (!via_bus || via_bus != abs(d))
+        bad("bus/pci/devices/" + bdf, "missing or not resolving to " + d);
       // NCCL: realpath(class/pci_bus/<bus>/../../<bdf>) must be the device itself.
       std::string bus = bus_of(bdf);
       auto via_class = real_path(abs("class/pci_bus/" + bus + "/../../" + bdf));
       if (!via_class || *via_class != abs(d))
-        bad("class/pci_bus/" + bus, "route class/pci_bus/" + bus + "/../../" + bdf + " does not reach " + d);
+        bad("class/pci_bus/" + bus,
+            "route class/pci_bus/" + bus + "/../../" + bdf + " does not reach " + d);
       // hwloc: a bridge needs its config space (header type, bus numbers) to stay a bridge.
       std::string cls = attr(d, "class");
       if (cls.rfind("0x0604", 0) == 0) {
@@ -125,15 +129,19 @@ class Verifier {
       }
       // NCCL reads numa_node to pick the CPU; its node must exist.
       std::string numa = attr(d, "numa_node");
-      if (!numa.empty() && numa[0] != '-' && !read_text(abs("devices/system/node/node" + numa + "/cpumap")))
-        bad(d + "/numa_node", "node " + numa + " has no devices/system/node/node" + numa + "/cpumap");
+      if (!numa.empty() && numa[0] != '-' &&
+          !read_text(abs("devices/system/node/node" + numa + "/cpumap")))
+        bad(d + "/numa_node",
+            "node " + numa + " has no devices/system/node/node" + numa + "/cpumap");
     }
     for (const auto& name : list_dir(abs("bus/pci/devices")))
-      if (!bdf_dirs_.count(name)) bad("bus/pci/devices/" + name, "no device directory of that name");
+      if (!bdf_dirs_.count(name))
+        bad("bus/pci/devices/" + name, "no device directory of that name");
     for (const auto& name : list_dir(abs("class/pci_bus"))) {
       auto r = real_path(abs("class/pci_bus/" + name));
       if (!r || basename_of(dirname_of(*r)) != "pci_bus" || basename_of(*r) != name)
-        bad("class/pci_bus/" + name, "does not resolve to a <bridge>/pci_bus/" + name + " directory");
+        bad("class/pci_bus/" + name,
+            "does not resolve to a <bridge>/pci_bus/" + name + " directory");
     }
   }
 
@@ -151,7 +159,8 @@ class Verifier {
       if (basename_of(dirname_of(*target)) != subdir || basename_of(*target) != name)
         bad(r, "does not resolve to a .../" + subdir + "/" + name + " directory");
       auto rel = rel_of(*target).value_or("");
-      if (rel.rfind("devices/pci", 0) != 0) bad(r, "not under devices/pci* (consumers attach it to no PCI device)");
+      if (rel.rfind("devices/pci", 0) != 0)
+        bad(r, "not under devices/pci* (consumers attach it to no PCI device)");
       // An RDMA device hangs off a PCI function; an interface may sit one device lower
       // (virtio-net: <pci>/virtio2/net/eth0), but inside a PCI function all the same.
       auto dev = real_path(*target + "/device");
@@ -168,10 +177,12 @@ class Verifier {
           if (!is_dir(*target + "/ports/" + p + "/gids")) bad(pr + "/gids", "missing");
           // NCCL opens gid_attrs/types/<i> to pick a RoCE GID; InfiniBand ports use index 0
           // without reading it (and kernels before 4.x have no gid_attrs at all).
-          bool roce = trim(read_text(*target + "/ports/" + p + "/link_layer").value_or("")) == "Ethernet";
+          bool roce =
+              trim(read_text(*target + "/ports/" + p + "/link_layer").value_or("")) == "Ethernet";
           if (roce && !is_dir(*target + "/ports/" + p + "/gid_attrs/types"))
-            bad(pr + "/gid_attrs/types", "missing on a RoCE port (NCCL fails the connection when it "
-                                         "cannot open it)");
+            bad(pr + "/gid_attrs/types",
+                "missing on a RoCE port (NCCL fails the connection when it "
+                "cannot open it)");
         }
       }
     }
@@ -185,7 +196,8 @@ class Verifier {
       any = true;
       std::string r = "class/infiniband_verbs/" + name;
       std::string ibdev = attr(r, "ibdev");
-      if (ibdev.empty()) bad(r + "/ibdev", "missing");
+      if (ibdev.empty())
+        bad(r + "/ibdev", "missing");
       else if (!is_dir(abs("class/infiniband/" + ibdev)))
         bad(r + "/ibdev", "names " + ibdev + ", which is not in class/infiniband");
       std::string dev = attr(r, "dev");
@@ -198,7 +210,8 @@ class Verifier {
     for (const auto& name : list_dir(abs("class/infiniband"))) {
       bool found = false;
       for (const auto& u : entries)
-        if (u != "abi_version" && attr("class/infiniband_verbs/" + u, "ibdev") == name) found = true;
+        if (u != "abi_version" && attr("class/infiniband_verbs/" + u, "ibdev") == name)
+          found = true;
       if (!found) bad("class/infiniband/" + name, "no class/infiniband_verbs entry names it");
     }
   }
@@ -211,6 +224,8 @@ class Verifier {
 
 }  // namespace
 
-std::vector<Violation> verify_tree(const std::string& root) { return Verifier(root).run(); }
+std::vector<Violation> verify_tree(const std::string& root) {
+  return Verifier(root).run();
+}
 
 }  // namespace gdrproxy::sysfs

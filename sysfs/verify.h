@@ -12,7 +12,7 @@
 namespace gdrproxy::sysfs {
 
 struct Violation {
-  std::string path;     // relative to the tree root
+  std::string path;  // relative to the tree root
   std::string message;
 };
 

@@ -62,9 +62,9 @@ TEST(Build, SecondPortBringsFunctionZeroAndAllBridges) {
   s.pci.back().path = s.pci.back().path.substr(0, s.pci.back().path.size() - 1) + "1";
   s.ib[0].pci = "0000:0c:00.1";
   Selection sel = select(s, r);
-  EXPECT_EQ(sel.pci, (std::set<std::string>{"0000:07:01.0", "0000:08:00.0", "0000:09:00.0",
-                                            "0000:0a:00.0", "0000:0b:00.0", "0000:0c:00.0",
-                                            "0000:0c:00.1"}));
+  EXPECT_EQ(sel.pci,
+            (std::set<std::string>{"0000:07:01.0", "0000:08:00.0", "0000:09:00.0", "0000:0a:00.0",
+                                   "0000:0b:00.0", "0000:0c:00.0", "0000:0c:00.1"}));
 }
 
 TEST(Build, VirtualFunctionBringsItsPhysicalFunction) {

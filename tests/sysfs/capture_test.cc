@@ -50,7 +50,9 @@ TEST(Capture, NonPciRdmaDevicesAreLeftOutWithReason) {
   ASSERT_TRUE(test::prepare_fixture("hwloc-mlx4", t.path()));
   // A software RDMA device (rxe, siw) lives under devices/virtual: nothing PCI to expose.
   std::filesystem::create_directories(t / "sys/devices/virtual/infiniband/rxe0");
-  ASSERT_EQ(::symlink("../../devices/virtual/infiniband/rxe0", (t / "sys/class/infiniband/rxe0").c_str()), 0);
+  ASSERT_EQ(
+      ::symlink("../../devices/virtual/infiniband/rxe0", (t / "sys/class/infiniband/rxe0").c_str()),
+      0);
   Snapshot s = capture(t.path());
   ASSERT_EQ(s.ib.size(), 1u);
   EXPECT_EQ(s.ib[0].name, "mlx4_0");
@@ -64,13 +66,16 @@ TEST(Capture, BrokenTreeGivesLoggedOmissions) {
   test::TempDir t;
   ASSERT_TRUE(test::prepare_fixture("hgx-ib8", t.path()));
   std::string sys = t / "sys";
-  std::string gpu = sys + "/devices/pci0000:07/0000:07:01.0/0000:08:00.0/0000:09:01.0/0000:0d:00.0/"
-                          "0000:0e:00.0/0000:0f:00.0";
-  ASSERT_EQ(::unlink((gpu + "/vendor").c_str()), 0);            // missing attribute
+  std::string gpu = sys +
+                    "/devices/pci0000:07/0000:07:01.0/0000:08:00.0/0000:09:01.0/0000:0d:00.0/"
+                    "0000:0e:00.0/0000:0f:00.0";
+  ASSERT_EQ(::unlink((gpu + "/vendor").c_str()), 0);  // missing attribute
   ASSERT_EQ(::unlink((gpu + "/device").c_str()), 0);
-  ASSERT_EQ(::mkdir((gpu + "/device").c_str(), 0755), 0);       // unreadable attribute (EISDIR)
+  ASSERT_EQ(::mkdir((gpu + "/device").c_str(), 0755), 0);  // unreadable attribute (EISDIR)
   ASSERT_EQ(::unlink((sys + "/class/infiniband/mlx5_3").c_str()), 0);
-  ASSERT_EQ(::symlink("../../devices/nowhere/infiniband/mlx5_3", (sys + "/class/infiniband/mlx5_3").c_str()), 0);
+  ASSERT_EQ(::symlink("../../devices/nowhere/infiniband/mlx5_3",
+                      (sys + "/class/infiniband/mlx5_3").c_str()),
+            0);
   ASSERT_EQ(::unlink((sys + "/class/infiniband_verbs/abi_version").c_str()), 0);
   Snapshot s = capture(t.path());
   EXPECT_TRUE(has_omission(s, "0000:0f:00.0/vendor: missing")) << s.omissions.size();

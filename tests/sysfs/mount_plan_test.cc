@@ -32,8 +32,9 @@ TEST(MountPlan, ListsEveryExposedPortAndTheCpuTopology) {
   EXPECT_EQ(p.binds[0].source, t / "host/sys/devices/pci0000:07/0000:07:01.0/0000:08:00.0/"
                                    "0000:09:00.0/0000:0a:00.0/0000:0b:00.0/0000:0c:00.1/"
                                    "infiniband/mlx5_1/ports/1");
-  EXPECT_EQ(p.binds[0].target, "devices/pci0000:07/0000:07:01.0/0000:08:00.0/0000:09:00.0/"
-                               "0000:0a:00.0/0000:0b:00.0/0000:0c:00.1/infiniband/mlx5_1/ports/1");
+  EXPECT_EQ(p.binds[0].target,
+            "devices/pci0000:07/0000:07:01.0/0000:08:00.0/0000:09:00.0/"
+            "0000:0a:00.0/0000:0b:00.0/0000:0c:00.1/infiniband/mlx5_1/ports/1");
   EXPECT_EQ(p.binds[2].target, "devices/system/cpu");
   MountPlan back = mount_plan_from_json(to_json(p));
   EXPECT_EQ(back.binds.size(), 3u);

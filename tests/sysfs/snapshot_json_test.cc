@@ -41,8 +41,9 @@ TEST(SnapshotJson, RefusesNewerSchema) {
 TEST(SnapshotJson, NamesTheBadField) {
   json j = json::parse(example_snapshot_json());
   j["pci"][3].erase("path");
-  EXPECT_NE(error_of(j).find("pci[" + j["pci"][3]["bdf"].get<std::string>() + "]: missing field 'path'"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(j).find("pci[" + j["pci"][3]["bdf"].get<std::string>() + "]: missing field 'path'"),
+      std::string::npos);
   j = json::parse(example_snapshot_json());
   j["pci"][0]["path"] = "pci0000:07/../../etc/0000:07:01.0";
   EXPECT_NE(error_of(j).find("bad relative path"), std::string::npos);
@@ -55,6 +56,12 @@ TEST(SnapshotJson, NamesTheBadField) {
   j = json::parse(example_snapshot_json());
   j["infiniband"][0]["ports"][0]["gids"]["4000"] = "fe80::";
   EXPECT_NE(error_of(j).find("index beyond table length"), std::string::npos);
+  j = json::parse(example_snapshot_json());
+  j["pci"][0]["driver"] = "../../../etc";
+  EXPECT_NE(error_of(j).find("bad name"), std::string::npos);
+  j = json::parse(example_snapshot_json());
+  j["pci"][0]["child_buses"][0] = "../x";
+  EXPECT_NE(error_of(j).find("bad bus name"), std::string::npos);
   j = json::parse(example_snapshot_json());
   j["pci"][0]["config"] = "zz";
   EXPECT_NE(error_of(j).find("not a hex string"), std::string::npos);

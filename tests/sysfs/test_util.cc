@@ -19,7 +19,9 @@ TempDir::TempDir() {
   path_ = t;
 }
 
-TempDir::~TempDir() { remove_tree(path_, nullptr); }
+TempDir::~TempDir() {
+  remove_tree(path_, nullptr);
+}
 
 bool prepare_fixture(const std::string& name, const std::string& out) {
   std::string cmd = std::string(GDRPROXY_SOURCE_DIR) + "/tests/sysfs/prepare_fixture.sh " + name +

@@ -15,7 +15,8 @@ namespace gdrproxy::sysfs {
 namespace {
 
 const std::string kGpu =
-    "devices/pci0000:07/0000:07:01.0/0000:08:00.0/0000:09:01.0/0000:0d:00.0/0000:0e:00.0/0000:0f:00.0";
+    "devices/pci0000:07/0000:07:01.0/0000:08:00.0/0000:09:01.0/0000:0d:00.0/0000:0e:00.0/"
+    "0000:0f:00.0";
 
 class VerifyTest : public ::testing::Test {
  protected:
@@ -57,8 +58,9 @@ TEST_F(VerifyTest, AbsoluteAndDanglingLinks) {
 TEST_F(VerifyTest, LinkSpelledDifferentlyFromTheKernel) {
   // Resolves to the same place, but hwloc parses link strings: the spelling must be the kernel's.
   ASSERT_EQ(::unlink(at("class/infiniband/mlx5_0").c_str()), 0);
-  std::string target = "../../devices/./pci0000:07/0000:07:01.0/0000:08:00.0/0000:09:00.0/0000:0a:00.0/0000:0b:00.0/"
-                       "0000:0c:00.0/infiniband/mlx5_0";
+  std::string target =
+      "../../devices/./pci0000:07/0000:07:01.0/0000:08:00.0/0000:09:00.0/0000:0a:00.0/0000:0b:00.0/"
+      "0000:0c:00.0/infiniband/mlx5_0";
   ASSERT_EQ(::symlink(target.c_str(), at("class/infiniband/mlx5_0").c_str()), 0);
   EXPECT_TRUE(reported("class/infiniband/mlx5_0", "the kernel spells it"));
 }
@@ -76,8 +78,9 @@ TEST_F(VerifyTest, ParentThatIsNotABridge) {
 }
 
 TEST_F(VerifyTest, RdmaPiecesThatConsumersNeed) {
-  std::string port = "devices/pci0000:07/0000:07:01.0/0000:08:00.0/0000:09:00.0/0000:0a:00.0/"
-                     "0000:0b:00.0/0000:0c:00.0/infiniband/mlx5_0/ports/1";
+  std::string port =
+      "devices/pci0000:07/0000:07:01.0/0000:08:00.0/0000:09:00.0/0000:0a:00.0/"
+      "0000:0b:00.0/0000:0c:00.0/infiniband/mlx5_0/ports/1";
   ASSERT_TRUE(remove_tree(at(port + "/gid_attrs"), nullptr));
   EXPECT_TRUE(verify_tree(tree()).empty());  // an InfiniBand port: NCCL does not read it
   ASSERT_EQ(::unlink(at(port + "/link_layer").c_str()), 0);

@@ -47,7 +47,8 @@ int main(int argc, char** argv) {
   std::string root = argv[1], out = std::string(argv[2]) + "/bench-tree";
   int runs = argc > 3 ? std::atoi(argv[3]) : 20;
   Snapshot snap;
-  Stat cap = time_runs(runs, [&] { snap = capture(root); }, [] {});
+  Stat cap = time_runs(
+      runs, [&] { snap = capture(root); }, [] {});
   std::printf("snapshot  %-28s %3zu PCI fns, %2zu RDMA devs: min %7.2f ms  median %7.2f ms\n",
               root.c_str(), snap.pci.size(), snap.ib.size(), cap.min_ms, cap.median_ms);
 
@@ -60,13 +61,17 @@ int main(int argc, char** argv) {
   two.gpus = {"0000:0f:00.0", "0000:2d:00.0"};
   two.nics = {"mlx5_0", "mlx5_1"};
   std::vector<Case> cases = {{"all GPUs and NICs", SelectionRequest{}}};
-  if (snap.find_pci("0000:0f:00.0") && snap.find_ib("mlx5_1")) cases.push_back({"2 GPUs + 2 NICs", two});
+  if (snap.find_pci("0000:0f:00.0") && snap.find_ib("mlx5_1"))
+    cases.push_back({"2 GPUs + 2 NICs", two});
   for (bool live : {false, true}) {
     for (const auto& c : cases) {
       Selection sel = select(snap, c.req);
       BuildResult last;
       Stat b = time_runs(
-          runs, [&] { last = build_tree(snap, sel, {out, false, live}); },
+          runs,
+          [&] {
+            last = build_tree(snap, sel, {out, false, live});
+          },
           [&] { remove_tree(out, nullptr); });
       std::printf("build%-5s %-28s %4zu files %3zu links:  min %7.2f ms  median %7.2f ms\n",
                   live ? "*" : "", c.name, last.files, last.links, b.min_ms, b.median_ms);
