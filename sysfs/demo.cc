@@ -23,8 +23,10 @@ namespace {
 class TempDir {
  public:
   TempDir() {
+    // tmpfs where there is one: trees belong on tmpfs (/run in production), not on a disk.
     const char* base = std::getenv("TMPDIR");
-    std::string t = std::string(base && *base ? base : "/tmp") + "/gdrproxy-demo-XXXXXX";
+    std::string dir = base && *base ? base : is_dir("/dev/shm") ? "/dev/shm" : "/tmp";
+    std::string t = dir + "/gdrproxy-demo-XXXXXX";
     if (::mkdtemp(t.data())) path_ = t;
   }
   ~TempDir() {
