@@ -8,8 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include "sysfs/builder.h"
 #include "sysfs/capture.h"
 #include "sysfs/fsio.h"
+#include "sysfs/selection.h"
 #include "tests/sysfs/test_util.h"
 
 namespace gdrproxy::sysfs {
@@ -84,6 +86,21 @@ TEST(Capture, BrokenTreeGivesLoggedOmissions) {
   EXPECT_TRUE(has_omission(s, "class/infiniband_verbs/abi_version: missing"));
   EXPECT_EQ(s.ib.size(), 7u);
   EXPECT_EQ(s.find_pci("0000:0f:00.0")->attrs.count("vendor"), 0u);  // not guessed
+}
+
+TEST(Capture, PeerMemoryMarkersOnlyWhenPresent) {
+  test::TempDir t;
+  ASSERT_TRUE(test::prepare_fixture("hgx-ib8", t / "a"));
+  EXPECT_TRUE(capture(t / "a").peer_memory.empty());
+  std::filesystem::create_directories(t / "a/sys/module/nvidia_peermem");
+  test::write_file(t / "a/sys/module/nvidia_peermem/version", "580.159.04\n");
+  Snapshot s = capture(t / "a");
+  ASSERT_EQ(s.peer_memory.size(), 1u);
+  EXPECT_EQ(s.peer_memory.at("module/nvidia_peermem/version"), "580.159.04\n");
+  // The built tree carries the marker NCCL's GPUDirect check looks for.
+  build_tree(s, select(s, SelectionRequest{}), {t / "tree", false});
+  EXPECT_EQ(read_text(t / "tree/module/nvidia_peermem/version"), "580.159.04\n");
+  EXPECT_FALSE(exists_nofollow(t / "tree/kernel/mm/memory_peers"));
 }
 
 TEST(Capture, NoSysfsIsAnError) {
