@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <optional>
 
 #include "sysfs/bdf.h"
 #include "sysfs/fsio.h"
@@ -43,6 +44,17 @@ const char* const kPeerMemoryMarkers[] = {"kernel/mm/memory_peers/nv_mem/version
                                           "kernel/mm/memory_peers/nv_mem_nc/version",
                                           "module/nvidia_peermem/version"};
 
+// "12" -> 12; anything else (including "12a", "-1") -> nullopt.
+std::optional<int> parse_index(const std::string& s) {
+  if (s.empty() || s.size() > 9) return std::nullopt;
+  int v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
 bool printable(const std::string& s) {
   for (unsigned char c : s)
     if (c >= 0x7f || (c < 0x20 && c != '\n' && c != '\t')) return false;
@@ -51,7 +63,11 @@ bool printable(const std::string& s) {
 
 class Capturer {
  public:
-  explicit Capturer(std::string root) : root_(std::move(root)), sys_(join(root_, "sys")) {}
+  explicit Capturer(std::string root)
+      : root_(std::move(root)),
+        sys_(join(root_, "sys")),
+        real_root_(real_path(root_).value_or(root_)),
+        real_devices_(real_path(join(sys_, "devices")).value_or("")) {}
 
   Snapshot run() {
     std::string devices = join(sys_, "devices");
@@ -73,7 +89,7 @@ class Capturer {
 
   // "/root/sys/devices/x" -> "/sys/devices/x": how the host names the path.
   std::string host_name(const std::string& abs) const {
-    std::string r = real_path(root_).value_or(root_);
+    const std::string& r = real_root_;
     if (r == "/") return abs;
     if (abs.compare(0, r.size(), r) == 0) return abs.substr(r.size());
     return abs;
@@ -148,7 +164,6 @@ class Capturer {
       omit(host_name(bus) + ": missing (built trees will have it)");
       return;
     }
-    std::string devices = real_path(join(sys_, "devices")).value_or("");
     for (const auto& name : list_dir(bus)) {
       std::string link = join(bus, name);
       auto target = real_path(link);
@@ -160,13 +175,12 @@ class Capturer {
         omit(host_name(link) + ": resolves to " + host_name(*target) +
              ", which is not in the devices/pci* tree; left out");
     }
-    (void)devices;
   }
 
   // The PCI function whose canonical directory contains `abs` (longest match), or nullptr.
   const PciFunction* owner_of(const std::string& abs, std::string* rest) {
-    std::string devices = real_path(join(sys_, "devices")).value_or("");
-    if (abs.compare(0, devices.size() + 1, devices + "/") != 0) return nullptr;
+    const std::string& devices = real_devices_;
+    if (devices.empty() || abs.compare(0, devices.size() + 1, devices + "/") != 0) return nullptr;
     std::string rel = abs.substr(devices.size() + 1);
     const PciFunction* best = nullptr;
     for (const auto& f : snap_.pci) {
@@ -215,12 +229,12 @@ class Capturer {
     std::string ports = join(dir, "ports");
     for (const auto& pn : list_dir(ports)) {
       IbPort p;
-      try {
-        p.num = std::stoi(pn);
-      } catch (...) {
+      auto num = parse_index(pn);
+      if (!num) {
         omit(host_name(join(ports, pn)) + ": not a port number, left out");
         continue;
       }
+      p.num = *num;
       std::string pd = join(ports, pn);
       p.host_path = host_name(real_path(pd).value_or(pd));
       read_attrs(pd, std::begin(kPortAttrs), std::end(kPortAttrs), p.attrs);
@@ -248,14 +262,9 @@ class Capturer {
                   const std::function<bool(const std::string&)>& keep) {
     len = 0;
     for (const auto& n : list_dir(dir)) {
-      int idx;
-      try {
-        size_t used = 0;
-        idx = std::stoi(n, &used);
-        if (used != n.size() || idx < 0) throw 0;
-      } catch (...) {
-        continue;
-      }
+      auto parsed = parse_index(n);
+      if (!parsed) continue;
+      int idx = *parsed;
       len = std::max(len, idx + 1);
       ReadResult r = read_file(join(dir, n));
       if (r.data) {
@@ -308,13 +317,9 @@ class Capturer {
     for (const auto& name : list_dir(nodes)) {
       if (name.size() < 5 || name.compare(0, 4, "node") != 0) continue;
       NumaNode n;
-      try {
-        size_t used = 0;
-        n.id = std::stoi(name.substr(4), &used);
-        if (used != name.size() - 4) continue;
-      } catch (...) {
-        continue;
-      }
+      auto id = parse_index(name.substr(4));
+      if (!id) continue;
+      n.id = *id;
       const char* const attrs[] = {"cpumap", "cpulist"};
       read_attrs(join(nodes, name), std::begin(attrs), std::end(attrs), n.attrs);
       if (!n.attrs.count("cpumap"))
@@ -332,6 +337,8 @@ class Capturer {
 
   std::string root_;
   std::string sys_;
+  std::string real_root_;     // root_ with links resolved, to name paths as the host does
+  std::string real_devices_;  // <sys>/devices resolved
   Snapshot snap_;
 };
 
