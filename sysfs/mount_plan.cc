@@ -45,6 +45,10 @@ MountPlan make_mount_plan(const Snapshot& s, const Selection& sel, const std::st
     p.notes.push_back(cpu + " is missing: the tree will show no CPU topology");
   p.notes.push_back("fs/cgroup is an empty mount point for the runtime's cgroup mount");
   p.notes.push_back(
+      "sources are host sysfs paths as seen from the host's network namespace; with RDMA netns "
+      "mode 'exclusive' a device moved into the container's namespace is only visible in a sysfs "
+      "mounted from that namespace, so take the sources from such a mount");
+  p.notes.push_back(
       "net/<if> attributes stay static: once an interface moves into the container's network "
       "namespace the host's sysfs no longer shows it");
   return p;
