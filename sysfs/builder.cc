@@ -44,8 +44,8 @@ class TreeWriter {
     ++res_.files;
   }
 
-  // A file whose contents repeat many times in the tree (the zero GID of an empty slot, the 0x0000
-  // P_Key): the first one is written, the others are hard links to it, one syscall instead of
+  // A file whose contents repeat in the tree (the zero GID of an empty slot, the 0x0000 P_Key, a
+  // vendor id): the first one is written, the others are hard links to it, one syscall instead of
   // three and no extra page. The tree is read-only, so sharing an inode is invisible to readers.
   void shared_file(const std::string& rel, const std::string& data) {
     auto it = prototypes_.find(data);
@@ -65,8 +65,10 @@ class TreeWriter {
     ++res_.links;
   }
 
+  // Attribute values repeat across a node (every switch port has the same vendor, class, link
+  // speed, NUMA node): equal values share one inode, like the table defaults.
   void attrs(const std::string& dir_rel, const AttrMap& m) {
-    for (const auto& [name, value] : m) file(dir_rel + "/" + name, value);
+    for (const auto& [name, value] : m) shared_file(dir_rel + "/" + name, value);
   }
 
   // Creates every queued file and link; throws BuildError naming the first entry that failed.
