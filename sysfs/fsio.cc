@@ -26,7 +26,7 @@ UniqueFd::~UniqueFd() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-ReadResult read_file(const std::string& path) {
+ReadResult read_file(const std::string& path, size_t max) {
   ReadResult r;
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) {
@@ -35,8 +35,8 @@ ReadResult read_file(const std::string& path) {
   }
   std::string out;
   char buf[4096];
-  for (;;) {
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+  while (out.size() < max) {
+    ssize_t n = ::read(fd.get(), buf, std::min(sizeof buf, max - out.size()));
     if (n < 0) {
       if (errno == EINTR) continue;
       r.error = errno;

@@ -41,8 +41,8 @@ struct ReadResult {
   int error = 0;  // errno when data is empty (ENOENT: no such file)
 };
 
-// Reads a whole (small) file. Never throws.
-ReadResult read_file(const std::string& path);
+// Reads a whole (small) file, or its first `max` bytes. Never throws.
+ReadResult read_file(const std::string& path, size_t max = 1u << 20);
 // Reads a file and returns it only if readable.
 std::optional<std::string> read_text(const std::string& path);
 // Strips one trailing newline and surrounding blanks, the way attribute values are compared.
