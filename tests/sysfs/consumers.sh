@@ -22,6 +22,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$WORK"; mkdir -p "$WORK"; WORK=$(realpath "$WORK")
 cleanup() { rm -rf "$WORK"; }
 trap cleanup EXIT
+[[ -n ${KEEP_WORK:-} ]] && trap - EXIT
 if [[ -d $FIXTURE ]]; then
   SRC=$(realpath "$FIXTURE")
 else
@@ -68,11 +69,15 @@ expect_ibv=$(sort <<< "$expect_ibv" | sed '/^$/d')
 export GDRPROXY SRC WORK HERE EXPECT_GPUS EXPECT_IB expect_ibv expect_pci expect_osdev
 unshare -m --propagation private bash -euo pipefail -c '
 fail() { echo "FAIL: $*" >&2; exit 1; }
-"$GDRPROXY" sysfs mount --plan "$WORK/plan.json"
-"$GDRPROXY" sysfs verify "$WORK/tree" || fail "verify found violations in the tree with the plan applied"
+# Apply the plan as the OCI hook will: live port mounts on the tree, then the tree bound read-only
+# at the container'\''s sys directory ($WORK/sys here, /sys further down).
+mkdir "$WORK/sys"
+"$GDRPROXY" sysfs mount --plan "$WORK/plan.json" --at "$WORK/sys"
+"$GDRPROXY" sysfs verify "$WORK/sys" || fail "verify found violations in the tree with the plan applied"
+if : 2>/dev/null > "$WORK/sys/class/infiniband_verbs/abi_version"; then fail "the mounted tree is writable"; fi
 
 # --- hwloc -------------------------------------------------------------------------------------
-mkdir -p "$WORK/root/proc"; ln -s "$WORK/tree" "$WORK/root/sys"
+mkdir -p "$WORK/root/proc"; ln -s "$WORK/sys" "$WORK/root/sys"
 lstopo-no-graphics --if fsroot -i "$SRC" --whole-io --of xml -f "$WORK/src.xml" 2>"$WORK/lstopo-src.err" \
   || { cat "$WORK/lstopo-src.err"; fail "lstopo on the source"; }
 lstopo-no-graphics --if fsroot -i "$WORK/root" --whole-io --of xml -f "$WORK/built.xml" 2>"$WORK/lstopo-built.err" \
@@ -104,12 +109,12 @@ mknod -m 666 "$devroot/null" c 1 3
 mkdir "$devroot/infiniband" "$devroot/shm"
 find "$SRC/sys/devices" -path "*/infiniband_verbs/uverbs*" -prune |
   while read -r u; do : > "$devroot/infiniband/$(basename "$u")"; done
-mount --bind /dev/shm "$devroot/shm"
+mount --rbind /dev/shm "$devroot/shm"
 mount --rbind "$devroot" /dev
 list() { "$@" ibv_devices | awk "NR>2 {print \$1, \$2}" | sort | sed "/^$/d"; }
-got=$(list env SYSFS_PATH="$WORK/tree")
+got=$(list env SYSFS_PATH="$WORK/sys")
 [[ "$got" == "$expect_ibv" ]] || fail "SYSFS_PATH ibv_devices listed [$got], expected [$expect_ibv]"
-mount --rbind "$WORK/tree" /sys
+mount --rbind "$WORK/sys" /sys
 got=$(list env -u SYSFS_PATH)
 [[ "$got" == "$expect_ibv" ]] || fail "ibv_devices with the tree at /sys listed [$got], expected [$expect_ibv]"
 echo "libibverbs: lists exactly [${expect_ibv//$'\''\n'\''/; }]"
