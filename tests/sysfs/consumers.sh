@@ -13,6 +13,7 @@
 #   EXPECT_GPUS   GPUs the tree must expose (comma separated, "" for none)
 #   EXPECT_IB     RDMA devices the tree must expose
 #   BUILD_FLAGS   optional extra `build` flags (e.g. --live-ports)
+# KEEP_WORK=1 in the environment keeps WORKDIR for inspection.
 set -euo pipefail
 if [[ $(id -u) != 0 ]]; then echo "SKIP: needs root (mount namespaces, bind mounts)" >&2; exit 77; fi
 GDRPROXY=$(realpath "$1"); FIXTURE=$2; WORK=$3; GPUS=$4; NICS=$5; EXPECT_GPUS=$6; EXPECT_IB=$7
