@@ -118,6 +118,11 @@ got=$(list env SYSFS_PATH="$WORK/sys")
 mount --rbind "$WORK/sys" /sys
 got=$(list env -u SYSFS_PATH)
 [[ "$got" == "$expect_ibv" ]] || fail "ibv_devices with the tree at /sys listed [$got], expected [$expect_ibv]"
+# hwloc as a process in the container runs it: no -i, the tree is /sys.
+lstopo-no-graphics --whole-io --of xml -f "$WORK/live.xml" 2>/dev/null || fail "lstopo with the tree at /sys"
+python3 "$HERE/hwloc_io_tree.py" "$WORK/live.xml" > "$WORK/hwloc-live.txt"
+diff -u "$WORK/hwloc-src.txt" "$WORK/hwloc-live.txt" || fail "hwloc with the tree at /sys sees a different I/O tree"
+echo "hwloc with the tree at /sys: same I/O tree"
 echo "libibverbs: lists exactly [${expect_ibv//$'\''\n'\''/; }]"
 ' || { rc=$?; [[ $rc == 77 ]] && exit 77; exit $rc; }
 
