@@ -1,6 +1,7 @@
 // Snapshot capture from a sysfs tree; see capture.h.
 #include "sysfs/capture.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <functional>
@@ -166,7 +167,13 @@ class Capturer {
       omit(host_name(bus) + ": missing (built trees will have it)");
       return;
     }
-    for (const auto& name : list_dir(bus)) {
+    auto listed = list_dir(bus);
+    for (const auto& f : snap_.pci)
+      if (!std::binary_search(listed.begin(), listed.end(), f.bdf))
+        omit(host_name(join(bus, f.bdf)) + ": missing although " +
+             host_name(join(join(sys_, "devices"), f.path)) +
+             " exists; kept (built trees list it)");
+    for (const auto& name : listed) {
       std::string link = join(bus, name);
       auto target = real_path(link);
       if (!target) {

@@ -79,7 +79,10 @@ TEST(Capture, BrokenTreeGivesLoggedOmissions) {
                       (sys + "/class/infiniband/mlx5_3").c_str()),
             0);
   ASSERT_EQ(::unlink((sys + "/class/infiniband_verbs/abi_version").c_str()), 0);
+  ASSERT_EQ(::unlink((sys + "/bus/pci/devices/0000:0e:00.0").c_str()), 0);
   Snapshot s = capture(t.path());
+  EXPECT_TRUE(has_omission(s, "/sys/bus/pci/devices/0000:0e:00.0: missing although"));
+  EXPECT_NE(s.find_pci("0000:0e:00.0"), nullptr);  // the canonical tree decides
   EXPECT_TRUE(has_omission(s, "0000:0f:00.0/vendor: missing")) << s.omissions.size();
   EXPECT_TRUE(has_omission(s, "0000:0f:00.0/device: unreadable (Is a directory)"));
   EXPECT_TRUE(has_omission(s, "/sys/class/infiniband/mlx5_3: dangling link, left out"));

@@ -6,8 +6,11 @@
 #   - hwloc-gather-topology saves neither /sys/class/pci_bus nor /sys/class/infiniband_verbs: the
 #     links are derived from the captured <bridge>/pci_bus/<bus> and <pci>/infiniband_verbs/<uverbsN>
 #     directories, and class/infiniband_verbs/abi_version gets the kernel's value, 6;
+#   - the 32intel64 capture lists 0000:5f:03.0 under devices/ but not in bus/pci/devices (a
+#     kernel lists every function there): missing bus/pci/devices links are added;
 #   - the H200 capture has no CPU topology: devices/system/cpu points at this machine's.
-# usage: prepare_fixture.sh NAME OUT   (NAME: h200 | hwloc-mlx4 | hwloc-qib | hgx-ib8 | hgx-roce16)
+# usage: prepare_fixture.sh NAME OUT
+#   NAME: h200 | hwloc-mlx4 | hwloc-qib | hwloc-plx | hgx-ib8 | hgx-roce16
 set -euo pipefail
 NAME=$1; OUT=$2
 FIX=$(cd "$(dirname "$0")/../fixtures/sysfs" && pwd)
@@ -26,6 +29,10 @@ derive_class_links() {  # $1 = sys dir
         ln -s "../../$u" "$sys/class/infiniband_verbs/$(basename "$u")"
     done
   [[ -e "$sys/class/infiniband_verbs/abi_version" ]] || echo 6 > "$sys/class/infiniband_verbs/abi_version"
+  (cd "$sys" && find devices/pci* -type d -regextype egrep -regex '.*/[0-9a-f]{4,}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]') |
+    while read -r d; do
+      [[ -e "$sys/bus/pci/devices/$(basename "$d")" ]] || ln -s "../../../$d" "$sys/bus/pci/devices/$(basename "$d")"
+    done
 }
 
 case $NAME in
@@ -34,12 +41,12 @@ case $NAME in
     mkdir -p "$OUT/proc"
     [[ -e "$OUT/sys/devices/system/cpu" ]] || ln -s /sys/devices/system/cpu "$OUT/sys/devices/system/cpu"
     ;;
-  hwloc-mlx4|hwloc-qib)
-    if [[ $NAME == hwloc-mlx4 ]]; then
-      archive="32em64t-2n8c+dax+nvme+mic+dimms.tar.bz2"; dir="32em64t-2n8c+1mic"
-    else
-      archive="40intel64-2g2n4c+pcilocality.tar.bz2"; dir="40intel64-2g2n4c+pci"
-    fi
+  hwloc-mlx4|hwloc-qib|hwloc-plx)
+    case $NAME in
+      hwloc-mlx4) archive="32em64t-2n8c+dax+nvme+mic+dimms.tar.bz2"; dir="32em64t-2n8c+1mic" ;;
+      hwloc-qib) archive="40intel64-2g2n4c+pcilocality.tar.bz2"; dir="40intel64-2g2n4c+pci" ;;
+      hwloc-plx) archive="32intel64-2p8co2t+8ve.tar.bz2"; dir="32intel64-2p8co2t+8ve" ;;
+    esac
     tmp="$OUT/.unpack"; mkdir -p "$tmp"
     tar xjf "$FIX/$archive" -C "$tmp"
     mv "$tmp/$dir/sys" "$tmp/$dir/proc" "$OUT/"
