@@ -9,8 +9,10 @@
 namespace gdrproxy::sysfs {
 
 bool is_gpu(const PciFunction& f) {
-  auto it = f.attrs.find("class");
-  return it != f.attrs.end() && trim(it->second).rfind("0x03", 0) == 0;
+  auto cls = f.attrs.find("class");
+  auto vendor = f.attrs.find("vendor");
+  return cls != f.attrs.end() && trim(cls->second).rfind("0x03", 0) == 0 &&
+         vendor != f.attrs.end() && trim(vendor->second) == "0x10de";
 }
 
 bool has_usable_gid(const IbDevice& d) {

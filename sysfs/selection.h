@@ -16,7 +16,7 @@
 namespace gdrproxy::sysfs {
 
 struct SelectionRequest {
-  bool gpus_given = false;        // false: every GPU (PCI class 0x03xxxx)
+  bool gpus_given = false;        // false: every NVIDIA GPU (vendor 0x10de, class 0x03xxxx)
   std::vector<std::string> gpus;  // BDFs
   bool nics_given = false;        // false: every RDMA NIC with a usable GID
   std::vector<std::string> nics;  // RDMA device names ("mlx5_0") or interface names ("eth2")
@@ -35,6 +35,7 @@ struct SelectionError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// An NVIDIA display/3D controller. A BMC's VGA function (class 0x0300, another vendor) is not one.
 bool is_gpu(const PciFunction& f);
 // True if some port of `d` has a non-zero GID.
 bool has_usable_gid(const IbDevice& d);

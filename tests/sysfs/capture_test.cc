@@ -58,6 +58,8 @@ TEST(Capture, NonPciRdmaDevicesAreLeftOutWithReason) {
   Snapshot s = capture(t.path());
   ASSERT_EQ(s.ib.size(), 1u);
   EXPECT_EQ(s.ib[0].name, "mlx4_0");
+  // Its BMC VGA (ASPEED 1a03:2000, class 0x0300) is no GPU to expose by default.
+  EXPECT_TRUE(select(s, SelectionRequest{}).gpus.empty());
   EXPECT_EQ(s.ib[0].ports.at(0).gid_table_len, 128);
   EXPECT_TRUE(has_omission(s, "/sys/class/infiniband/rxe0: not backed by a PCI function"));
   // The capture holds scif0's class link but not the device it points at.
