@@ -14,8 +14,8 @@ packages=(
   libibverbs-dev librdmacm-dev rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest
   # rail launcher
   libnl-3-dev libnl-route-3-dev iproute2 kmod procps
-  # synthetic sysfs consumers
-  hwloc libhwloc-dev
+  # synthetic sysfs consumers (and the python3/bzip2 its tests use for fixtures)
+  hwloc libhwloc-dev python3 bzip2
   # tests
   libgtest-dev libgmock-dev googletest util-linux
   # NVIDIA decoder tests read gzip-compressed ioctl captures
