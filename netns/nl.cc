@@ -1,0 +1,89 @@
+// RAII libnl helpers (see nl.h).
+#include "netns/nl.h"
+
+#include <netlink/errno.h>
+#include <sys/socket.h>
+
+#include "netns/error.h"
+
+namespace gdrproxy::netns {
+
+void throw_nl(const std::string& what, int nl_error) {
+  throw NetnsError(what + ": " + nl_geterror(nl_error));
+}
+
+NlSocket::NlSocket() : sock_(nl_socket_alloc()) {
+  if (!sock_) throw NetnsError("cannot allocate a netlink socket");
+  if (int rc = nl_connect(sock_.get(), NETLINK_ROUTE); rc < 0)
+    throw_nl("cannot connect rtnetlink", rc);
+}
+
+NlSocket NlSocket::open_in(const NetnsFd& ns) {
+  auto sock = ns.run_inside([] { return std::make_unique<NlSocket>(); });
+  return std::move(*sock);
+}
+
+CachePtr NlSocket::links() const {
+  nl_cache* c = nullptr;
+  if (int rc = rtnl_link_alloc_cache(get(), AF_UNSPEC, &c); rc < 0)
+    throw_nl("cannot dump links", rc);
+  return CachePtr(c);
+}
+
+CachePtr NlSocket::addrs() const {
+  nl_cache* c = nullptr;
+  if (int rc = rtnl_addr_alloc_cache(get(), &c); rc < 0) throw_nl("cannot dump addresses", rc);
+  return CachePtr(c);
+}
+
+CachePtr NlSocket::routes() const {
+  nl_cache* c = nullptr;
+  if (int rc = rtnl_route_alloc_cache(get(), AF_UNSPEC, 0, &c); rc < 0)
+    throw_nl("cannot dump routes", rc);
+  return CachePtr(c);
+}
+
+CachePtr NlSocket::rules() const {
+  nl_cache* c = nullptr;
+  if (int rc = rtnl_rule_alloc_cache(get(), AF_UNSPEC, &c); rc < 0)
+    throw_nl("cannot dump rules", rc);
+  return CachePtr(c);
+}
+
+std::string addr_to_string(const nl_addr* addr) {
+  if (!addr) return "";
+  char buf[INET6_ADDRSTRLEN + 8];
+  // nl_addr2str omits the prefix for full-length addresses; write it always.
+  nl_addr* a = const_cast<nl_addr*>(addr);
+  unsigned prefix = nl_addr_get_prefixlen(a);
+  NlAddrPtr copy(nl_addr_clone(a));
+  nl_addr_set_prefixlen(copy.get(), nl_addr_get_len(copy.get()) * 8);
+  std::string text = nl_addr2str(copy.get(), buf, sizeof(buf));
+  return text + "/" + std::to_string(prefix);
+}
+
+NlAddrPtr parse_addr(const std::string& text, int family) {
+  nl_addr* a = nullptr;
+  if (int rc = nl_addr_parse(text.c_str(), family, &a); rc < 0)
+    throw_nl("bad address '" + text + "'", rc);
+  return NlAddrPtr(a);
+}
+
+int ifindex_by_name(nl_cache* links, const std::string& name) {
+  return rtnl_link_name2i(links, name.c_str());
+}
+
+std::string name_by_ifindex(nl_cache* links, int ifindex) {
+  char buf[64] = {};
+  if (!rtnl_link_i2name(links, ifindex, buf, sizeof(buf))) return "";
+  return buf;
+}
+
+std::string link_mac(rtnl_link* link) {
+  nl_addr* a = rtnl_link_get_addr(link);
+  if (!a || nl_addr_get_len(a) == 0) return "";
+  char buf[64];
+  return nl_addr2str(a, buf, sizeof(buf));
+}
+
+}  // namespace gdrproxy::netns
