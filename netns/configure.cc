@@ -4,6 +4,8 @@
 #include <linux/fib_rules.h>
 #include <linux/rtnetlink.h>
 
+#include <set>
+
 #include "netns/error.h"
 #include "netns/fault.h"
 #include "netns/link_ops.h"
@@ -43,7 +45,8 @@ void configure_link(const NlSocket& sock, const Json& iface) {
   step_done(name + ": link state");
 }
 
-void configure_routes(const NlSocket& sock, const Json& routes, const std::string& ifname) {
+void configure_routes(const NlSocket& sock, const Json& routes, const std::string& ifname,
+                      bool exist_ok) {
   Json pending = routes;
   // A gateway route fails with ENETUNREACH until the route to its gateway exists; retrying the
   // failures after the rest settles any order. Bounded by the number of routes.
@@ -53,7 +56,7 @@ void configure_routes(const NlSocket& sock, const Json& routes, const std::strin
     std::string last_error;
     for (const auto& r : pending) {
       try {
-        add_route(sock, links.get(), r);
+        add_route(sock, links.get(), r, exist_ok);
       } catch (const NetnsError& e) {
         failed.push_back(r);
         last_error = e.what();
@@ -90,8 +93,9 @@ Json source_routing_routes(const Json& iface, const ArpProfile& profile, unsigne
   if (!profile.source_routing) return out;
   const unsigned table = profile.table_base + rail_index;
   const std::string name = iface.at("name");
+  std::set<std::string> subnets;  // a secondary address in the same subnet adds no route
   for (const auto& a : iface.at("addrs")) {
-    if (a.at("family") != "inet") continue;
+    if (a.at("family") != "inet" || !subnets.insert(ipv4_network(a.at("local"))).second) continue;
     out.push_back(Json{{"family", "inet"},
                        {"table", table},
                        {"type", RTN_UNICAST},

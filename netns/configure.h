@@ -14,7 +14,9 @@ namespace gdrproxy::netns {
 void configure_link(const NlSocket& sock, const Json& iface);
 // Routes in journal order. A route whose gateway is reachable only through another journaled
 // route is retried after the others (a few passes, bounded).
-void configure_routes(const NlSocket& sock, const Json& routes, const std::string& ifname);
+// `exist_ok` as in add_route: true for restore, false for move.
+void configure_routes(const NlSocket& sock, const Json& routes, const std::string& ifname,
+                      bool exist_ok);
 void configure_rules(const NlSocket& sock, const Json& rules, const std::string& ifname);
 // Writes net.ipv4.conf.<ifname>.* inside `ns`.
 void configure_sysctls(const NetnsFd& ns, const std::string& ifname, const Json& values);

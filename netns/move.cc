@@ -131,14 +131,14 @@ void move_rails(const MoveOptions& opts, std::ostream& log) {
     }
     for (const auto& rec : ifaces) {
       const std::string name = rec["name"];
-      configure_routes(tsock, routes_for_target(rec["routes"], moved, log), name);
+      configure_routes(tsock, routes_for_target(rec["routes"], moved, log), name, false);
       configure_rules(tsock, rec["rules"], name);
     }
     Json sysctls(profile.sysctls);
     for (const auto& rec : ifaces) {
       const std::string name = rec["name"];
       configure_sysctls(target, name, sysctls);
-      configure_routes(tsock, rec["target_routes"], name);
+      configure_routes(tsock, rec["target_routes"], name, false);
       configure_rules(tsock, rec["target_rules"], name);
     }
   } catch (const std::exception& e) {

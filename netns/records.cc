@@ -160,7 +160,7 @@ void add_addr(const NlSocket& sock, int ifindex, const std::string& ifname, cons
   if (rc < 0 && rc != -NLE_EXIST) throw_nl(ifname + ": cannot add address " + describe(rec), rc);
 }
 
-void add_route(const NlSocket& sock, nl_cache* links, const Json& rec) {
+void add_route(const NlSocket& sock, nl_cache* links, const Json& rec, bool exist_ok) {
   int family = family_of(rec);
   RoutePtr r(rtnl_route_alloc());
   rtnl_route_set_family(r.get(), family);
@@ -190,7 +190,7 @@ void add_route(const NlSocket& sock, nl_cache* links, const Json& rec) {
     rtnl_route_add_nexthop(r.get(), nh);  // the route owns nh from here
   }
   int rc = rtnl_route_add(sock.get(), r.get(), NLM_F_EXCL);
-  if (rc < 0 && rc != -NLE_EXIST) throw_nl("cannot add route " + describe(rec), rc);
+  if (rc < 0 && !(rc == -NLE_EXIST && exist_ok)) throw_nl("cannot add route " + describe(rec), rc);
 }
 
 namespace {

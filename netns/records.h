@@ -30,7 +30,9 @@ Json capture_rules(nl_cache* rules, const std::string& ifname, const Json& addrs
 // Ensure-present writes through `sock`. `ifname` is resolved with `links` of that namespace.
 // Each throws NetnsError naming the interface and the record on any error other than EEXIST.
 void add_addr(const NlSocket& sock, int ifindex, const std::string& ifname, const Json& rec);
-void add_route(const NlSocket& sock, nl_cache* links, const Json& rec);
+// With exist_ok false, a route with the same key (table, prefix, tos, metric) that already
+// exists is an error: `move` must not mistake someone else's route in the target for its own.
+void add_route(const NlSocket& sock, nl_cache* links, const Json& rec, bool exist_ok);
 void add_rule(const NlSocket& sock, const Json& rec);
 // Removes a rule if present (ENOENT is fine).
 void delete_rule(const NlSocket& sock, const Json& rec);

@@ -111,7 +111,7 @@ int restore_from_journal(const Json& doc, std::ostream& log) {
     if (back[i++]) {
       const std::string name = rec.at("name");
       try {
-        configure_routes(hsock, rec.at("routes"), name);
+        configure_routes(hsock, rec.at("routes"), name, true);
         configure_rules(hsock, rec.at("rules"), name);
         configure_sysctls(host, name, rec.at("sysctls"));
       } catch (const NetnsError& e) {
