@@ -33,17 +33,15 @@ std::optional<std::string> bootstrap_reason(const NlSocket& sock, const std::str
   CachePtr links = sock.links();
   int ifindex = ifindex_by_name(links.get(), ifname);
   if (ifindex == 0) return std::nullopt;
-  CachePtr routes = sock.routes();
-  for (nl_object* o = nl_cache_get_first(routes.get()); o; o = nl_cache_get_next(o)) {
-    auto* r = reinterpret_cast<rtnl_route*>(o);
+  for (const auto& o : sock.routes()) {
+    auto* r = reinterpret_cast<rtnl_route*>(o.get());
     if (rtnl_route_get_table(r) != RT_TABLE_MAIN) continue;
     nl_addr* dst = rtnl_route_get_dst(r);
     if (dst && nl_addr_get_prefixlen(dst) != 0) continue;
     if (route_uses(r, ifindex)) return "carries the default route";
   }
   if (bootstrap_addrs.empty()) return std::nullopt;
-  CachePtr addrs = sock.addrs();
-  for (const auto& a : capture_addrs(addrs.get(), ifindex)) {
+  for (const auto& a : capture_addrs(sock.addrs(), ifindex)) {
     std::string local = a.at("local");
     std::string bare = local.substr(0, local.find('/'));
     for (const auto& b : bootstrap_addrs)

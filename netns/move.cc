@@ -1,7 +1,9 @@
 // Journal-first move of rails into a target namespace (see move.h).
 #include "netns/move.h"
 
+#include <linux/rtnetlink.h>
 #include <net/if.h>
+#include <netlink/route/nexthop.h>
 
 #include <ctime>
 #include <filesystem>
@@ -20,9 +22,16 @@
 namespace gdrproxy::netns {
 namespace {
 
+// One dump of the host namespace, shared by every interface's snapshot.
+struct HostView {
+  CachePtr links;
+  ObjList addrs, routes, rules;
+};
+
 // Everything `restore` needs about one interface, read before anything changes.
 Json snapshot_iface(const NlSocket& hsock, const NlSocket& tsock, const NetnsFd& host,
-                    const NetnsFd& target, const std::string& name, const MoveOptions& opts) {
+                    const NetnsFd& target, const HostView& view, const std::string& name,
+                    const MoveOptions& opts) {
   LinkPtr link = find_link(hsock, name);
   if (!link) {
     if (find_link(tsock, name))
@@ -40,8 +49,6 @@ Json snapshot_iface(const NlSocket& hsock, const NlSocket& tsock, const NetnsFd&
       throw NetnsError(name + ": refusing to move it: it " + *why +
                        " (pass --allow-bootstrap to move it anyway)");
   }
-  CachePtr links = hsock.links(), addrs = hsock.addrs(), routes = hsock.routes(),
-           rules = hsock.rules();
   int ifindex = rtnl_link_get_ifindex(link.get());
   Json rec;
   rec["name"] = name;
@@ -49,9 +56,9 @@ Json snapshot_iface(const NlSocket& hsock, const NlSocket& tsock, const NetnsFd&
   rec["mac"] = link_mac(link.get());
   rec["mtu"] = rtnl_link_get_mtu(link.get());
   rec["up"] = link_is_up(link.get());
-  rec["addrs"] = capture_addrs(addrs.get(), ifindex);
-  rec["routes"] = capture_routes(routes.get(), links.get(), ifindex);
-  rec["rules"] = capture_rules(rules.get(), name, rec["addrs"]);
+  rec["addrs"] = capture_addrs(view.addrs, ifindex);
+  rec["routes"] = capture_routes(view.routes, view.links.get(), ifindex);
+  rec["rules"] = capture_rules(view.rules, name, rec["addrs"]);
   Json sysctls = Json::object();
   for (const auto& key : journaled_sysctl_keys()) sysctls[key] = read_conf_sysctl(name, key);
   rec["sysctls"] = sysctls;
@@ -70,6 +77,24 @@ Json routes_for_target(const Json& routes, const std::set<std::string>& moved, s
       log << "note: route " << describe(r) << " also uses an interface that stays; not copied\n";
   }
   return out;
+}
+
+// The journaled interfaces in the order their kernel-made IPv4 routes appear (see restore.h:
+// among routes of equal key the kernel keeps insertion order, and the first one wins).
+Json kernel_route_order(const ObjList& routes, nl_cache* links,
+                        const std::set<std::string>& names) {
+  Json order = Json::array();
+  for (const auto& o : routes) {
+    auto* r = reinterpret_cast<rtnl_route*>(o.get());
+    if (rtnl_route_get_family(r) != AF_INET || rtnl_route_get_protocol(r) != RTPROT_KERNEL)
+      continue;
+    if (rtnl_route_get_nnexthops(r) < 1) continue;
+    std::string name =
+        name_by_ifindex(links, rtnl_route_nh_get_ifindex(rtnl_route_nexthop_n(r, 0)));
+    if (names.count(name) && std::find(order.begin(), order.end(), name) == order.end())
+      order.push_back(name);
+  }
+  return order;
 }
 
 }  // namespace
@@ -95,10 +120,11 @@ void move_rails(const MoveOptions& opts, std::ostream& log) {
 
   NlSocket hsock;
   NlSocket tsock = NlSocket::open_in(target);
+  HostView view{hsock.links(), hsock.addrs(), hsock.routes(), hsock.rules()};
   Json ifaces = Json::array();
   unsigned rail = 0;
   for (const auto& name : opts.ifaces) {
-    Json rec = snapshot_iface(hsock, tsock, host, target, name, opts);
+    Json rec = snapshot_iface(hsock, tsock, host, target, view, name, opts);
     rec["target_routes"] = source_routing_routes(rec, profile, rail);
     rec["target_rules"] = source_routing_rules(rec, profile, rail);
     ifaces.push_back(std::move(rec));
@@ -116,7 +142,8 @@ void move_rails(const MoveOptions& opts, std::ostream& log) {
            {"origin_netns", {{"dev", host.id().dev}, {"ino", host.id().ino}}},
            {"target", target_rec},
            {"profile", profile.raw},
-           {"ifaces", ifaces}};
+           {"ifaces", ifaces},
+           {"kernel_route_order", kernel_route_order(view.routes, view.links.get(), moved)}};
   write_journal(opts.journal, doc);
   step_done("journal written");
 

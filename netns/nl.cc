@@ -1,7 +1,10 @@
 // RAII libnl helpers (see nl.h).
 #include "netns/nl.h"
 
+#include <linux/rtnetlink.h>
 #include <netlink/errno.h>
+#include <netlink/msg.h>
+#include <netlink/utils.h>
 #include <sys/socket.h>
 
 #include "netns/error.h"
@@ -30,24 +33,40 @@ CachePtr NlSocket::links() const {
   return CachePtr(c);
 }
 
-CachePtr NlSocket::addrs() const {
-  nl_cache* c = nullptr;
-  if (int rc = rtnl_addr_alloc_cache(get(), &c); rc < 0) throw_nl("cannot dump addresses", rc);
-  return CachePtr(c);
+namespace {
+
+void keep_parsed(nl_object* obj, void* arg) {
+  nl_object_get(obj);
+  static_cast<ObjList*>(arg)->emplace_back(obj);
 }
 
-CachePtr NlSocket::routes() const {
-  nl_cache* c = nullptr;
-  if (int rc = rtnl_route_alloc_cache(get(), AF_UNSPEC, 0, &c); rc < 0)
-    throw_nl("cannot dump routes", rc);
-  return CachePtr(c);
+int on_valid(nl_msg* msg, void* arg) {
+  nl_msg_parse(msg, keep_parsed, arg);
+  return NL_OK;
 }
 
-CachePtr NlSocket::rules() const {
-  nl_cache* c = nullptr;
-  if (int rc = rtnl_rule_alloc_cache(get(), AF_UNSPEC, &c); rc < 0)
-    throw_nl("cannot dump rules", rc);
-  return CachePtr(c);
+}  // namespace
+
+ObjList NlSocket::dump(int rtm_type, const char* what) const {
+  ObjList out;
+  if (int rc = nl_rtgen_request(get(), rtm_type, AF_UNSPEC, NLM_F_DUMP); rc < 0)
+    throw_nl(std::string("cannot dump ") + what, rc);
+  NlPtr<nl_cb, nl_cb_put> cb(nl_cb_clone(nl_socket_get_cb(get())));
+  if (!cb) throw NetnsError("cannot allocate a netlink callback");
+  nl_cb_set(cb.get(), NL_CB_VALID, NL_CB_CUSTOM, on_valid, &out);
+  if (int rc = nl_recvmsgs(get(), cb.get()); rc < 0)
+    throw_nl(std::string("cannot dump ") + what, rc);
+  return out;
+}
+
+ObjList NlSocket::addrs() const {
+  return dump(RTM_GETADDR, "addresses");
+}
+ObjList NlSocket::routes() const {
+  return dump(RTM_GETROUTE, "routes");
+}
+ObjList NlSocket::rules() const {
+  return dump(RTM_GETRULE, "rules");
 }
 
 std::string addr_to_string(const nl_addr* addr) {

@@ -16,6 +16,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "netns/netns_fd.h"
 
@@ -36,6 +37,8 @@ using AddrPtr = NlPtr<rtnl_addr, rtnl_addr_put>;
 using RoutePtr = NlPtr<rtnl_route, rtnl_route_put>;
 using RulePtr = NlPtr<rtnl_rule, rtnl_rule_put>;
 using CachePtr = NlPtr<nl_cache, nl_cache_free>;
+using ObjPtr = NlPtr<nl_object, nl_object_put>;
+using ObjList = std::vector<ObjPtr>;
 
 class NlSocket {
  public:
@@ -47,11 +50,15 @@ class NlSocket {
   nl_sock* get() const { return sock_.get(); }
 
   CachePtr links() const;
-  CachePtr addrs() const;
-  CachePtr routes() const;  // every table, both families
-  CachePtr rules() const;   // both families
+  // Addresses, routes (every table) and rules of both families, one object per kernel message in
+  // dump order. Not a libnl cache on purpose: a cache keeps one object per key, and routes to
+  // one prefix through several rails (or rules of equal priority) share a key.
+  ObjList addrs() const;
+  ObjList routes() const;
+  ObjList rules() const;
 
  private:
+  ObjList dump(int rtm_type, const char* what) const;
   NlPtr<nl_sock, nl_socket_free> sock_;
 };
 

@@ -24,13 +24,13 @@ constexpr unsigned kKernelAddrFlags =
 constexpr uint32_t kForever = 0xFFFFFFFFu;
 
 template <typename Fn>
-void for_each(nl_cache* cache, Fn fn) {
-  for (nl_object* o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) fn(o);
+void for_each(const ObjList& objs, Fn fn) {
+  for (const auto& o : objs) fn(o.get());
 }
 
 }  // namespace
 
-Json capture_addrs(nl_cache* addrs, int ifindex) {
+Json capture_addrs(const ObjList& addrs, int ifindex) {
   Json out = Json::array();
   for_each(addrs, [&](nl_object* o) {
     auto* a = reinterpret_cast<rtnl_addr*>(o);
@@ -52,7 +52,7 @@ Json capture_addrs(nl_cache* addrs, int ifindex) {
   return out;
 }
 
-Json capture_routes(nl_cache* routes, nl_cache* links, int ifindex) {
+Json capture_routes(const ObjList& routes, nl_cache* links, int ifindex) {
   Json out = Json::array();
   for_each(routes, [&](nl_object* o) {
     auto* r = reinterpret_cast<rtnl_route*>(o);
@@ -99,7 +99,7 @@ Json capture_routes(nl_cache* routes, nl_cache* links, int ifindex) {
   return out;
 }
 
-Json capture_rules(nl_cache* rules, const std::string& ifname, const Json& addrs) {
+Json capture_rules(const ObjList& rules, const std::string& ifname, const Json& addrs) {
   std::vector<std::string> own;  // the interface's addresses as full-length prefixes
   for (const auto& a : addrs) {
     std::string local = a.at("local");
@@ -191,6 +191,17 @@ void add_route(const NlSocket& sock, nl_cache* links, const Json& rec, bool exis
   }
   int rc = rtnl_route_add(sock.get(), r.get(), NLM_F_EXCL);
   if (rc < 0 && !(rc == -NLE_EXIST && exist_ok)) throw_nl("cannot add route " + describe(rec), rc);
+}
+
+void delete_addr(const NlSocket& sock, int ifindex, const std::string& ifname, const Json& rec) {
+  int family = family_of(rec);
+  AddrPtr a(rtnl_addr_alloc());
+  rtnl_addr_set_ifindex(a.get(), ifindex);
+  rtnl_addr_set_family(a.get(), family);
+  rtnl_addr_set_local(a.get(), parse_addr(rec.at("local"), family).get());
+  int rc = rtnl_addr_delete(sock.get(), a.get(), 0);
+  if (rc < 0 && rc != -NLE_NOADDR && rc != -NLE_OBJ_NOTFOUND && rc != -NLE_NODEV)
+    throw_nl(ifname + ": cannot delete address " + describe(rec), rc);
 }
 
 namespace {

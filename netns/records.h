@@ -19,13 +19,13 @@ using Json = nlohmann::json;
 
 // Addresses of `ifindex` in dump order (the kernel lists them in insertion order, so writing
 // them back in this order reproduces the same list).
-Json capture_addrs(nl_cache* addrs, int ifindex);
+Json capture_addrs(const ObjList& addrs, int ifindex);
 // Routes of every table whose nexthop uses `ifindex`, except those the kernel makes by itself
 // (protocol "kernel": connected, local and broadcast routes come back with the addresses).
-Json capture_routes(nl_cache* routes, nl_cache* links, int ifindex);
+Json capture_routes(const ObjList& routes, nl_cache* links, int ifindex);
 // Policy rules that use the interface: iif/oif is `ifname`, or the selector is exactly one of its
 // addresses (a per-address source rule).
-Json capture_rules(nl_cache* rules, const std::string& ifname, const Json& addrs);
+Json capture_rules(const ObjList& rules, const std::string& ifname, const Json& addrs);
 
 // Ensure-present writes through `sock`. `ifname` is resolved with `links` of that namespace.
 // Each throws NetnsError naming the interface and the record on any error other than EEXIST.
@@ -34,6 +34,8 @@ void add_addr(const NlSocket& sock, int ifindex, const std::string& ifname, cons
 // exists is an error: `move` must not mistake someone else's route in the target for its own.
 void add_route(const NlSocket& sock, nl_cache* links, const Json& rec, bool exist_ok);
 void add_rule(const NlSocket& sock, const Json& rec);
+// Removes an address if present (ENOENT/EADDRNOTAVAIL is fine).
+void delete_addr(const NlSocket& sock, int ifindex, const std::string& ifname, const Json& rec);
 // Removes a rule if present (ENOENT is fine).
 void delete_rule(const NlSocket& sock, const Json& rec);
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
+#include <set>
 
 #include "netns/configure.h"
 #include "netns/error.h"
@@ -60,7 +61,48 @@ void bring_back(const NlSocket& hsock, const NetnsFd& host, const NetnsFd* targe
     rename_link(hsock, link.get(), name);
     log << name << ": renamed back from " << now << "\n";
   }
-  configure_link(hsock, rec);
+}
+
+// The addresses whose routes the kernel orders by insertion: IPv4 and non-link-local IPv6.
+std::vector<std::string> ordered_addrs(const Json& addrs) {
+  std::vector<std::string> out;
+  for (const auto& a : addrs) {
+    std::string local = a.at("local");
+    if (a.at("family") == "inet6" && local.rfind("fe80:", 0) == 0) continue;
+    out.push_back(local);
+  }
+  return out;
+}
+
+// Re-applies MTU, addresses and link state of the interfaces in `order`. Among routes of equal
+// key (one subnet on several rails) the kernel keeps insertion order and the first one carries
+// unbound traffic; so once one interface had to get its addresses back, every later one in the
+// original order is re-addressed too, recreating the original order.
+void readdress_in_order(const NlSocket& hsock, const Json& ifaces, const Json& order,
+                        const std::set<std::string>& back, std::ostream& log) {
+  bool cascade = false;
+  for (const auto& name_json : order) {
+    const std::string name = name_json;
+    if (!back.count(name)) continue;
+    const Json* rec = nullptr;
+    for (const auto& r : ifaces)
+      if (r.at("name") == name) rec = &r;
+    LinkPtr link = find_link(hsock, name);
+    if (!rec || !link) continue;
+    int ifindex = rtnl_link_get_ifindex(link.get());
+    Json now = capture_addrs(hsock.addrs(), ifindex);
+    bool intact = ordered_addrs(now) == ordered_addrs(rec->at("addrs")) &&
+                  link_is_up(link.get()) == rec->at("up").get<bool>();
+    if (intact && cascade) {
+      for (auto it = now.rbegin(); it != now.rend(); ++it)
+        if (!((*it).at("family") == "inet6" &&
+              (*it).at("local").get<std::string>().rfind("fe80:", 0) == 0))
+          delete_addr(hsock, ifindex, name, *it);
+      log << name << ": re-addressed to keep the original route order\n";
+    }
+    if (!intact) cascade = true;
+    configure_link(hsock, *rec);
+  }
 }
 
 }  // namespace
@@ -94,21 +136,27 @@ int restore_from_journal(const Json& doc, std::ostream& log) {
   }
 
   int problems = 0;
-  std::vector<bool> back(doc.at("ifaces").size(), false);
-  size_t i = 0;
+  std::set<std::string> back;
+  Json order = doc.value("kernel_route_order", Json::array());
   for (const auto& rec : doc.at("ifaces")) {
+    if (std::find(order.begin(), order.end(), rec.at("name")) == order.end())
+      order.push_back(rec.at("name"));
     try {
       bring_back(hsock, host, target ? &*target : nullptr, tsock ? &*tsock : nullptr, rec, log);
-      back[i] = true;
+      back.insert(rec.at("name"));
     } catch (const NetnsError& e) {
       log << "error: " << e.what() << "\n";
       ++problems;
     }
-    ++i;
   }
-  i = 0;
+  try {
+    readdress_in_order(hsock, doc.at("ifaces"), order, back, log);
+  } catch (const NetnsError& e) {
+    log << "error: " << e.what() << "\n";
+    ++problems;
+  }
   for (const auto& rec : doc.at("ifaces")) {
-    if (back[i++]) {
+    if (back.count(rec.at("name"))) {
       const std::string name = rec.at("name");
       try {
         configure_routes(hsock, rec.at("routes"), name, true);

@@ -82,13 +82,14 @@ Selection select_rails_from(const std::vector<RdmaNetdev>& candidates, const Liv
 Selection select_rails(const SelectOptions& opts) {
   std::vector<RdmaNetdev> candidates = enumerate_rdma_netdevs(opts.sysfs_root);
   NlSocket sock;
-  CachePtr links = sock.links(), addrs = sock.addrs();
+  CachePtr links = sock.links();
+  ObjList addrs = sock.addrs();
   LiveView live;
   for (const auto& c : candidates) {
     int ifindex = ifindex_by_name(links.get(), c.netdev);
     if (ifindex == 0) continue;
     auto& v4 = live.ipv4[c.netdev];
-    for (const auto& a : capture_addrs(addrs.get(), ifindex)) {
+    for (const auto& a : capture_addrs(addrs, ifindex)) {
       if (a.at("family") != "inet") continue;
       std::string local = a.at("local");
       v4.push_back(local.substr(0, local.find('/')));

@@ -125,7 +125,7 @@ TEST(MoveRestore, VethDestroyedWithItsNamespaceIsReportedByName) {
   std::string rules = sh(t.host.ip() + "rule").out;
   size_t at = rules.find("501:\tfrom all iif rdma1 [detached] lookup 100");
   EXPECT_NE(at, std::string::npos) << rules;
-  EXPECT_EQ(rules.find("iif rdma1", at + 10), std::string::npos) << rules;
+  EXPECT_EQ(rules.find("iif rdma1", at + 40), std::string::npos) << rules;
 }
 
 class BadInput : public ::testing::Test {
