@@ -109,7 +109,7 @@ INSTANTIATE_TEST_SUITE_P(
                            ""},
                       Case{"custom_regex",
                            opts([](auto& o) { o.exclude_regex = "^rdma1$"; }),
-                           {"rdma0"},
+                           {"rdma0", "eth0"},
                            "",
                            "rdma1: excluded by regex"},
                       Case{"bad_regex_is_an_error",
