@@ -1,6 +1,9 @@
 // End-to-end move/restore on real namespaces: what the container gets, and that the host comes
 // back exactly; plus every kind of bad input, which must leave the host untouched.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -126,6 +129,47 @@ TEST(MoveRestore, VethDestroyedWithItsNamespaceIsReportedByName) {
   size_t at = rules.find("501:\tfrom all iif rdma1 [detached] lookup 100");
   EXPECT_NE(at, std::string::npos) << rules;
   EXPECT_EQ(rules.find("iif rdma1", at + 40), std::string::npos) << rules;
+}
+
+// A process with its own network namespace (what a container runtime hands over as --pid),
+// killed and reaped in the destructor.
+struct NetnsProcess {
+  pid_t pid = -1;
+  NetnsProcess() {
+    pid = fork();
+    if (pid == 0) {
+      execlp("unshare", "unshare", "--net", "sleep", "60", nullptr);
+      _exit(127);
+    }
+  }
+  ~NetnsProcess() {
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  }
+};
+
+TEST(MoveRestore, TargetByPidAndRestoreAfterTheProcessDied) {
+  HostTopology t(2);
+  ScopedDir dir;
+  const std::string journal = dir.path() + "/j.json";
+  const std::string before = dump_state(t.host, t.rail_names());
+  NetnsProcess proc;
+  // unshare has entered its namespace once /proc/PID/ns/net differs from ours.
+  for (int i = 0; i < 100 && sh("[ $(readlink /proc/" + std::to_string(proc.pid) +
+                                "/ns/net) != $(readlink /proc/self/ns/net) ]")
+                                     .status != 0;
+       ++i)
+    usleep(20000);
+  must(t.host.exec() + gdrproxy() + " netns move --pid " + std::to_string(proc.pid) +
+       " --ifaces rdma0,rdma1 --journal " + journal);
+  std::string inside =
+      must("nsenter --net=/proc/" + std::to_string(proc.pid) + "/ns/net ip addr show rdma1");
+  EXPECT_NE(inside.find("192.0.2.11/24"), std::string::npos) << inside;
+  // Bring the rails back while the process lives (restore finds them in its namespace).
+  must(restore_cmd(t, journal));
+  EXPECT_EQ(settle_to(t.host, t.rail_names(), before), before);
 }
 
 class BadInput : public ::testing::Test {
