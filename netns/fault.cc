@@ -16,7 +16,8 @@ void step_done(const std::string& what) {
   ++count;
   static const auto start = std::chrono::steady_clock::now();
   if (trace_env && *trace_env == '1') {
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     std::fprintf(stderr, "step %d: %s (+%.1f ms)\n", count, what.c_str(), ms);
   }
   if (fault_env && std::atoi(fault_env) == count) {

@@ -4,7 +4,9 @@
 // The idea not to miss: strict rp_filter (1) and arp_filter (1) are only correct on a host with
 // several rails in one subnet if every rail has its own source-based routing table; a profile
 // that asks for them must also ask for "source_routing", or replies on every rail but one are
-// dropped. load_profile() refuses such a profile.
+// dropped. load_profile() refuses such a profile. Values are written per rail
+// (net.ipv4.conf.<rail>.*); the kernel uses the larger of that and conf.all for arp_announce,
+// arp_ignore and rp_filter, so a target namespace whose conf.all is stricter stays stricter.
 #pragma once
 
 #include <map>
