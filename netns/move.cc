@@ -79,24 +79,6 @@ Json routes_for_target(const Json& routes, const std::set<std::string>& moved, s
   return out;
 }
 
-// The journaled interfaces in the order their kernel-made IPv4 routes appear (see restore.h:
-// among routes of equal key the kernel keeps insertion order, and the first one wins).
-Json kernel_route_order(const ObjList& routes, nl_cache* links,
-                        const std::set<std::string>& names) {
-  Json order = Json::array();
-  for (const auto& o : routes) {
-    auto* r = reinterpret_cast<rtnl_route*>(o.get());
-    if (rtnl_route_get_family(r) != AF_INET || rtnl_route_get_protocol(r) != RTPROT_KERNEL)
-      continue;
-    if (rtnl_route_get_nnexthops(r) < 1) continue;
-    std::string name =
-        name_by_ifindex(links, rtnl_route_nh_get_ifindex(rtnl_route_nexthop_n(r, 0)));
-    if (names.count(name) && std::find(order.begin(), order.end(), name) == order.end())
-      order.push_back(name);
-  }
-  return order;
-}
-
 }  // namespace
 
 void move_rails(const MoveOptions& opts, std::ostream& log) {

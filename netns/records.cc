@@ -1,6 +1,8 @@
 // Capture and ensure-present writes of addresses, routes and rules (see records.h).
 #include "netns/records.h"
 
+#include <algorithm>
+
 #include <linux/fib_rules.h>
 #include <linux/rtnetlink.h>
 #include <netlink/errno.h>
@@ -133,6 +135,22 @@ Json capture_rules(const ObjList& rules, const std::string& ifname, const Json& 
     out.push_back(std::move(j));
   });
   return out;
+}
+
+Json kernel_route_order(const ObjList& routes, nl_cache* links,
+                        const std::set<std::string>& names) {
+  Json order = Json::array();
+  for (const auto& o : routes) {
+    auto* r = reinterpret_cast<rtnl_route*>(o.get());
+    if (rtnl_route_get_family(r) != AF_INET || rtnl_route_get_protocol(r) != RTPROT_KERNEL)
+      continue;
+    if (rtnl_route_get_nnexthops(r) < 1) continue;
+    std::string name =
+        name_by_ifindex(links, rtnl_route_nh_get_ifindex(rtnl_route_nexthop_n(r, 0)));
+    if (names.count(name) && std::find(order.begin(), order.end(), name) == order.end())
+      order.push_back(name);
+  }
+  return order;
 }
 
 void add_addr(const NlSocket& sock, int ifindex, const std::string& ifname, const Json& rec) {

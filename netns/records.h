@@ -8,6 +8,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,12 @@ Json capture_routes(const ObjList& routes, nl_cache* links, int ifindex);
 // Policy rules that use the interface: iif/oif is `ifname`, or the selector is exactly one of its
 // addresses (a per-address source rule).
 Json capture_rules(const ObjList& rules, const std::string& ifname, const Json& addrs);
+
+// The interfaces among `names` in the order their kernel-made IPv4 routes appear in `routes`.
+// Among routes of equal key (one subnet on several rails) the kernel keeps insertion order and
+// the first one carries traffic that is not bound to a source address, so restore must bring
+// this order back too.
+Json kernel_route_order(const ObjList& routes, nl_cache* links, const std::set<std::string>& names);
 
 // Ensure-present writes through `sock`. `ifname` is resolved with `links` of that namespace.
 // Each throws NetnsError naming the interface and the record on any error other than EEXIST.

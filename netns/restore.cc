@@ -63,44 +63,41 @@ void bring_back(const NlSocket& hsock, const NetnsFd& host, const NetnsFd* targe
   }
 }
 
-// The addresses whose routes the kernel orders by insertion: IPv4 and non-link-local IPv6.
-std::vector<std::string> ordered_addrs(const Json& addrs) {
-  std::vector<std::string> out;
-  for (const auto& a : addrs) {
-    std::string local = a.at("local");
-    if (a.at("family") == "inet6" && local.rfind("fe80:", 0) == 0) continue;
-    out.push_back(local);
-  }
-  return out;
-}
-
-// Re-applies MTU, addresses and link state of the interfaces in `order`. Among routes of equal
-// key (one subnet on several rails) the kernel keeps insertion order and the first one carries
-// unbound traffic; so once one interface had to get its addresses back, every later one in the
-// original order is re-addressed too, recreating the original order.
-void readdress_in_order(const NlSocket& hsock, const Json& ifaces, const Json& order,
-                        const std::set<std::string>& back, std::ostream& log) {
-  bool cascade = false;
-  for (const auto& name_json : order) {
-    const std::string name = name_json;
+// Re-applies MTU, addresses and link state of the interfaces in `order` (the journal's
+// kernel_route_order, then the others). The kernel orders routes of equal key by insertion
+// (records.h), so from the first interface whose routes are out of place onwards, every
+// interface is re-addressed in order, including ones that never left. The check looks at the
+// live order, not at what a previous run did, so a restore killed half way is finished by the
+// next one.
+void readdress_in_order(const NlSocket& hsock, const Json& ifaces, const Json& want,
+                        const Json& order, const std::set<std::string>& back, std::ostream& log) {
+  CachePtr links = hsock.links();
+  std::set<std::string> wanted(want.begin(), want.end());
+  Json now_order = kernel_route_order(hsock.routes(), links.get(), wanted);
+  size_t in_place = 0;
+  while (in_place < want.size() && in_place < now_order.size() &&
+         want[in_place] == now_order[in_place])
+    ++in_place;
+  for (size_t idx = 0; idx < order.size(); ++idx) {
+    const std::string name = order[idx];
     if (!back.count(name)) continue;
     const Json* rec = nullptr;
     for (const auto& r : ifaces)
       if (r.at("name") == name) rec = &r;
     LinkPtr link = find_link(hsock, name);
     if (!rec || !link) continue;
-    int ifindex = rtnl_link_get_ifindex(link.get());
-    Json now = capture_addrs(hsock.addrs(), ifindex);
-    bool intact = ordered_addrs(now) == ordered_addrs(rec->at("addrs")) &&
-                  link_is_up(link.get()) == rec->at("up").get<bool>();
-    if (intact && cascade) {
-      for (auto it = now.rbegin(); it != now.rend(); ++it)
-        if (!((*it).at("family") == "inet6" &&
-              (*it).at("local").get<std::string>().rfind("fe80:", 0) == 0))
-          delete_addr(hsock, ifindex, name, *it);
-      log << name << ": re-addressed to keep the original route order\n";
+    if (idx >= in_place && idx < want.size()) {
+      int ifindex = rtnl_link_get_ifindex(link.get());
+      Json now = capture_addrs(hsock.addrs(), ifindex);
+      bool had = false;
+      for (auto it = now.rbegin(); it != now.rend(); ++it) {
+        std::string local = it->at("local");
+        if (it->at("family") == "inet6" && local.rfind("fe80:", 0) == 0) continue;
+        delete_addr(hsock, ifindex, name, *it);
+        had = true;
+      }
+      if (had) log << name << ": re-addressed to restore the original route order\n";
     }
-    if (!intact) cascade = true;
     configure_link(hsock, *rec);
   }
 }
@@ -137,7 +134,8 @@ int restore_from_journal(const Json& doc, std::ostream& log) {
 
   int problems = 0;
   std::set<std::string> back;
-  Json order = doc.value("kernel_route_order", Json::array());
+  const Json want = doc.value("kernel_route_order", Json::array());
+  Json order = want;
   for (const auto& rec : doc.at("ifaces")) {
     if (std::find(order.begin(), order.end(), rec.at("name")) == order.end())
       order.push_back(rec.at("name"));
@@ -150,7 +148,7 @@ int restore_from_journal(const Json& doc, std::ostream& log) {
     }
   }
   try {
-    readdress_in_order(hsock, doc.at("ifaces"), order, back, log);
+    readdress_in_order(hsock, doc.at("ifaces"), want, order, back, log);
   } catch (const NetnsError& e) {
     log << "error: " << e.what() << "\n";
     ++problems;

@@ -1,6 +1,7 @@
 // Crash safety: `move` killed after a random step (GDRPROXY_NETNS_FAULT_AFTER, an abrupt _exit
-// with no rollback), sometimes followed by the death of the container namespace; `restore` must
-// bring the host back exactly, every time.
+// with no rollback), sometimes followed by the death of the container namespace, and sometimes
+// by a `restore` that is itself killed part way; the next `restore` must bring the host back
+// exactly, every time.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -62,6 +63,13 @@ TEST(CrashSafety, HundredRandomTrialsRestoreTheHostExactly) {
         must(c.ip() + "link set " + r + " netns " + t.host.name() + rename);
       }
       c.destroy();
+    }
+    if (std::uniform_int_distribution<int>(0, 2)(rng) == 0) {
+      // restore itself crashes part way; the next restore must still get everything right.
+      int kr = std::uniform_int_distribution<int>(1, 30)(rng);
+      CmdResult first = sh(t.host.exec() + "env GDRPROXY_NETNS_FAULT_AFTER=" + std::to_string(kr) +
+                           " " + gdrproxy() + " netns restore --journal " + journal);
+      EXPECT_TRUE(first.status == 86 || first.status == 0) << first.out;
     }
     CmdResult r = restore();
     EXPECT_EQ(r.status, 0) << "trial " << trial << " step " << k << " death " << death << ": "
