@@ -1,4 +1,4 @@
-// RAII libnl helpers (see nl.h).
+// RAII wrappers over libnl (see nl.h).
 #include "netns/nl.h"
 
 #include <linux/rtnetlink.h>

@@ -80,6 +80,22 @@ TEST(ArpFlux, ReproducedWithoutProfileThenFixedByMultirail) {
   n.restore();
 }
 
+TEST(ArpFlux, LooseProfileAlsoStopsFluxAndKeepsEveryRailReachable) {
+  Node n;
+  n.move("loose");
+  for (auto [ip, owner] : {std::pair{"192.0.2.1", n.mac0}, std::pair{"192.0.2.2", n.mac1}}) {
+    auto r = n.who_has(ip);
+    ASSERT_EQ(r.size(), 1u) << ip;
+    EXPECT_EQ(r[0], owner) << ip;
+  }
+  EXPECT_EQ(must(n.container.exec() + "cat /proc/sys/net/ipv4/conf/rdma1/rp_filter"), "2\n");
+  EXPECT_EQ(sh(n.container.ip() + "rule").out.find("lookup 1001"), std::string::npos)
+      << "loose has no source routing";
+  for (const char* ip : {"192.0.2.1", "192.0.2.2"})
+    EXPECT_TRUE(n.ping(n.peer, "192.0.2.100", ip)) << ip;
+  n.restore();
+}
+
 TEST(ArpFlux, StrictRpFilterWithoutSourceRoutingDropsTheSecondRail) {
   // Why multirail carries per-rail tables: the same strict sysctls without them (set by hand
   // here, the launcher refuses such a profile) make rdma1 unreachable.

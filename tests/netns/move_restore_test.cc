@@ -9,7 +9,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "netns/error.h"
 #include "netns/journal.h"
+#include "netns/profile.h"
 #include "test_env.h"
 
 namespace gdrproxy::netns::test {
@@ -170,6 +172,17 @@ TEST(MoveRestore, TargetByPidAndRestoreAfterTheProcessDied) {
   // Bring the rails back while the process lives (restore finds them in its namespace).
   must(restore_cmd(t, journal));
   EXPECT_EQ(settle_to(t.host, t.rail_names(), before), before);
+}
+
+TEST(Profiles, ShippedProfilesLoadAndStrictWithoutSourceRoutingIsRefused) {
+  EXPECT_TRUE(load_profile("multirail", "").source_routing);
+  EXPECT_EQ(load_profile("loose", "").sysctls.at("rp_filter"), 2);
+  EXPECT_TRUE(load_profile("none", "").sysctls.empty());
+  json strict = {{"name", "strict"}, {"sysctls", {{"rp_filter", 1}}}, {"source_routing", nullptr}};
+  EXPECT_THROW(profile_from_json(strict, "test"), NetnsError);
+  json typo = {{"name", "typo"}, {"sysctls", {{"arp_ignor", 1}}}};
+  EXPECT_THROW(profile_from_json(typo, "test"), NetnsError);
+  EXPECT_THROW(load_profile("no-such-profile", ""), NetnsError);
 }
 
 class BadInput : public ::testing::Test {
