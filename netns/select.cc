@@ -97,7 +97,10 @@ Selection select_rails(const SelectOptions& opts) {
     if (auto why = bootstrap_reason(sock, c.netdev, opts.bootstrap_addrs))
       live.bootstrap[c.netdev] = *why;
   }
-  return select_rails_from(candidates, live, opts);
+  Selection s = select_rails_from(candidates, live, opts);
+  if (candidates.empty())
+    s.notes.push_back("no RDMA-backed netdev under " + opts.sysfs_root + "/class/infiniband");
+  return s;
 }
 
 Json selection_to_json(const Selection& s) {
