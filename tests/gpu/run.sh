@@ -70,6 +70,11 @@ NCCL_TOPO_DUMP_FILE=$out/topo-proxied.xml "$gp" run -q --mode enforce -- python3
 if cmp -s "$out/topo-native.xml" "$out/topo-proxied.xml"; then topo=identical; else topo=DIFFERENT; diff "$out/topo-native.xml" "$out/topo-proxied.xml" | head; fi
 echo "topology: $topo"
 
+echo "== synthetic sysfs under real NCCL (tests/sysfs/gpu_nccl_topology.sh)"
+tests/sysfs/gpu_nccl_topology.sh "$gp" "$work/sysfs-topo" >"$out/sysfs-topo.log" 2>&1
+case $? in 0) sysfs_topo=identical ;; 77) sysfs_topo=skipped ;; *) sysfs_topo=FAIL; tail -5 "$out/sysfs-topo.log" ;; esac
+echo "sysfs: $sysfs_topo"
+
 echo "== timing ($rounds alternating rounds)"
 declare -A times
 now() { date +%s.%N; }
@@ -104,4 +109,5 @@ for w in matmul allreduce; do
   done
 done
 echo "topology native vs proxied: $topo"
+echo "NCCL topology with the synthetic /sys vs the host's: $sysfs_topo"
 echo "goals: enforce/native <= 1.02, trace/native <= 1.10"
