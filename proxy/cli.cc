@@ -48,9 +48,10 @@ void add_run(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"auto", "write", "all"}));
   run->add_flag("-q,--quiet", opts->quiet, "No informational notes on stderr");
   auto sync = std::make_shared<std::string>("auto");
-  run->add_option("--sync-wakeup", *sync,
-                  "Hand the CPU to the caller on each answer (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP):\n"
-                  "on, off, or auto (on with at most 4 CPUs; see docs/PERFORMANCE.md)")
+  run->add_option(
+         "--sync-wakeup", *sync,
+         "Hand the CPU to the caller on each answer (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP):\n"
+         "on, off, or auto (on with at most 4 CPUs; see docs/PERFORMANCE.md)")
       ->check(CLI::IsMember({"auto", "on", "off"}));
   run->add_flag("--stats", opts->stats,
                 "At exit, print how many notifications were served (ioctl, rdma_cm write, open,\n"

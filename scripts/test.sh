@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ -x build/gdrproxy ]] || scripts/setup.sh
 cmake --build build -j"$(nproc)"
+
+# Formatting is part of the build's contract: .clang-format at the root, checked here.
+git ls-files '*.cc' '*.h' '*.c' | grep -v '^tests/fixtures/' | xargs clang-format --dry-run --Werror
 ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 600
 
 # Fuzz the decoders for a bounded time with libFuzzer (Debian's clang), in a separate build.

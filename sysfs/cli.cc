@@ -19,7 +19,8 @@ namespace {
 struct SelectArgs {
   std::string gpus, nics;
   void add(CLI::App* c) {
-    c->add_option("--gpus", gpus, "GPU BDFs to expose, comma separated (default: every NVIDIA GPU; 'none')");
+    c->add_option("--gpus", gpus,
+                  "GPU BDFs to expose, comma separated (default: every NVIDIA GPU; 'none')");
     c->add_option("--nics", nics,
                   "RDMA devices or interfaces to expose, comma separated (default: every RDMA "
                   "device with a usable GID; 'none')");

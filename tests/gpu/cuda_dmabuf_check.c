@@ -20,15 +20,15 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define CHECK(call)                                              \
-  do {                                                           \
-    CUresult r_ = (call);                                        \
-    if (r_ != CUDA_SUCCESS) {                                    \
-      const char* s_ = NULL;                                     \
-      cuGetErrorName(r_, &s_);                                   \
-      printf("FAIL %s -> %s\n", #call, s_ ? s_ : "?");           \
-      return 1;                                                  \
-    }                                                            \
+#define CHECK(call)                                    \
+  do {                                                 \
+    CUresult r_ = (call);                              \
+    if (r_ != CUDA_SUCCESS) {                          \
+      const char* s_ = NULL;                           \
+      cuGetErrorName(r_, &s_);                         \
+      printf("FAIL %s -> %s\n", #call, s_ ? s_ : "?"); \
+      return 1;                                        \
+    }                                                  \
   } while (0)
 
 static const char* reg_dmabuf(int dev, int fd) {
@@ -66,7 +66,8 @@ int main(void) {
   CHECK(cuCtxCreate(&ctx, NULL, 0, dev));
   CHECK(cuMemAlloc(&ptr, 2 << 20));
   int dmabuf = -1;
-  CHECK(cuMemGetHandleForAddressRange(&dmabuf, ptr, 2 << 20, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));
+  CHECK(
+      cuMemGetHandleForAddressRange(&dmabuf, ptr, 2 << 20, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));
   char path[64], line[256];
   snprintf(path, sizeof path, "/proc/self/fdinfo/%d", dmabuf);
   FILE* f = fopen(path, "r");

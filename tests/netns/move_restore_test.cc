@@ -92,7 +92,8 @@ TEST(MoveRestore, ContainerGetsEverythingAndHostComesBackExactly) {
   EXPECT_EQ(settle_to(t.host, ifaces, before), before);
   std::string left = sh(c.ip() + "rule").out;
   EXPECT_EQ(left.find("lookup 100"), std::string::npos) << "rules left in the container:\n" << left;
-  EXPECT_EQ(left.find("lookup 1000"), std::string::npos) << "rules left in the container:\n" << left;
+  EXPECT_EQ(left.find("lookup 1000"), std::string::npos) << "rules left in the container:\n"
+                                                         << left;
 
   // Idempotent: a second restore changes nothing and succeeds.
   must(restore_cmd(t, journal));
