@@ -20,6 +20,8 @@ for fuzzer in uverbs_decoder_fuzz nvidia_decoder_fuzz; do
   cmake --build build-fuzz --target "$fuzzer" -j"$(nproc)"
   mkdir -p "build-fuzz/corpus/$fuzzer"
   echo "fuzzing $fuzzer for ${fuzz_seconds}s"
+  seeds=tests/fuzz/corpus/${fuzzer%_decoder_fuzz}  # recorded real calls, where there are any
+  [[ -d $seeds ]] || seeds=
   "build-fuzz/tests/fuzz/$fuzzer" -max_total_time="$fuzz_seconds" -timeout=5 -rss_limit_mb=2048 \
-    -print_final_stats=1 "build-fuzz/corpus/$fuzzer" 2>&1 | tail -n 4
+    -print_final_stats=1 "build-fuzz/corpus/$fuzzer" $seeds 2>&1 | tail -n 4
 done
