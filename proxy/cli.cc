@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "proxy/exercise/cuda_dmabuf.h"
 #include "proxy/exercise/device_exerciser.h"
 #include "proxy/exercise/standin_devices.h"
 #include "proxy/supervisor/supervisor.h"
@@ -100,11 +101,13 @@ void add_hidden(CLI::App& app, int& exit_code) {
   ex->group("");  // hidden: a tool for demo, doctor and tests
   auto kind = std::make_shared<std::string>();
   auto paths = std::make_shared<std::vector<std::string>>();
-  ex->add_option("kind", *kind)->required()->check(CLI::IsMember({"uverbs", "nvidia"}));
+  ex->add_option("kind", *kind)->required()->check(CLI::IsMember({"uverbs", "nvidia", "cuda"}));
   ex->add_option("paths", *paths)->required();
   ex->callback([kind, paths, &exit_code] {
     if (*kind == "uverbs") {
       exit_code = exercise_uverbs(paths->at(0), std::cout);
+    } else if (*kind == "cuda") {
+      exit_code = exercise_cuda_dmabuf(paths->at(0), std::cout);
     } else {
       exit_code = exercise_nvidia(paths->at(0), paths->size() > 1 ? paths->at(1) : "", std::cout);
     }

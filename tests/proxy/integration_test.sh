@@ -219,6 +219,14 @@ case_callers_killed_mid_call() {
   [[ $(jq_count "$WORK/t.jsonl" "r['call']=='INVOKE_WRITE(ALLOC_PD)'") -gt 10 ]] || fail "too few calls traced"
 }
 
+case_cuda_probe_runs_without_cuda() {
+  # libcuda.so.1 is loaded at run time: without it the probe says so and exits 2.
+  ldconfig -p | grep -q 'libcuda.so.1 ' && { echo "SKIP: CUDA present"; return; }
+  sandboxed -q -- "$GP" exercise cuda /dev/infiniband/uverbs0 >"$WORK/out" 2>&1
+  [[ $? == 2 ]] || fail "expected exit 2"
+  expect_in "$WORK/out" "cuda unavailable (libcuda.so.1"
+}
+
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 "case_$CASE"
 echo "PASS [$CASE]"
