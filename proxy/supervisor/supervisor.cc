@@ -113,6 +113,8 @@ class Supervisor {
   void finish_call(TraceRecord& r, const DeviceNode& node, const Verdict& v, uint64_t id, pid_t tid,
                    uint64_t t0);
   int free_rdma_cm_slot(pid_t tid) const;
+  // The catalogued device behind a caller's fd, or nullptr.
+  const DeviceNode* device_of_fd(pid_t tid, int fd) const;
   void on_exit_event(const gdrproxy_exit_event& e);
   void emit(TraceRecord& r);
   void reap();
@@ -431,9 +433,7 @@ void Supervisor::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
   // number on another fd is decoded as that class and, if allowed, reaches its real driver.
   const DeviceNode* node = tracing() ? nullptr : class_of_request(cmd);
   if (!node) {
-    struct stat st;
-    const std::string fd_link = "/proc/" + std::to_string(req.pid) + "/fd/" + std::to_string(fd);
-    if (::stat(fd_link.c_str(), &st) == 0 && S_ISCHR(st.st_mode)) node = catalog_.find(st.st_rdev);
+    node = device_of_fd(static_cast<pid_t>(req.pid), fd);
   }
   if (!node) {
     // Not one of our devices (the filter matches by number only): let it be.
@@ -480,6 +480,10 @@ void Supervisor::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
         call.args.push_back({"dmabuf", d.reason});
       }
     }
+  }
+  if (v.action == Action::kDeny && v.log && node->rdev == 0) {
+    // A denial names the exact device: worth the /proc lookup the fast path skipped.
+    if (const DeviceNode* exact = device_of_fd(static_cast<pid_t>(req.pid), fd)) node = exact;
   }
   TraceRecord r;
   if (tracing() || (v.action == Action::kDeny && v.log)) {
@@ -598,6 +602,13 @@ void Supervisor::handle_open(const seccomp_notif& req, uint64_t t0) {
   if (tracing()) emit(r);
 }
 
+const DeviceNode* Supervisor::device_of_fd(pid_t tid, int fd) const {
+  struct stat st;
+  const std::string link = "/proc/" + std::to_string(tid) + "/fd/" + std::to_string(fd);
+  if (::stat(link.c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) return nullptr;
+  return catalog_.find(st.st_rdev);
+}
+
 int Supervisor::free_rdma_cm_slot(pid_t tid) const {
   if (rdma_cm_fd_base_ < 0) return -1;
   const std::string dir = "/proc/" + std::to_string(tid) + "/fd/";
@@ -610,10 +621,7 @@ int Supervisor::free_rdma_cm_slot(pid_t tid) const {
 
 void Supervisor::handle_cm_write(const seccomp_notif& req, uint64_t t0) {
   const int fd = static_cast<int>(req.data.args[0]);
-  struct stat st;
-  const std::string fd_link = "/proc/" + std::to_string(req.pid) + "/fd/" + std::to_string(fd);
-  const DeviceNode* node = nullptr;
-  if (::stat(fd_link.c_str(), &st) == 0 && S_ISCHR(st.st_mode)) node = catalog_.find(st.st_rdev);
+  const DeviceNode* node = device_of_fd(static_cast<pid_t>(req.pid), fd);
   if (!node || node->device_class != DeviceClass::kRdmaCm) {
     // Something else the process dup'ed into the range: an ordinary write.
     notif_continue(nfd_, req.id);
