@@ -152,6 +152,11 @@ OpenDecision OpenBroker::decide(const OpenCall& call, const ProcessMemory& mem) 
                                   : d.node->path + " is never brokered";
     return d;
   }
+  if (opened_by_caller(d.node->device_class)) {
+    d.kind = OpenDecision::Kind::kCallerOpens;
+    d.reason = "granted " + d.node->name + ", opened by the caller";
+    return d;
+  }
   d.kind = OpenDecision::Kind::kBroker;
   const int host_flags = static_cast<int>(call.flags & ~uint64_t(O_CREAT | O_EXCL | O_TRUNC |
                                                                  O_NOFOLLOW | O_DIRECTORY)) |

@@ -4,6 +4,11 @@
 // device: the open continues in the caller. A granted device: the supervisor opens the host node
 // itself with the caller's flags and the fd is injected. Anything else: the configured errno.
 //
+// uverbs and rdma_cm nodes are the exception to injection: the kernel accepts their write()
+// commands (rdma_cm's whole ABI, rxe's doorbells) only from a task whose credentials opened the
+// file (ib_safe_file_access), so a granted one is opened by the caller itself. The Landlock guard
+// allows exactly the granted ones; every other device node stays unopenable.
+//
 // Resolution only has to *recognise* device opens. Safety does not depend on it: the broker opens
 // nothing but granted host nodes, and a path that resolves differently for the caller cannot
 // open a device node directly because the Landlock guard refuses it.
@@ -28,7 +33,8 @@ struct OpenCall {
 };
 
 struct OpenDecision {
-  enum class Kind { kPass, kBroker, kDeny } kind = Kind::kPass;
+  // kCallerOpens: a granted uverbs/rdma_cm node the caller opens itself (see below).
+  enum class Kind { kPass, kBroker, kCallerOpens, kDeny } kind = Kind::kPass;
   std::string path;                  // as the caller spelled it
   const DeviceNode* node = nullptr;  // the device it names, if any
   int host_fd = -1;                  // kBroker: the supervisor's own fd, to inject

@@ -106,4 +106,8 @@ std::vector<std::string> Grants::names() const {
   return names_;
 }
 
+bool opened_by_caller(DeviceClass c) {
+  return c == DeviceClass::kUverbs || c == DeviceClass::kRdmaCm;
+}
+
 }  // namespace gdrproxy::proxy

@@ -52,4 +52,8 @@ class Grants {
   std::vector<std::string> names_;
 };
 
+// Devices whose fds must be opened by the sandboxed task itself: their write() commands are
+// accepted only from the opener's credentials (the kernel's ib_safe_file_access).
+bool opened_by_caller(DeviceClass c);
+
 }  // namespace gdrproxy::proxy

@@ -1,8 +1,8 @@
 // Result observation for calls the supervisor answered with CONTINUE. The kernel executes such a
 // call in the caller after the notification is answered, so the supervisor never sees its
-// result; an eBPF program on the syscalls:sys_exit_{ioctl,write} tracepoints does, for exactly
+// result; an eBPF program on the syscalls:sys_exit_{ioctl,open,openat,openat2} tracepoints does, for exactly
 // the threads the supervisor registered. Chosen over ptrace because it needs no stop of the
-// caller, composes with debuggers inside the sandbox, and costs one hash lookup per ioctl/write
+// caller, composes with debuggers inside the sandbox, and costs one hash lookup per ioctl/open
 // exit elsewhere on the host; it runs only in trace mode (--trace / --trace-json).
 #pragma once
 
@@ -28,7 +28,7 @@ class ExitObserver {
   static std::unique_ptr<ExitObserver> open(Callback cb, std::string& why);
   ~ExitObserver();
 
-  // Registers the next ioctl/write exit of `tid` as the result of trace record `seq`.
+  // Registers the next ioctl/open exit of `tid` as the result of trace record `seq`.
   bool expect(uint32_t tid, uint64_t seq, const ResultRegion& r0, const ResultRegion& r1);
   void forget(uint32_t tid);
   int poll_fd() const;

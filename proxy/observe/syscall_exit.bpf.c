@@ -1,6 +1,6 @@
 // Observes the result of syscalls the supervisor let continue. The supervisor registers a
 // pending entry for the thread (keyed by host tid) just before answering CONTINUE; when that
-// thread's ioctl/write returns, this program reports the return value and copies the caller
+// thread's ioctl or open returns, this program reports the return value and copies the caller
 // buffers where the kernel wrote the outputs. Threads without a pending entry cost one hash
 // lookup.
 // The BPF helper headers need the kernel types first.
@@ -64,7 +64,18 @@ int on_exit_ioctl(struct sys_exit_ctx* ctx) {
   return report(ctx);
 }
 
-SEC("tracepoint/syscalls/sys_exit_write")
-int on_exit_write(struct sys_exit_ctx* ctx) {
+// Opens the caller performs itself (granted uverbs/rdma_cm nodes): the result is the new fd.
+SEC("tracepoint/syscalls/sys_exit_openat")
+int on_exit_openat(struct sys_exit_ctx* ctx) {
+  return report(ctx);
+}
+
+SEC("tracepoint/syscalls/sys_exit_open")
+int on_exit_open(struct sys_exit_ctx* ctx) {
+  return report(ctx);
+}
+
+SEC("tracepoint/syscalls/sys_exit_openat2")
+int on_exit_openat2(struct sys_exit_ctx* ctx) {
   return report(ctx);
 }

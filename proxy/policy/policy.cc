@@ -7,7 +7,6 @@
 #include <stdexcept>
 
 #include "proxy/abi/nvidia_abi.h"
-#include "proxy/abi/rdma_cm_abi.h"
 #include "proxy/abi/uverbs_abi.h"
 #include "proxy/policy/default_policy.h"
 
@@ -117,11 +116,6 @@ Rule parse_rule(const json& j, const std::string& where) {
         auto* u = abi.find_uvm(std::string_view(s));
         return u ? std::optional<uint64_t>(u->cmd) : std::nullopt;
       }));
-    } else if (k == "cm_cmd") {
-      r.cm_cmd = static_cast<uint32_t>(name_or_number(v, w, [](const std::string& s) {
-        auto* c = rdma_cm::find_cmd(s);
-        return c ? std::optional<uint64_t>(c->cmd) : std::nullopt;
-      }));
     } else if (k == "errno") {
       r.err = parse_errno(v);
     } else if (k == "log") {
@@ -154,7 +148,6 @@ bool matches(const Rule& r, const DecodedCall& c) {
   if (r.nv_class && k.nv_class != r.nv_class) return false;
   if (r.control && k.nv_control != r.control) return false;
   if (r.uvm && k.uvm_cmd != r.uvm) return false;
-  if (r.cm_cmd && k.rdma_cm_cmd != r.cm_cmd) return false;
   return true;
 }
 
@@ -175,8 +168,6 @@ bool known_to_tables(const DecodedCall& c) {
     }
     case DeviceClass::kNvidiaUvm:
       return k.uvm_cmd && nvidia_newest_abi().find_uvm(*k.uvm_cmd);
-    case DeviceClass::kRdmaCm:
-      return k.rdma_cm_cmd && rdma_cm::find_cmd(*k.rdma_cm_cmd);
     default:
       return true;
   }

@@ -28,7 +28,6 @@ struct Rule {
   std::optional<uint32_t> write_cmd;
   std::optional<uint8_t> escape;
   std::optional<uint32_t> nv_class, control, uvm;
-  std::optional<uint32_t> cm_cmd;
   std::optional<int> err;
   std::optional<bool> log;
   std::string text;  // the rule as written, for log lines

@@ -81,7 +81,13 @@ bool apply_device_guard(const DeviceCatalog& catalog, const Grants& grants, std:
     }
   }
   for (const auto& n : catalog.nodes()) {
-    if (n.device_class == DeviceClass::kNvidiaCaps && grants.granted(n) &&
+    if (!grants.granted(n)) continue;
+    // Granted uverbs/rdma_cm nodes are opened by the caller itself (see the open broker).
+    if (opened_by_caller(n.device_class) && !add_rule(ruleset.fd, n.path)) {
+      why = "landlock_add_rule " + n.path + ": " + std::strerror(errno);
+      return false;
+    }
+    if (n.device_class == DeviceClass::kNvidiaCaps &&
         !add_rule(ruleset.fd, n.path, LANDLOCK_ACCESS_FS_READ_FILE)) {
       why = "landlock_add_rule " + n.path + ": " + std::strerror(errno);
       return false;

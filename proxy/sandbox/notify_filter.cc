@@ -49,12 +49,6 @@ int install_notify_filter(const FilterOptions& options) {
                            SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffff, raw)),
           "ioctl uvm init");
 
-  if (options.rdma_cm_fd_base >= 0) {
-    check(seccomp_rule_add(c.ctx, SCMP_ACT_NOTIFY, SCMP_SYS(write), 1,
-                           SCMP_A0(SCMP_CMP_MASKED_EQ, 0xfffffff0,
-                                   static_cast<uint64_t>(options.rdma_cm_fd_base))),
-          "write rdma_cm");
-  }
   if (options.open_trap == OpenTrap::kAllOpens) {
     for (int nr : {SCMP_SYS(open), SCMP_SYS(openat), SCMP_SYS(creat), SCMP_SYS(openat2)})
       check(seccomp_rule_add(c.ctx, SCMP_ACT_NOTIFY, nr, 0), "open");

@@ -8,7 +8,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -29,11 +28,9 @@
 #include <stdexcept>
 
 #include "proxy/abi/nvidia_abi.h"
-#include "proxy/abi/rdma_cm_abi.h"
 #include "proxy/abi/uverbs_abi.h"
 #include "proxy/broker/open_broker.h"
 #include "proxy/decode/nvidia_decoder.h"
-#include "proxy/decode/rdma_cm_decoder.h"
 #include "proxy/decode/uverbs_decoder.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/gpudirect/dmabuf_check.h"
@@ -109,10 +106,8 @@ class Supervisor {
   void handle(const seccomp_notif& req);
   void handle_ioctl(const seccomp_notif& req, uint64_t t0);
   void handle_open(const seccomp_notif& req, uint64_t t0);
-  void handle_cm_write(const seccomp_notif& req, uint64_t t0);
   void finish_call(TraceRecord& r, const DeviceNode& node, const Verdict& v, uint64_t id, pid_t tid,
                    uint64_t t0);
-  int free_rdma_cm_slot(pid_t tid) const;
   // The catalogued device behind a caller's fd, or nullptr.
   const DeviceNode* device_of_fd(pid_t tid, int fd) const;
   void on_exit_event(const gdrproxy_exit_event& e);
@@ -155,9 +150,8 @@ class Supervisor {
   // Per-process counters keyed by (pidns, ns pid).
   std::map<ProcessKey, uint64_t> calls_by_process_;
   uint64_t denied_ = 0;
-  uint64_t n_ioctl_ = 0, n_open_ = 0, n_brokered_ = 0, n_write_ = 0;
+  uint64_t n_ioctl_ = 0, n_open_ = 0, n_brokered_ = 0;
   uint64_t ns_ioctl_ = 0, ns_open_ = 0;  // time spent handling, for --stats
-  int rdma_cm_fd_base_ = -1;
 };
 
 void Supervisor::setup_nvidia() {
@@ -210,15 +204,6 @@ int Supervisor::run() {
       break;
   }
   spec.landlock = have_landlock;
-  bool have_rdma_cm = false;
-  for (const auto& n : catalog_.nodes())
-    if (n.device_class == DeviceClass::kRdmaCm && grants_.granted(n)) have_rdma_cm = true;
-  if (have_rdma_cm) {
-    rlimit lim{};
-    ::getrlimit(RLIMIT_NOFILE, &lim);
-    rdma_cm_fd_base_ = rdma_cm::fd_base_for_limit(lim.rlim_cur);
-    spec.filter.rdma_cm_fd_base = rdma_cm_fd_base_;
-  }
   if (!have_landlock)
     note(
         "Landlock unavailable: every open is trapped and a path swapped after the broker's "
@@ -249,14 +234,13 @@ int Supervisor::run() {
   io_.run();
   if (observer_) observer_->consume();
   finish_pending("result not observed before the sandbox exited");
-  if (tracing() || opts_.stats)
+  if (opts_.stats || (tracing() && !opts_.quiet))
     std::fprintf(
         stderr,
-        "gdrproxy: served %llu notifications: %llu ioctl, %llu rdma_cm write, %llu open "
+        "gdrproxy: served %llu notifications: %llu ioctl, %llu open "
         "(%llu brokered), %llu denied; handler %.1f us/ioctl, %.1f us/open\n",
-        static_cast<unsigned long long>(n_ioctl_ + n_open_ + n_write_),
-        static_cast<unsigned long long>(n_ioctl_), static_cast<unsigned long long>(n_write_),
-        static_cast<unsigned long long>(n_open_), static_cast<unsigned long long>(n_brokered_),
+        static_cast<unsigned long long>(n_ioctl_ + n_open_),
+        static_cast<unsigned long long>(n_ioctl_), static_cast<unsigned long long>(n_open_), static_cast<unsigned long long>(n_brokered_),
         static_cast<unsigned long long>(denied_),
         n_ioctl_ ? double(ns_ioctl_) / 1e3 / double(n_ioctl_) : 0.0,
         n_open_ ? double(ns_open_) / 1e3 / double(n_open_) : 0.0);
@@ -415,10 +399,6 @@ void Supervisor::handle(const seccomp_notif& req) {
       handle_open(req, t0);
       ns_open_ += monotonic_ns() - t0;
       return;
-    case SYS_write:
-      ++n_write_;
-      handle_cm_write(req, t0);
-      return;
     default:
       notif_continue(nfd_, req.id);
   }
@@ -568,6 +548,24 @@ void Supervisor::handle_open(const seccomp_notif& req, uint64_t t0) {
   std::snprintf(flags, sizeof flags, "0%llo", static_cast<unsigned long long>(call.flags));
   r.call.args = {{"path", "\"" + d.path + "\""}, {"flags", flags}};
   r.reason = d.reason;
+  if (d.kind == OpenDecision::Kind::kCallerOpens) {
+    // Granted, and the caller opens it itself (Landlock allows exactly this node). The result
+    // is the caller's own: observed at syscall exit when tracing.
+    r.decision = "allow";
+    if (tracing() && observer_ && observer_->expect(req.pid, r.seq, {}, {})) {
+      if (notif_continue(nfd_, req.id) == 0) {
+        pending_by_tid_[req.pid] = r.seq;
+        pending_.emplace(r.seq, std::make_pair(std::move(r), t0));
+        return;
+      }
+      observer_->forget(req.pid);
+    } else {
+      notif_continue(nfd_, req.id);
+    }
+    r.note = "result not observed";
+    if (tracing()) emit(r);
+    return;
+  }
   if (d.kind == OpenDecision::Kind::kDeny || d.host_fd < 0) {
     notif_error(nfd_, req.id, d.err);
     r.decision = "deny";
@@ -580,13 +578,7 @@ void Supervisor::handle_open(const seccomp_notif& req, uint64_t t0) {
                    d.reason.c_str(), errno_name(d.err));
     }
   } else {
-    // rdma_cm fds go to the range whose writes the filter traps (their commands are writes).
-    const int slot = d.node->device_class == DeviceClass::kRdmaCm
-                         ? free_rdma_cm_slot(static_cast<pid_t>(req.pid))
-                         : -1;
-    if (d.node->device_class == DeviceClass::kRdmaCm && slot < 0)
-      r.note = "no free fd in the rdma_cm range: this fd's commands are not traced";
-    const int fd = notif_inject_fd(nfd_, req.id, d.host_fd, (call.flags & O_CLOEXEC) != 0, slot);
+    const int fd = notif_inject_fd(nfd_, req.id, d.host_fd, (call.flags & O_CLOEXEC) != 0);
     ::close(d.host_fd);
     r.decision = "broker";
     ++n_brokered_;
@@ -607,39 +599,6 @@ const DeviceNode* Supervisor::device_of_fd(pid_t tid, int fd) const {
   const std::string link = "/proc/" + std::to_string(tid) + "/fd/" + std::to_string(fd);
   if (::stat(link.c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) return nullptr;
   return catalog_.find(st.st_rdev);
-}
-
-int Supervisor::free_rdma_cm_slot(pid_t tid) const {
-  if (rdma_cm_fd_base_ < 0) return -1;
-  const std::string dir = "/proc/" + std::to_string(tid) + "/fd/";
-  for (int fd = rdma_cm_fd_base_; fd < rdma_cm_fd_base_ + rdma_cm::kFdSlots; ++fd) {
-    struct stat st;
-    if (::lstat((dir + std::to_string(fd)).c_str(), &st) != 0 && errno == ENOENT) return fd;
-  }
-  return -1;
-}
-
-void Supervisor::handle_cm_write(const seccomp_notif& req, uint64_t t0) {
-  const int fd = static_cast<int>(req.data.args[0]);
-  const DeviceNode* node = device_of_fd(static_cast<pid_t>(req.pid), fd);
-  if (!node || node->device_class != DeviceClass::kRdmaCm) {
-    // Something else the process dup'ed into the range: an ordinary write.
-    notif_continue(nfd_, req.id);
-    return;
-  }
-  ProcessMemory mem(static_cast<pid_t>(req.pid));
-  DecodedCall call = decode_rdma_cm_write(req.data.args[1], req.data.args[2], mem);
-  if (!notif_id_valid(nfd_, req.id)) return;
-  Verdict v = policy_.evaluate(call);
-  TraceRecord r;
-  if (tracing() || (v.action == Action::kDeny && v.log)) {
-    r = begin_record(req, "write");
-    r.fd = fd;
-    r.device = node->name;
-    r.call = std::move(call);
-    r.reason = v.reason;
-  }
-  finish_call(r, *node, v, req.id, static_cast<pid_t>(req.pid), t0);
 }
 
 void Supervisor::on_exit_event(const gdrproxy_exit_event& e) {
