@@ -17,6 +17,7 @@
 #   RXE_VM_SMP, RXE_VM_MEM   vCPUs (2) and MiB (2048)
 #   RXE_VM_ACCEL    tcg (default) or kvm (only where real VMX/SVM is available)
 #   RXE_VM_KVER     guest kernel version (default: newest installed *-amd64 with its vmlinuz)
+#   GDRVM_SKIP_BENCH=1, GDRVM_BENCH_ROUNDS=N   passed on to the guest tests
 # Exit status: the guest script's status; 97 prerequisites missing; 98 no status from the guest
 # (kernel panic, hang, host-side timeout); 99 guest init could not reach the host root.
 set -euo pipefail
@@ -40,10 +41,10 @@ declare -A need=(
   [jq]=jq [gzip]=gzip
 )
 find_kver() {
-  local k
-  for k in $(ls /lib/modules 2>/dev/null | grep -- '-amd64$' | sort -rV); do
-    [[ -r /boot/vmlinuz-$k ]] && { echo "$k"; return; }
-  done
+  local d
+  for d in /lib/modules/*-amd64; do
+    [[ -r /boot/vmlinuz-${d##*/} ]] && echo "${d##*/}"
+  done | sort -rV | head -1
 }
 missing_pkgs() {
   local c
@@ -90,17 +91,22 @@ timeout 60 "$repo/scripts/vm/build-initramfs.sh" "$out/initramfs.cpio.gz" "$kver
   printf 'GDRVM_TIMEOUT=%d\n' $((vm_timeout - 20))
   printf 'GDRVM_CWD=%q\nGDRVM_REPO=%q\nGDRVM_BUILD=%q\n' "$repo" "$repo" "$repo/build"
   printf 'GDRVM_OUT=/run/vmshare\n'
+  # Knobs of the guest scripts pass through from this environment (GDRVM_SKIP_BENCH=1, ...).
+  for v in GDRVM_SKIP_BENCH GDRVM_BENCH_ROUNDS; do
+    if [[ -n ${!v:-} ]]; then printf "%s=%q\n" "$v" "${!v}"; fi
+  done
   printf 'GDRVM_HOST_DATE=%q\nGDRVM_HOST_MACHINE=%q\n' "$(date -u '+%Y-%m-%d %H:%M UTC')" \
     "$(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"
 } >"$share/env"
 
 case $accel in
   kvm) accel_args=(-accel kvm -cpu host) ;;
-  *) accel_args=(-accel tcg,thread=multi -cpu max) ;;
+  *) accel_args=(-accel "tcg,thread=multi" -cpu max) ;;
 esac
 
 # ---- boot ------------------------------------------------------------------------------------
 qemu_pid=
+# shellcheck disable=SC2317 # called by the EXIT trap
 cleanup() {
   if [[ -n $qemu_pid ]] && kill -0 "$qemu_pid" 2>/dev/null; then
     say "stopping qemu (pid $qemu_pid)"
