@@ -118,6 +118,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+rm -f "$out/serial.log" "$out/console.log" "$out/qemu.log"
 say "booting $kernel ($accel, $smp vCPU, $mem MiB), guest script $script, limit ${vm_timeout}s"
 # -nic none: the guest has no network device, so RoCE traffic cannot leave it (rxe0 sits on lo,
 # the rdma_cm device on a dummy netdev). Console on the serial port, stdin closed (CI has none).
