@@ -8,6 +8,9 @@
 #     The kernel's own syscall tracepoints count the ibv_rc_pingpong write()s and the
 #     supervisor's SECCOMP_IOCTL_NOTIF_RECV calls for a 50- and a 500-iteration proxied run: the
 #     writes grow with the iterations, the notifications must not.
+#   rdma_cm-writes-scoped: rdma_cm commands are write()s on /dev/infiniband/rdma_cm; a process
+#     holding an rdma_cm id (tests/vm/cm_write_scope) gets its CREATE_ID/BIND traced while its
+#     other write()s, counted the same way, never reach the supervisor.
 #
 # The one idea: the trap-scope proof does not trust the proxy's own trace; it counts in the kernel.
 
@@ -39,43 +42,69 @@ else
   record deny-reg-mr FAIL $(($(now_ms) - t0)) "$(IFS='; '; echo "${problems[*]}")"
 fi
 
-# ---- doorbells stay untrapped --------------------------------------------------------------------
+# ---- trap scope: doorbells and plain writes stay untrapped -----------------------------------------
 tracing=/sys/kernel/tracing
 # SECCOMP_IOCTL_NOTIF_RECV = _IOWR('!', 0, struct seccomp_notif /* 80 bytes */)
 notif_recv=0xc0502100
-# count_traps ITERATIONS: runs a proxied ibv_rc_pingpong pair; prints "WRITES NOTIFICATIONS".
-count_traps() {
-  local src crc
+# kcount COMM CMD...: runs CMD (a shell function or command) with two syscall tracepoints on and
+# prints "WRITES NOTIFICATIONS": the write()s of processes named COMM and the
+# SECCOMP_IOCTL_NOTIF_RECV ioctls of anyone (the supervisor's, one per trapped syscall). Prints
+# "failed failed" when CMD fails (its status, or src/crc of a pair, must be 0).
+kcount() {
+  local comm=$1 src=0 crc=0 rc
+  shift
   echo 0 >$tracing/tracing_on
   echo 4096 >$tracing/buffer_size_kb
   : >$tracing/trace
   echo "cmd == $notif_recv" >$tracing/events/syscalls/sys_enter_ioctl/filter
-  echo 'comm == "ibv_rc_pingpong"' >$tracing/events/syscalls/sys_enter_write/filter
+  echo "comm == \"$comm\"" >$tracing/events/syscalls/sys_enter_write/filter
   echo 1 >$tracing/events/syscalls/sys_enter_ioctl/enable
   echo 1 >$tracing/events/syscalls/sys_enter_write/enable
   echo 1 >$tracing/tracing_on
-  PROXY_TRACE=0 pair_as proxied "traps-$1" tcp:18515 "ibv_rc_pingpong $V -n $1" "ibv_rc_pingpong $V -n $1 $lo"
+  "$@"
+  rc=$?
   echo 0 >$tracing/tracing_on
   echo 0 >$tracing/events/syscalls/sys_enter_ioctl/enable
   echo 0 >$tracing/events/syscalls/sys_enter_write/enable
-  if [[ $src != 0 || $crc != 0 ]]; then
+  if [[ $rc != 0 || $src != 0 || $crc != 0 ]]; then
     echo "failed failed"
-    return
+  else
+    echo "$(grep -c ' sys_write(' $tracing/trace) $(grep -c ' sys_ioctl(' $tracing/trace)"
   fi
-  echo "$(grep -c ' sys_write(' $tracing/trace) $(grep -c ' sys_ioctl(' $tracing/trace)"
 }
-t0=$(now_ms)
+numbers() { [[ "$*" =~ ^[0-9]+( [0-9]+)*$ ]]; }
+
 if [[ -w $tracing/events/syscalls/sys_enter_ioctl/filter ]]; then
-  read -r w50 n50 < <(count_traps 50)
-  read -r w500 n500 < <(count_traps 500)
-  detail="writes $w50 -> $w500, notifications $n50 -> $n500 for 50 -> 500 iterations"
-  # 450 more iterations post about 900 more sends on the two sides; if those doorbells were
-  # trapped, the notifications would grow by as much. A few are allowed for timing differences.
-  if [[ $w50 =~ ^[0-9]+$ && $w500 =~ ^[0-9]+$ && $n50 =~ ^[0-9]+$ && $n500 =~ ^[0-9]+$ ]] &&
-    ((w500 - w50 >= 800 && n50 > 0 && n500 - n50 <= 10)); then
+  # rxe's send doorbell is a write() on the uverbs fd, one per ibv_post_send: 450 more iterations
+  # are about 900 more of them on the two sides. Trapped, they would add as many notifications.
+  t0=$(now_ms)
+  read -r w1 n1 < <(kcount ibv_rc_pingpong pair_as proxied traps-50 tcp:18515 \
+    "ibv_rc_pingpong $V -n 50" "ibv_rc_pingpong $V -n 50 $lo")
+  read -r w2 n2 < <(kcount ibv_rc_pingpong pair_as proxied traps-500 tcp:18515 \
+    "ibv_rc_pingpong $V -n 500" "ibv_rc_pingpong $V -n 500 $lo")
+  detail="writes $w1 -> $w2, notifications $n1 -> $n2 for 50 -> 500 iterations"
+  if numbers "$w1 $w2 $n1 $n2" && ((w2 - w1 >= 800 && n1 > 0 && n2 - n1 <= 10)); then
     record doorbells-untrapped PASS $(($(now_ms) - t0)) "$detail"
   else
     record doorbells-untrapped FAIL $(($(now_ms) - t0)) "$detail"
+  fi
+
+  # A process holding an rdma_cm id: its rdma_cm commands (write() on /dev/infiniband/rdma_cm)
+  # are trapped and traced, its 2000 other write()s are not.
+  t0=$(now_ms)
+  scope=$build/tests/vm/cm_write_scope
+  read -r w1 n1 < <(kcount cm_write_scope run_as proxied cm-scope-10 "$scope" -a "$cm_addr" -n 10)
+  read -r w2 n2 < <(kcount cm_write_scope run_as proxied cm-scope-2000 "$scope" -a "$cm_addr" -n 2000)
+  detail="writes $w1 -> $w2, notifications $n1 -> $n2 for 10 -> 2000 plain writes"
+  problems=()
+  numbers "$w1 $w2 $n1 $n2" && ((w2 - w1 >= 1990 && n1 > 0 && n2 - n1 <= 5)) || problems+=("$detail")
+  while IFS= read -r p; do [[ -n $p ]] && problems+=("trace: $p"); done \
+    < <(trace_problems "$work/cm-scope-2000.jsonl" CREATE_ID BIND)
+  if ((${#problems[@]} == 0)); then
+    record rdma_cm-writes-scoped PASS $(($(now_ms) - t0)) "$detail"
+  else
+    show "$work/cm-scope-2000.out" cm-scope
+    record rdma_cm-writes-scoped FAIL $(($(now_ms) - t0)) "$(IFS='; '; echo "${problems[*]}")"
   fi
 else
   record doorbells-untrapped FAIL 0 "no syscall tracepoints in $tracing"
