@@ -61,7 +61,7 @@ kcount() {
   echo 1 >$tracing/events/syscalls/sys_enter_ioctl/enable
   echo 1 >$tracing/events/syscalls/sys_enter_write/enable
   echo 1 >$tracing/tracing_on
-  "$@"
+  "$@" >&2  # stdout is the result line
   rc=$?
   echo 0 >$tracing/tracing_on
   echo 0 >$tracing/events/syscalls/sys_enter_ioctl/enable
