@@ -2,6 +2,7 @@
 // subcommands; this file only builds the root and runs the parser.
 #include <CLI/CLI.hpp>
 
+#include "cli/demo.h"
 #include "netns/cli.h"
 #include "proxy/cli.h"
 #include "sysfs/cli.h"
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
   gdrproxy::proxy::register_commands(app, exit_code);
   gdrproxy::sysfs::register_commands(app, exit_code);
   gdrproxy::netns::register_commands(app, exit_code);
+  gdrproxy::cli::register_demo(app, exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

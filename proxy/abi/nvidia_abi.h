@@ -12,24 +12,24 @@
 namespace gdrproxy::proxy {
 
 struct NvEscape {
-  uint8_t nr;            // IOC_NR of the ioctl on /dev/nvidiactl or /dev/nvidiaN
-  const char* name;      // e.g. "RM_ALLOC", "CARD_INFO"
-  uint16_t param_size;   // sizeof the parameter struct on x86-64 (0 = variable/unchecked)
+  uint8_t nr;           // IOC_NR of the ioctl on /dev/nvidiactl or /dev/nvidiaN
+  const char* name;     // e.g. "RM_ALLOC", "CARD_INFO"
+  uint16_t param_size;  // sizeof the parameter struct on x86-64 (0 = variable/unchecked)
 };
 
 struct NvClass {
-  uint32_t id;        // hClass of RM_ALLOC
-  const char* name;   // e.g. "NV01_ROOT_CLIENT", "AMPERE_CHANNEL_GPFIFO_A"
+  uint32_t id;       // hClass of RM_ALLOC
+  const char* name;  // e.g. "NV01_ROOT_CLIENT", "AMPERE_CHANNEL_GPFIFO_A"
 };
 
 struct NvControl {
-  uint32_t cmd;       // NVOS54 cmd of RM_CONTROL
-  const char* name;   // e.g. "NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION"
+  uint32_t cmd;      // NVOS54 cmd of RM_CONTROL
+  const char* name;  // e.g. "NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION"
 };
 
 struct NvUvmIoctl {
-  uint32_t cmd;       // raw request number on /dev/nvidia-uvm (not _IOC-encoded)
-  const char* name;   // e.g. "UVM_INITIALIZE"
+  uint32_t cmd;      // raw request number on /dev/nvidia-uvm (not _IOC-encoded)
+  const char* name;  // e.g. "UVM_INITIALIZE"
 };
 
 // One driver version's tables.

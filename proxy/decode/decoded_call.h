@@ -49,10 +49,10 @@ struct ResultRegion {
 
 struct DecodedCall {
   DeviceClass device_class = DeviceClass::kUnknown;
-  uint32_t cmd = 0;                 // ioctl request as the kernel sees it (low 32 bits)
-  std::string name;                 // e.g. "MR.REG_DMABUF_MR", "INVOKE_WRITE(REG_MR)", "RM_ALLOC"
-  std::vector<DecodedField> args;   // rendered arguments, in ABI order
-  std::string malformed;            // non-empty: why the input could not be decoded
+  uint32_t cmd = 0;                // ioctl request as the kernel sees it (low 32 bits)
+  std::string name;                // e.g. "MR.REG_DMABUF_MR", "INVOKE_WRITE(REG_MR)", "RM_ALLOC"
+  std::vector<DecodedField> args;  // rendered arguments, in ABI order
+  std::string malformed;           // non-empty: why the input could not be decoded
   PolicyKeys keys;
   std::array<ResultRegion, 2> result_regions{};
   // Opaque decoder context that result decoding needs (e.g. attribute offsets).

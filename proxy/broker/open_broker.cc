@@ -1,0 +1,166 @@
+#include "proxy/broker/open_broker.h"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
+#include "proxy/supervisor/process_info.h"
+
+namespace gdrproxy::proxy {
+namespace {
+
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+std::string read_link(const std::string& p) {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink(p.c_str(), buf, sizeof buf);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+int openat2_path(int dirfd, const std::string& path, uint64_t extra_flags, uint64_t resolve) {
+  open_how how{};
+  how.flags = O_PATH | O_CLOEXEC | extra_flags;
+  how.resolve = resolve;
+  return static_cast<int>(::syscall(SYS_openat2, dirfd, path.c_str(), &how, sizeof how));
+}
+
+// The caller's own fd table seen through its /proc (/proc/<ns pid>/fd/N): openat2 refuses magic
+// links under RESOLVE_IN_ROOT, so such re-opens are resolved through the host's view of the same
+// fd. Returns -1 when `path` is not of that form.
+int open_own_fd_link(pid_t tid, const std::string& path, uint32_t ns_tgid) {
+  const std::string prefix = "/proc/" + std::to_string(ns_tgid) + "/fd/";
+  if (path.compare(0, prefix.size(), prefix) != 0) return -1;
+  const std::string n = path.substr(prefix.size());
+  if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos) return -1;
+  const std::string host = "/proc/" + std::to_string(tid) + "/fd/" + n;
+  return ::open(host.c_str(), O_PATH | O_CLOEXEC);
+}
+
+// Opens (O_PATH) what `path` names for the caller; -1 when it cannot be resolved.
+int resolve_for_caller(pid_t tid, int dirfd, const std::string& path, uint64_t flags,
+                       uint32_t ns_tgid) {
+  if (int fd = open_own_fd_link(tid, path, ns_tgid); fd >= 0) return fd;
+  const std::string proc = "/proc/" + std::to_string(tid);
+  const uint64_t nofollow = (flags & O_NOFOLLOW) ? O_NOFOLLOW : 0;
+  Fd root{::open((proc + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)};
+  if (root.fd < 0) return -1;
+  if (!path.empty() && path[0] == '/')
+    return openat2_path(root.fd, path, nofollow, RESOLVE_IN_ROOT);
+  // Relative: express the start directory relative to the caller's root so `..` is clamped at
+  // the caller's root, exactly as for the caller.
+  const std::string start_link =
+      dirfd == AT_FDCWD ? proc + "/cwd" : proc + "/fd/" + std::to_string(dirfd);
+  const std::string start = read_link(start_link);
+  std::string root_path = read_link(proc + "/root");
+  if (root_path == "/") root_path.clear();
+  if (!start.empty() && start[0] == '/' && start.compare(0, root_path.size(), root_path) == 0) {
+    return openat2_path(root.fd, start.substr(root_path.size()) + "/" + path, nofollow,
+                        RESOLVE_IN_ROOT);
+  }
+  Fd dir{::open(start_link.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)};
+  if (dir.fd < 0) return -1;
+  return openat2_path(dir.fd, path, nofollow, 0);
+}
+
+}  // namespace
+
+std::string rewrite_self_paths(const std::string& path, uint32_t ns_tgid, uint32_t ns_tid) {
+  const std::string pid = std::to_string(ns_tgid);
+  const std::string tid = std::to_string(ns_tid);
+  struct Prefix {
+    const char* from;
+    std::string to;
+  };
+  const Prefix prefixes[] = {
+      {"/proc/self/", "/proc/" + pid + "/"},
+      {"/proc/thread-self/", "/proc/" + pid + "/task/" + tid + "/"},
+      {"/dev/fd/", "/proc/" + pid + "/fd/"},
+  };
+  for (const auto& p : prefixes) {
+    const size_t n = std::strlen(p.from);
+    if (path.compare(0, n, p.from) == 0) return p.to + path.substr(n);
+  }
+  if (path == "/dev/stdin") return "/proc/" + pid + "/fd/0";
+  if (path == "/dev/stdout") return "/proc/" + pid + "/fd/1";
+  if (path == "/dev/stderr") return "/proc/" + pid + "/fd/2";
+  return path;
+}
+
+bool OpenBroker::read_call(pid_t tid, int nr, const uint64_t args[6], OpenCall& out,
+                           const ProcessMemory& mem) {
+  out.tid = tid;
+  out.syscall_nr = nr;
+  switch (nr) {
+    case SYS_open:
+      out.path_addr = args[0];
+      out.flags = args[1];
+      return true;
+    case SYS_creat:
+      out.path_addr = args[0];
+      out.flags = O_CREAT | O_WRONLY | O_TRUNC;
+      return true;
+    case SYS_openat:
+      out.dirfd = static_cast<int>(args[0]);
+      out.path_addr = args[1];
+      out.flags = args[2];
+      return true;
+    case SYS_openat2: {
+      out.dirfd = static_cast<int>(args[0]);
+      out.path_addr = args[1];
+      open_how how{};
+      if (args[3] < sizeof(uint64_t)) return false;
+      if (!mem.read(args[2], {reinterpret_cast<uint8_t*>(&how), sizeof(uint64_t)})) return false;
+      out.flags = how.flags;
+      return true;
+    }
+  }
+  return false;
+}
+
+OpenDecision OpenBroker::decide(const OpenCall& call, const ProcessMemory& mem) const {
+  OpenDecision d;
+  auto path = mem.read_string(call.path_addr, PATH_MAX);
+  if (!path) return d;  // the kernel will answer EFAULT/ENAMETOOLONG itself
+  d.path = *path;
+  if (call.flags & O_PATH) return d;  // an O_PATH fd cannot issue ioctls; re-opens are checked
+  const ProcessIdentity who = read_process_identity(call.tid);
+  const std::string resolved = rewrite_self_paths(d.path, who.ns_tgid, who.ns_tid);
+  Fd target{resolve_for_caller(call.tid, call.dirfd, resolved, call.flags, who.ns_tgid)};
+  if (target.fd < 0) return d;
+  struct stat st;
+  if (::fstat(target.fd, &st) != 0 || !S_ISCHR(st.st_mode)) return d;
+  d.node = catalog_.find(st.st_rdev);
+  if (!d.node) return d;
+  if (!grants_.granted(*d.node)) {
+    d.kind = OpenDecision::Kind::kDeny;
+    d.err = deny_errno_;
+    d.reason = d.node->brokerable ? "device " + d.node->name + " is not granted"
+                                  : d.node->path + " is never brokered";
+    return d;
+  }
+  d.kind = OpenDecision::Kind::kBroker;
+  const int host_flags = static_cast<int>(call.flags & ~uint64_t(O_CREAT | O_EXCL | O_TRUNC |
+                                                                 O_NOFOLLOW | O_DIRECTORY)) |
+                         O_CLOEXEC | O_NOCTTY;
+  d.host_fd = ::open(d.node->path.c_str(), host_flags);
+  if (d.host_fd < 0) {
+    d.err = errno;
+    d.reason = "host open of " + d.node->path + " failed: " + std::strerror(errno);
+  } else {
+    d.reason = "granted " + d.node->name;
+  }
+  return d;
+}
+
+}  // namespace gdrproxy::proxy

@@ -1,0 +1,60 @@
+// The open broker: decides what an open() that may name a device does. It resolves the caller's
+// path the way the caller would (its root, its cwd or dirfd, /proc/self meaning the caller), opens
+// the result O_PATH, and looks the file's st_rdev up in the device catalog. Not a catalogued
+// device: the open continues in the caller. A granted device: the supervisor opens the host node
+// itself with the caller's flags and the fd is injected. Anything else: the configured errno.
+//
+// Resolution only has to *recognise* device opens. Safety does not depend on it: the broker opens
+// nothing but granted host nodes, and a path that resolves differently for the caller cannot
+// open a device node directly because the Landlock guard refuses it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+#include "proxy/devices/device_catalog.h"
+#include "proxy/mem/process_memory.h"
+
+namespace gdrproxy::proxy {
+
+struct OpenCall {
+  pid_t tid = 0;
+  int syscall_nr = 0;
+  int dirfd = -100;  // AT_FDCWD
+  uint64_t path_addr = 0;
+  uint64_t flags = 0;
+};
+
+struct OpenDecision {
+  enum class Kind { kPass, kBroker, kDeny } kind = Kind::kPass;
+  std::string path;                  // as the caller spelled it
+  const DeviceNode* node = nullptr;  // the device it names, if any
+  int host_fd = -1;                  // kBroker: the supervisor's own fd, to inject
+  int err = 0;                       // kDeny, or kBroker whose host open failed
+  std::string reason;
+};
+
+class OpenBroker {
+ public:
+  OpenBroker(const DeviceCatalog& catalog, const Grants& grants, int deny_errno)
+      : catalog_(catalog), grants_(grants), deny_errno_(deny_errno) {}
+
+  // Reads the call's arguments from the caller (openat2's struct too).
+  static bool read_call(pid_t tid, int nr, const uint64_t args[6], OpenCall& out,
+                        const ProcessMemory& mem);
+
+  OpenDecision decide(const OpenCall& call, const ProcessMemory& mem) const;
+
+ private:
+  const DeviceCatalog& catalog_;
+  const Grants& grants_;
+  int deny_errno_;
+};
+
+// Rewrites the caller-relative magic prefixes (/proc/self, /proc/thread-self, /dev/fd,
+// /dev/std{in,out,err}) to the caller's pid as its own /proc shows it.
+std::string rewrite_self_paths(const std::string& path, uint32_t ns_tgid, uint32_t ns_tid);
+
+}  // namespace gdrproxy::proxy

@@ -1,0 +1,23 @@
+#include "proxy/decode/decoded_call.h"
+
+namespace gdrproxy::proxy {
+
+const char* device_class_name(DeviceClass c) {
+  switch (c) {
+    case DeviceClass::kUverbs:
+      return "uverbs";
+    case DeviceClass::kRdmaCm:
+      return "rdma_cm";
+    case DeviceClass::kNvidiaFrontend:
+      return "nvidia";
+    case DeviceClass::kNvidiaUvm:
+      return "nvidia-uvm";
+    case DeviceClass::kNvidiaCaps:
+      return "nvidia-caps";
+    case DeviceClass::kUnknown:
+      break;
+  }
+  return "unknown";
+}
+
+}  // namespace gdrproxy::proxy

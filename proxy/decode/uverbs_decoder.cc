@@ -1,0 +1,270 @@
+// RDMA_VERBS_IOCTL decoding. The header says how many 16-byte attributes follow; each attribute's
+// 64-bit `data` is an inline value, a pointer, a handle or an fd depending on its declared kind
+// in proxy/abi/uverbs_abi.cc. Scalars of at most 8 bytes are inline (the kernel's rule), larger
+// ones are pointers; we never guess from the memory contents.
+#include "proxy/decode/uverbs_decoder.h"
+
+#include <rdma/ib_user_ioctl_cmds.h>
+#include <rdma/rdma_user_ioctl_cmds.h>
+
+#include <cstring>
+
+#include "proxy/abi/uverbs_abi.h"
+#include "proxy/decode/format.h"
+
+namespace gdrproxy::proxy {
+namespace {
+
+using uverbs::AttrKind;
+
+static_assert(sizeof(ib_uverbs_ioctl_hdr) == uverbs::kHeaderSize);
+static_assert(sizeof(ib_uverbs_attr) == uverbs::kAttrSize);
+static_assert(RDMA_VERBS_IOCTL == uverbs::kVerbsIoctl);
+
+// Largest buffer we copy to render one scalar or struct; longer buffers are shown as pointers.
+constexpr uint32_t kMaxInlineCopy = 256;
+// How much of a response struct is captured at syscall exit.
+constexpr uint32_t kMaxResultCopy = 256;
+
+std::string object_name(uint16_t id) {
+  if (const auto* o = uverbs::find_object(id)) return o->name;
+  return (id >= uverbs::kDriverNamespace ? "DRIVER_OBJ_" : "OBJ_") + hex(id);
+}
+
+std::string method_name(uint16_t object, uint16_t method) {
+  if (const auto* m = uverbs::find_method(object, method)) return m->name;
+  return (method >= uverbs::kDriverNamespace ? "DRIVER_METHOD_" : "METHOD_") + hex(method);
+}
+
+// Reads an attribute's scalar value: inline when len <= 8, else through the pointer.
+bool read_scalar(const ib_uverbs_attr& a, const MemoryReader& mem, uint64_t& out) {
+  if (a.len <= 8) {
+    out = a.data;
+    if (a.len < 8 && a.len > 0) out &= (1ull << (8 * a.len)) - 1;
+    return true;
+  }
+  uint8_t buf[8];
+  if (!mem.read(a.data, buf)) return false;
+  std::memcpy(&out, buf, 8);
+  return true;
+}
+
+std::string render_field(uint64_t v, uverbs::FieldFormat f) {
+  using FF = uverbs::FieldFormat;
+  switch (f) {
+    case FF::kDec:
+      return dec(static_cast<int64_t>(v));
+    case FF::kHex:
+      return hex(v);
+    case FF::kHandle:
+      return dec(static_cast<int64_t>(v));
+    case FF::kFd:
+      return dec(static_cast<int32_t>(v));
+    case FF::kAccess:
+      return uverbs::render_access_flags(v);
+    case FF::kQpState:
+      return uverbs::qp_state_name(v);
+    case FF::kQpAttrMask:
+      return uverbs::render_qp_attr_mask(v);
+  }
+  return hex(v);
+}
+
+void render_fields(std::span<const uverbs::WriteField> fields, std::span<const uint8_t> bytes,
+                   std::vector<DecodedField>& out) {
+  for (const auto& f : fields) {
+    uint64_t v;
+    if (!load_le(bytes, f.offset, f.size, v)) {
+      out.push_back({f.name, "<short>"});
+      continue;
+    }
+    out.push_back({f.name, render_field(v, f.format)});
+  }
+}
+
+// The legacy command inside an INVOKE_WRITE: its number, name and core_in fields.
+void decode_invoke_write(std::span<const ib_uverbs_attr> attrs, const MemoryReader& mem,
+                         DecodedCall& call) {
+  const ib_uverbs_attr* core_in = nullptr;
+  const ib_uverbs_attr* core_out = nullptr;
+  const ib_uverbs_attr* write_cmd = nullptr;
+  for (const auto& a : attrs) {
+    if (a.attr_id == UVERBS_ATTR_CORE_IN) core_in = &a;
+    if (a.attr_id == UVERBS_ATTR_CORE_OUT) core_out = &a;
+    if (a.attr_id == UVERBS_ATTR_WRITE_CMD) write_cmd = &a;
+  }
+  if (!write_cmd) {
+    call.malformed = "INVOKE_WRITE without a WRITE_CMD attribute";
+    return;
+  }
+  uint64_t cmd = 0;
+  read_scalar(*write_cmd, mem, cmd);
+  call.keys.uverbs_write_cmd = static_cast<uint32_t>(cmd);
+  const auto* spec = uverbs::find_write_cmd(static_cast<uint32_t>(cmd));
+  call.name = "INVOKE_WRITE(" + (spec ? std::string(spec->name) : "CMD_" + hex(cmd)) + ")";
+  // Replace the generic attribute rendering with the command's own fields.
+  call.args.clear();
+  if (core_in && spec && !spec->in.empty()) {
+    std::vector<uint8_t> in(std::min<uint32_t>(core_in->len, kMaxInlineCopy));
+    bool ok = core_in->len <= 8 ? (std::memcpy(in.data(), &core_in->data, in.size()), true)
+                                : mem.read(core_in->data, in);
+    if (ok) {
+      render_fields(spec->in, in, call.args);
+    } else {
+      call.malformed = "INVOKE_WRITE core_in unreadable at " + hex(core_in->data);
+    }
+  }
+  if (core_out && core_out->len > 0) {
+    call.result_regions[1] = {core_out->data, std::min<uint32_t>(core_out->len, kMaxResultCopy)};
+  }
+}
+
+}  // namespace
+
+DecodedCall decode_uverbs_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& mem) {
+  DecodedCall call;
+  call.device_class = DeviceClass::kUverbs;
+  call.cmd = cmd;
+  if (cmd != uverbs::kVerbsIoctl) {
+    call.name = "UVERBS_IOCTL_" + hex(cmd);
+    return call;
+  }
+  ib_uverbs_ioctl_hdr hdr;
+  if (!mem.read(arg, {reinterpret_cast<uint8_t*>(&hdr), sizeof hdr})) {
+    call.name = "RDMA_VERBS_IOCTL";
+    call.malformed = "header unreadable at " + hex(arg);
+    return call;
+  }
+  call.keys.uverbs_object = hdr.object_id;
+  call.keys.uverbs_method = hdr.method_id;
+  call.name = object_name(hdr.object_id) + "." + method_name(hdr.object_id, hdr.method_id);
+  if (hdr.num_attrs > uverbs::kMaxAttrs) {
+    call.malformed = "absurd attribute count " + dec(hdr.num_attrs);
+    return call;
+  }
+  const uint32_t expect = uverbs::kHeaderSize + uverbs::kAttrSize * hdr.num_attrs;
+  if (hdr.length != expect) {
+    call.malformed = "header length " + dec(hdr.length) + " disagrees with " + dec(hdr.num_attrs) +
+                     " attributes (" + dec(expect) + ")";
+    return call;
+  }
+  std::vector<ib_uverbs_attr> attrs(hdr.num_attrs);
+  if (!attrs.empty() &&
+      !mem.read(arg + uverbs::kHeaderSize, {reinterpret_cast<uint8_t*>(attrs.data()),
+                                            attrs.size() * sizeof(ib_uverbs_attr)})) {
+    call.malformed = "attributes unreadable at " + hex(arg + uverbs::kHeaderSize);
+    return call;
+  }
+  // The attribute array is where the kernel writes new handles and fds.
+  call.result_regions[0] = {arg, expect};
+
+  const auto* method = uverbs::find_method(hdr.object_id, hdr.method_id);
+  bool first_scalar_out = true;
+  for (const auto& a : attrs) {
+    const uverbs::AttrSpec* spec = nullptr;
+    if (method) {
+      for (const auto& s : method->attrs)
+        if (s.id == a.attr_id) spec = &s;
+    }
+    if (!spec) spec = uverbs::find_common_attr(a.attr_id);
+    if (!spec) {
+      call.args.push_back({"attr_" + hex(a.attr_id), "len=" + dec(a.len) + " data=" + hex(a.data)});
+      continue;
+    }
+    uint64_t v = 0;
+    switch (spec->kind) {
+      case AttrKind::kIdrIn:
+      case AttrKind::kIdrDestroy:
+        call.args.push_back({spec->name, dec(static_cast<uint32_t>(a.data))});
+        break;
+      case AttrKind::kFdIn:
+      case AttrKind::kRawFd:
+        call.args.push_back({spec->name, dec(static_cast<int32_t>(a.data))});
+        break;
+      case AttrKind::kIdrNew:
+      case AttrKind::kFdNew:
+        break;  // shown with the result
+      case AttrKind::kEnumIn:
+        call.args.push_back({spec->name, "elem " + dec(a.attr_data.enum_data.elem_id)});
+        break;
+      case AttrKind::kU8In:
+      case AttrKind::kU16In:
+      case AttrKind::kU32In:
+      case AttrKind::kU64In:
+      case AttrKind::kWriteCmd:
+        if (!read_scalar(a, mem, v)) {
+          call.malformed = std::string("attribute ") + spec->name + " unreadable at " + hex(a.data);
+          return call;
+        }
+        call.args.push_back({spec->name, dec(static_cast<int64_t>(v))});
+        break;
+      case AttrKind::kS32In:
+        if (!read_scalar(a, mem, v)) {
+          call.malformed = std::string("attribute ") + spec->name + " unreadable at " + hex(a.data);
+          return call;
+        }
+        call.args.push_back({spec->name, dec(static_cast<int32_t>(v))});
+        break;
+      case AttrKind::kAccessFlags:
+        if (!read_scalar(a, mem, v)) {
+          call.malformed = std::string("attribute ") + spec->name + " unreadable at " + hex(a.data);
+          return call;
+        }
+        call.args.push_back({spec->name, uverbs::render_access_flags(v)});
+        break;
+      case AttrKind::kPtrIn:
+        call.args.push_back({spec->name, "[" + dec(a.len) + " bytes]"});
+        break;
+      case AttrKind::kPtrOut:
+        break;
+      case AttrKind::kU32Out:
+      case AttrKind::kU64Out:
+        if (first_scalar_out && a.len > 0) {
+          call.result_regions[1] = {a.data, std::min<uint32_t>(a.len, 8)};
+          call.result_hints = {a.attr_id};
+          first_scalar_out = false;
+        }
+        break;
+    }
+  }
+  if (hdr.object_id == UVERBS_OBJECT_DEVICE && hdr.method_id == UVERBS_METHOD_INVOKE_WRITE) {
+    call.result_hints.clear();
+    decode_invoke_write(attrs, mem, call);
+  }
+  return call;
+}
+
+void decode_uverbs_result(const DecodedCall& call, std::span<const uint8_t> region0,
+                          std::span<const uint8_t> region1, std::vector<DecodedField>& out) {
+  if (call.cmd != uverbs::kVerbsIoctl || !call.keys.uverbs_object || !call.keys.uverbs_method)
+    return;
+  const auto* method = uverbs::find_method(*call.keys.uverbs_object, *call.keys.uverbs_method);
+  ib_uverbs_ioctl_hdr hdr;
+  if (!load(region0, 0, hdr)) return;
+  const uint32_t n = std::min<uint32_t>(hdr.num_attrs, uverbs::kMaxAttrs);
+  for (uint32_t i = 0; i < n && method; ++i) {
+    ib_uverbs_attr a;
+    if (!load(region0, uverbs::kHeaderSize + i * uverbs::kAttrSize, a)) break;
+    for (const auto& s : method->attrs) {
+      if (s.id != a.attr_id) continue;
+      if (s.kind == AttrKind::kIdrNew) out.push_back({s.name, dec(static_cast<uint32_t>(a.data))});
+      if (s.kind == AttrKind::kFdNew) out.push_back({s.name, dec(static_cast<int32_t>(a.data))});
+    }
+  }
+  if (call.keys.uverbs_write_cmd) {
+    if (const auto* spec = uverbs::find_write_cmd(*call.keys.uverbs_write_cmd))
+      if (!region1.empty()) render_fields(spec->out, region1, out);
+    return;
+  }
+  if (method && !call.result_hints.empty() && !region1.empty()) {
+    for (const auto& s : method->attrs) {
+      if (s.id != call.result_hints[0]) continue;
+      uint64_t v;
+      if (load_le(region1, 0, std::min<size_t>(region1.size(), s.kind == AttrKind::kU32Out ? 4 : 8),
+                  v))
+        out.push_back({s.name, dec(static_cast<int64_t>(v))});
+    }
+  }
+}
+
+}  // namespace gdrproxy::proxy

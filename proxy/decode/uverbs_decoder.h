@@ -1,0 +1,23 @@
+// Decoding of uverbs ioctls (RDMA_VERBS_IOCTL): the header, each attribute by its declared kind,
+// and the legacy command an INVOKE_WRITE tunnels. Bad input (short reads, lengths that disagree,
+// absurd attribute counts) is reported in DecodedCall::malformed, never thrown.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "proxy/decode/decoded_call.h"
+#include "proxy/mem/memory_reader.h"
+
+namespace gdrproxy::proxy {
+
+DecodedCall decode_uverbs_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& mem);
+
+// Renders what the kernel wrote back: new handles and fds in the attribute array (region0 holds
+// the header and attributes after the call) and the response of an INVOKE_WRITE or the first
+// scalar output attribute (region1).
+void decode_uverbs_result(const DecodedCall& call, std::span<const uint8_t> region0,
+                          std::span<const uint8_t> region1, std::vector<DecodedField>& out);
+
+}  // namespace gdrproxy::proxy

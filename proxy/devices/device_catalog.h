@@ -1,0 +1,55 @@
+// The host's device nodes that gdrproxy brokers, keyed by device number. A device is identified
+// by the st_rdev of a file the supervisor itself opened, never by the path a caller spelled, so
+// symlinks, `..`, bind mounts and /proc/self/fd re-opens all land on the same answer.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "proxy/decode/decoded_call.h"
+
+namespace gdrproxy::proxy {
+
+struct DeviceNode {
+  std::string path;  // host path, e.g. /dev/infiniband/uverbs0
+  std::string name;  // grant name: path below /dev, e.g. infiniband/uverbs0 -> "uverbs0"
+  DeviceClass device_class = DeviceClass::kUnknown;
+  dev_t rdev = 0;
+  bool brokerable = false;  // uverbsN, rdma_cm, nvidiactl, nvidiaN, nvidia-uvm(-tools), caps
+};
+
+class DeviceCatalog {
+ public:
+  // Scans <dev_root>/infiniband/*, <dev_root>/nvidia*, <dev_root>/nvidia-caps/*.
+  static DeviceCatalog scan(const std::string& dev_root = "/dev");
+
+  const DeviceNode* find(dev_t rdev) const;
+  const DeviceNode* find_by_name(const std::string& name_or_path) const;
+  const std::vector<DeviceNode>& nodes() const { return nodes_; }
+  // Directories whose every entry is a guarded device (no Landlock rule is given for them).
+  const std::vector<std::string>& guarded_dirs() const { return guarded_dirs_; }
+
+ private:
+  std::vector<DeviceNode> nodes_;
+  std::vector<std::string> guarded_dirs_;
+};
+
+// Which grant names a brokered open may use. Empty spec list = every brokerable device.
+class Grants {
+ public:
+  // Resolves each spec (a name like "uverbs0"/"nvidia0"/"rdma_cm" or a /dev path) against the
+  // catalog; throws std::runtime_error naming an unknown device.
+  static Grants from_specs(const DeviceCatalog& catalog, const std::vector<std::string>& specs);
+  bool granted(const DeviceNode& node) const;
+  bool all() const { return all_; }
+  std::vector<std::string> names() const;
+
+ private:
+  bool all_ = true;
+  std::vector<std::string> names_;
+};
+
+}  // namespace gdrproxy::proxy

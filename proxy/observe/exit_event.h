@@ -1,0 +1,37 @@
+// Shared between the BPF program and the supervisor: what the supervisor asks to capture for a
+// thread's pending syscall, and what the program reports when that syscall returns.
+#pragma once
+
+#ifdef __bpf__
+typedef __u32 gp_u32;
+typedef __u64 gp_u64;
+typedef __s64 gp_s64;
+#else
+#include <cstdint>
+typedef uint32_t gp_u32;
+typedef uint64_t gp_u64;
+typedef int64_t gp_s64;
+#endif
+
+#define GDRPROXY_REGION0_MAX 512
+#define GDRPROXY_REGION1_MAX 256
+
+struct gdrproxy_pending {
+  gp_u64 seq;    // the trace record waiting for this result
+  gp_u64 addr0;  // caller memory to copy at exit
+  gp_u64 addr1;
+  gp_u32 len0;
+  gp_u32 len1;
+};
+
+struct gdrproxy_exit_event {
+  gp_u64 seq;
+  gp_s64 ret;
+  gp_u64 exit_ns;  // CLOCK_MONOTONIC
+  gp_u32 tid;
+  gp_u32 len0;  // bytes actually captured (0 when the copy faulted)
+  gp_u32 len1;
+  gp_u32 pad;
+  unsigned char region0[GDRPROXY_REGION0_MAX];
+  unsigned char region1[GDRPROXY_REGION1_MAX];
+};

@@ -1,0 +1,91 @@
+#include "proxy/observe/exit_observer.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "proxy/observe/syscall_exit_bpf.h"
+
+namespace gdrproxy::proxy {
+namespace {
+
+int silent_print(enum libbpf_print_level, const char*, va_list) {
+  return 0;
+}
+
+// libbpf finds tracepoint ids through tracefs; mount it where the kernel documents it if the
+// host has not.
+void ensure_tracefs() {
+  struct stat st;
+  if (::stat("/sys/kernel/tracing/events", &st) == 0) return;
+  if (::stat("/sys/kernel/debug/tracing/events", &st) == 0) return;
+  ::mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, nullptr);
+}
+
+}  // namespace
+
+std::unique_ptr<ExitObserver> ExitObserver::open(Callback cb, std::string& why) {
+  libbpf_set_print(silent_print);
+  ensure_tracefs();
+  std::unique_ptr<ExitObserver> o(new ExitObserver());
+  o->cb_ = std::move(cb);
+  o->obj_ = bpf_object__open_mem(kSyscallExitBpf, kSyscallExitBpfSize, nullptr);
+  if (!o->obj_) {
+    why = std::string("bpf open: ") + std::strerror(errno);
+    return nullptr;
+  }
+  if (int rc = bpf_object__load(o->obj_); rc != 0) {
+    why = std::string("bpf load: ") + std::strerror(-rc);
+    return nullptr;
+  }
+  bpf_program* prog;
+  bpf_object__for_each_program(prog, o->obj_) {
+    if (!bpf_program__attach(prog)) {
+      why = std::string("bpf attach ") + bpf_program__name(prog) + ": " + std::strerror(errno);
+      return nullptr;
+    }
+  }
+  o->pending_fd_ = bpf_object__find_map_fd_by_name(o->obj_, "pending");
+  int events_fd = bpf_object__find_map_fd_by_name(o->obj_, "events");
+  auto on_event = [](void* ctx, void* data, size_t size) -> int {
+    if (size >= sizeof(gdrproxy_exit_event))
+      static_cast<ExitObserver*>(ctx)->cb_(*static_cast<const gdrproxy_exit_event*>(data));
+    return 0;
+  };
+  o->rb_ = ring_buffer__new(events_fd, on_event, o.get(), nullptr);
+  if (!o->rb_) {
+    why = std::string("bpf ring buffer: ") + std::strerror(errno);
+    return nullptr;
+  }
+  return o;
+}
+
+ExitObserver::~ExitObserver() {
+  if (rb_) ring_buffer__free(rb_);
+  // Closing the object detaches the programs (links are owned by the object's programs).
+  if (obj_) bpf_object__close(obj_);
+}
+
+bool ExitObserver::expect(uint32_t tid, uint64_t seq, const ResultRegion& r0,
+                          const ResultRegion& r1) {
+  gdrproxy_pending p{seq, r0.addr, r1.addr, r0.len, r1.len};
+  return bpf_map_update_elem(pending_fd_, &tid, &p, BPF_ANY) == 0;
+}
+
+void ExitObserver::forget(uint32_t tid) {
+  bpf_map_delete_elem(pending_fd_, &tid);
+}
+
+int ExitObserver::poll_fd() const {
+  return ring_buffer__epoll_fd(rb_);
+}
+
+void ExitObserver::consume() {
+  ring_buffer__consume(rb_);
+}
+
+}  // namespace gdrproxy::proxy

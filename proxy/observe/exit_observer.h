@@ -1,0 +1,45 @@
+// Result observation for calls the supervisor answered with CONTINUE. The kernel executes such a
+// call in the caller after the notification is answered, so the supervisor never sees its
+// result; an eBPF program on the syscalls:sys_exit_{ioctl,write} tracepoints does, for exactly
+// the threads the supervisor registered. Chosen over ptrace because it needs no stop of the
+// caller, composes with debuggers inside the sandbox, and costs one hash lookup per ioctl/write
+// exit elsewhere on the host; it runs only in trace mode (--trace / --trace-json).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "proxy/decode/decoded_call.h"
+#include "proxy/observe/exit_event.h"
+
+struct bpf_object;
+struct ring_buffer;
+
+namespace gdrproxy::proxy {
+
+class ExitObserver {
+ public:
+  using Callback = std::function<void(const gdrproxy_exit_event&)>;
+
+  // Loads and attaches the program; returns nullptr and sets `why` when the kernel or the
+  // privileges do not allow it.
+  static std::unique_ptr<ExitObserver> open(Callback cb, std::string& why);
+  ~ExitObserver();
+
+  // Registers the next ioctl/write exit of `tid` as the result of trace record `seq`.
+  bool expect(uint32_t tid, uint64_t seq, const ResultRegion& r0, const ResultRegion& r1);
+  void forget(uint32_t tid);
+  int poll_fd() const;
+  void consume();
+
+ private:
+  ExitObserver() = default;
+  bpf_object* obj_ = nullptr;
+  ring_buffer* rb_ = nullptr;
+  int pending_fd_ = -1;
+  Callback cb_;
+};
+
+}  // namespace gdrproxy::proxy

@@ -1,0 +1,276 @@
+#include "proxy/policy/policy.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "proxy/abi/nvidia_abi.h"
+#include "proxy/abi/uverbs_abi.h"
+#include "proxy/policy/default_policy.h"
+
+namespace gdrproxy::proxy {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr std::pair<const char*, int> kErrnos[] = {
+    {"EPERM", EPERM},           {"ENOENT", ENOENT}, {"EIO", EIO},
+    {"ENXIO", ENXIO},           {"EBADF", EBADF},   {"EAGAIN", EAGAIN},
+    {"ENOMEM", ENOMEM},         {"EACCES", EACCES}, {"EFAULT", EFAULT},
+    {"EBUSY", EBUSY},           {"ENODEV", ENODEV}, {"EINVAL", EINVAL},
+    {"ENOTTY", ENOTTY},         {"ENOSPC", ENOSPC}, {"ENOSYS", ENOSYS},
+    {"EOPNOTSUPP", EOPNOTSUPP}, {"EMFILE", EMFILE}, {"ESRCH", ESRCH},
+    {"ETIMEDOUT", ETIMEDOUT},   {"EEXIST", EEXIST},
+};
+
+DeviceClass parse_class(const std::string& s) {
+  for (auto c : {DeviceClass::kUverbs, DeviceClass::kRdmaCm, DeviceClass::kNvidiaFrontend,
+                 DeviceClass::kNvidiaUvm, DeviceClass::kNvidiaCaps})
+    if (s == device_class_name(c)) return c;
+  throw std::runtime_error("unknown device class '" + s +
+                           "' (uverbs, rdma_cm, nvidia, nvidia-uvm, nvidia-caps)");
+}
+
+Action parse_action(const json& v, const std::string& where) {
+  const std::string s = v.get<std::string>();
+  if (s == "allow") return Action::kAllow;
+  if (s == "deny") return Action::kDeny;
+  throw std::runtime_error(where + ": action must be \"allow\" or \"deny\", not \"" + s + "\"");
+}
+
+uint64_t parse_number(const json& v, const std::string& where) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    size_t used = 0;
+    try {
+      uint64_t n = std::stoull(s, &used, 0);
+      if (used == s.size()) return n;
+    } catch (...) {
+    }
+  }
+  throw std::runtime_error(where + ": expected a number, got " + v.dump());
+}
+
+// A field given by name or number; `lookup` resolves names.
+template <typename Lookup>
+uint64_t name_or_number(const json& v, const std::string& where, Lookup lookup) {
+  if (v.is_string()) {
+    if (auto n = lookup(v.get<std::string>())) return *n;
+  }
+  return parse_number(v, where);
+}
+
+bool glob_match(const char* pat, const char* s) {
+  if (*pat == 0) return *s == 0;
+  if (*pat == '*') return glob_match(pat + 1, s) || (*s && glob_match(pat, s + 1));
+  return *s && *pat == *s && glob_match(pat + 1, s + 1);
+}
+
+Rule parse_rule(const json& j, const std::string& where) {
+  if (!j.is_object()) throw std::runtime_error(where + ": a rule is a JSON object");
+  Rule r;
+  r.text = j.dump();
+  const auto& abi = nvidia_newest_abi();
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& k = it.key();
+    const json& v = it.value();
+    const std::string w = where + "." + k;
+    if (k == "action") {
+      r.action = parse_action(v, w);
+    } else if (k == "call") {
+      r.call_glob = v.get<std::string>();
+    } else if (k == "ioctl") {
+      r.ioctl = static_cast<uint32_t>(parse_number(v, w));
+    } else if (k == "object") {
+      r.object = static_cast<uint16_t>(name_or_number(v, w, [](const std::string& s) {
+        auto* o = uverbs::find_object(s);
+        return o ? std::optional<uint64_t>(o->id) : std::nullopt;
+      }));
+    } else if (k == "method") {
+      // Resolved below, once the object is known.
+    } else if (k == "write_cmd") {
+      r.write_cmd = static_cast<uint32_t>(name_or_number(v, w, [](const std::string& s) {
+        auto* c = uverbs::find_write_cmd(s);
+        return c ? std::optional<uint64_t>(c->cmd) : std::nullopt;
+      }));
+    } else if (k == "escape") {
+      r.escape = static_cast<uint8_t>(name_or_number(v, w, [&](const std::string& s) {
+        auto* e = abi.find_escape(std::string_view(s));
+        return e ? std::optional<uint64_t>(e->nr) : std::nullopt;
+      }));
+    } else if (k == "class") {
+      r.nv_class = static_cast<uint32_t>(name_or_number(v, w, [&](const std::string& s) {
+        auto* c = abi.find_class(std::string_view(s));
+        return c ? std::optional<uint64_t>(c->id) : std::nullopt;
+      }));
+    } else if (k == "control") {
+      r.control = static_cast<uint32_t>(name_or_number(v, w, [&](const std::string& s) {
+        auto* c = abi.find_control(std::string_view(s));
+        return c ? std::optional<uint64_t>(c->cmd) : std::nullopt;
+      }));
+    } else if (k == "uvm") {
+      r.uvm = static_cast<uint32_t>(name_or_number(v, w, [&](const std::string& s) {
+        auto* u = abi.find_uvm(std::string_view(s));
+        return u ? std::optional<uint64_t>(u->cmd) : std::nullopt;
+      }));
+    } else if (k == "errno") {
+      r.err = parse_errno(v);
+    } else if (k == "log") {
+      r.log = v.get<bool>();
+    } else if (k != "comment") {
+      throw std::runtime_error(w + ": unknown rule field");
+    }
+  }
+  if (j.contains("method")) {
+    const json& v = j["method"];
+    if (v.is_string() && !r.object)
+      throw std::runtime_error(where + ".method: a method name needs \"object\"");
+    r.method =
+        static_cast<uint16_t>(name_or_number(v, where + ".method", [&](const std::string& s) {
+          auto* m = uverbs::find_method(*r.object, s);
+          return m ? std::optional<uint64_t>(m->method) : std::nullopt;
+        }));
+  }
+  return r;
+}
+
+bool matches(const Rule& r, const DecodedCall& c) {
+  const auto& k = c.keys;
+  if (r.call_glob && !glob_match(r.call_glob->c_str(), c.name.c_str())) return false;
+  if (r.ioctl && *r.ioctl != c.cmd) return false;
+  if (r.object && k.uverbs_object != r.object) return false;
+  if (r.method && k.uverbs_method != r.method) return false;
+  if (r.write_cmd && k.uverbs_write_cmd != r.write_cmd) return false;
+  if (r.escape && k.nv_escape != r.escape) return false;
+  if (r.nv_class && k.nv_class != r.nv_class) return false;
+  if (r.control && k.nv_control != r.control) return false;
+  if (r.uvm && k.uvm_cmd != r.uvm) return false;
+  return true;
+}
+
+// Whether the ABI tables name this call; unknown calls get the class's unknown_action.
+bool known_to_tables(const DecodedCall& c) {
+  const auto& k = c.keys;
+  switch (c.device_class) {
+    case DeviceClass::kUverbs:
+      if (!k.uverbs_object || !k.uverbs_method) return false;
+      if (!uverbs::find_method(*k.uverbs_object, *k.uverbs_method)) return false;
+      return !k.uverbs_write_cmd || uverbs::find_write_cmd(*k.uverbs_write_cmd);
+    case DeviceClass::kNvidiaFrontend: {
+      const auto& abi = nvidia_newest_abi();
+      if (!k.nv_escape || !abi.find_escape(*k.nv_escape)) return false;
+      if (k.nv_class && !abi.find_class(*k.nv_class)) return false;
+      if (k.nv_control && !abi.find_control(*k.nv_control)) return false;
+      return true;
+    }
+    case DeviceClass::kNvidiaUvm:
+      return k.uvm_cmd && nvidia_newest_abi().find_uvm(*k.uvm_cmd);
+    default:
+      return true;
+  }
+}
+
+}  // namespace
+
+int parse_errno(const json& v) {
+  if (v.is_number_integer()) return v.get<int>();
+  const std::string s = v.get<std::string>();
+  for (auto [name, n] : kErrnos)
+    if (s == name) return n;
+  throw std::runtime_error("unknown errno name '" + s + "'");
+}
+
+const char* errno_name(int err) {
+  for (auto [name, n] : kErrnos)
+    if (n == err) return name;
+  return "E?";
+}
+
+Policy Policy::from_json(const json& j, const std::string& origin) {
+  Policy p;
+  p.origin_ = origin;
+  try {
+    if (!j.is_object()) throw std::runtime_error("top level must be an object");
+    if (j.value("version", 1) != 1) throw std::runtime_error("unsupported policy version");
+    if (j.contains("mode")) {
+      const std::string m = j["mode"].get<std::string>();
+      if (m != "trace" && m != "enforce") throw std::runtime_error("mode must be trace or enforce");
+      p.mode_ = m == "trace" ? Mode::kTrace : Mode::kEnforce;
+    }
+    if (j.contains("grants")) p.grants_ = j["grants"].get<std::vector<std::string>>();
+    if (j.contains("open_errno")) p.open_errno_ = parse_errno(j["open_errno"]);
+    const json classes = j.value("classes", json::object());
+    for (auto& [name, body] : classes.items()) {
+      ClassPolicy cp;
+      const std::string where = "classes." + name;
+      if (body.contains("default"))
+        cp.default_action = parse_action(body["default"], where + ".default");
+      if (body.contains("unknown"))
+        cp.unknown_action = parse_action(body["unknown"], where + ".unknown");
+      if (body.contains("malformed"))
+        cp.malformed_action = parse_action(body["malformed"], where + ".malformed");
+      if (body.contains("errno")) cp.err = parse_errno(body["errno"]);
+      if (body.contains("log")) cp.log = body["log"].get<bool>();
+      int i = 0;
+      for (const auto& r : body.value("rules", json::array()))
+        cp.rules.push_back(parse_rule(r, where + ".rules[" + std::to_string(i++) + "]"));
+      p.classes_[parse_class(name)] = std::move(cp);
+    }
+  } catch (const json::exception& e) {
+    throw std::runtime_error("policy " + origin + ": " + e.what());
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error("policy " + origin + ": " + e.what());
+  }
+  return p;
+}
+
+Policy Policy::builtin_default() {
+  return from_json(json::parse(kDefaultPolicyJson), "built-in default");
+}
+
+Policy Policy::load_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("policy " + path + ": " + std::strerror(errno));
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::exception& e) {
+    throw std::runtime_error("policy " + path + ": " + e.what());
+  }
+  return from_json(j, path);
+}
+
+Verdict Policy::evaluate(const DecodedCall& call) const {
+  Verdict v;
+  auto it = classes_.find(call.device_class);
+  static const ClassPolicy kOpen{};
+  const ClassPolicy& cp = it == classes_.end() ? kOpen : it->second;
+  const std::string cls = device_class_name(call.device_class);
+  if (!call.malformed.empty()) {
+    v.action = cp.malformed_action;
+    v.err = EINVAL;
+    v.log = cp.log;
+    v.reason = cls + " malformed: " + call.malformed;
+    return v;
+  }
+  for (size_t i = 0; i < cp.rules.size(); ++i) {
+    const Rule& r = cp.rules[i];
+    if (!matches(r, call)) continue;
+    v.action = r.action;
+    v.err = r.err.value_or(cp.err);
+    v.log = r.log.value_or(cp.log);
+    v.reason = cls + " rule #" + std::to_string(i) + " " + r.text;
+    return v;
+  }
+  const bool known = known_to_tables(call);
+  v.action = known ? cp.default_action : cp.unknown_action;
+  v.err = cp.err;
+  v.log = cp.log;
+  v.reason = cls + (known ? " default" : " unknown call");
+  return v;
+}
+
+}  // namespace gdrproxy::proxy

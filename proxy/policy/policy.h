@@ -1,0 +1,77 @@
+// What a device call is allowed to do: per device class, an ordered rule list (first match wins),
+// a default action, an action for calls the tables do not know, and errno/log settings. Rules
+// name calls the way the tables do ("REG_MR", "MR"/"REG_DMABUF_MR", "RM_ALLOC", a class or
+// control name) or by number; names are resolved when the policy is loaded, so a typo is a load
+// error and never a silently dead rule. Input the decoder could not parse is denied in enforce
+// mode (fail closed).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "proxy/decode/decoded_call.h"
+
+namespace gdrproxy::proxy {
+
+enum class Mode { kTrace, kEnforce };
+enum class Action { kAllow, kDeny };
+
+struct Rule {
+  Action action = Action::kDeny;
+  std::optional<std::string> call_glob;  // matched against DecodedCall::name ('*' wildcard)
+  std::optional<uint32_t> ioctl;
+  std::optional<uint16_t> object, method;
+  std::optional<uint32_t> write_cmd;
+  std::optional<uint8_t> escape;
+  std::optional<uint32_t> nv_class, control, uvm;
+  std::optional<int> err;
+  std::optional<bool> log;
+  std::string text;  // the rule as written, for log lines
+};
+
+struct ClassPolicy {
+  Action default_action = Action::kAllow;
+  Action unknown_action = Action::kAllow;  // calls the ABI tables do not name
+  Action malformed_action = Action::kDeny;
+  int err = 1;  // EPERM
+  bool log = true;
+  std::vector<Rule> rules;
+};
+
+struct Verdict {
+  Action action = Action::kAllow;
+  int err = 0;
+  bool log = false;
+  std::string reason;  // "uverbs rule #2 {write_cmd: REG_MR}", "malformed", ...
+};
+
+class Policy {
+ public:
+  static Policy builtin_default();
+  static Policy load_file(const std::string& path);  // throws std::runtime_error
+  static Policy from_json(const nlohmann::json& j, const std::string& origin);
+
+  Verdict evaluate(const DecodedCall& call) const;
+
+  const std::vector<std::string>& grants() const { return grants_; }
+  int open_errno() const { return open_errno_; }
+  std::optional<Mode> mode() const { return mode_; }
+  const std::string& origin() const { return origin_; }
+
+ private:
+  std::map<DeviceClass, ClassPolicy> classes_;
+  std::vector<std::string> grants_;
+  int open_errno_ = 13;  // EACCES
+  std::optional<Mode> mode_;
+  std::string origin_;
+};
+
+// errno by name ("EPERM") or number; throws on unknown names.
+int parse_errno(const nlohmann::json& v);
+const char* errno_name(int err);
+
+}  // namespace gdrproxy::proxy

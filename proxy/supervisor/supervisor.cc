@@ -1,0 +1,557 @@
+// The notify loop. One thread, one Boost.Asio io_context, three event sources: the seccomp
+// listener (device calls), the BPF ring buffer (results of calls we let continue), and signals
+// (SIGCHLD to reap, the rest forwarded to the command). Every notification is answered exactly
+// once: CONTINUE, an error, or an injected fd.
+#include "proxy/supervisor/supervisor.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <stdexcept>
+
+#include "proxy/abi/nvidia_abi.h"
+#include "proxy/abi/uverbs_abi.h"
+#include "proxy/broker/open_broker.h"
+#include "proxy/decode/nvidia_decoder.h"
+#include "proxy/decode/uverbs_decoder.h"
+#include "proxy/devices/device_catalog.h"
+#include "proxy/mem/process_memory.h"
+#include "proxy/observe/exit_observer.h"
+#include "proxy/sandbox/landlock_guard.h"
+#include "proxy/supervisor/launcher.h"
+#include "proxy/supervisor/process_info.h"
+#include "proxy/supervisor/seccomp_notify.h"
+#include "proxy/trace/trace_record.h"
+
+namespace gdrproxy::proxy {
+namespace {
+
+namespace asio = boost::asio;
+
+uint64_t monotonic_ns() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return uint64_t(t.tv_sec) * 1000000000ull + uint64_t(t.tv_nsec);
+}
+
+double wall_seconds() {
+  timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return double(t.tv_sec) + double(t.tv_nsec) / 1e9;
+}
+
+class Supervisor {
+ public:
+  Supervisor(const RunOptions& o, Policy policy, DeviceCatalog catalog, Grants grants)
+      : opts_(o),
+        policy_(std::move(policy)),
+        catalog_(std::move(catalog)),
+        grants_(std::move(grants)),
+        broker_(catalog_, grants_, policy_.open_errno()),
+        mode_(o.mode.value_or(policy_.mode().value_or(Mode::kEnforce))),
+        signals_(io_),
+        sigchld_(io_, SIGCHLD),
+        sweep_(io_) {}
+
+  int run();
+
+ private:
+  void note(const std::string& msg) {
+    if (!opts_.quiet) std::fprintf(stderr, "gdrproxy: %s\n", msg.c_str());
+  }
+  bool tracing() const { return opts_.trace_text || json_out_.is_open(); }
+  void setup_nvidia();
+  void setup_observer();
+  void arm_notify();
+  void arm_observer();
+  void arm_signals();
+  void arm_forward();
+  void arm_sigchld();
+  void arm_sweep();
+  void on_notify_ready();
+  void handle(const seccomp_notif& req);
+  void handle_ioctl(const seccomp_notif& req, uint64_t t0);
+  void handle_open(const seccomp_notif& req, uint64_t t0);
+  void on_exit_event(const gdrproxy_exit_event& e);
+  void emit(TraceRecord& r);
+  void reap();
+  void maybe_finish();
+  void finish_pending(const std::string& note);
+  TraceRecord begin_record(const seccomp_notif& req, const char* syscall);
+
+  const RunOptions& opts_;
+  Policy policy_;
+  DeviceCatalog catalog_;
+  Grants grants_;
+  OpenBroker broker_;
+  Mode mode_;
+  const NvidiaDriverAbi* nv_abi_ = nullptr;
+  bool nv_enforce_ = true;
+
+  asio::io_context io_;
+  std::unique_ptr<asio::posix::stream_descriptor> notify_;
+  std::unique_ptr<asio::posix::stream_descriptor> ring_;
+  asio::signal_set signals_;
+  asio::signal_set sigchld_;
+  asio::steady_timer sweep_;
+  std::unique_ptr<ExitObserver> observer_;
+  std::ofstream json_out_;
+
+  pid_t child_ = -1;
+  int nfd_ = -1;
+  bool child_done_ = false;
+  bool hangup_ = false;
+  int exit_status_ = 0;
+  uint64_t seq_ = 0;
+  // Records waiting for their result, by seq; and which seq each host tid waits on.
+  std::map<uint64_t, std::pair<TraceRecord, uint64_t>> pending_;  // seq -> (record, t0)
+  std::map<uint32_t, uint64_t> pending_by_tid_;
+  // Per-process counters keyed by (pidns, ns pid).
+  std::map<ProcessKey, uint64_t> calls_by_process_;
+  uint64_t denied_ = 0;
+  uint64_t n_ioctl_ = 0, n_open_ = 0, n_brokered_ = 0;
+};
+
+void Supervisor::setup_nvidia() {
+  bool have_nvidia = false;
+  for (const auto& n : catalog_.nodes())
+    if (n.device_class == DeviceClass::kNvidiaFrontend || n.device_class == DeviceClass::kNvidiaUvm)
+      have_nvidia = true;
+  const auto version = detect_nvidia_driver_version();
+  nv_abi_ = version ? nvidia_abi_for_version(*version) : nullptr;
+  if (!nv_abi_) {
+    nv_abi_ = &nvidia_newest_abi();
+    if (have_nvidia) {
+      nv_enforce_ = false;
+      note("NVIDIA driver " + version.value_or("(version unknown)") +
+           " is not in this build's ABI tables: NVIDIA calls are traced with " +
+           std::string(nv_abi_->version) + " names and never denied (trace-only)");
+    }
+  }
+}
+
+void Supervisor::setup_observer() {
+  if (!tracing()) return;
+  std::string why;
+  observer_ = ExitObserver::open([this](const gdrproxy_exit_event& e) { on_exit_event(e); }, why);
+  if (!observer_) note("results of allowed calls will not be shown (" + why + ")");
+}
+
+int Supervisor::run() {
+  if (opts_.trace_json) {
+    json_out_.open(*opts_.trace_json, std::ios::out | std::ios::trunc);
+    if (!json_out_) throw std::runtime_error("cannot write trace file " + *opts_.trace_json);
+  }
+  setup_nvidia();
+  setup_observer();
+
+  LaunchSpec spec;
+  spec.argv = opts_.argv;
+  const bool have_landlock = landlock_abi_version() >= 1;
+  bool caps_granted = false;
+  for (const auto& n : catalog_.nodes())
+    if (n.device_class == DeviceClass::kNvidiaCaps && grants_.granted(n)) caps_granted = true;
+  switch (opts_.open_trap) {
+    case OpenTrapChoice::kWrite:
+      if (!have_landlock)
+        throw std::runtime_error("--trap-opens=write needs Landlock, which this kernel lacks");
+      spec.filter.open_trap = OpenTrap::kWriteOpens;
+      break;
+    case OpenTrapChoice::kAll:
+      spec.filter.open_trap = OpenTrap::kAllOpens;
+      break;
+    case OpenTrapChoice::kAuto:
+      // nvidia-caps nodes are opened read-only by CUDA, so granting one means every open traps.
+      spec.filter.open_trap =
+          have_landlock && !caps_granted ? OpenTrap::kWriteOpens : OpenTrap::kAllOpens;
+      break;
+  }
+  spec.landlock = have_landlock;
+  if (!have_landlock)
+    note(
+        "Landlock unavailable: every open is trapped and a path swapped after the broker's "
+        "check is not caught by the kernel (see README, Security model)");
+
+  // Orphaned descendants are re-parented to us, so we can reap them: the listener hangs up only
+  // once every sandboxed task has been reaped.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  Launched l = launch_sandboxed(spec, catalog_);
+  child_ = l.pid;
+  nfd_ = l.notify_fd;
+  // Synchronous wake-ups cut a round trip from ~50 us to ~6 us on small VMs (kernel >= 6.6).
+  if (::ioctl(nfd_, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, 0) != 0 &&
+      tracing())
+    note("synchronous wake-up not supported by this kernel (slower round trips)");
+  notify_ = std::make_unique<asio::posix::stream_descriptor>(io_, nfd_);
+  arm_notify();
+  arm_observer();
+  arm_signals();
+  arm_sweep();
+  char go = 'G';
+  (void)!::write(l.ready_fd, &go, 1);
+  ::close(l.ready_fd);
+  io_.run();
+  if (observer_) observer_->consume();
+  finish_pending("result not observed before the sandbox exited");
+  if (tracing())
+    note("served " + std::to_string(n_ioctl_ + n_open_) + " notifications: " +
+         std::to_string(n_ioctl_) + " ioctl, " + std::to_string(n_open_) + " open (" +
+         std::to_string(n_brokered_) + " brokered), " + std::to_string(denied_) + " denied");
+  else if (denied_ && !opts_.quiet)
+    note(std::to_string(denied_) + " device call(s) denied");
+  return exit_status_;
+}
+
+void Supervisor::arm_notify() {
+  notify_->async_wait(asio::posix::stream_descriptor::wait_read,
+                      [this](const boost::system::error_code& ec) {
+                        if (ec) return;
+                        on_notify_ready();
+                      });
+}
+
+void Supervisor::arm_observer() {
+  if (!observer_) return;
+  if (!ring_)
+    ring_ = std::make_unique<asio::posix::stream_descriptor>(io_, ::dup(observer_->poll_fd()));
+  ring_->async_wait(asio::posix::stream_descriptor::wait_read,
+                    [this](const boost::system::error_code& ec) {
+                      if (ec) return;
+                      observer_->consume();
+                      arm_observer();
+                    });
+}
+
+void Supervisor::arm_signals() {
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT})
+    signals_.add(s);
+  arm_forward();
+  arm_sigchld();
+}
+
+void Supervisor::arm_forward() {
+  signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    if (child_ > 0 && !child_done_) ::kill(child_, sig);
+    arm_forward();
+  });
+}
+
+void Supervisor::arm_sigchld() {
+  sigchld_.async_wait([this](const boost::system::error_code& ec, int) {
+    if (ec) return;
+    reap();
+    if (!io_.stopped()) arm_sigchld();
+  });
+}
+
+void Supervisor::arm_sweep() {
+  sweep_.expires_after(std::chrono::seconds(1));
+  sweep_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    reap();
+    // A thread that died inside a call never produces an exit event.
+    for (auto it = pending_by_tid_.begin(); it != pending_by_tid_.end();) {
+      struct stat st;
+      if (::stat(("/proc/" + std::to_string(it->first)).c_str(), &st) == 0) {
+        ++it;
+        continue;
+      }
+      auto p = pending_.find(it->second);
+      if (p != pending_.end()) {
+        p->second.first.note = "thread exited before the call returned";
+        emit(p->second.first);
+        pending_.erase(p);
+      }
+      if (observer_) observer_->forget(it->first);
+      it = pending_by_tid_.erase(it);
+    }
+    maybe_finish();
+    if (!io_.stopped()) arm_sweep();
+  });
+}
+
+void Supervisor::reap() {
+  for (;;) {
+    int st;
+    pid_t p = ::waitpid(-1, &st, WNOHANG);
+    if (p <= 0) break;
+    if (p == child_) {
+      child_done_ = true;
+      exit_status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    }
+  }
+  maybe_finish();
+}
+
+void Supervisor::maybe_finish() {
+  if (!hangup_) {
+    pollfd p{nfd_, POLLIN, 0};
+    if (::poll(&p, 1, 0) == 1 && (p.revents & POLLHUP) && !(p.revents & POLLIN)) hangup_ = true;
+  }
+  if (child_done_ && hangup_) io_.stop();
+}
+
+void Supervisor::on_notify_ready() {
+  // The listener reports POLLHUP once no task uses the filter; RECV would then block forever.
+  for (;;) {
+    pollfd p{nfd_, POLLIN, 0};
+    if (::poll(&p, 1, 0) != 1) break;
+    if (!(p.revents & POLLIN)) {
+      if (p.revents & POLLHUP) hangup_ = true;
+      break;
+    }
+    seccomp_notif req{};
+    if (::ioctl(nfd_, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) {
+      if (errno == EINTR || errno == ENOENT) continue;  // ENOENT: the caller died meanwhile
+      note(std::string("SECCOMP_IOCTL_NOTIF_RECV: ") + std::strerror(errno));
+      break;
+    }
+    handle(req);
+  }
+  maybe_finish();
+  if (!io_.stopped() && !hangup_) arm_notify();
+}
+
+TraceRecord Supervisor::begin_record(const seccomp_notif& req, const char* syscall) {
+  TraceRecord r;
+  r.seq = ++seq_;
+  r.wall_time = wall_seconds();
+  r.who = read_process_identity(static_cast<pid_t>(req.pid));
+  r.syscall = syscall;
+  ++calls_by_process_[{r.who.pidns, r.who.ns_tgid}];
+  return r;
+}
+
+void Supervisor::handle(const seccomp_notif& req) {
+  const uint64_t t0 = monotonic_ns();
+  switch (req.data.nr) {
+    case SYS_ioctl:
+      ++n_ioctl_;
+      handle_ioctl(req, t0);
+      return;
+    case SYS_open:
+    case SYS_openat:
+    case SYS_openat2:
+    case SYS_creat:
+      ++n_open_;
+      handle_open(req, t0);
+      return;
+    default:
+      notif_continue(nfd_, req.id);
+  }
+}
+
+void Supervisor::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
+  const int fd = static_cast<int>(req.data.args[0]);
+  const uint32_t cmd = static_cast<uint32_t>(req.data.args[1]);
+  const uint64_t arg = req.data.args[2];
+  struct stat st;
+  const std::string fd_link = "/proc/" + std::to_string(req.pid) + "/fd/" + std::to_string(fd);
+  const DeviceNode* node = nullptr;
+  if (::stat(fd_link.c_str(), &st) == 0 && S_ISCHR(st.st_mode)) node = catalog_.find(st.st_rdev);
+  if (!node) {
+    // Not one of our devices (the filter matches by number only): let it be.
+    notif_continue(nfd_, req.id);
+    return;
+  }
+  ProcessMemory mem(static_cast<pid_t>(req.pid));
+  DecodedCall call;
+  switch (node->device_class) {
+    case DeviceClass::kUverbs:
+      call = decode_uverbs_ioctl(cmd, arg, mem);
+      break;
+    case DeviceClass::kNvidiaFrontend:
+      call = decode_nvidia_frontend_ioctl(cmd, arg, mem, *nv_abi_);
+      break;
+    case DeviceClass::kNvidiaUvm:
+      call = decode_nvidia_uvm_ioctl(cmd, arg, mem, *nv_abi_);
+      break;
+    default:
+      call.device_class = node->device_class;
+      call.cmd = cmd;
+      char name[32];
+      std::snprintf(name, sizeof name, "IOCTL_0x%08x", cmd);
+      call.name = name;
+  }
+  // Everything read above is only trustworthy if the caller is still the one that trapped.
+  if (!notif_id_valid(nfd_, req.id)) return;
+  Verdict v = policy_.evaluate(call);
+  const bool nv = node->device_class == DeviceClass::kNvidiaFrontend ||
+                  node->device_class == DeviceClass::kNvidiaUvm;
+  const bool deny = v.action == Action::kDeny && mode_ == Mode::kEnforce && (!nv || nv_enforce_);
+  TraceRecord r;
+  if (tracing() || (v.action == Action::kDeny && v.log)) {
+    r = begin_record(req, "ioctl");
+    r.fd = fd;
+    r.device = node->name;
+    r.call = std::move(call);
+    r.reason = v.reason;
+  }
+  if (deny) {
+    notif_error(nfd_, req.id, v.err);
+    ++denied_;
+    r.decision = "deny";
+    r.ret = -1;
+    r.err = v.err;
+    r.latency_us = double(monotonic_ns() - t0) / 1e3;
+    if (v.log)
+      std::fprintf(stderr, "gdrproxy: denied %s %s by pid %u (ns pid %u): %s -> %s\n",
+                   node->name.c_str(), r.call.name.c_str(), r.who.host_tid, r.who.ns_tid,
+                   v.reason.c_str(), errno_name(v.err));
+    if (tracing()) emit(r);
+    return;
+  }
+  r.decision = v.action == Action::kDeny ? "allow (would deny: trace mode)" : "allow";
+  if (v.action == Action::kDeny && !deny && v.log && mode_ == Mode::kTrace)
+    std::fprintf(stderr, "gdrproxy: trace mode, would deny %s %s: %s\n", node->name.c_str(),
+                 r.call.name.c_str(), v.reason.c_str());
+  if (!tracing()) {
+    notif_continue(nfd_, req.id);
+    return;
+  }
+  if (observer_ &&
+      observer_->expect(req.pid, r.seq, r.call.result_regions[0], r.call.result_regions[1])) {
+    if (notif_continue(nfd_, req.id) != 0) {
+      observer_->forget(req.pid);
+      r.note = "caller gone before the call ran";
+      emit(r);
+      return;
+    }
+    pending_by_tid_[req.pid] = r.seq;
+    pending_.emplace(r.seq, std::make_pair(std::move(r), t0));
+    return;
+  }
+  notif_continue(nfd_, req.id);
+  r.note = "result not observed";
+  emit(r);
+}
+
+void Supervisor::handle_open(const seccomp_notif& req, uint64_t t0) {
+  ProcessMemory mem(static_cast<pid_t>(req.pid));
+  OpenCall call;
+  if (!OpenBroker::read_call(static_cast<pid_t>(req.pid), req.data.nr,
+                             reinterpret_cast<const uint64_t*>(req.data.args), call, mem)) {
+    notif_continue(nfd_, req.id);
+    return;
+  }
+  OpenDecision d = broker_.decide(call, mem);
+  if (!notif_id_valid(nfd_, req.id)) {
+    if (d.host_fd >= 0) ::close(d.host_fd);
+    return;
+  }
+  if (d.kind == OpenDecision::Kind::kPass) {
+    notif_continue(nfd_, req.id);
+    return;
+  }
+  TraceRecord r = begin_record(req, req.data.nr == SYS_openat2 ? "openat2" : "openat");
+  r.device = d.node ? d.node->name : d.path;
+  r.call.device_class = d.node ? d.node->device_class : DeviceClass::kUnknown;
+  r.call.name = "open";
+  char flags[24];
+  std::snprintf(flags, sizeof flags, "0%llo", static_cast<unsigned long long>(call.flags));
+  r.call.args = {{"path", "\"" + d.path + "\""}, {"flags", flags}};
+  r.reason = d.reason;
+  if (d.kind == OpenDecision::Kind::kDeny || d.host_fd < 0) {
+    notif_error(nfd_, req.id, d.err);
+    r.decision = "deny";
+    r.ret = -1;
+    r.err = d.err;
+    if (d.kind == OpenDecision::Kind::kDeny) {
+      ++denied_;
+      std::fprintf(stderr, "gdrproxy: denied open of %s (%s) by pid %u (ns pid %u): %s -> %s\n",
+                   d.path.c_str(), d.node->path.c_str(), r.who.host_tid, r.who.ns_tid,
+                   d.reason.c_str(), errno_name(d.err));
+    }
+  } else {
+    const int fd = notif_inject_fd(nfd_, req.id, d.host_fd, (call.flags & O_CLOEXEC) != 0);
+    ::close(d.host_fd);
+    r.decision = "broker";
+    ++n_brokered_;
+    if (fd >= 0) {
+      r.ret = fd;
+    } else {
+      r.ret = -1;
+      r.err = -fd;
+      r.note = "fd injection failed";
+    }
+  }
+  r.latency_us = double(monotonic_ns() - t0) / 1e3;
+  if (tracing()) emit(r);
+}
+
+void Supervisor::on_exit_event(const gdrproxy_exit_event& e) {
+  auto it = pending_.find(e.seq);
+  if (it == pending_.end()) return;
+  TraceRecord& r = it->second.first;
+  const uint64_t t0 = it->second.second;
+  if (e.ret < 0) {
+    r.ret = -1;
+    r.err = static_cast<int>(-e.ret);
+  } else {
+    r.ret = e.ret;
+  }
+  r.latency_us = e.exit_ns > t0 ? double(e.exit_ns - t0) / 1e3 : 0.0;
+  if (e.ret >= 0) {
+    std::span<const uint8_t> r0(e.region0, e.len0), r1(e.region1, e.len1);
+    switch (r.call.device_class) {
+      case DeviceClass::kUverbs:
+        decode_uverbs_result(r.call, r0, r1, r.out);
+        break;
+      case DeviceClass::kNvidiaFrontend:
+      case DeviceClass::kNvidiaUvm:
+        decode_nvidia_result(r.call, r0, r1, r.out);
+        break;
+      default:
+        break;
+    }
+  }
+  emit(r);
+  auto t = pending_by_tid_.find(e.tid);
+  if (t != pending_by_tid_.end() && t->second == e.seq) pending_by_tid_.erase(t);
+  pending_.erase(it);
+}
+
+void Supervisor::finish_pending(const std::string& why) {
+  for (auto& [seq, p] : pending_) {
+    p.first.note = why;
+    emit(p.first);
+  }
+  pending_.clear();
+  pending_by_tid_.clear();
+}
+
+void Supervisor::emit(TraceRecord& r) {
+  if (opts_.trace_text) std::fprintf(stderr, "%s\n", format_text(r).c_str());
+  if (json_out_.is_open()) json_out_ << format_json(r) << '\n' << std::flush;
+}
+
+}  // namespace
+
+int run_supervised(const RunOptions& o) {
+  Policy policy = o.policy_file ? Policy::load_file(*o.policy_file) : Policy::builtin_default();
+  DeviceCatalog catalog = DeviceCatalog::scan(o.dev_root);
+  Grants grants = Grants::from_specs(catalog, o.grants.empty() ? policy.grants() : o.grants);
+  Supervisor s(o, std::move(policy), std::move(catalog), std::move(grants));
+  return s.run();
+}
+
+}  // namespace gdrproxy::proxy

@@ -1,0 +1,32 @@
+// `gdrproxy run`: runs a command under the notify filter and serves its device calls until the
+// command and all its descendants have exited. Mechanism only: what is allowed comes from the
+// Policy, what a call means from the decoders, how it is shown from the trace sinks.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "proxy/policy/policy.h"
+
+namespace gdrproxy::proxy {
+
+enum class OpenTrapChoice { kAuto, kWrite, kAll };
+
+struct RunOptions {
+  std::vector<std::string> argv;
+  std::vector<std::string> grants;         // --grant; empty = policy grants, else every device
+  std::optional<std::string> policy_file;  // --policy; empty = built-in default
+  std::optional<Mode> mode;                // --mode; else the policy's, else enforce
+  bool trace_text = false;                 // --trace: text lines on stderr
+  std::optional<std::string> trace_json;   // --trace-json FILE
+  OpenTrapChoice open_trap = OpenTrapChoice::kAuto;
+  bool quiet = false;  // no notes on stderr (denial log lines stay)
+  std::string dev_root = "/dev";
+};
+
+// Returns the command's exit status (128+signal if it was killed). Throws std::runtime_error for
+// setup errors (bad policy, unknown grant, kernel without seccomp notify).
+int run_supervised(const RunOptions& options);
+
+}  // namespace gdrproxy::proxy

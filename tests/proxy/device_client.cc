@@ -1,0 +1,119 @@
+// A test client that performs one precise device operation and prints its outcome on stdout as
+// "OK ..." or "ERR <errno name>". The integration tests run it under `gdrproxy run` to check
+// brokering, denial and every path trick with real syscalls.
+#include <fcntl.h>
+#include <rdma/ib_user_ioctl_cmds.h>
+#include <rdma/ib_user_verbs.h>
+#include <rdma/rdma_user_ioctl.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+int fail(const char* what) {
+  std::printf("ERR %s (%s)\n", strerrorname_np(errno), what);
+  return 0;
+}
+
+int open_mode(const char* path, const std::string& mode) {
+  int flags = mode == "rdonly"   ? O_RDONLY
+              : mode == "wronly" ? O_WRONLY
+              : mode == "path"   ? O_PATH
+                                 : O_RDWR;
+  return ::open(path, flags | O_CLOEXEC);
+}
+
+// INVOKE_WRITE(ALLOC_PD): a well-formed uverbs request; `cmd_high` sets bits the kernel ignores.
+int alloc_pd(int fd, uint64_t cmd_high = 0) {
+  static ib_uverbs_alloc_pd in{};
+  static ib_uverbs_alloc_pd_resp out{};
+  ib_uverbs_attr attrs[3] = {
+      {UVERBS_ATTR_CORE_IN, sizeof in, 0, {}, {reinterpret_cast<uintptr_t>(&in)}},
+      {UVERBS_ATTR_CORE_OUT, sizeof out, 0, {}, {reinterpret_cast<uintptr_t>(&out)}},
+      {UVERBS_ATTR_WRITE_CMD, 4, 0, {}, {IB_USER_VERBS_CMD_ALLOC_PD}},
+  };
+  ib_uverbs_ioctl_hdr hdr{};
+  hdr.length = sizeof hdr + sizeof attrs;
+  hdr.object_id = UVERBS_OBJECT_DEVICE;
+  hdr.method_id = UVERBS_METHOD_INVOKE_WRITE;
+  hdr.num_attrs = 3;
+  alignas(8) unsigned char req[sizeof hdr + sizeof attrs];
+  std::memcpy(req, &hdr, sizeof hdr);
+  std::memcpy(req + sizeof hdr, attrs, sizeof attrs);
+  return static_cast<int>(::syscall(SYS_ioctl, fd, uint64_t{RDMA_VERBS_IOCTL} | cmd_high, req));
+}
+
+int do_ioctl(const char* path, uint64_t high = 0) {
+  int fd = ::open(path, O_RDWR | O_CLOEXEC);
+  if (fd < 0) return fail("open");
+  if (alloc_pd(fd, high) != 0) return fail("ioctl");
+  std::printf("OK ioctl\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr,
+                 "usage: %s open PATH MODE | reopen PATH | opath-reopen PATH | ioctl PATH |\n"
+                 "  high-bits PATH | bad-pointer PATH | fork-tree PATH | symlink PATH LINK\n",
+                 argv[0]);
+    return 2;
+  }
+  const std::string op = argv[1];
+  const char* path = argv[2];
+  std::setvbuf(stdout, nullptr, _IONBF, 0);
+  if (op == "open") {
+    int fd = open_mode(path, argc > 3 ? argv[3] : "rdwr");
+    if (fd < 0) return fail("open");
+    std::printf("OK fd=%d\n", fd);
+  } else if (op == "reopen" || op == "opath-reopen") {
+    int fd = ::open(path, (op == "reopen" ? O_RDWR : O_PATH) | O_CLOEXEC);
+    if (fd < 0) return fail("first open");
+    const std::string again = "/proc/self/fd/" + std::to_string(fd);
+    int fd2 = ::open(again.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd2 < 0) return fail("re-open");
+    std::printf("OK fd=%d\n", fd2);
+  } else if (op == "symlink") {
+    ::unlink(argv[3]);
+    if (::symlink(path, argv[3]) != 0) return fail("symlink");
+    int fd = ::open(argv[3], O_RDWR | O_CLOEXEC);
+    ::unlink(argv[3]);
+    if (fd < 0) return fail("open");
+    std::printf("OK fd=%d\n", fd);
+  } else if (op == "ioctl") {
+    return do_ioctl(path);
+  } else if (op == "high-bits") {
+    return do_ioctl(path, 0xdead00000000ull);
+  } else if (op == "bad-pointer") {
+    int fd = ::open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) return fail("open");
+    if (::ioctl(fd, RDMA_VERBS_IOCTL, reinterpret_cast<void*>(0x10)) != 0) return fail("ioctl");
+    std::printf("OK ioctl\n");
+  } else if (op == "fork-tree") {
+    // Parent, child and grandchild each open the device and issue one ioctl.
+    pid_t c = ::fork();
+    if (c == 0) {
+      pid_t g = ::fork();
+      if (g == 0) return do_ioctl(path);
+      do_ioctl(path);
+      ::waitpid(g, nullptr, 0);
+      return 0;
+    }
+    do_ioctl(path);
+    ::waitpid(c, nullptr, 0);
+  } else {
+    std::fprintf(stderr, "unknown operation %s\n", op.c_str());
+    return 2;
+  }
+  return 0;
+}

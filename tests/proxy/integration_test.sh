@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# Integration tests of `gdrproxy run` on this machine's real kernel: real seccomp notification,
+# real Landlock, real opens and ioctls. Devices are stand-ins (gdrproxy standin: real char
+# devices borrowed under /dev/infiniband/* and /dev/nvidia* names in a private mount namespace).
+# Usage: integration_test.sh GDRPROXY DEVICE_CLIENT CASE
+set -uo pipefail
+GP=$(realpath "$1")
+CLIENT=$(realpath "$2")
+CASE=$3
+WORK=$(mktemp -d /tmp/gdrproxy-it.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+
+fail() { echo "FAIL [$CASE]: $*" >&2; exit 1; }
+# expect_contains HAYSTACK_FILE NEEDLE
+expect_in() { grep -qF -- "$2" "$1" || { echo "--- $1:"; cat "$1"; fail "expected '$2' in $1"; }; }
+expect_not_in() { ! grep -qF -- "$2" "$1" || { cat "$1"; fail "did not expect '$2' in $1"; }; }
+# sandboxed [run options...] -- command: runs under stand-in devices and gdrproxy run.
+sandboxed() { timeout 60 "$GP" standin "$GP" run "$@"; }
+# jq_count FILE PYTHON_EXPR: how many JSON-lines records `r` satisfy the expression.
+jq_count() { python3 -c '
+import json, sys
+print(sum(1 for r in map(json.loads, open(sys.argv[1])) if eval(sys.argv[2])))' "$1" "$2"; }
+
+case_brokered_open_and_decoded_trace() {
+  sandboxed --grant uverbs0 --trace-json "$WORK/t.jsonl" -- "$GP" exercise uverbs /dev/infiniband/uverbs0 >"$WORK/out" 2>"$WORK/err" || fail "exit $?"
+  local fd
+  fd=$(sed -n 's|.*open /dev/infiniband/uverbs0 -> fd \([0-9]*\)|\1|p' "$WORK/out")
+  [[ -n $fd ]] || fail "the client did not get an fd"
+  expect_in "$WORK/out" "INVOKE_WRITE(REG_MR) -> ENOTTY"
+  # The fd the client got is the one gdrproxy injected.
+  [[ $(jq_count "$WORK/t.jsonl" "r['decision']=='broker' and r['device']=='uverbs0' and r['result']==$fd") == 1 ]] || fail "no brokered open with result fd $fd"
+  for call in "INVOKE_WRITE(QUERY_DEVICE)" "DEVICE.GET_CONTEXT" "INVOKE_WRITE(ALLOC_PD)" "INVOKE_WRITE(REG_MR)" \
+              "MR.REG_DMABUF_MR" "INVOKE_WRITE(CREATE_COMP_CHANNEL)" "CQ.CREATE_CQ" "INVOKE_WRITE(CREATE_QP)" "INVOKE_WRITE(MODIFY_QP)"; do
+    # The result comes from the kernel (observed at syscall exit): ENOTTY from the stand-in.
+    [[ $(jq_count "$WORK/t.jsonl" "r['call']=='$call' and r['errno']=='ENOTTY' and r['latency_us'] is not None") == 1 ]] || fail "$call not traced with its result"
+  done
+  [[ $(jq_count "$WORK/t.jsonl" "r['call']=='INVOKE_WRITE(MODIFY_QP)' and r['args']['qp_state']=='RTS'") == 1 ]] || fail "MODIFY_QP state not decoded"
+  [[ $(jq_count "$WORK/t.jsonl" "r['call']=='MR.REG_DMABUF_MR' and r['args']['fd']=='-1'") == 1 ]] || fail "REG_DMABUF_MR fd not decoded"
+}
+
+case_ungranted_open_denied() {
+  sandboxed --grant uverbs0 -- "$CLIENT" open /dev/infiniband/uverbs1 rdwr >"$WORK/out" 2>"$WORK/err"
+  expect_in "$WORK/out" "ERR EACCES"
+  expect_in "$WORK/err" "denied open of /dev/infiniband/uverbs1"
+  expect_in "$WORK/err" "device uverbs1 is not granted"
+  # The configured errno is used.
+  echo '{"version":1,"open_errno":"ENODEV"}' >"$WORK/p.json"
+  sandboxed --grant uverbs0 --policy "$WORK/p.json" -- "$CLIENT" open /dev/infiniband/uverbs1 rdwr >"$WORK/out2" 2>&1
+  expect_in "$WORK/out2" "ERR ENODEV"
+}
+
+case_path_tricks_cannot_reach_ungranted_device() {
+  local r=()
+  sandboxed --grant uverbs0 -q -- "$CLIENT" symlink /dev/infiniband/uverbs1 "$WORK/link" >"$WORK/o1" 2>&1
+  expect_in "$WORK/o1" "ERR EACCES"
+  sandboxed --grant uverbs0 -q -- "$CLIENT" open /dev/infiniband/../infiniband/./uverbs1 rdwr >"$WORK/o2" 2>&1
+  expect_in "$WORK/o2" "ERR EACCES"
+  (cd /tmp && sandboxed --grant uverbs0 -q -- "$CLIENT" open ../dev/infiniband/uverbs1 rdwr) >"$WORK/o3" 2>&1
+  expect_in "$WORK/o3" "ERR EACCES"
+  # O_PATH is not a device fd, but re-opening it through /proc/self/fd must not become one.
+  sandboxed --grant uverbs0 -q -- "$CLIENT" opath-reopen /dev/infiniband/uverbs1 >"$WORK/o4" 2>&1
+  expect_in "$WORK/o4" "ERR EACCES (re-open)"
+  # Read-only and write-only opens are refused too (Landlock in write-trap mode, broker in all-trap mode).
+  for mode in rdonly wronly; do
+    for trap in write all; do
+      sandboxed --grant uverbs0 -q --trap-opens $trap -- "$CLIENT" open /dev/infiniband/uverbs1 $mode >"$WORK/o5" 2>&1
+      expect_in "$WORK/o5" "ERR EACCES"
+    done
+  done
+  # The same tricks towards the granted device are brokered.
+  sandboxed --grant uverbs0 -q -- "$CLIENT" symlink /dev/infiniband/uverbs0 "$WORK/link" >"$WORK/o6" 2>&1
+  expect_in "$WORK/o6" "OK fd="
+  sandboxed --grant uverbs0 -q -- "$CLIENT" reopen /dev/infiniband/uverbs0 >"$WORK/o7" 2>&1
+  expect_in "$WORK/o7" "OK fd="
+  sandboxed --grant uverbs0 -q -- "$CLIENT" open /dev/infiniband/../infiniband/uverbs0 rdwr >"$WORK/o8" 2>&1
+  expect_in "$WORK/o8" "OK fd="
+}
+
+case_enforce_denies_with_configured_errno() {
+  sandboxed --mode enforce --policy "$SRC/configs/policy/deny-reg-mr.json" --trace-json "$WORK/t.jsonl" -- \
+    "$GP" exercise uverbs /dev/infiniband/uverbs0 >"$WORK/out" 2>"$WORK/err"
+  expect_in "$WORK/out" "INVOKE_WRITE(REG_MR) -> EACCES"
+  expect_in "$WORK/out" "INVOKE_WRITE(ALLOC_PD) -> ENOTTY"
+  expect_in "$WORK/err" "denied uverbs0 INVOKE_WRITE(REG_MR)"
+  [[ $(jq_count "$WORK/t.jsonl" "r['call']=='INVOKE_WRITE(REG_MR)' and r['decision']=='deny' and r['errno']=='EACCES' and 'rule #0' in r['rule']") == 1 ]] || fail "denial not traced"
+  # Trace mode observes only: the call runs (the stand-in answers ENOTTY) and the would-be denial is logged.
+  sandboxed --mode trace --policy "$SRC/configs/policy/deny-reg-mr.json" -- "$GP" exercise uverbs /dev/infiniband/uverbs0 >"$WORK/out2" 2>"$WORK/err2"
+  expect_in "$WORK/out2" "INVOKE_WRITE(REG_MR) -> ENOTTY"
+  expect_in "$WORK/err2" "would deny uverbs0 INVOKE_WRITE(REG_MR)"
+}
+
+case_malformed_and_unreadable_fail_closed() {
+  sandboxed --trace-json "$WORK/t.jsonl" -- "$CLIENT" bad-pointer /dev/infiniband/uverbs0 >"$WORK/out" 2>"$WORK/err"
+  expect_in "$WORK/out" "ERR EINVAL"
+  [[ $(jq_count "$WORK/t.jsonl" "r.get('malformed','').startswith('header unreadable') and r['decision']=='deny'") == 1 ]] || fail "unreadable header not denied"
+  sandboxed --mode trace --trace-json "$WORK/t2.jsonl" -- "$CLIENT" bad-pointer /dev/infiniband/uverbs0 >"$WORK/out2" 2>&1
+  # Trace mode lets the call run: the kernel answers (the stand-in device says ENOTTY).
+  expect_in "$WORK/out2" "ERR ENOTTY"
+}
+
+case_high_bits_do_not_bypass_the_filter() {
+  sandboxed --mode enforce --policy "$SRC/configs/policy/deny-reg-mr.json" --trace-json "$WORK/t.jsonl" -- \
+    "$CLIENT" high-bits /dev/infiniband/uverbs0 >"$WORK/out" 2>&1
+  [[ $(jq_count "$WORK/t.jsonl" "r['call']=='INVOKE_WRITE(ALLOC_PD)'") == 1 ]] || fail "ioctl with high bits set was not trapped"
+}
+
+case_children_and_grandchildren_are_covered() {
+  sandboxed --grant uverbs0 --trace-json "$WORK/t.jsonl" -- "$CLIENT" fork-tree /dev/infiniband/uverbs0 >"$WORK/out" 2>&1
+  n=$(python3 -c "
+import json
+print(len({r['pid'] for r in map(json.loads, open('$WORK/t.jsonl')) if r['call']=='INVOKE_WRITE(ALLOC_PD)'}))")
+  [[ $n == 3 ]] || fail "expected ALLOC_PD from 3 processes, saw $n"
+  [[ $(jq_count "$WORK/t.jsonl" "r['decision']=='broker'") == 3 ]] || fail "expected 3 brokered opens"
+}
+
+case_same_pid_in_two_pid_namespaces() {
+  # Both clients are pid 1 in their own pid namespace; the trace must keep them apart.
+  sandboxed --trace-json "$WORK/t.jsonl" -- sh -c "
+    unshare --pid --fork $CLIENT ioctl /dev/infiniband/uverbs0 &
+    unshare --pid --fork $CLIENT ioctl /dev/infiniband/uverbs0
+    wait" >"$WORK/out" 2>&1 || fail "exit $?"
+  python3 - "$WORK/t.jsonl" <<'PY' || fail "pid namespaces mixed"
+import json, sys
+recs = [r for r in map(json.loads, open(sys.argv[1])) if r['call'] == 'INVOKE_WRITE(ALLOC_PD)']
+assert len(recs) == 2, recs
+assert all(r['nspid'] == 1 for r in recs), [r['nspid'] for r in recs]
+assert len({r['pidns'] for r in recs}) == 2, "same pidns"
+assert len({r['pid'] for r in recs}) == 2
+PY
+}
+
+case_exit_status_and_signals() {
+  sandboxed -q -- sh -c 'exit 7'; [[ $? == 7 ]] || fail "exit status not passed through"
+  sandboxed -q -- sh -c 'kill -KILL $$'; [[ $? == 137 ]] || fail "signal death not reported as 128+9"
+  timeout 60 "$GP" run -q -- sleep 30 &
+  local sup=$!
+  sleep 1
+  kill -TERM $sup
+  wait $sup; local rc=$?
+  [[ $rc == 143 ]] || fail "SIGTERM not forwarded (exit $rc)"
+  sandboxed -q -- /nonexistent/cmd 2>"$WORK/err"; [[ $? == 127 ]] || fail "missing command not 127"
+  expect_in "$WORK/err" "cannot execute /nonexistent/cmd"
+}
+
+case_ordinary_opens_do_not_trap() {
+  sandboxed --trace -- sh -c 'cat /etc/hostname /etc/passwd /etc/group >/dev/null' 2>"$WORK/err" >/dev/null
+  # write-trap mode: only the shell's O_WRONLY redirect reaches gdrproxy.
+  expect_in "$WORK/err" "notifications: 0 ioctl, 1 open (0 brokered)"
+  sandboxed --trace --trap-opens all -- sh -c 'cat /etc/hostname /etc/passwd /etc/group >/dev/null' 2>"$WORK/err2" >/dev/null
+  n=$(sed -n 's/.*0 ioctl, \([0-9]*\) open.*/\1/p' "$WORK/err2")
+  [[ ${n:-0} -gt 5 ]] || fail "all-open mode should trap every open (saw ${n:-none})"
+}
+
+case_nvidia_calls_are_decoded() {
+  sandboxed --trace-json "$WORK/t.jsonl" -- "$GP" exercise nvidia /dev/nvidiactl /dev/nvidia-uvm >"$WORK/out" 2>&1 || fail "exit $?"
+  [[ $(jq_count "$WORK/t.jsonl" "r['device']=='nvidiactl' and r['call'].startswith('RM_ALLOC')") == 1 ]] || fail "RM_ALLOC not decoded"
+  [[ $(jq_count "$WORK/t.jsonl" "r['device']=='nvidiactl' and r['call'].startswith('RM_CONTROL')") == 1 ]] || fail "RM_CONTROL not decoded"
+  [[ $(jq_count "$WORK/t.jsonl" "r['device']=='nvidia-uvm' and r['call']=='UVM_INITIALIZE'") == 1 ]] || fail "UVM_INITIALIZE not decoded"
+}
+
+case_trace_summarize() {
+  sandboxed --trace-json "$WORK/t.jsonl" -- "$GP" exercise uverbs /dev/infiniband/uverbs0 >/dev/null 2>&1
+  "$GP" trace summarize "$WORK/t.jsonl" >"$WORK/sum" || fail "summarize failed"
+  expect_in "$WORK/sum" "INVOKE_WRITE(REG_MR)"
+  grep -E '^uverbs +INVOKE_WRITE\(REG_MR\) +1 +1 +0 ' "$WORK/sum" >/dev/null || { cat "$WORK/sum"; fail "row"; }
+  "$GP" trace summarize /nonexistent 2>"$WORK/err"; [[ $? != 0 ]] || fail "missing file accepted"
+}
+
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+"case_$CASE"
+echo "PASS [$CASE]"

@@ -1,0 +1,154 @@
+// Policy matching: names resolved at load, first match wins, errno and logging per rule,
+// malformed input denied, unknown calls handled per class, and load errors that name the fault.
+#include <gtest/gtest.h>
+#include <rdma/ib_user_ioctl_cmds.h>
+#include <rdma/ib_user_verbs.h>
+
+#include <cerrno>
+#include <nlohmann/json.hpp>
+
+#include "proxy/policy/policy.h"
+
+namespace gdrproxy::proxy {
+namespace {
+
+using nlohmann::json;
+
+DecodedCall write_call(uint32_t cmd, const char* name) {
+  DecodedCall c;
+  c.device_class = DeviceClass::kUverbs;
+  c.cmd = 0xc0181b01;
+  c.name = std::string("INVOKE_WRITE(") + name + ")";
+  c.keys.uverbs_object = UVERBS_OBJECT_DEVICE;
+  c.keys.uverbs_method = UVERBS_METHOD_INVOKE_WRITE;
+  c.keys.uverbs_write_cmd = cmd;
+  return c;
+}
+
+DecodedCall method_call(uint16_t obj, uint16_t method, std::string name) {
+  DecodedCall c;
+  c.device_class = DeviceClass::kUverbs;
+  c.cmd = 0xc0181b01;
+  c.name = std::move(name);
+  c.keys.uverbs_object = obj;
+  c.keys.uverbs_method = method;
+  return c;
+}
+
+Policy make(const char* text) {
+  return Policy::from_json(json::parse(text), "test");
+}
+
+TEST(Policy, BuiltinDefaultAllowsKnownCallsAndDeniesMalformed) {
+  Policy p = Policy::builtin_default();
+  EXPECT_EQ(p.evaluate(write_call(IB_USER_VERBS_CMD_REG_MR, "REG_MR")).action, Action::kAllow);
+  DecodedCall bad = write_call(IB_USER_VERBS_CMD_REG_MR, "REG_MR");
+  bad.malformed = "header length 48 disagrees";
+  Verdict v = p.evaluate(bad);
+  EXPECT_EQ(v.action, Action::kDeny);
+  EXPECT_EQ(v.err, EINVAL);
+  EXPECT_NE(v.reason.find("malformed"), std::string::npos);
+}
+
+TEST(Policy, WriteCommandByNameDeniesOnlyThatCommand) {
+  Policy p = make(
+      R"({"classes":{"uverbs":{"rules":[{"action":"deny","write_cmd":"REG_MR","errno":"EACCES"}]}}})");
+  Verdict v = p.evaluate(write_call(IB_USER_VERBS_CMD_REG_MR, "REG_MR"));
+  EXPECT_EQ(v.action, Action::kDeny);
+  EXPECT_EQ(v.err, EACCES);
+  EXPECT_NE(v.reason.find("rule #0"), std::string::npos);
+  EXPECT_EQ(p.evaluate(write_call(IB_USER_VERBS_CMD_ALLOC_PD, "ALLOC_PD")).action, Action::kAllow);
+}
+
+TEST(Policy, ObjectMethodPairsAndFirstMatchWins) {
+  Policy p = make(R"({"classes":{"uverbs":{"errno":"EPERM","rules":[
+      {"action":"allow","object":"MR","method":"REG_DMABUF_MR"},
+      {"action":"deny","object":"MR"}]}}})");
+  EXPECT_EQ(
+      p.evaluate(method_call(UVERBS_OBJECT_MR, UVERBS_METHOD_REG_DMABUF_MR, "MR.REG_DMABUF_MR"))
+          .action,
+      Action::kAllow);
+  Verdict v = p.evaluate(method_call(UVERBS_OBJECT_MR, UVERBS_METHOD_QUERY_MR, "MR.QUERY_MR"));
+  EXPECT_EQ(v.action, Action::kDeny);
+  EXPECT_EQ(v.err, EPERM);
+  EXPECT_EQ(
+      p.evaluate(method_call(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE, "CQ.CREATE_CQ")).action,
+      Action::kAllow);
+}
+
+TEST(Policy, CallGlobMatchesDecodedNames) {
+  Policy p = make(R"({"classes":{"uverbs":{"rules":[{"action":"deny","call":"QP.*"}]}}})");
+  EXPECT_EQ(
+      p.evaluate(method_call(UVERBS_OBJECT_QP, UVERBS_METHOD_QP_CREATE, "QP.CREATE_QP")).action,
+      Action::kDeny);
+  EXPECT_EQ(
+      p.evaluate(method_call(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE, "CQ.CREATE_CQ")).action,
+      Action::kAllow);
+}
+
+TEST(Policy, DefaultDenyAndUnknownCallsPerClass) {
+  Policy p = make(R"({"classes":{"uverbs":{"default":"deny","unknown":"deny","errno":"ENODEV",
+      "rules":[{"action":"allow","write_cmd":"QUERY_DEVICE"}]}}})");
+  EXPECT_EQ(p.evaluate(write_call(IB_USER_VERBS_CMD_QUERY_DEVICE, "QUERY_DEVICE")).action,
+            Action::kAllow);
+  Verdict v = p.evaluate(write_call(IB_USER_VERBS_CMD_ALLOC_PD, "ALLOC_PD"));
+  EXPECT_EQ(v.action, Action::kDeny);
+  EXPECT_EQ(v.err, ENODEV);
+  Verdict u = p.evaluate(method_call(UVERBS_OBJECT_PD, 77, "PD.METHOD_0x4d"));
+  EXPECT_EQ(u.action, Action::kDeny);
+  EXPECT_NE(u.reason.find("unknown"), std::string::npos);
+  Policy lenient = make(R"({"classes":{"uverbs":{"default":"deny","unknown":"allow"}}})");
+  EXPECT_EQ(lenient.evaluate(method_call(UVERBS_OBJECT_PD, 77, "PD.METHOD_0x4d")).action,
+            Action::kAllow);
+}
+
+TEST(Policy, ClassesDoNotLeakIntoEachOther) {
+  Policy p = make(R"({"classes":{"nvidia":{"default":"deny"}}})");
+  EXPECT_EQ(p.evaluate(write_call(IB_USER_VERBS_CMD_REG_MR, "REG_MR")).action, Action::kAllow);
+  DecodedCall nv;
+  nv.device_class = DeviceClass::kNvidiaFrontend;
+  nv.keys.nv_escape = 0x2b;
+  nv.name = "RM_ALLOC";
+  EXPECT_EQ(p.evaluate(nv).action, Action::kDeny);
+}
+
+TEST(Policy, NvidiaEscapeByName) {
+  Policy p = make(R"({"classes":{"nvidia":{"rules":[{"action":"deny","escape":"RM_ALLOC"}]}}})");
+  DecodedCall nv;
+  nv.device_class = DeviceClass::kNvidiaFrontend;
+  nv.keys.nv_escape = 0x2b;
+  EXPECT_EQ(p.evaluate(nv).action, Action::kDeny);
+  nv.keys.nv_escape = 0x2a;
+  EXPECT_EQ(p.evaluate(nv).action, Action::kAllow);
+}
+
+TEST(Policy, LoadErrorsNameTheField) {
+  auto expect_error = [](const char* text, const char* needle) {
+    try {
+      make(text);
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_error(R"({"classes":{"uverbs":{"rules":[{"action":"deny","write_cmd":"REG_MRR"}]}}})",
+               "write_cmd");
+  expect_error(R"({"classes":{"uverbs":{"rules":[{"action":"maybe"}]}}})", "action");
+  expect_error(R"({"classes":{"infiniband":{}}})", "unknown device class");
+  expect_error(R"({"classes":{"uverbs":{"rules":[{"action":"deny","method":"REG_MR"}]}}})",
+               "needs \"object\"");
+  expect_error(R"({"classes":{"uverbs":{"errno":"EWHATEVER"}}})", "errno");
+  expect_error(R"({"classes":{"uverbs":{"rules":[{"action":"deny","frobnicate":1}]}}})",
+               "unknown rule field");
+  expect_error(R"({"version":2})", "version");
+}
+
+TEST(Policy, ShippedPolicyFilesLoad) {
+  for (const char* f : {"configs/policy/default.json", "configs/policy/deny-reg-mr.json"}) {
+    EXPECT_NO_THROW(Policy::load_file(std::string(GDRPROXY_SOURCE_DIR) + "/" + f)) << f;
+  }
+  EXPECT_THROW(Policy::load_file("/nonexistent/policy.json"), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace gdrproxy::proxy

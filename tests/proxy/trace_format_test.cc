@@ -1,0 +1,107 @@
+// Trace rendering: text lines carry who/device/call/result/latency; JSON lines carry the same
+// fields; the summary counts calls, errors and denials and computes percentiles.
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <vector>
+
+#include "proxy/trace/trace_record.h"
+#include "proxy/trace/trace_summary.h"
+
+namespace gdrproxy::proxy {
+namespace {
+
+TraceRecord sample() {
+  TraceRecord r;
+  r.seq = 7;
+  r.who = {1234, 1234, 5, 5, 4026532000, "ibv_rc_pingpong"};
+  r.syscall = "ioctl";
+  r.fd = 3;
+  r.device = "uverbs0";
+  r.call.device_class = DeviceClass::kUverbs;
+  r.call.name = "INVOKE_WRITE(ALLOC_PD)";
+  r.decision = "allow";
+  r.ret = 0;
+  r.out = {{"pd_handle", "1"}};
+  r.latency_us = 12.5;
+  return r;
+}
+
+TEST(TraceFormat, TextLineReadsLikeStrace) {
+  const std::string s = format_text(sample());
+  EXPECT_NE(s.find("[pid 1234 ns 5 pidns 4026532000 ibv_rc_pingpong]"), std::string::npos) << s;
+  EXPECT_NE(s.find("uverbs0 ioctl INVOKE_WRITE(ALLOC_PD)() = 0 {pd_handle=1} <12.5us>"),
+            std::string::npos)
+      << s;
+}
+
+TEST(TraceFormat, DenialShowsErrnoAndRule) {
+  TraceRecord r = sample();
+  r.decision = "deny";
+  r.ret = -1;
+  r.err = EACCES;
+  r.reason = "uverbs rule #0";
+  const std::string s = format_text(r);
+  EXPECT_NE(s.find("= -1 EACCES (Permission denied)"), std::string::npos) << s;
+  EXPECT_NE(s.find("[denied: uverbs rule #0]"), std::string::npos) << s;
+}
+
+TEST(TraceFormat, JsonCarriesTheSameFields) {
+  auto j = nlohmann::json::parse(format_json(sample()));
+  EXPECT_EQ(j["pid"], 1234);
+  EXPECT_EQ(j["nspid"], 5);
+  EXPECT_EQ(j["pidns"], 4026532000u);
+  EXPECT_EQ(j["device"], "uverbs0");
+  EXPECT_EQ(j["call"], "INVOKE_WRITE(ALLOC_PD)");
+  EXPECT_EQ(j["result"], 0);
+  EXPECT_TRUE(j["errno"].is_null());
+  EXPECT_EQ(j["out"]["pd_handle"], "1");
+  EXPECT_DOUBLE_EQ(j["latency_us"].get<double>(), 12.5);
+}
+
+// The whitespace-separated cells of the summary row for `call`.
+std::vector<std::string> row(const std::string& table, const std::string& call) {
+  std::istringstream lines(table);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream cells(line);
+    std::vector<std::string> v;
+    for (std::string c; cells >> c;) v.push_back(c);
+    if (v.size() > 1 && v[1] == call) return v;
+  }
+  return {};
+}
+
+TEST(TraceSummary, CountsErrorsDenialsAndPercentiles) {
+  std::ostringstream in;
+  for (int i = 1; i <= 100; ++i) {
+    TraceRecord r = sample();
+    r.latency_us = i;
+    if (i % 10 == 0) {
+      r.ret = -1;
+      r.err = ENOTTY;
+    }
+    in << format_json(r) << "\n";
+  }
+  TraceRecord d = sample();
+  d.call.name = "INVOKE_WRITE(REG_MR)";
+  d.decision = "deny";
+  d.err = EPERM;
+  in << format_json(d) << "\nnot json\n";
+  std::istringstream src(in.str());
+  std::ostringstream out;
+  SummaryStats st = summarize_trace(src, out);
+  EXPECT_EQ(st.records, 101u);
+  EXPECT_EQ(st.bad_lines, 1u);
+  EXPECT_EQ(row(out.str(), "INVOKE_WRITE(ALLOC_PD)"),
+            (std::vector<std::string>{"uverbs", "INVOKE_WRITE(ALLOC_PD)", "100", "10", "0", "50.0",
+                                      "99.0"}));
+  EXPECT_EQ(
+      row(out.str(), "INVOKE_WRITE(REG_MR)"),
+      (std::vector<std::string>{"uverbs", "INVOKE_WRITE(REG_MR)", "1", "1", "1", "12.5", "12.5"}));
+}
+
+}  // namespace
+}  // namespace gdrproxy::proxy
