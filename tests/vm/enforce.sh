@@ -16,7 +16,8 @@
 
 # ---- deny REG_MR ---------------------------------------------------------------------------------
 deny_policy=$here/deny-reg-mr.json
-deny_errno=$(jq -r '.. | objects | .errno? // empty' "$deny_policy" 2>/dev/null | head -1)
+# the errno of the REG_MR rule, by name (the trace shows names too), and its message
+deny_errno=$(jq -r '[.. | objects | select(.write_cmd? == "REG_MR") | .errno][0] // empty' "$deny_policy" 2>/dev/null)
 t0=$(now_ms)
 problems=()
 PROXY_POLICY=$deny_policy run_as proxied deny-reg-mr.pingpong ibv_rc_pingpong $V -n 10
@@ -25,13 +26,13 @@ rc=$?
 grep -q "Couldn't register MR" "$work/deny-reg-mr.pingpong.out" || problems+=("no 'Couldn't register MR' message")
 PROXY_POLICY=$deny_policy run_as proxied deny-reg-mr.rate "$build/tests/bench/verbs_ctrl_rate" -d rxe0 -t 0.2
 rc=$?
-want_msg=$(perl -e '$! = shift; print "$!"' "${deny_errno:-0}" 2>/dev/null)
+want_msg=$(perl -MErrno -e '$! = &{"Errno::$ARGV[0]"}; print "$!"' "${deny_errno:-EINVAL}" 2>/dev/null)
 ((rc == 1)) || problems+=("verbs_ctrl_rate exit $rc, expected 1")
 grep -q "ibv_reg_mr/ibv_dereg_mr: $want_msg" "$work/deny-reg-mr.rate.out" ||
   problems+=("verbs_ctrl_rate did not see errno ${deny_errno:-?} ($want_msg)")
 for t in pingpong rate; do
-  jq -e -s --argjson e "${deny_errno:-0}" 'any(.[]; ((.call // "") | test("REG_MR"))
-      and (.decision | tostring | test("deny"; "i")) and (.errno == $e or .result == -$e))' \
+  jq -e -s --arg e "${deny_errno:-?}" 'any(.[]; ((.call // "") | test("REG_MR"))
+      and (.decision | tostring | test("deny"; "i")) and .errno == $e)' \
     "$work/deny-reg-mr.$t.jsonl" >/dev/null 2>&1 || problems+=("$t trace has no denied REG_MR with errno ${deny_errno:-?}")
 done
 if ((${#problems[@]} == 0)); then
