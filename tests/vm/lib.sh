@@ -63,12 +63,18 @@ run_as() {
   shift 2
   local -a pre=()
   if [[ $mode == proxied ]]; then
-    pre=("$gdrproxy" run --mode enforce --policy "${PROXY_POLICY:-$default_policy}")
+    # -q: the engine's informational notes on stderr are not the tool's output
+    pre=("$gdrproxy" run -q --mode enforce --policy "${PROXY_POLICY:-$default_policy}")
     [[ ${PROXY_TRACE:-1} == 1 ]] && pre+=(--trace-json "$work/$tag.jsonl")
     pre+=(--)
     rm -f "$work/$tag.jsonl"
   fi
+  local t0 rc
+  t0=$(now_ms)
   timeout -k 5 "$tool_timeout" "${pre[@]}" "$@" >"$work/$tag.out" 2>&1
+  rc=$?
+  echo $(($(now_ms) - t0)) >"$work/$tag.ms"
+  return $rc
 }
 
 # pair_as MODE NAME READY "SERVER CMD" "CLIENT CMD": a server in the background, the client once
@@ -84,7 +90,10 @@ pair_as() {
   # shellcheck disable=SC2086
   run_as "$mode" "$name.$mode.client" $ccmd
   crc=$?
-  for ((i = 0; i < 300; i++)); do
+  # A server whose client failed may wait for it forever: give it 2 s then, else 30 s.
+  local grace=300
+  ((crc == 0)) || grace=20
+  for ((i = 0; i < grace; i++)); do
     kill -0 "$spid" 2>/dev/null || break
     sleep 0.1
   done
@@ -142,11 +151,16 @@ verdict() {
       [[ -n $p ]] && problems+=("$(basename "$f" .out): $p")
     done < <(trace_problems "${f%.out}.jsonl" $calls)
   done
+  # wall time of the native and the proxied runs (the longer side of a pair)
+  local tn tp
+  tn=$(cat "$work/$name".native.*.ms 2>/dev/null | sort -n | tail -1)
+  tp=$(cat "$work/$name".proxied.*.ms 2>/dev/null | sort -n | tail -1)
+  cp "$work/$name".* "$out/" 2>/dev/null
   if ((${#problems[@]} == 0)); then
-    record "$name" PASS $(($(now_ms) - t0)) "exit $nat_rc both; $(echo $nsig | cut -c1-60)"
+    record "$name" PASS $(($(now_ms) - t0)) "exit $nat_rc both; ${tn}/${tp} ms; $(echo $nsig | cut -c1-50)"
   else
     for f in "$work/$name".*.out; do show "$f" "$(basename "$f" .out)"; done
-    record "$name" FAIL $(($(now_ms) - t0)) "$(IFS='; '; echo "${problems[*]}")"
+    record "$name" FAIL $(($(now_ms) - t0)) "${tn}/${tp} ms; $(IFS='; '; echo "${problems[*]}")"
   fi
 }
 

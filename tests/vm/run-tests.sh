@@ -115,6 +115,16 @@ if [[ ${GDRVM_SKIP_BENCH:-0} != 1 ]]; then
   . "$here/bench.sh"
 fi
 
+# The kernel refuses write() commands (rxe doorbells, every rdma_cm command) on a uverbs or rdma_cm
+# fd whose opener's credentials are not the writer's (ib_safe_file_access); it says so in the log.
+refused=$(dmesg | grep -c 'changed security contexts after opening file descriptor')
+if ((refused == 0)); then
+  record kernel-fd-credentials PASS 0 "no write() refused for a foreign opener's fd"
+else
+  dmesg | grep 'changed security contexts' | sort -u -k3 | head -5 | sed 's/^/    [dmesg] /'
+  record kernel-fd-credentials FAIL 0 "$refused write()s refused: the fd was opened by another process (the supervisor?)"
+fi
+
 log "================ summary ================"
 sed 's/^/VMTEST: /' "$summary"
 log "$passes passed, $failures failed in $((($(now_ms) - t_start) / 1000)) s"
