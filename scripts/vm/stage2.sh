@@ -9,6 +9,11 @@
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=dumb LANG=C
 share=/run/vmshare
 mkdir -p /dev/pts /dev/shm
+# devtmpfs has no /dev/fd and friends; bash's process substitution needs /dev/fd.
+ln -sf /proc/self/fd /dev/fd
+ln -sf /proc/self/fd/0 /dev/stdin
+ln -sf /proc/self/fd/1 /dev/stdout
+ln -sf /proc/self/fd/2 /dev/stderr
 mount -t devpts devpts /dev/pts
 mount -t tmpfs shm /dev/shm
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
