@@ -134,9 +134,10 @@ trace_problems() {
   done
 }
 
-# verdict NAME WANT_RC T0 "EXPECTED CALLS" FILES...: compares the native and proxied runs whose
+# verdict NAME WANT_RC T0 "EXPECTED CALLS": compares the native and proxied runs whose
 # exit statuses are in nat_rc/prx_rc and whose outputs are $work/NAME.{native,proxied}.SIDE.out,
-# checks the traces $work/NAME.proxied.*.jsonl and records the result.
+# checks the traces $work/NAME.proxied.*.jsonl (an expected call written client:CALL or
+# server:CALL is looked for on that side of a pair only) and records the result.
 verdict() {
   local name=$1 want=$2 t0=$3 calls=$4 problems=() nsig psig f p
   [[ $nat_rc == "$want" ]] || problems+=("native exit $nat_rc, expected $want")
@@ -145,11 +146,21 @@ verdict() {
   psig=$(signature "$work/$name".proxied.*.out)
   [[ -n $nsig ]] || problems+=("native output lacks the signature /$sig/")
   [[ $nsig == "$psig" ]] || problems+=("output differs: native [$(echo $nsig | cut -c1-80)] proxied [$(echo $psig | cut -c1-80)]")
+  local side c wants
   for f in "$work/$name".proxied.*.out; do
-    # shellcheck disable=SC2086 # calls is a word list
+    # client:CALL / server:CALL apply to that side of a pair only
+    side=${f%.out}
+    side=${side##*.}
+    wants=()
+    for c in $calls; do
+      case $c in
+        client:* | server:*) [[ ${c%%:*} == "$side" ]] && wants+=("${c#*:}") ;;
+        *) wants+=("$c") ;;
+      esac
+    done
     while IFS= read -r p; do
       [[ -n $p ]] && problems+=("$(basename "$f" .out): $p")
-    done < <(trace_problems "${f%.out}.jsonl" $calls)
+    done < <(trace_problems "${f%.out}.jsonl" "${wants[@]}")
   done
   # wall time of the native and the proxied runs (the longer side of a pair)
   local tn tp
