@@ -44,11 +44,20 @@ void add_run(CLI::App& app, int& exit_code) {
                   "Write the decoded calls as JSON lines to FILE");
   run->add_option("--trap-opens", *trap,
                   "Which opens reach gdrproxy: write (O_WRONLY/O_RDWR; needs Landlock), all, or\n"
-                  "auto (write when Landlock is available and no nvidia-caps device is granted)")
+                  "auto (write when Landlock is available)")
       ->check(CLI::IsMember({"auto", "write", "all"}));
   run->add_flag("-q,--quiet", opts->quiet, "No informational notes on stderr");
+  auto sync = std::make_shared<std::string>("auto");
+  run->add_option("--sync-wakeup", *sync,
+                  "Hand the CPU to the caller on each answer (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP):\n"
+                  "on, off, or auto (on with at most 4 CPUs; see docs/PERFORMANCE.md)")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
+  run->add_flag("--stats", opts->stats,
+                "At exit, print how many notifications were served (ioctl, rdma_cm write, open,\n"
+                "brokered, denied)");
   run->add_option("command", opts->argv, "Command and arguments (after --)")->required();
-  run->callback([opts, mode, trap, &exit_code] {
+  run->callback([opts, mode, trap, sync, &exit_code] {
+    if (*sync != "auto") opts->sync_wakeup = *sync == "on";
     if (!mode->empty()) opts->mode = *mode == "trace" ? Mode::kTrace : Mode::kEnforce;
     opts->open_trap = *trap == "write" ? OpenTrapChoice::kWrite
                       : *trap == "all" ? OpenTrapChoice::kAll

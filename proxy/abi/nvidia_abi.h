@@ -15,6 +15,13 @@ struct NvEscape {
   uint8_t nr;           // IOC_NR of the ioctl on /dev/nvidiactl or /dev/nvidiaN
   const char* name;     // e.g. "RM_ALLOC", "CARD_INFO"
   uint16_t param_size;  // sizeof the parameter struct on x86-64 (0 = variable/unchecked)
+  // A second size the driver accepts (RM_ALLOC takes NVOS21 or NVOS64), 0 = none.
+  uint16_t alt_param_size = 0;
+  // >0: the parameter is an array of elements of this size (CARD_INFO, ATTACH_GPUS_TO_FD);
+  // param_size is then 0 and IOC_SIZE must be a non-zero multiple of elem_size.
+  uint16_t elem_size = 0;
+  // Offset of the NV_STATUS the driver writes back, -1 = none (for RM_ALLOC: of param_size).
+  int16_t status_offset = -1;
 };
 
 struct NvClass {
@@ -28,8 +35,10 @@ struct NvControl {
 };
 
 struct NvUvmIoctl {
-  uint32_t cmd;      // raw request number on /dev/nvidia-uvm (not _IOC-encoded)
-  const char* name;  // e.g. "UVM_INITIALIZE"
+  uint32_t cmd;                // raw request number on /dev/nvidia-uvm (not _IOC-encoded)
+  const char* name;            // e.g. "UVM_INITIALIZE"
+  uint16_t param_size = 0;     // sizeof UVM_*_PARAMS on x86-64 (0 = takes no parameters)
+  int16_t status_offset = -1;  // offset of rmStatus, -1 = none
 };
 
 // One driver version's tables.
@@ -58,7 +67,29 @@ const NvidiaDriverAbi& nvidia_newest_abi();
 // The loaded kernel module's version from <proc_root>/driver/nvidia/version, if any.
 std::optional<std::string> detect_nvidia_driver_version(const std::string& proc_root = "/proc");
 
+// Every driver version this build knows, oldest first.
+std::span<const NvidiaDriverAbi* const> nvidia_known_abis();
+// The version string out of the text of /proc/driver/nvidia/version ("NVRM version: NVIDIA
+// UNIX Open Kernel Module for x86_64  580.159.04  Release Build ..."), if it has one.
+std::optional<std::string> parse_nvidia_version_text(std::string_view text);
+
+// Name of an NV_STATUS value (e.g. "NV_OK", "NV_ERR_INVALID_ARGUMENT"), nullptr if unknown.
+const char* nvidia_status_name(uint32_t status);
+
 // NVIDIA frontend ioctls use type 'F'; the driver dispatches on IOC_NR alone.
 inline constexpr uint8_t kNvIoctlType = 0x46;
+// Escapes whose parameters are not a flat struct, so that decoders treat them by hand
+// (nv_escape.h and nv-ioctl-numbers.h; the same in every known release).
+inline constexpr uint8_t kNvEscRmControl = 0x2a;
+inline constexpr uint8_t kNvEscRmAlloc = 0x2b;
+inline constexpr uint8_t kNvEscCardInfo = 200;
+inline constexpr uint8_t kNvEscCheckVersionStr = 210;
+// The escape that tunnels another escape whose parameters exceed what IOC_SIZE can carry.
+inline constexpr uint8_t kNvEscIoctlXferCmd = 211;
+inline constexpr uint8_t kNvEscAttachGpusToFd = 212;
+inline constexpr uint8_t kNvEscExportToDmabufFd = 217;
+inline constexpr uint8_t kNvEscWaitOpenComplete = 218;
+// Largest parameter block the driver copies in through IOCTL_XFER_CMD.
+inline constexpr uint32_t kNvAbsoluteMaxIoctlSize = 16384;
 
 }  // namespace gdrproxy::proxy

@@ -134,7 +134,10 @@ OpenDecision OpenBroker::decide(const OpenCall& call, const ProcessMemory& mem) 
   if (!path) return d;  // the kernel will answer EFAULT/ENAMETOOLONG itself
   d.path = *path;
   if (call.flags & O_PATH) return d;  // an O_PATH fd cannot issue ioctls; re-opens are checked
-  const ProcessIdentity who = read_process_identity(call.tid);
+  // Only paths through /proc or /dev/fd need the caller's own pid numbers.
+  ProcessIdentity who;
+  if (d.path.rfind("/proc/", 0) == 0 || d.path.rfind("/dev/", 0) == 0)
+    who = read_process_identity(call.tid);
   const std::string resolved = rewrite_self_paths(d.path, who.ns_tgid, who.ns_tid);
   Fd target{resolve_for_caller(call.tid, call.dirfd, resolved, call.flags, who.ns_tgid)};
   if (target.fd < 0) return d;

@@ -84,7 +84,7 @@ void render_fields(std::span<const uverbs::WriteField> fields, std::span<const u
 
 // The legacy command inside an INVOKE_WRITE: its number, name and core_in fields.
 void decode_invoke_write(std::span<const ib_uverbs_attr> attrs, const MemoryReader& mem,
-                         DecodedCall& call) {
+                         DecodedCall& call, DecodeDepth depth) {
   const ib_uverbs_attr* core_in = nullptr;
   const ib_uverbs_attr* core_out = nullptr;
   const ib_uverbs_attr* write_cmd = nullptr;
@@ -104,7 +104,7 @@ void decode_invoke_write(std::span<const ib_uverbs_attr> attrs, const MemoryRead
   call.name = "INVOKE_WRITE(" + (spec ? std::string(spec->name) : "CMD_" + hex(cmd)) + ")";
   // Replace the generic attribute rendering with the command's own fields.
   call.args.clear();
-  if (core_in && spec && !spec->in.empty()) {
+  if (core_in && spec && !spec->in.empty() && depth == DecodeDepth::kFull) {
     std::vector<uint8_t> in(std::min<uint32_t>(core_in->len, kMaxInlineCopy));
     bool ok = core_in->len <= 8 ? (std::memcpy(in.data(), &core_in->data, in.size()), true)
                                 : mem.read(core_in->data, in);
@@ -121,7 +121,8 @@ void decode_invoke_write(std::span<const ib_uverbs_attr> attrs, const MemoryRead
 
 }  // namespace
 
-DecodedCall decode_uverbs_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& mem) {
+DecodedCall decode_uverbs_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& mem,
+                                DecodeDepth depth) {
   DecodedCall call;
   call.device_class = DeviceClass::kUverbs;
   call.cmd = cmd;
@@ -129,8 +130,15 @@ DecodedCall decode_uverbs_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& 
     call.name = "UVERBS_IOCTL_" + hex(cmd);
     return call;
   }
+  // Most requests carry few attributes: read the header and up to kSpeculativeAttrs attributes
+  // in one go, falling back to exact reads when that would cross into unmapped memory.
+  constexpr size_t kSpeculativeAttrs = 8;
+  uint8_t first[uverbs::kHeaderSize + kSpeculativeAttrs * uverbs::kAttrSize];
+  bool have_first = mem.read(arg, first);
   ib_uverbs_ioctl_hdr hdr;
-  if (!mem.read(arg, {reinterpret_cast<uint8_t*>(&hdr), sizeof hdr})) {
+  if (have_first) {
+    std::memcpy(&hdr, first, sizeof hdr);
+  } else if (!mem.read(arg, {reinterpret_cast<uint8_t*>(&hdr), sizeof hdr})) {
     call.name = "RDMA_VERBS_IOCTL";
     call.malformed = "header unreadable at " + hex(arg);
     return call;
@@ -178,7 +186,11 @@ DecodedCall decode_uverbs_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& 
         call.args.push_back({spec->name, dec(static_cast<uint32_t>(a.data))});
         break;
       case AttrKind::kFdIn:
+        call.args.push_back({spec->name, dec(static_cast<int32_t>(a.data))});
+        break;
       case AttrKind::kRawFd:
+        // The only raw fd in the ABI today is REG_DMABUF_MR's: the policy checks its provenance.
+        call.keys.dmabuf_fd = static_cast<int32_t>(a.data);
         call.args.push_back({spec->name, dec(static_cast<int32_t>(a.data))});
         break;
       case AttrKind::kIdrNew:
@@ -229,7 +241,7 @@ DecodedCall decode_uverbs_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& 
   }
   if (hdr.object_id == UVERBS_OBJECT_DEVICE && hdr.method_id == UVERBS_METHOD_INVOKE_WRITE) {
     call.result_hints.clear();
-    decode_invoke_write(attrs, mem, call);
+    decode_invoke_write(attrs, mem, call, depth);
   }
   return call;
 }

@@ -12,7 +12,12 @@
 
 namespace gdrproxy::proxy {
 
-DecodedCall decode_uverbs_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& mem);
+// How much of a call to render. kPolicy fills only what the policy matches on (name, keys,
+// malformed): the enforce fast path. kFull also renders every argument for the trace.
+enum class DecodeDepth { kPolicy, kFull };
+
+DecodedCall decode_uverbs_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& mem,
+                                DecodeDepth depth = DecodeDepth::kFull);
 
 // Renders what the kernel wrote back: new handles and fds in the attribute array (region0 holds
 // the header and attributes after the call) and the response of an INVOKE_WRITE or the first

@@ -63,16 +63,29 @@ void enter_standin_dev() {
       if (fs::path(d.source) == p) return true;
     return false;
   };
+  // Directories that will hold stand-ins are rebuilt entry by entry, never bound whole: a
+  // placeholder created inside a bound host directory would land in the host's /dev.
+  auto holds_standin = [](const fs::path& name) {
+    for (const auto& d : standin_devices())
+      if (fs::path(d.name).parent_path() == name) return true;
+    return false;
+  };
   for (const auto& e : fs::directory_iterator("/dev", ec)) {
     const fs::path& p = e.path();
     if (e.is_symlink(ec)) {
       entries.push_back({p.filename(), -1, fs::read_symlink(p, ec)});
+    } else if (holds_standin(p.filename()) && e.is_directory(ec)) {
+      for (const auto& c : fs::directory_iterator(p, ec))
+        entries.push_back(
+            {p.filename() / c.path().filename(), ::open(c.path().c_str(), O_PATH | O_CLOEXEC), {}});
     } else if (!is_source(p)) {
       entries.push_back({p.filename(), ::open(p.c_str(), O_PATH | O_CLOEXEC), {}});
     }
   }
   for (const auto& d : standin_devices()) {
     struct stat st;
+    // A host that has the real device keeps it (a GPU machine gets stand-in NICs only).
+    if (::stat(("/dev/" + d.name).c_str(), &st) == 0) continue;
     if (::stat(d.source.c_str(), &st) == 0 && S_ISCHR(st.st_mode))
       entries.push_back({d.name, ::open(d.source.c_str(), O_PATH | O_CLOEXEC), {}});
   }

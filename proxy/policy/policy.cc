@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "proxy/abi/nvidia_abi.h"
+#include "proxy/abi/rdma_cm_abi.h"
 #include "proxy/abi/uverbs_abi.h"
 #include "proxy/policy/default_policy.h"
 
@@ -116,6 +117,11 @@ Rule parse_rule(const json& j, const std::string& where) {
         auto* u = abi.find_uvm(std::string_view(s));
         return u ? std::optional<uint64_t>(u->cmd) : std::nullopt;
       }));
+    } else if (k == "cm_cmd") {
+      r.cm_cmd = static_cast<uint32_t>(name_or_number(v, w, [](const std::string& s) {
+        auto* c = rdma_cm::find_cmd(s);
+        return c ? std::optional<uint64_t>(c->cmd) : std::nullopt;
+      }));
     } else if (k == "errno") {
       r.err = parse_errno(v);
     } else if (k == "log") {
@@ -148,6 +154,7 @@ bool matches(const Rule& r, const DecodedCall& c) {
   if (r.nv_class && k.nv_class != r.nv_class) return false;
   if (r.control && k.nv_control != r.control) return false;
   if (r.uvm && k.uvm_cmd != r.uvm) return false;
+  if (r.cm_cmd && k.rdma_cm_cmd != r.cm_cmd) return false;
   return true;
 }
 
@@ -168,6 +175,8 @@ bool known_to_tables(const DecodedCall& c) {
     }
     case DeviceClass::kNvidiaUvm:
       return k.uvm_cmd && nvidia_newest_abi().find_uvm(*k.uvm_cmd);
+    case DeviceClass::kRdmaCm:
+      return k.rdma_cm_cmd && rdma_cm::find_cmd(*k.rdma_cm_cmd);
     default:
       return true;
   }
@@ -214,6 +223,8 @@ Policy Policy::from_json(const json& j, const std::string& origin) {
         cp.malformed_action = parse_action(body["malformed"], where + ".malformed");
       if (body.contains("errno")) cp.err = parse_errno(body["errno"]);
       if (body.contains("log")) cp.log = body["log"].get<bool>();
+      if (body.contains("dmabuf_exporters"))
+        cp.dmabuf_exporters = body["dmabuf_exporters"].get<std::vector<std::string>>();
       int i = 0;
       for (const auto& r : body.value("rules", json::array()))
         cp.rules.push_back(parse_rule(r, where + ".rules[" + std::to_string(i++) + "]"));
@@ -241,6 +252,11 @@ Policy Policy::load_file(const std::string& path) {
     throw std::runtime_error("policy " + path + ": " + e.what());
   }
   return from_json(j, path);
+}
+
+const ClassPolicy* Policy::class_policy(DeviceClass c) const {
+  auto it = classes_.find(c);
+  return it == classes_.end() ? nullptr : &it->second;
 }
 
 Verdict Policy::evaluate(const DecodedCall& call) const {

@@ -28,6 +28,7 @@ struct Rule {
   std::optional<uint32_t> write_cmd;
   std::optional<uint8_t> escape;
   std::optional<uint32_t> nv_class, control, uvm;
+  std::optional<uint32_t> cm_cmd;
   std::optional<int> err;
   std::optional<bool> log;
   std::string text;  // the rule as written, for log lines
@@ -40,6 +41,8 @@ struct ClassPolicy {
   int err = 1;  // EPERM
   bool log = true;
   std::vector<Rule> rules;
+  // uverbs: exporters whose dma-bufs REG_DMABUF_MR may register; empty = no provenance check.
+  std::vector<std::string> dmabuf_exporters;
 };
 
 struct Verdict {
@@ -56,6 +59,7 @@ class Policy {
   static Policy from_json(const nlohmann::json& j, const std::string& origin);
 
   Verdict evaluate(const DecodedCall& call) const;
+  const ClassPolicy* class_policy(DeviceClass c) const;
 
   const std::vector<std::string>& grants() const { return grants_; }
   int open_errno() const { return open_errno_; }

@@ -29,11 +29,11 @@ struct Fd {
   }
 };
 
-bool add_rule(int ruleset, const fs::path& p) {
+bool add_rule(int ruleset, const fs::path& p, uint64_t access = kHandled) {
   Fd f{::open(p.c_str(), O_PATH | O_CLOEXEC)};
   if (f.fd < 0) return true;  // vanished or unreadable: nothing to allow
   landlock_path_beneath_attr attr{};
-  attr.allowed_access = kHandled;
+  attr.allowed_access = access;
   attr.parent_fd = f.fd;
   if (::syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &attr, 0) == 0)
     return true;
@@ -48,7 +48,7 @@ int landlock_abi_version() {
   return v < 0 ? 0 : static_cast<int>(v);
 }
 
-bool apply_device_guard(const DeviceCatalog& catalog, std::string& why) {
+bool apply_device_guard(const DeviceCatalog& catalog, const Grants& grants, std::string& why) {
   if (landlock_abi_version() < 1) {
     why = "Landlock is not available in this kernel";
     return false;
@@ -77,6 +77,13 @@ bool apply_device_guard(const DeviceCatalog& catalog, std::string& why) {
     if (::stat(p.c_str(), &st) == 0 && S_ISCHR(st.st_mode) && catalog.find(st.st_rdev)) continue;
     if (!add_rule(ruleset.fd, p)) {
       why = "landlock_add_rule " + p.string() + ": " + std::strerror(errno);
+      return false;
+    }
+  }
+  for (const auto& n : catalog.nodes()) {
+    if (n.device_class == DeviceClass::kNvidiaCaps && grants.granted(n) &&
+        !add_rule(ruleset.fd, n.path, LANDLOCK_ACCESS_FS_READ_FILE)) {
+      why = "landlock_add_rule " + n.path + ": " + std::strerror(errno);
       return false;
     }
   }

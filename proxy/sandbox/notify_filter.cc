@@ -39,15 +39,22 @@ int install_notify_filter(const FilterOptions& options) {
   check(seccomp_rule_add(c.ctx, SCMP_ACT_NOTIFY, SCMP_SYS(ioctl), 1,
                          SCMP_A1(SCMP_CMP_MASKED_EQ, kTypeMask, uint64_t{kNvIoctlType} << 8)),
         "ioctl nvidia");
-  // UVM uses raw numbers: small ones, plus INITIALIZE/DEINITIALIZE.
+  // UVM uses raw numbers: small ones (1..80 today), plus INITIALIZE/DEINITIALIZE...
   check(seccomp_rule_add(c.ctx, SCMP_ACT_NOTIFY, SCMP_SYS(ioctl), 1,
                          SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffff00, 0)),
         "ioctl uvm");
-  for (uint64_t raw : {0x30000001ull, 0x30000002ull})
+  // ...and UVM_IS_8_SUPPORTED (2047), above the small range.
+  for (uint64_t raw : {0x7ffull, 0x30000001ull, 0x30000002ull})
     check(seccomp_rule_add(c.ctx, SCMP_ACT_NOTIFY, SCMP_SYS(ioctl), 1,
                            SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffff, raw)),
           "ioctl uvm init");
 
+  if (options.rdma_cm_fd_base >= 0) {
+    check(seccomp_rule_add(c.ctx, SCMP_ACT_NOTIFY, SCMP_SYS(write), 1,
+                           SCMP_A0(SCMP_CMP_MASKED_EQ, 0xfffffff0,
+                                   static_cast<uint64_t>(options.rdma_cm_fd_base))),
+          "write rdma_cm");
+  }
   if (options.open_trap == OpenTrap::kAllOpens) {
     for (int nr : {SCMP_SYS(open), SCMP_SYS(openat), SCMP_SYS(creat), SCMP_SYS(openat2)})
       check(seccomp_rule_add(c.ctx, SCMP_ACT_NOTIFY, nr, 0), "open");

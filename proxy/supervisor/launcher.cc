@@ -64,7 +64,8 @@ int recv_fd(int sock, std::string& error) {
 
 }  // namespace
 
-Launched launch_sandboxed(const LaunchSpec& spec, const DeviceCatalog& catalog) {
+Launched launch_sandboxed(const LaunchSpec& spec, const DeviceCatalog& catalog,
+                          const Grants& grants) {
   if (spec.argv.empty()) throw std::runtime_error("no command given");
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
@@ -82,7 +83,8 @@ Launched launch_sandboxed(const LaunchSpec& spec, const DeviceCatalog& catalog) 
       child_fail(sv[1], std::string("no_new_privs: ") + std::strerror(errno));
     if (spec.landlock) {
       std::string why;
-      if (!apply_device_guard(catalog, why)) child_fail(sv[1], "Landlock device guard: " + why);
+      if (!apply_device_guard(catalog, grants, why))
+        child_fail(sv[1], "Landlock device guard: " + why);
     }
     int nfd;
     try {

@@ -26,6 +26,7 @@ struct Launched {
 };
 
 // Throws std::runtime_error when the child could not be set up (the child's reason included).
-Launched launch_sandboxed(const LaunchSpec& spec, const DeviceCatalog& catalog);
+Launched launch_sandboxed(const LaunchSpec& spec, const DeviceCatalog& catalog,
+                          const Grants& grants);
 
 }  // namespace gdrproxy::proxy

@@ -6,16 +6,17 @@
 
 namespace gdrproxy::proxy {
 
-int notif_inject_fd(int nfd, uint64_t id, int srcfd, bool cloexec) {
+int notif_inject_fd(int nfd, uint64_t id, int srcfd, bool cloexec, int target_fd) {
   seccomp_notif_addfd a{};
   a.id = id;
-  a.flags = SECCOMP_ADDFD_FLAG_SEND;
+  a.flags = SECCOMP_ADDFD_FLAG_SEND | (target_fd >= 0 ? SECCOMP_ADDFD_FLAG_SETFD : 0);
+  a.newfd = target_fd >= 0 ? static_cast<uint32_t>(target_fd) : 0;
   a.srcfd = static_cast<uint32_t>(srcfd);
   a.newfd_flags = cloexec ? O_CLOEXEC : 0;
   int r = ::ioctl(nfd, SECCOMP_IOCTL_NOTIF_ADDFD, &a);
   if (r >= 0) return r;
   if (errno != EINVAL) return -errno;
-  a.flags = 0;
+  a.flags &= ~SECCOMP_ADDFD_FLAG_SEND;
   r = ::ioctl(nfd, SECCOMP_IOCTL_NOTIF_ADDFD, &a);
   if (r < 0) return -errno;
   if (notif_return(nfd, id, r) < 0) return -errno;

@@ -49,6 +49,7 @@ inline int notif_return(int nfd, uint64_t id, int64_t val) {
 
 // Installs `srcfd` in the caller and completes the syscall with the new fd number. Falls back to
 // ADDFD + SEND on kernels without SECCOMP_ADDFD_FLAG_SEND (< 5.14). Returns the fd or -errno.
-int notif_inject_fd(int nfd, uint64_t id, int srcfd, bool cloexec);
+// With target_fd >= 0 the fd is installed at that number (SECCOMP_ADDFD_FLAG_SETFD).
+int notif_inject_fd(int nfd, uint64_t id, int srcfd, bool cloexec, int target_fd = -1);
 
 }  // namespace gdrproxy::proxy

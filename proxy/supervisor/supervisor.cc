@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -28,11 +29,14 @@
 #include <stdexcept>
 
 #include "proxy/abi/nvidia_abi.h"
+#include "proxy/abi/rdma_cm_abi.h"
 #include "proxy/abi/uverbs_abi.h"
 #include "proxy/broker/open_broker.h"
 #include "proxy/decode/nvidia_decoder.h"
+#include "proxy/decode/rdma_cm_decoder.h"
 #include "proxy/decode/uverbs_decoder.h"
 #include "proxy/devices/device_catalog.h"
+#include "proxy/gpudirect/dmabuf_check.h"
 #include "proxy/mem/process_memory.h"
 #include "proxy/observe/exit_observer.h"
 #include "proxy/sandbox/landlock_guard.h"
@@ -57,6 +61,9 @@ double wall_seconds() {
   clock_gettime(CLOCK_REALTIME, &t);
   return double(t.tv_sec) + double(t.tv_nsec) / 1e9;
 }
+
+// Up to this many CPUs the synchronous wake-up flag is on by default.
+constexpr long kSyncWakeupMaxCpus = 4;
 
 class Supervisor {
  public:
@@ -90,12 +97,17 @@ class Supervisor {
   void handle(const seccomp_notif& req);
   void handle_ioctl(const seccomp_notif& req, uint64_t t0);
   void handle_open(const seccomp_notif& req, uint64_t t0);
+  void handle_cm_write(const seccomp_notif& req, uint64_t t0);
+  void finish_call(TraceRecord& r, const DeviceNode& node, const Verdict& v, uint64_t id, pid_t tid,
+                   uint64_t t0);
+  int free_rdma_cm_slot(pid_t tid) const;
   void on_exit_event(const gdrproxy_exit_event& e);
   void emit(TraceRecord& r);
   void reap();
   void maybe_finish();
   void finish_pending(const std::string& note);
   TraceRecord begin_record(const seccomp_notif& req, const char* syscall);
+  const ProcessIdentity& identity(pid_t tid);
 
   const RunOptions& opts_;
   Policy policy_;
@@ -124,10 +136,14 @@ class Supervisor {
   // Records waiting for their result, by seq; and which seq each host tid waits on.
   std::map<uint64_t, std::pair<TraceRecord, uint64_t>> pending_;  // seq -> (record, t0)
   std::map<uint32_t, uint64_t> pending_by_tid_;
+  // Identities by host tid, valid while /proc/<tid> keeps its inode (a reused pid gets a new one).
+  std::map<pid_t, std::pair<ino_t, ProcessIdentity>> identities_;
   // Per-process counters keyed by (pidns, ns pid).
   std::map<ProcessKey, uint64_t> calls_by_process_;
   uint64_t denied_ = 0;
-  uint64_t n_ioctl_ = 0, n_open_ = 0, n_brokered_ = 0;
+  uint64_t n_ioctl_ = 0, n_open_ = 0, n_brokered_ = 0, n_write_ = 0;
+  uint64_t ns_ioctl_ = 0, ns_open_ = 0;  // time spent handling, for --stats
+  int rdma_cm_fd_base_ = -1;
 };
 
 void Supervisor::setup_nvidia() {
@@ -166,9 +182,6 @@ int Supervisor::run() {
   LaunchSpec spec;
   spec.argv = opts_.argv;
   const bool have_landlock = landlock_abi_version() >= 1;
-  bool caps_granted = false;
-  for (const auto& n : catalog_.nodes())
-    if (n.device_class == DeviceClass::kNvidiaCaps && grants_.granted(n)) caps_granted = true;
   switch (opts_.open_trap) {
     case OpenTrapChoice::kWrite:
       if (!have_landlock)
@@ -179,12 +192,19 @@ int Supervisor::run() {
       spec.filter.open_trap = OpenTrap::kAllOpens;
       break;
     case OpenTrapChoice::kAuto:
-      // nvidia-caps nodes are opened read-only by CUDA, so granting one means every open traps.
-      spec.filter.open_trap =
-          have_landlock && !caps_granted ? OpenTrap::kWriteOpens : OpenTrap::kAllOpens;
+      spec.filter.open_trap = have_landlock ? OpenTrap::kWriteOpens : OpenTrap::kAllOpens;
       break;
   }
   spec.landlock = have_landlock;
+  bool have_rdma_cm = false;
+  for (const auto& n : catalog_.nodes())
+    if (n.device_class == DeviceClass::kRdmaCm && grants_.granted(n)) have_rdma_cm = true;
+  if (have_rdma_cm) {
+    rlimit lim{};
+    ::getrlimit(RLIMIT_NOFILE, &lim);
+    rdma_cm_fd_base_ = rdma_cm::fd_base_for_limit(lim.rlim_cur);
+    spec.filter.rdma_cm_fd_base = rdma_cm_fd_base_;
+  }
   if (!have_landlock)
     note(
         "Landlock unavailable: every open is trapped and a path swapped after the broker's "
@@ -193,11 +213,15 @@ int Supervisor::run() {
   // Orphaned descendants are re-parented to us, so we can reap them: the listener hangs up only
   // once every sandboxed task has been reaped.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-  Launched l = launch_sandboxed(spec, catalog_);
+  Launched l = launch_sandboxed(spec, catalog_, grants_);
   child_ = l.pid;
   nfd_ = l.notify_fd;
-  // Synchronous wake-ups cut a round trip from ~50 us to ~6 us on small VMs (kernel >= 6.6).
-  if (::ioctl(nfd_, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, 0) != 0 &&
+  // Synchronous wake-ups cut a round trip from ~50 us to ~6 us on 2-vCPU VMs (kernel >= 6.6),
+  // but on many-core hosts they move every caller onto the supervisor's CPU (docs/PERFORMANCE.md).
+  const bool sync =
+      opts_.sync_wakeup.value_or(::sysconf(_SC_NPROCESSORS_ONLN) <= kSyncWakeupMaxCpus);
+  if (sync &&
+      ::ioctl(nfd_, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, 0) != 0 &&
       tracing())
     note("synchronous wake-up not supported by this kernel (slower round trips)");
   notify_ = std::make_unique<asio::posix::stream_descriptor>(io_, nfd_);
@@ -211,10 +235,17 @@ int Supervisor::run() {
   io_.run();
   if (observer_) observer_->consume();
   finish_pending("result not observed before the sandbox exited");
-  if (tracing())
-    note("served " + std::to_string(n_ioctl_ + n_open_) + " notifications: " +
-         std::to_string(n_ioctl_) + " ioctl, " + std::to_string(n_open_) + " open (" +
-         std::to_string(n_brokered_) + " brokered), " + std::to_string(denied_) + " denied");
+  if (tracing() || opts_.stats)
+    std::fprintf(
+        stderr,
+        "gdrproxy: served %llu notifications: %llu ioctl, %llu rdma_cm write, %llu open "
+        "(%llu brokered), %llu denied; handler %.1f us/ioctl, %.1f us/open\n",
+        static_cast<unsigned long long>(n_ioctl_ + n_open_ + n_write_),
+        static_cast<unsigned long long>(n_ioctl_), static_cast<unsigned long long>(n_write_),
+        static_cast<unsigned long long>(n_open_), static_cast<unsigned long long>(n_brokered_),
+        static_cast<unsigned long long>(denied_),
+        n_ioctl_ ? double(ns_ioctl_) / 1e3 / double(n_ioctl_) : 0.0,
+        n_open_ ? double(ns_open_) / 1e3 / double(n_open_) : 0.0);
   else if (denied_ && !opts_.quiet)
     note(std::to_string(denied_) + " device call(s) denied");
   return exit_status_;
@@ -284,6 +315,7 @@ void Supervisor::arm_sweep() {
       if (observer_) observer_->forget(it->first);
       it = pending_by_tid_.erase(it);
     }
+    if (json_out_.is_open()) json_out_.flush();
     maybe_finish();
     if (!io_.stopped()) arm_sweep();
   });
@@ -327,15 +359,27 @@ void Supervisor::on_notify_ready() {
     }
     handle(req);
   }
-  maybe_finish();
+  if (hangup_) maybe_finish();
   if (!io_.stopped() && !hangup_) arm_notify();
+}
+
+const ProcessIdentity& Supervisor::identity(pid_t tid) {
+  struct stat st {};
+  ::stat(("/proc/" + std::to_string(tid)).c_str(), &st);
+  auto it = identities_.find(tid);
+  if (it == identities_.end() || it->second.first != st.st_ino) {
+    if (identities_.size() > 4096) identities_.clear();
+    it = identities_.insert_or_assign(tid, std::make_pair(st.st_ino, read_process_identity(tid)))
+             .first;
+  }
+  return it->second.second;
 }
 
 TraceRecord Supervisor::begin_record(const seccomp_notif& req, const char* syscall) {
   TraceRecord r;
   r.seq = ++seq_;
   r.wall_time = wall_seconds();
-  r.who = read_process_identity(static_cast<pid_t>(req.pid));
+  r.who = identity(static_cast<pid_t>(req.pid));
   r.syscall = syscall;
   ++calls_by_process_[{r.who.pidns, r.who.ns_tgid}];
   return r;
@@ -347,6 +391,7 @@ void Supervisor::handle(const seccomp_notif& req) {
     case SYS_ioctl:
       ++n_ioctl_;
       handle_ioctl(req, t0);
+      ns_ioctl_ += monotonic_ns() - t0;
       return;
     case SYS_open:
     case SYS_openat:
@@ -354,6 +399,11 @@ void Supervisor::handle(const seccomp_notif& req) {
     case SYS_creat:
       ++n_open_;
       handle_open(req, t0);
+      ns_open_ += monotonic_ns() - t0;
+      return;
+    case SYS_write:
+      ++n_write_;
+      handle_cm_write(req, t0);
       return;
     default:
       notif_continue(nfd_, req.id);
@@ -377,7 +427,8 @@ void Supervisor::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
   DecodedCall call;
   switch (node->device_class) {
     case DeviceClass::kUverbs:
-      call = decode_uverbs_ioctl(cmd, arg, mem);
+      call =
+          decode_uverbs_ioctl(cmd, arg, mem, tracing() ? DecodeDepth::kFull : DecodeDepth::kPolicy);
       break;
     case DeviceClass::kNvidiaFrontend:
       call = decode_nvidia_frontend_ioctl(cmd, arg, mem, *nv_abi_);
@@ -395,9 +446,22 @@ void Supervisor::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
   // Everything read above is only trustworthy if the caller is still the one that trapped.
   if (!notif_id_valid(nfd_, req.id)) return;
   Verdict v = policy_.evaluate(call);
-  const bool nv = node->device_class == DeviceClass::kNvidiaFrontend ||
-                  node->device_class == DeviceClass::kNvidiaUvm;
-  const bool deny = v.action == Action::kDeny && mode_ == Mode::kEnforce && (!nv || nv_enforce_);
+  if (v.action == Action::kAllow && call.keys.dmabuf_fd) {
+    // GPUDirect: the registered dma-buf must come from a granted GPU.
+    const ClassPolicy* cp = policy_.class_policy(DeviceClass::kUverbs);
+    if (cp && !cp->dmabuf_exporters.empty()) {
+      DmabufVerdict d =
+          check_dmabuf_fd(static_cast<pid_t>(req.pid), *call.keys.dmabuf_fd, cp->dmabuf_exporters);
+      if (!d.allowed) {
+        v.action = Action::kDeny;
+        v.err = cp->err;
+        v.log = true;
+        v.reason = "uverbs dma-buf provenance: " + d.reason;
+      } else if (tracing()) {
+        call.args.push_back({"dmabuf", d.reason});
+      }
+    }
+  }
   TraceRecord r;
   if (tracing() || (v.action == Action::kDeny && v.log)) {
     r = begin_record(req, "ioctl");
@@ -406,8 +470,18 @@ void Supervisor::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
     r.call = std::move(call);
     r.reason = v.reason;
   }
+  finish_call(r, *node, v, req.id, static_cast<pid_t>(req.pid), t0);
+}
+
+// Answers an allowed or denied device call and completes its trace record (now, or when the BPF
+// observer reports the result).
+void Supervisor::finish_call(TraceRecord& r, const DeviceNode& node, const Verdict& v, uint64_t id,
+                             pid_t tid, uint64_t t0) {
+  const bool nv = node.device_class == DeviceClass::kNvidiaFrontend ||
+                  node.device_class == DeviceClass::kNvidiaUvm;
+  const bool deny = v.action == Action::kDeny && mode_ == Mode::kEnforce && (!nv || nv_enforce_);
   if (deny) {
-    notif_error(nfd_, req.id, v.err);
+    notif_error(nfd_, id, v.err);
     ++denied_;
     r.decision = "deny";
     r.ret = -1;
@@ -415,32 +489,33 @@ void Supervisor::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
     r.latency_us = double(monotonic_ns() - t0) / 1e3;
     if (v.log)
       std::fprintf(stderr, "gdrproxy: denied %s %s by pid %u (ns pid %u): %s -> %s\n",
-                   node->name.c_str(), r.call.name.c_str(), r.who.host_tid, r.who.ns_tid,
+                   node.name.c_str(), r.call.name.c_str(), r.who.host_tid, r.who.ns_tid,
                    v.reason.c_str(), errno_name(v.err));
     if (tracing()) emit(r);
     return;
   }
   r.decision = v.action == Action::kDeny ? "allow (would deny: trace mode)" : "allow";
-  if (v.action == Action::kDeny && !deny && v.log && mode_ == Mode::kTrace)
-    std::fprintf(stderr, "gdrproxy: trace mode, would deny %s %s: %s\n", node->name.c_str(),
-                 r.call.name.c_str(), v.reason.c_str());
+  if (v.action == Action::kDeny && v.log)
+    std::fprintf(stderr, "gdrproxy: %s, would deny %s %s: %s\n",
+                 mode_ == Mode::kTrace ? "trace mode" : "driver not in the ABI tables",
+                 node.name.c_str(), r.call.name.c_str(), v.reason.c_str());
   if (!tracing()) {
-    notif_continue(nfd_, req.id);
+    notif_continue(nfd_, id);
     return;
   }
   if (observer_ &&
-      observer_->expect(req.pid, r.seq, r.call.result_regions[0], r.call.result_regions[1])) {
-    if (notif_continue(nfd_, req.id) != 0) {
-      observer_->forget(req.pid);
+      observer_->expect(tid, r.seq, r.call.result_regions[0], r.call.result_regions[1])) {
+    if (notif_continue(nfd_, id) != 0) {
+      observer_->forget(tid);
       r.note = "caller gone before the call ran";
       emit(r);
       return;
     }
-    pending_by_tid_[req.pid] = r.seq;
+    pending_by_tid_[tid] = r.seq;
     pending_.emplace(r.seq, std::make_pair(std::move(r), t0));
     return;
   }
-  notif_continue(nfd_, req.id);
+  notif_continue(nfd_, id);
   r.note = "result not observed";
   emit(r);
 }
@@ -482,7 +557,13 @@ void Supervisor::handle_open(const seccomp_notif& req, uint64_t t0) {
                    d.reason.c_str(), errno_name(d.err));
     }
   } else {
-    const int fd = notif_inject_fd(nfd_, req.id, d.host_fd, (call.flags & O_CLOEXEC) != 0);
+    // rdma_cm fds go to the range whose writes the filter traps (their commands are writes).
+    const int slot = d.node->device_class == DeviceClass::kRdmaCm
+                         ? free_rdma_cm_slot(static_cast<pid_t>(req.pid))
+                         : -1;
+    if (d.node->device_class == DeviceClass::kRdmaCm && slot < 0)
+      r.note = "no free fd in the rdma_cm range: this fd's commands are not traced";
+    const int fd = notif_inject_fd(nfd_, req.id, d.host_fd, (call.flags & O_CLOEXEC) != 0, slot);
     ::close(d.host_fd);
     r.decision = "broker";
     ++n_brokered_;
@@ -496,6 +577,42 @@ void Supervisor::handle_open(const seccomp_notif& req, uint64_t t0) {
   }
   r.latency_us = double(monotonic_ns() - t0) / 1e3;
   if (tracing()) emit(r);
+}
+
+int Supervisor::free_rdma_cm_slot(pid_t tid) const {
+  if (rdma_cm_fd_base_ < 0) return -1;
+  const std::string dir = "/proc/" + std::to_string(tid) + "/fd/";
+  for (int fd = rdma_cm_fd_base_; fd < rdma_cm_fd_base_ + rdma_cm::kFdSlots; ++fd) {
+    struct stat st;
+    if (::lstat((dir + std::to_string(fd)).c_str(), &st) != 0 && errno == ENOENT) return fd;
+  }
+  return -1;
+}
+
+void Supervisor::handle_cm_write(const seccomp_notif& req, uint64_t t0) {
+  const int fd = static_cast<int>(req.data.args[0]);
+  struct stat st;
+  const std::string fd_link = "/proc/" + std::to_string(req.pid) + "/fd/" + std::to_string(fd);
+  const DeviceNode* node = nullptr;
+  if (::stat(fd_link.c_str(), &st) == 0 && S_ISCHR(st.st_mode)) node = catalog_.find(st.st_rdev);
+  if (!node || node->device_class != DeviceClass::kRdmaCm) {
+    // Something else the process dup'ed into the range: an ordinary write.
+    notif_continue(nfd_, req.id);
+    return;
+  }
+  ProcessMemory mem(static_cast<pid_t>(req.pid));
+  DecodedCall call = decode_rdma_cm_write(req.data.args[1], req.data.args[2], mem);
+  if (!notif_id_valid(nfd_, req.id)) return;
+  Verdict v = policy_.evaluate(call);
+  TraceRecord r;
+  if (tracing() || (v.action == Action::kDeny && v.log)) {
+    r = begin_record(req, "write");
+    r.fd = fd;
+    r.device = node->name;
+    r.call = std::move(call);
+    r.reason = v.reason;
+  }
+  finish_call(r, *node, v, req.id, static_cast<pid_t>(req.pid), t0);
 }
 
 void Supervisor::on_exit_event(const gdrproxy_exit_event& e) {
@@ -541,7 +658,8 @@ void Supervisor::finish_pending(const std::string& why) {
 
 void Supervisor::emit(TraceRecord& r) {
   if (opts_.trace_text) std::fprintf(stderr, "%s\n", format_text(r).c_str());
-  if (json_out_.is_open()) json_out_ << format_json(r) << '\n' << std::flush;
+  // Buffered; flushed by the one-second sweep and at exit, not per record.
+  if (json_out_.is_open()) json_out_ << format_json(r) << '\n';
 }
 
 }  // namespace

@@ -22,6 +22,11 @@ struct RunOptions {
   std::optional<std::string> trace_json;   // --trace-json FILE
   OpenTrapChoice open_trap = OpenTrapChoice::kAuto;
   bool quiet = false;  // no notes on stderr (denial log lines stay)
+  bool stats = false;  // print notification counts at exit
+  // SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP: hand the CPU straight to the caller on each answer.
+  // Cheaper round trips on small machines; on large ones it pulls the caller onto the
+  // supervisor's CPU, which serialises concurrent callers. nullopt = decide by CPU count.
+  std::optional<bool> sync_wakeup;
   std::string dev_root = "/dev";
 };
 

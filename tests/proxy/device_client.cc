@@ -4,8 +4,10 @@
 #include <fcntl.h>
 #include <rdma/ib_user_ioctl_cmds.h>
 #include <rdma/ib_user_verbs.h>
+#include <rdma/rdma_user_cm.h>
 #include <rdma/rdma_user_ioctl.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -90,6 +92,51 @@ int main(int argc, char** argv) {
     ::unlink(argv[3]);
     if (fd < 0) return fail("open");
     std::printf("OK fd=%d\n", fd);
+  } else if (op == "cm-write") {
+    // An rdma_cm CREATE_ID command as librdmacm writes it, then N one-byte writes to /dev/null.
+    int fd = ::open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) return fail("open");
+    struct {
+      rdma_ucm_cmd_hdr hdr;
+      rdma_ucm_create_id cmd;
+    } w{};
+    rdma_ucm_create_id_resp resp{};
+    w.hdr.cmd = RDMA_USER_CM_CMD_CREATE_ID;
+    w.hdr.in = sizeof w.cmd;
+    w.hdr.out = sizeof resp;
+    w.cmd.response = reinterpret_cast<uintptr_t>(&resp);
+    w.cmd.ps = RDMA_PS_TCP;
+    w.cmd.qp_type = 2;
+    std::printf("OK cm fd=%d\n", fd);
+    int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    for (int i = 0; i < (argc > 3 ? std::atoi(argv[3]) : 0); ++i) (void)!::write(null, "x", 1);
+    if (::write(fd, &w, sizeof w) < 0) return fail("cm write");
+    std::printf("OK cm write\n");
+  } else if (op == "reg-dmabuf") {
+    // MR.REG_DMABUF_MR with an fd that is a memfd (not a dma-buf) or -1 (NCCL's probe).
+    int fd = ::open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) return fail("open");
+    const bool probe = argc > 3 && std::string(argv[3]) == "-1";
+    const int buf_fd = probe ? -1 : memfd_create("not-a-dmabuf", MFD_CLOEXEC);
+    ib_uverbs_attr attrs[3] = {
+        {UVERBS_ATTR_REG_DMABUF_MR_HANDLE, 0, 0, {}, {0}},
+        {UVERBS_ATTR_REG_DMABUF_MR_LENGTH, 8, 0, {}, {4096}},
+        {UVERBS_ATTR_REG_DMABUF_MR_FD,
+         4,
+         0,
+         {},
+         {static_cast<uint64_t>(static_cast<uint32_t>(buf_fd))}},
+    };
+    ib_uverbs_ioctl_hdr hdr{};
+    hdr.length = sizeof hdr + sizeof attrs;
+    hdr.object_id = UVERBS_OBJECT_MR;
+    hdr.method_id = UVERBS_METHOD_REG_DMABUF_MR;
+    hdr.num_attrs = 3;
+    alignas(8) unsigned char req[sizeof hdr + sizeof attrs];
+    std::memcpy(req, &hdr, sizeof hdr);
+    std::memcpy(req + sizeof hdr, attrs, sizeof attrs);
+    if (::ioctl(fd, RDMA_VERBS_IOCTL, req) != 0) return fail("reg-dmabuf");
+    std::printf("OK reg-dmabuf\n");
   } else if (op == "ioctl") {
     return do_ioctl(path);
   } else if (op == "high-bits") {

@@ -145,9 +145,9 @@ case_exit_status_and_signals() {
 case_ordinary_opens_do_not_trap() {
   sandboxed --trace -- sh -c 'cat /etc/hostname /etc/passwd /etc/group >/dev/null' 2>"$WORK/err" >/dev/null
   # write-trap mode: only the shell's O_WRONLY redirect reaches gdrproxy.
-  expect_in "$WORK/err" "notifications: 0 ioctl, 1 open (0 brokered)"
+  expect_in "$WORK/err" "notifications: 0 ioctl, 0 rdma_cm write, 1 open (0 brokered)"
   sandboxed --trace --trap-opens all -- sh -c 'cat /etc/hostname /etc/passwd /etc/group >/dev/null' 2>"$WORK/err2" >/dev/null
-  n=$(sed -n 's/.*0 ioctl, \([0-9]*\) open.*/\1/p' "$WORK/err2")
+  n=$(sed -n 's/.*0 rdma_cm write, \([0-9]*\) open.*/\1/p' "$WORK/err2")
   [[ ${n:-0} -gt 5 ]] || fail "all-open mode should trap every open (saw ${n:-none})"
 }
 
@@ -164,6 +164,35 @@ case_trace_summarize() {
   expect_in "$WORK/sum" "INVOKE_WRITE(REG_MR)"
   grep -E '^uverbs +INVOKE_WRITE\(REG_MR\) +1 +1 +0 ' "$WORK/sum" >/dev/null || { cat "$WORK/sum"; fail "row"; }
   "$GP" trace summarize /nonexistent 2>"$WORK/err"; [[ $? != 0 ]] || fail "missing file accepted"
+}
+
+case_rdma_cm_commands_traced_other_writes_not() {
+  # rdma_cm fds are injected into the trapped fd range; writes elsewhere never reach gdrproxy.
+  sandboxed --trace --trace-json "$WORK/t.jsonl" -- "$CLIENT" cm-write /dev/infiniband/rdma_cm 50 >"$WORK/out" 2>"$WORK/err"
+  expect_in "$WORK/err" "1 rdma_cm write"
+  [[ $(jq_count "$WORK/t.jsonl" "r['syscall']=='write' and r['call']=='CREATE_ID' and r['args']['ps']=='TCP' and r['fd']>=16") == 1 ]] || fail "CREATE_ID not traced"
+  fd=$(sed -n 's/^OK cm fd=\([0-9]*\).*/\1/p' "$WORK/out")
+  [[ $(jq_count "$WORK/t.jsonl" "r['decision']=='broker' and r['device']=='rdma_cm' and r['result']==$fd") == 1 ]] || fail "rdma_cm fd $fd not the brokered one"
+  # Enforcement by command name.
+  echo '{"version":1,"classes":{"rdma_cm":{"rules":[{"action":"deny","cm_cmd":"CREATE_ID","errno":"EPERM"}]}}}' >"$WORK/p.json"
+  sandboxed --policy "$WORK/p.json" -- "$CLIENT" cm-write /dev/infiniband/rdma_cm 0 >"$WORK/out2" 2>"$WORK/err2"
+  expect_in "$WORK/out2" "ERR EPERM (cm write)"
+  expect_in "$WORK/err2" "denied rdma_cm CREATE_ID"
+}
+
+case_dmabuf_provenance() {
+  # A REG_DMABUF_MR whose fd is not a dma-buf from a granted GPU is refused before it runs...
+  sandboxed --trace-json "$WORK/t.jsonl" -- "$CLIENT" reg-dmabuf /dev/infiniband/uverbs0 memfd >"$WORK/out" 2>"$WORK/err"
+  expect_in "$WORK/out" "ERR EPERM (reg-dmabuf)"
+  expect_in "$WORK/err" "is not a dma-buf (/memfd:not-a-dmabuf"
+  [[ $(jq_count "$WORK/t.jsonl" "r['call']=='MR.REG_DMABUF_MR' and r['decision']=='deny' and 'provenance' in r['rule']") == 1 ]] || fail "denial not traced"
+  # ...while NCCL's capability probe (fd -1) runs (the stand-in device answers ENOTTY).
+  sandboxed -q -- "$CLIENT" reg-dmabuf /dev/infiniband/uverbs0 -1 >"$WORK/out2" 2>&1
+  expect_in "$WORK/out2" "ERR ENOTTY (reg-dmabuf)"
+  # A policy without exporters disables the check.
+  echo '{"version":1,"classes":{"uverbs":{"dmabuf_exporters":[]}}}' >"$WORK/p.json"
+  sandboxed -q --policy "$WORK/p.json" -- "$CLIENT" reg-dmabuf /dev/infiniband/uverbs0 memfd >"$WORK/out3" 2>&1
+  expect_in "$WORK/out3" "ERR ENOTTY (reg-dmabuf)"
 }
 
 SRC=$(cd "$(dirname "$0")/../.." && pwd)

@@ -1,0 +1,128 @@
+// Benchmark tool for the cost of one trapped device ioctl.
+//   ioctl_bench client N PATH    issue N well-formed RDMA_VERBS_IOCTLs on PATH, print ns per call
+//   ioctl_bench raw -- CMD...    a minimal supervisor written only for this benchmark: traps uverbs
+//                                ioctls and answers CONTINUE, nothing else (the floor any seccomp
+//                                notify design pays)
+#include <fcntl.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <rdma/ib_user_ioctl_cmds.h>
+#include <rdma/ib_user_verbs.h>
+#include <rdma/rdma_user_ioctl.h>
+#include <seccomp.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
+#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
+#endif
+
+namespace {
+
+double now_ns() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e9 + t.tv_nsec;
+}
+
+int client(long n, const char* path) {
+  int fd = open(path, O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    perror(path);
+    return 1;
+  }
+  static ib_uverbs_alloc_pd in{};
+  static ib_uverbs_alloc_pd_resp out{};
+  ib_uverbs_attr attrs[3] = {
+      {UVERBS_ATTR_CORE_IN, sizeof in, 0, {}, {reinterpret_cast<uintptr_t>(&in)}},
+      {UVERBS_ATTR_CORE_OUT, sizeof out, 0, {}, {reinterpret_cast<uintptr_t>(&out)}},
+      {UVERBS_ATTR_WRITE_CMD, 4, 0, {}, {IB_USER_VERBS_CMD_ALLOC_PD}},
+  };
+  ib_uverbs_ioctl_hdr hdr{};
+  hdr.length = sizeof hdr + sizeof attrs;
+  hdr.object_id = UVERBS_OBJECT_DEVICE;
+  hdr.method_id = UVERBS_METHOD_INVOKE_WRITE;
+  hdr.num_attrs = 3;
+  alignas(8) unsigned char req[sizeof hdr + sizeof attrs];
+  memcpy(req, &hdr, sizeof hdr);
+  memcpy(req + sizeof hdr, attrs, sizeof attrs);
+  for (int i = 0; i < 100; ++i) ioctl(fd, RDMA_VERBS_IOCTL, req);  // warm-up
+  const double t0 = now_ns();
+  for (long i = 0; i < n; ++i) ioctl(fd, RDMA_VERBS_IOCTL, req);
+  printf("%.1f\n", (now_ns() - t0) / n);
+  return 0;
+}
+
+int raw_supervisor(char** argv) {
+  int sv[2];
+  socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv);
+  pid_t pid = fork();
+  if (pid == 0) {
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+    seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(ioctl), 1,
+                     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xff00, 0x1b00));
+    if (seccomp_load(ctx) != 0) _exit(111);
+    int nfd = seccomp_notify_fd(ctx);
+    char b = 0;
+    iovec iov{&b, 1};
+    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+    msghdr m{};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = ctl;
+    m.msg_controllen = sizeof ctl;
+    cmsghdr* c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &nfd, sizeof nfd);
+    sendmsg(sv[1], &m, 0);
+    execvp(argv[0], argv);
+    _exit(127);
+  }
+  char b;
+  iovec iov{&b, 1};
+  alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+  msghdr m{};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = ctl;
+  m.msg_controllen = sizeof ctl;
+  recvmsg(sv[0], &m, 0);
+  int nfd;
+  memcpy(&nfd, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof nfd);
+  ioctl(nfd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, 1UL, 0);  // same synchronous wake-up as gdrproxy
+  for (;;) {
+    pollfd p{nfd, POLLIN, 0};
+    if (poll(&p, 1, -1) < 0) continue;
+    if (!(p.revents & POLLIN)) break;
+    seccomp_notif req{};
+    if (ioctl(nfd, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) continue;
+    seccomp_notif_resp resp{};
+    resp.id = req.id;
+    resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+    ioctl(nfd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+  }
+  int st;
+  waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 4 && std::string(argv[1]) == "client") return client(atol(argv[2]), argv[3]);
+  if (argc >= 4 && std::string(argv[1]) == "raw" && std::string(argv[2]) == "--")
+    return raw_supervisor(argv + 3);
+  fprintf(stderr, "usage: %s client N PATH | raw -- CMD...\n", argv[0]);
+  return 2;
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Added latency per trapped device ioctl: native vs a minimal raw supervisor vs gdrproxy
+# (enforce, and trace with result observation), all in one run on this machine. Prints the table
+# and the ratios; it is a benchmark, not a test (no pass/fail).
+# Usage: tests/bench/ioctl_latency.sh [BUILD_DIR] [N]
+set -euo pipefail
+build=$(realpath "${1:-build}")
+n=${2:-20000}
+gp=$build/gdrproxy
+bench=$build/tests/bench/ioctl_bench
+dev=/dev/infiniband/uverbs0
+# Stand-in device nodes (see proxy/exercise/standin_devices.h) unless the host has a real one.
+prefix=()
+[[ -e $dev ]] || prefix=("$gp" standin)
+
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+measure() {  # label, command prefix...
+  local label=$1; shift
+  for i in 1 2 3 4 5; do "${prefix[@]}" "$@" "$bench" client "$n" "$dev"; done | median
+}
+native=$(measure native)
+raw=$(measure raw "$bench" raw --)
+enforce=$(measure enforce "$gp" run -q --mode enforce --)
+trace=$(measure trace "$gp" run -q --mode trace --trace-json /dev/null --)
+awk -v n="$native" -v r="$raw" -v e="$enforce" -v t="$trace" -v count="$n" 'BEGIN {
+  printf "ioctl latency, %d calls x 5 runs (median), ns per call\n", count
+  printf "%-34s %10s %12s %12s\n", "setup", "ns/call", "added ns", "vs raw"
+  printf "%-34s %10.0f %12s %12s\n", "native (no filter)", n, "-", "-"
+  printf "%-34s %10.0f %12.0f %12s\n", "raw supervisor (CONTINUE only)", r, r-n, "1.00"
+  printf "%-34s %10.0f %12.0f %12.2f\n", "gdrproxy enforce (decode+policy)", e, e-n, (e-n)/(r-n)
+  printf "%-34s %10.0f %12.0f %12.2f\n", "gdrproxy trace (+BPF result)", t, t-n, (t-n)/(r-n)
+}'

@@ -1,0 +1,33 @@
+// libFuzzer target: arbitrary bytes as the caller's memory behind an RDMA_VERBS_IOCTL, decoded,
+// judged by the built-in policy and rendered. Any crash, hang or sanitizer report is a bug.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "proxy/abi/uverbs_abi.h"
+#include "proxy/decode/uverbs_decoder.h"
+#include "proxy/policy/policy.h"
+#include "proxy/trace/trace_record.h"
+
+using namespace gdrproxy::proxy;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const Policy policy = Policy::builtin_default();
+  std::vector<uint8_t> bytes(data, data + size);
+  BufferMemory mem;
+  // The same bytes at the header address and at the addresses attribute pointers tend to use.
+  mem.map(0x10000, bytes);
+  mem.map(0x20000, bytes);
+  for (uint32_t cmd : {uverbs::kVerbsIoctl, 0xc0101b02u}) {
+    DecodedCall call = decode_uverbs_ioctl(cmd, 0x10000, mem);
+    std::vector<DecodedField> out;
+    decode_uverbs_result(call, bytes, bytes, out);
+    policy.evaluate(call);
+    TraceRecord r;
+    r.call = call;
+    r.out = out;
+    format_text(r);
+    format_json(r);
+  }
+  return 0;
+}

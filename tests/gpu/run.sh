@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The GPU machine's one script: builds the test programs, checks every workload natively and
+# under `gdrproxy run --mode enforce` (default policy) and `--mode trace`, times them (median of 5
+# alternating rounds), compares NCCL's topology dump native vs proxied, and prints a short table
+# last. Run from the repo root on the GPU test machine:
+#   tests/gpu/run.sh [GDRPROXY_BUNDLE_DIR]
+# The bundle (scripts/gpu-bundle.sh makes it here) holds build/gdrproxy and the shared libraries
+# it needs, because that machine has no package manager.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+bundle=${1:-.gpu-bundle}
+gp=$(realpath "$bundle/gdrproxy")
+export LD_LIBRARY_PATH=$(realpath "$bundle/lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+out=${OUT:-/tmp/gdrproxy-gpu}
+rounds=${ROUNDS:-5}
+mkdir -p "$out"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+echo "== machine"
+uname -r
+head -1 /proc/driver/nvidia/version
+nvidia-smi -L
+"$gp" --help >/dev/null || { echo "gdrproxy does not run here"; exit 1; }
+
+echo "== build"
+cuda=${CUDA_HOME:-/usr/local/cuda}
+gcc -O2 -I"$cuda/include" -I"$bundle/include" -o "$work/cuda_dmabuf_check" tests/gpu/cuda_dmabuf_check.c \
+  -L"$cuda/lib64/stubs" -lcuda || { echo "cannot build the CUDA check"; exit 1; }
+
+declare -A status trapped denied
+# check NAME CMD...: one enforce-mode run with stats; records pass/fail and counts.
+check() {
+  local name=$1; shift
+  "$gp" run --mode enforce --stats -- "$@" >"$out/$name.out" 2>"$out/$name.err"
+  local rc=$?
+  local line; line=$(grep 'gdrproxy: served' "$out/$name.err" | tail -1)
+  trapped[$name]=$(sed -n 's/.*served \([0-9]*\) notifications.*/\1/p' <<<"$line")
+  denied[$name]=$(sed -n 's/.* \([0-9]*\) denied.*/\1/p' <<<"$line")
+  if [[ $rc == 0 ]] && grep -q "^PASS" "$out/$name.out"; then status[$name]=pass; else status[$name]="FAIL($rc)"; fi
+}
+
+echo "== checks (enforce mode, default policy)"
+# The CUDA check runs with a stand-in NIC so the REG_DMABUF_MR attempts reach a device node.
+"$gp" standin "$gp" run --mode enforce --stats --trace-json "$out/cuda.jsonl" -- "$work/cuda_dmabuf_check" \
+  >"$out/cuda.out" 2>"$out/cuda.err"
+rc=$?
+cat "$out/cuda.out"
+line=$(grep 'gdrproxy: served' "$out/cuda.err" | tail -1)
+trapped[cuda]=$(sed -n 's/.*served \([0-9]*\) notifications.*/\1/p' <<<"$line")
+denied[cuda]=$(sed -n 's/.* \([0-9]*\) denied.*/\1/p' <<<"$line")
+# The one expected denial: the memfd passed off as a dma-buf.
+if [[ $rc == 0 ]] && grep -q '^PASS cuda' "$out/cuda.out" && grep -q 'reg_dmabuf_memfd EPERM' "$out/cuda.out" \
+   && grep -q 'reg_dmabuf_gpu ENOTTY' "$out/cuda.out" && [[ ${denied[cuda]} == 1 ]]; then
+  status[cuda]=pass
+else
+  status[cuda]="FAIL($rc)"; tail -5 "$out/cuda.err"
+fi
+check matmul python3 tests/gpu/workloads.py matmul
+check allreduce python3 tests/gpu/workloads.py allreduce
+for w in matmul allreduce; do
+  echo "$w: ${status[$w]}, $(grep 'gdrproxy: served' "$out/$w.err" | tail -1)"
+  [[ ${status[$w]} == pass ]] || tail -5 "$out/$w.err"
+done
+
+echo "== topology (NCCL_TOPO_DUMP_FILE native vs proxied)"
+NCCL_TOPO_DUMP_FILE=$out/topo-native.xml python3 tests/gpu/workloads.py allreduce >/dev/null 2>&1
+NCCL_TOPO_DUMP_FILE=$out/topo-proxied.xml "$gp" run -q --mode enforce -- python3 tests/gpu/workloads.py allreduce >/dev/null 2>&1
+if cmp -s "$out/topo-native.xml" "$out/topo-proxied.xml"; then topo=identical; else topo=DIFFERENT; diff "$out/topo-native.xml" "$out/topo-proxied.xml" | head; fi
+echo "topology: $topo"
+
+echo "== timing ($rounds alternating rounds)"
+declare -A times
+now() { date +%s.%N; }
+for ((i = 0; i < rounds; i++)); do
+  for w in matmul allreduce; do
+    for mode in ${MODES:-native enforce trace}; do
+      t0=$(now)
+      case $mode in
+        native) python3 tests/gpu/workloads.py $w >/dev/null 2>&1 ;;
+        enforce) "$gp" run -q --mode enforce -- python3 tests/gpu/workloads.py $w >/dev/null 2>&1 ;;
+        trace) "$gp" run -q --mode trace --trace-json "$out/$w-trace.jsonl" -- python3 tests/gpu/workloads.py $w >/dev/null 2>&1 ;;
+        enforce-sync) "$gp" run -q --sync-wakeup on --mode enforce -- python3 tests/gpu/workloads.py $w >/dev/null 2>&1 ;;
+        trace-sync) "$gp" run -q --sync-wakeup on --mode trace --trace-json "$out/$w-trace.jsonl" -- python3 tests/gpu/workloads.py $w >/dev/null 2>&1 ;;
+      esac
+      times[$w.$mode]+="$(python3 -c "print($(now) - $t0)") "
+    done
+  done
+done
+median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+echo
+echo "== summary ($(date -u +%F), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1))"
+printf "%-10s %-8s %8s %7s %9s %10s %10s %10s\n" workload status trapped denied native_s enforce/n trace/n notes
+printf "%-10s %-8s %8s %7s %9s %10s %10s %10s\n" cuda "${status[cuda]}" "${trapped[cuda]}" "${denied[cuda]}" - - - "1 denial expected (memfd)"
+for w in matmul allreduce; do
+  n=$(median <<<"${times[$w.native]}"); e=$(median <<<"${times[$w.enforce]}"); t=$(median <<<"${times[$w.trace]}")
+  printf "%-10s %-8s %8s %7s %9.3f %10.3f %10.3f\n" $w "${status[$w]}" "${trapped[$w]}" "${denied[$w]}" "$n" \
+    "$(python3 -c "print($e / $n)")" "$(python3 -c "print($t / $n)")"
+  for extra in enforce-sync trace-sync; do
+    [[ -n ${times[$w.$extra]:-} ]] && printf "%-10s %-8s %8s %7s %9s %10.3f  (%s/native)\n" $w "" "" "" "" \
+      "$(python3 -c "print($(median <<<"${times[$w.$extra]}") / $n)")" "$extra"
+  done
+done
+echo "topology native vs proxied: $topo"
+echo "goals: enforce/native <= 1.02, trace/native <= 1.10"
