@@ -106,7 +106,8 @@ pair_as() {
 }
 
 # signature FILE... : the deterministic part of a tool's output, extracted with $sig (sed -E).
-signature() { cat "$@" 2>/dev/null | tr -d '\r' | sed -nE "$sig"; }
+# Lines of gdrproxy's own (its exit statistics when tracing) are not the tool's output.
+signature() { cat "$@" 2>/dev/null | tr -d '\r' | grep -v '^gdrproxy: ' | sed -nE "$sig"; }
 
 # trace_problems TRACE EXPECTED...: prints what is wrong with a proxied run's JSON trace, nothing
 # when it is right. Each EXPECTED is a call name that must appear as a word of some line's "call"
