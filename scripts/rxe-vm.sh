@@ -83,12 +83,13 @@ rm -rf "$share"
 mkdir -p "$share"
 timeout 60 "$repo/scripts/vm/build-initramfs.sh" "$out/initramfs.cpio.gz" "$kver" 2>"$out/initramfs.log" \
   || { cat "$out/initramfs.log" >&2; exit 97; }
-# The guest sources this file (see scripts/vm/stage2.sh). The guest script gets 20 s less than the
-# VM so that its own timeout, not qemu's, ends a hang, and the status still comes back.
+# The guest sources this file (see scripts/vm/stage2.sh). The guest script gets 60 s less than the
+# VM (boot, kill, sync and power-off under a loaded emulator) so that its own timeout, not qemu's,
+# ends a hang, and the status still comes back.
 {
   printf 'GDRVM_SCRIPT=%q\n' "$script"
   printf 'GDRVM_ARGS=%q\n' "${script_args[*]:-}"
-  printf 'GDRVM_TIMEOUT=%d\n' $((vm_timeout - 20))
+  printf 'GDRVM_TIMEOUT=%d\n' $((vm_timeout - 60))
   printf 'GDRVM_CWD=%q\nGDRVM_REPO=%q\nGDRVM_BUILD=%q\n' "$repo" "$repo" "$repo/build"
   printf 'GDRVM_OUT=/run/vmshare\n'
   # Knobs of the guest scripts pass through from this environment (GDRVM_SKIP_BENCH=1, ...).

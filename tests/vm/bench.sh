@@ -32,9 +32,10 @@ bench_pair() {
       PROXY_TRACE=0 pair_as "$mode" "bench-$key-$r" tcp:18515 "$scmd" "$ccmd"
       v=$(sed -nE "$ex" "$work/bench-$key-$r.$mode.client.out" | head -1)
       if [[ $src != 0 || $crc != 0 ]]; then
-        log "bench $key round $r ($mode): server exit $src, client exit $crc"
+        log "bench $key round $r ($mode): server exit $src, client exit $crc; no more rounds of it"
         show "$work/bench-$key-$r.$mode.client.out" "bench-$key-$mode"
         bench_ok=0
+        return
       elif [[ ! $v =~ ^[0-9]+(\.[0-9]+)?$ ]]; then
         # e.g. perftest printing inf when its clock calibration fails on a loaded host
         log "bench $key round $r ($mode): no usable value ('$v'), round skipped"
