@@ -18,6 +18,7 @@
 #include "proxy/devices/device_catalog.h"
 #include "proxy/sandbox/landlock_guard.h"
 #include "proxy/trace/trace_summary.h"
+#include "sysfs/demo.h"
 
 namespace gdrproxy::cli {
 namespace {
@@ -101,7 +102,11 @@ int run_demo() {
   std::ifstream in(trace);
   proxy::summarize_trace(in, std::cout);
   std::filesystem::remove_all(tmp);
-  return rc;
+
+  heading("7. Synthetic sysfs for a container on the embedded 8-GPU/8-NIC HGX H100 example node");
+  std::cout.flush();
+  const int sysfs_rc = sysfs::demo_example_node(std::cout);
+  return rc != 0 ? rc : sysfs_rc;
 }
 
 }  // namespace

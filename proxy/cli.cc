@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "proxy/exercise/cuda_dmabuf.h"
 #include "proxy/exercise/device_exerciser.h"
 #include "proxy/exercise/standin_devices.h"
 #include "proxy/supervisor/supervisor.h"
@@ -48,9 +49,10 @@ void add_run(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"auto", "write", "all"}));
   run->add_flag("-q,--quiet", opts->quiet, "No informational notes on stderr");
   auto sync = std::make_shared<std::string>("auto");
-  run->add_option("--sync-wakeup", *sync,
-                  "Hand the CPU to the caller on each answer (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP):\n"
-                  "on, off, or auto (on with at most 4 CPUs; see docs/PERFORMANCE.md)")
+  run->add_option(
+         "--sync-wakeup", *sync,
+         "Hand the CPU to the caller on each answer (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP):\n"
+         "on, off, or auto (on with at most 4 CPUs; see docs/PERFORMANCE.md)")
       ->check(CLI::IsMember({"auto", "on", "off"}));
   run->add_flag("--stats", opts->stats,
                 "At exit, print how many notifications were served (ioctl, rdma_cm write, open,\n"
@@ -99,11 +101,13 @@ void add_hidden(CLI::App& app, int& exit_code) {
   ex->group("");  // hidden: a tool for demo, doctor and tests
   auto kind = std::make_shared<std::string>();
   auto paths = std::make_shared<std::vector<std::string>>();
-  ex->add_option("kind", *kind)->required()->check(CLI::IsMember({"uverbs", "nvidia"}));
+  ex->add_option("kind", *kind)->required()->check(CLI::IsMember({"uverbs", "nvidia", "cuda"}));
   ex->add_option("paths", *paths)->required();
   ex->callback([kind, paths, &exit_code] {
     if (*kind == "uverbs") {
       exit_code = exercise_uverbs(paths->at(0), std::cout);
+    } else if (*kind == "cuda") {
+      exit_code = exercise_cuda_dmabuf(paths->at(0), std::cout);
     } else {
       exit_code = exercise_nvidia(paths->at(0), paths->size() > 1 ? paths->at(1) : "", std::cout);
     }

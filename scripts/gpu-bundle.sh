@@ -11,7 +11,4 @@ strip "$dir/gdrproxy"
 # Everything outside glibc and libstdc++ (those are newer on the GPU image).
 ldd build/gdrproxy | awk '/=> \//{print $3}' | grep -vE '/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s)\.so' |
   while read -r lib; do cp -L "$lib" "$dir/lib/"; done
-# rdma-core uapi headers for building the CUDA check there.
-mkdir -p "$dir/include/rdma"
-cp /usr/include/rdma/{ib_user_ioctl_cmds.h,rdma_user_ioctl.h,rdma_user_ioctl_cmds.h,ib_user_verbs.h,ib_user_ioctl_verbs.h,ib_user_mad.h} "$dir/include/rdma/" 2>/dev/null || true
 du -sh "$dir"

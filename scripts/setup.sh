@@ -13,9 +13,9 @@ packages=(
   # rdma-core: uapi headers, libibverbs, and the real clients the tests run
   libibverbs-dev librdmacm-dev rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest
   # rail launcher
-  libnl-3-dev libnl-route-3-dev iproute2 kmod procps
-  # synthetic sysfs consumers
-  hwloc libhwloc-dev
+  libnl-3-dev libnl-route-3-dev iproute2 kmod procps iputils-ping
+  # synthetic sysfs consumers (and the python3/bzip2 its tests use for fixtures)
+  hwloc libhwloc-dev python3 bzip2
   # tests
   libgtest-dev libgmock-dev googletest util-linux
   # NVIDIA decoder tests read gzip-compressed ioctl captures

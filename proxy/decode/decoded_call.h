@@ -49,6 +49,10 @@ struct ResultRegion {
   uint32_t len = 0;
 };
 
+// How much of a call to render. kPolicy fills only what the policy matches on (name, keys,
+// malformed): the enforce fast path. kFull also renders every argument for the trace.
+enum class DecodeDepth { kPolicy, kFull };
+
 struct DecodedCall {
   DeviceClass device_class = DeviceClass::kUnknown;
   uint32_t cmd = 0;                // ioctl request as the kernel sees it (low 32 bits)
@@ -59,6 +63,8 @@ struct DecodedCall {
   std::array<ResultRegion, 2> result_regions{};
   // Opaque decoder context that result decoding needs (e.g. attribute offsets).
   std::vector<uint32_t> result_hints;
+  // False when decoding at DecodeDepth::kPolicy: decoders skip rendering `args`.
+  bool render = true;
 };
 
 }  // namespace gdrproxy::proxy

@@ -165,6 +165,7 @@ std::string render_field(const NvField& f, Bytes b, const NvidiaDriverAbi* abi) 
 }
 
 void add(DecodedCall& c, std::string name, std::string value) {
+  if (!c.render) return;
   if (c.args.empty()) c.args.reserve(8);
   c.args.push_back({std::move(name), std::move(value)});
 }
@@ -173,7 +174,7 @@ void add_fields(DecodedCall& c, std::span<const NvField> layout, Bytes b,
                 const NvidiaDriverAbi& abi) {
   for (const NvField& f : layout) {
     if (f.dir == NvFieldDir::kOut) continue;
-    add(c, f.name, render_field(f, b, &abi));
+    if (c.render) add(c, f.name, render_field(f, b, &abi));
     uint32_t id = 0;
     if (f.kind == NvFieldKind::kClass && get(b, f.offset, id)) c.keys.nv_class = id;
   }
@@ -203,6 +204,7 @@ void decode_rm_alloc(DecodedCall& c, Bytes b, const NvidiaDriverAbi& abi) {
   const bool v64 = b.size() == L::kNvos64Size;
   get(b, v64 ? L::kAlloc64ParamsSize : L::kAlloc21ParamsSize, params_size);
   c.keys.nv_class = h_class;
+  if (!c.render) return;
   add(c, "hRoot", hex(h_root));
   add(c, "hObjectParent", hex(h_parent));
   add(c, "hObjectNew", hex(h_new));
@@ -229,6 +231,7 @@ void decode_rm_control(DecodedCall& c, Bytes b, const NvidiaDriverAbi& abi) {
   get(b, L::kCtrlParams, params);
   get(b, L::kCtrlParamsSize, params_size);
   c.keys.nv_control = cmd;
+  if (!c.render) return;
   add(c, "hClient", hex(h_client));
   add(c, "hObject", hex(h_object));
   add(c, "cmd", control_label(abi, cmd));
@@ -483,8 +486,9 @@ void decode_frontend_result(uint8_t nr, Bytes b, std::vector<DecodedField>& out)
 }  // namespace
 
 DecodedCall decode_nvidia_frontend_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& mem,
-                                         const NvidiaDriverAbi& abi) {
+                                         const NvidiaDriverAbi& abi, DecodeDepth depth) {
   DecodedCall c;
+  c.render = depth == DecodeDepth::kFull;
   c.device_class = DeviceClass::kNvidiaFrontend;
   c.cmd = cmd;
   const uint8_t nr = cmd & 0xff;
@@ -497,8 +501,9 @@ DecodedCall decode_nvidia_frontend_ioctl(uint32_t cmd, uint64_t arg, const Memor
 }
 
 DecodedCall decode_nvidia_uvm_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& mem,
-                                    const NvidiaDriverAbi& abi) {
+                                    const NvidiaDriverAbi& abi, DecodeDepth depth) {
   DecodedCall c;
+  c.render = depth == DecodeDepth::kFull;
   c.device_class = DeviceClass::kNvidiaUvm;
   c.cmd = cmd;
   c.keys.uvm_cmd = cmd;

@@ -15,10 +15,13 @@ namespace gdrproxy::proxy {
 
 // `arg` is the ioctl's third argument (a pointer in the caller); `abi` is the table set of the
 // host's driver version.
+// At DecodeDepth::kPolicy only the name, policy keys, result regions and `malformed` are filled.
 DecodedCall decode_nvidia_frontend_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& mem,
-                                         const NvidiaDriverAbi& abi);
+                                         const NvidiaDriverAbi& abi,
+                                         DecodeDepth depth = DecodeDepth::kFull);
 DecodedCall decode_nvidia_uvm_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& mem,
-                                    const NvidiaDriverAbi& abi);
+                                    const NvidiaDriverAbi& abi,
+                                    DecodeDepth depth = DecodeDepth::kFull);
 
 // Renders the result of a returned call from the bytes of its result regions (copied at
 // syscall exit): e.g. the RM status of RM_ALLOC/RM_CONTROL, rmStatus of UVM calls, the fd of

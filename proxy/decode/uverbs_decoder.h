@@ -12,10 +12,6 @@
 
 namespace gdrproxy::proxy {
 
-// How much of a call to render. kPolicy fills only what the policy matches on (name, keys,
-// malformed): the enforce fast path. kFull also renders every argument for the trace.
-enum class DecodeDepth { kPolicy, kFull };
-
 DecodedCall decode_uverbs_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& mem,
                                 DecodeDepth depth = DecodeDepth::kFull);
 

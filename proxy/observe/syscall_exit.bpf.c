@@ -3,7 +3,8 @@
 // thread's ioctl/write returns, this program reports the return value and copies the caller
 // buffers where the kernel wrote the outputs. Threads without a pending entry cost one hash
 // lookup.
-// clang-format off: the BPF helper headers need the kernel types first.
+// The BPF helper headers need the kernel types first.
+// clang-format off
 #include <linux/types.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>

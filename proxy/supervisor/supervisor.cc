@@ -425,16 +425,18 @@ void Supervisor::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
   }
   ProcessMemory mem(static_cast<pid_t>(req.pid));
   DecodedCall call;
+  // Without a trace only what the policy matches on is decoded.
+  const DecodeDepth depth = tracing() ? DecodeDepth::kFull : DecodeDepth::kPolicy;
   switch (node->device_class) {
     case DeviceClass::kUverbs:
       call =
           decode_uverbs_ioctl(cmd, arg, mem, tracing() ? DecodeDepth::kFull : DecodeDepth::kPolicy);
       break;
     case DeviceClass::kNvidiaFrontend:
-      call = decode_nvidia_frontend_ioctl(cmd, arg, mem, *nv_abi_);
+      call = decode_nvidia_frontend_ioctl(cmd, arg, mem, *nv_abi_, depth);
       break;
     case DeviceClass::kNvidiaUvm:
-      call = decode_nvidia_uvm_ioctl(cmd, arg, mem, *nv_abi_);
+      call = decode_nvidia_uvm_ioctl(cmd, arg, mem, *nv_abi_, depth);
       break;
     default:
       call.device_class = node->device_class;

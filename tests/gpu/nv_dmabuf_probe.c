@@ -7,13 +7,13 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#define CHECK(x)                                                  \
-  do {                                                            \
-    CUresult r_ = (x);                                            \
-    if (r_ != CUDA_SUCCESS) {                                     \
-      fprintf(stderr, "%s failed: %d\n", #x, (int)r_);            \
-      return 1;                                                   \
-    }                                                             \
+#define CHECK(x)                                       \
+  do {                                                 \
+    CUresult r_ = (x);                                 \
+    if (r_ != CUDA_SUCCESS) {                          \
+      fprintf(stderr, "%s failed: %d\n", #x, (int)r_); \
+      return 1;                                        \
+    }                                                  \
   } while (0)
 
 int main(void) {
@@ -40,7 +40,8 @@ int main(void) {
   CUdeviceptr va;
   int shared_fd = -1;
   CHECK(cuMemCreate(&handle, size, &prop, 0));
-  CHECK(cuMemExportToShareableHandle(&shared_fd, handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+  CHECK(cuMemExportToShareableHandle(&shared_fd, handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                                     0));
   CHECK(cuMemImportFromShareableHandle(&imported, (void*)(long)shared_fd,
                                        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
   CHECK(cuMemAddressReserve(&va, size, 0, 0, 0));

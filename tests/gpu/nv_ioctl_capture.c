@@ -26,81 +26,156 @@
 // sizeof UVM_*_PARAMS of the 580 driver (uvm_ioctl.h); unknown commands get 64 bytes.
 static uint32_t uvm_params_size(uint32_t cmd) {
   switch (cmd) {
-    case 1: return 24;  // UVM_RESERVE_VA
-    case 2: return 24;  // UVM_RELEASE_VA
-    case 3: return 48;  // UVM_REGION_COMMIT
-    case 4: return 24;  // UVM_REGION_DECOMMIT
-    case 5: return 48;  // UVM_REGION_SET_STREAM
-    case 6: return 16;  // UVM_SET_STREAM_RUNNING
-    case 7: return 272;  // UVM_SET_STREAM_STOPPED
-    case 9: return 44;  // UVM_RUN_TEST
-    case 10: return 24;  // UVM_ADD_SESSION
-    case 11: return 8;  // UVM_REMOVE_SESSION
-    case 12: return 908;  // UVM_ENABLE_COUNTERS
-    case 13: return 48;  // UVM_MAP_COUNTER
-    case 14: return 32;  // UVM_CREATE_EVENT_QUEUE
-    case 15: return 12;  // UVM_REMOVE_EVENT_QUEUE
-    case 16: return 56;  // UVM_MAP_EVENT_QUEUE
-    case 17: return 20;  // UVM_EVENT_CTRL
-    case 18: return 536;  // UVM_REGISTER_MPS_SERVER
-    case 19: return 16;  // UVM_REGISTER_MPS_CLIENT
-    case 20: return 520;  // UVM_GET_GPU_UUID_TABLE
-    case 23: return 16;  // UVM_CREATE_RANGE_GROUP
-    case 24: return 16;  // UVM_DESTROY_RANGE_GROUP
-    case 25: return 32;  // UVM_REGISTER_GPU_VASPACE
-    case 26: return 20;  // UVM_UNREGISTER_GPU_VASPACE
-    case 27: return 56;  // UVM_REGISTER_CHANNEL
-    case 28: return 28;  // UVM_UNREGISTER_CHANNEL
-    case 29: return 36;  // UVM_ENABLE_PEER_ACCESS
-    case 30: return 36;  // UVM_DISABLE_PEER_ACCESS
-    case 31: return 32;  // UVM_SET_RANGE_GROUP
-    case 33: return 9264;  // UVM_MAP_EXTERNAL_ALLOCATION
-    case 34: return 24;  // UVM_FREE
-    case 35: return 24;  // UVM_MEM_MAP
-    case 37: return 40;  // UVM_REGISTER_GPU
-    case 38: return 20;  // UVM_UNREGISTER_GPU
-    case 39: return 8;  // UVM_PAGEABLE_MEM_ACCESS
-    case 40: return 272;  // UVM_PREVENT_MIGRATION_RANGE_GROUPS
-    case 41: return 272;  // UVM_ALLOW_MIGRATION_RANGE_GROUPS
-    case 42: return 40;  // UVM_SET_PREFERRED_LOCATION
-    case 43: return 24;  // UVM_UNSET_PREFERRED_LOCATION
-    case 44: return 24;  // UVM_ENABLE_READ_DUPLICATION
-    case 45: return 24;  // UVM_DISABLE_READ_DUPLICATION
-    case 46: return 40;  // UVM_SET_ACCESSED_BY
-    case 47: return 40;  // UVM_UNSET_ACCESSED_BY
-    case 51: return 80;  // UVM_MIGRATE
-    case 53: return 32;  // UVM_MIGRATE_RANGE_GROUP
-    case 54: return 20;  // UVM_ENABLE_SYSTEM_WIDE_ATOMICS
-    case 55: return 20;  // UVM_DISABLE_SYSTEM_WIDE_ATOMICS
-    case 56: return 56;  // UVM_TOOLS_INIT_EVENT_TRACKER
-    case 57: return 8;  // UVM_TOOLS_SET_NOTIFICATION_THRESHOLD
-    case 58: return 16;  // UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS
-    case 59: return 16;  // UVM_TOOLS_EVENT_QUEUE_DISABLE_EVENTS
-    case 60: return 16;  // UVM_TOOLS_ENABLE_COUNTERS
-    case 61: return 16;  // UVM_TOOLS_DISABLE_COUNTERS
-    case 62: return 40;  // UVM_TOOLS_READ_PROCESS_MEMORY
-    case 63: return 40;  // UVM_TOOLS_WRITE_PROCESS_MEMORY
-    case 64: return 16;  // UVM_TOOLS_GET_PROCESSOR_UUID_TABLE
-    case 65: return 40;  // UVM_MAP_DYNAMIC_PARALLELISM_REGION
-    case 66: return 40;  // UVM_UNMAP_EXTERNAL
-    case 67: return 4;  // UVM_TOOLS_FLUSH_EVENTS
-    case 68: return 9248;  // UVM_ALLOC_SEMAPHORE_POOL
-    case 69: return 4;  // UVM_CLEAN_UP_ZOMBIE_RESOURCES
-    case 70: return 24;  // UVM_PAGEABLE_MEM_ACCESS_ON_GPU
-    case 71: return 24;  // UVM_POPULATE_PAGEABLE
-    case 72: return 24;  // UVM_VALIDATE_VA_RANGE
-    case 73: return 24;  // UVM_CREATE_EXTERNAL_RANGE
-    case 74: return 40;  // UVM_MAP_EXTERNAL_SPARSE
-    case 75: return 8;  // UVM_MM_INITIALIZE
-    case 76: return 56;  // UVM_TOOLS_INIT_EVENT_TRACKER_V2
-    case 77: return 16;  // UVM_TOOLS_GET_PROCESSOR_UUID_TABLE_V2
-    case 78: return 56;  // UVM_ALLOC_DEVICE_P2P
-    case 79: return 4;  // UVM_CLEAR_ALL_ACCESS_COUNTERS
-    case 80: return 32;  // UVM_DISCARD
-    case 2047: return 8;  // UVM_IS_8_SUPPORTED
-    case 0x30000001: return 16;  // UVM_INITIALIZE
-    case 0x30000002: return 0;  // UVM_DEINITIALIZE
-    default: return 64;
+    case 1:
+      return 24;  // UVM_RESERVE_VA
+    case 2:
+      return 24;  // UVM_RELEASE_VA
+    case 3:
+      return 48;  // UVM_REGION_COMMIT
+    case 4:
+      return 24;  // UVM_REGION_DECOMMIT
+    case 5:
+      return 48;  // UVM_REGION_SET_STREAM
+    case 6:
+      return 16;  // UVM_SET_STREAM_RUNNING
+    case 7:
+      return 272;  // UVM_SET_STREAM_STOPPED
+    case 9:
+      return 44;  // UVM_RUN_TEST
+    case 10:
+      return 24;  // UVM_ADD_SESSION
+    case 11:
+      return 8;  // UVM_REMOVE_SESSION
+    case 12:
+      return 908;  // UVM_ENABLE_COUNTERS
+    case 13:
+      return 48;  // UVM_MAP_COUNTER
+    case 14:
+      return 32;  // UVM_CREATE_EVENT_QUEUE
+    case 15:
+      return 12;  // UVM_REMOVE_EVENT_QUEUE
+    case 16:
+      return 56;  // UVM_MAP_EVENT_QUEUE
+    case 17:
+      return 20;  // UVM_EVENT_CTRL
+    case 18:
+      return 536;  // UVM_REGISTER_MPS_SERVER
+    case 19:
+      return 16;  // UVM_REGISTER_MPS_CLIENT
+    case 20:
+      return 520;  // UVM_GET_GPU_UUID_TABLE
+    case 23:
+      return 16;  // UVM_CREATE_RANGE_GROUP
+    case 24:
+      return 16;  // UVM_DESTROY_RANGE_GROUP
+    case 25:
+      return 32;  // UVM_REGISTER_GPU_VASPACE
+    case 26:
+      return 20;  // UVM_UNREGISTER_GPU_VASPACE
+    case 27:
+      return 56;  // UVM_REGISTER_CHANNEL
+    case 28:
+      return 28;  // UVM_UNREGISTER_CHANNEL
+    case 29:
+      return 36;  // UVM_ENABLE_PEER_ACCESS
+    case 30:
+      return 36;  // UVM_DISABLE_PEER_ACCESS
+    case 31:
+      return 32;  // UVM_SET_RANGE_GROUP
+    case 33:
+      return 9264;  // UVM_MAP_EXTERNAL_ALLOCATION
+    case 34:
+      return 24;  // UVM_FREE
+    case 35:
+      return 24;  // UVM_MEM_MAP
+    case 37:
+      return 40;  // UVM_REGISTER_GPU
+    case 38:
+      return 20;  // UVM_UNREGISTER_GPU
+    case 39:
+      return 8;  // UVM_PAGEABLE_MEM_ACCESS
+    case 40:
+      return 272;  // UVM_PREVENT_MIGRATION_RANGE_GROUPS
+    case 41:
+      return 272;  // UVM_ALLOW_MIGRATION_RANGE_GROUPS
+    case 42:
+      return 40;  // UVM_SET_PREFERRED_LOCATION
+    case 43:
+      return 24;  // UVM_UNSET_PREFERRED_LOCATION
+    case 44:
+      return 24;  // UVM_ENABLE_READ_DUPLICATION
+    case 45:
+      return 24;  // UVM_DISABLE_READ_DUPLICATION
+    case 46:
+      return 40;  // UVM_SET_ACCESSED_BY
+    case 47:
+      return 40;  // UVM_UNSET_ACCESSED_BY
+    case 51:
+      return 80;  // UVM_MIGRATE
+    case 53:
+      return 32;  // UVM_MIGRATE_RANGE_GROUP
+    case 54:
+      return 20;  // UVM_ENABLE_SYSTEM_WIDE_ATOMICS
+    case 55:
+      return 20;  // UVM_DISABLE_SYSTEM_WIDE_ATOMICS
+    case 56:
+      return 56;  // UVM_TOOLS_INIT_EVENT_TRACKER
+    case 57:
+      return 8;  // UVM_TOOLS_SET_NOTIFICATION_THRESHOLD
+    case 58:
+      return 16;  // UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS
+    case 59:
+      return 16;  // UVM_TOOLS_EVENT_QUEUE_DISABLE_EVENTS
+    case 60:
+      return 16;  // UVM_TOOLS_ENABLE_COUNTERS
+    case 61:
+      return 16;  // UVM_TOOLS_DISABLE_COUNTERS
+    case 62:
+      return 40;  // UVM_TOOLS_READ_PROCESS_MEMORY
+    case 63:
+      return 40;  // UVM_TOOLS_WRITE_PROCESS_MEMORY
+    case 64:
+      return 16;  // UVM_TOOLS_GET_PROCESSOR_UUID_TABLE
+    case 65:
+      return 40;  // UVM_MAP_DYNAMIC_PARALLELISM_REGION
+    case 66:
+      return 40;  // UVM_UNMAP_EXTERNAL
+    case 67:
+      return 4;  // UVM_TOOLS_FLUSH_EVENTS
+    case 68:
+      return 9248;  // UVM_ALLOC_SEMAPHORE_POOL
+    case 69:
+      return 4;  // UVM_CLEAN_UP_ZOMBIE_RESOURCES
+    case 70:
+      return 24;  // UVM_PAGEABLE_MEM_ACCESS_ON_GPU
+    case 71:
+      return 24;  // UVM_POPULATE_PAGEABLE
+    case 72:
+      return 24;  // UVM_VALIDATE_VA_RANGE
+    case 73:
+      return 24;  // UVM_CREATE_EXTERNAL_RANGE
+    case 74:
+      return 40;  // UVM_MAP_EXTERNAL_SPARSE
+    case 75:
+      return 8;  // UVM_MM_INITIALIZE
+    case 76:
+      return 56;  // UVM_TOOLS_INIT_EVENT_TRACKER_V2
+    case 77:
+      return 16;  // UVM_TOOLS_GET_PROCESSOR_UUID_TABLE_V2
+    case 78:
+      return 56;  // UVM_ALLOC_DEVICE_P2P
+    case 79:
+      return 4;  // UVM_CLEAR_ALL_ACCESS_COUNTERS
+    case 80:
+      return 32;  // UVM_DISCARD
+    case 2047:
+      return 8;  // UVM_IS_8_SUPPORTED
+    case 0x30000001:
+      return 16;  // UVM_INITIALIZE
+    case 0x30000002:
+      return 0;  // UVM_DEINITIALIZE
+    default:
+      return 64;
   }
 }
 
@@ -165,12 +240,14 @@ int ioctl(int fd, unsigned long req, ...) {
     memcpy(&inner_size, regs[0].pre + 4, 4);
     memcpy(&inner_ptr, regs[0].pre + 8, 8);
     regs[1].addr = inner_ptr;
-    regs[1].len = self_read(inner_ptr, regs[1].pre, inner_size < MAX_REGION ? inner_size : MAX_REGION);
+    regs[1].len =
+        self_read(inner_ptr, regs[1].pre, inner_size < MAX_REGION ? inner_size : MAX_REGION);
     nregs = 2;
   }
   int ret = real_ioctl(fd, req, argp);
   int err = errno;
-  for (uint32_t i = 0; i < nregs; ++i) regs[i].len = self_read(regs[i].addr, regs[i].post, regs[i].len);
+  for (uint32_t i = 0; i < nregs; ++i)
+    regs[i].len = self_read(regs[i].addr, regs[i].post, regs[i].len);
 
   pthread_mutex_lock(&lock);
   if (out_fd == -2 || out_pid != getpid()) {  // first call, or first call after a fork

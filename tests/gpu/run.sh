@@ -24,11 +24,6 @@ head -1 /proc/driver/nvidia/version
 nvidia-smi -L
 "$gp" --help >/dev/null || { echo "gdrproxy does not run here"; exit 1; }
 
-echo "== build"
-cuda=${CUDA_HOME:-/usr/local/cuda}
-gcc -O2 -I"$cuda/include" -I"$bundle/include" -o "$work/cuda_dmabuf_check" tests/gpu/cuda_dmabuf_check.c \
-  -L"$cuda/lib64/stubs" -lcuda || { echo "cannot build the CUDA check"; exit 1; }
-
 declare -A status trapped denied
 # check NAME CMD...: one enforce-mode run with stats; records pass/fail and counts.
 check() {
@@ -42,8 +37,10 @@ check() {
 }
 
 echo "== checks (enforce mode, default policy)"
-# The CUDA check runs with a stand-in NIC so the REG_DMABUF_MR attempts reach a device node.
-"$gp" standin "$gp" run --mode enforce --stats --trace-json "$out/cuda.jsonl" -- "$work/cuda_dmabuf_check" \
+# The CUDA check (gdrproxy's own, libcuda.so.1 loaded at run time) runs with a stand-in NIC so
+# the REG_DMABUF_MR attempts reach a device node.
+"$gp" standin "$gp" run --mode enforce --stats --trace-json "$out/cuda.jsonl" -- \
+  "$gp" exercise cuda /dev/infiniband/uverbs0 \
   >"$out/cuda.out" 2>"$out/cuda.err"
 rc=$?
 cat "$out/cuda.out"
@@ -69,6 +66,11 @@ NCCL_TOPO_DUMP_FILE=$out/topo-native.xml python3 tests/gpu/workloads.py allreduc
 NCCL_TOPO_DUMP_FILE=$out/topo-proxied.xml "$gp" run -q --mode enforce -- python3 tests/gpu/workloads.py allreduce >/dev/null 2>&1
 if cmp -s "$out/topo-native.xml" "$out/topo-proxied.xml"; then topo=identical; else topo=DIFFERENT; diff "$out/topo-native.xml" "$out/topo-proxied.xml" | head; fi
 echo "topology: $topo"
+
+echo "== synthetic sysfs under real NCCL (tests/sysfs/gpu_nccl_topology.sh)"
+tests/sysfs/gpu_nccl_topology.sh "$gp" "$work/sysfs-topo" >"$out/sysfs-topo.log" 2>&1
+case $? in 0) sysfs_topo=identical ;; 77) sysfs_topo=skipped ;; *) sysfs_topo=FAIL; tail -5 "$out/sysfs-topo.log" ;; esac
+echo "sysfs: $sysfs_topo"
 
 echo "== timing ($rounds alternating rounds)"
 declare -A times
@@ -104,4 +106,5 @@ for w in matmul allreduce; do
   done
 done
 echo "topology native vs proxied: $topo"
+echo "NCCL topology with the synthetic /sys vs the host's: $sysfs_topo"
 echo "goals: enforce/native <= 1.02, trace/native <= 1.10"

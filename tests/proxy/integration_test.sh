@@ -195,6 +195,38 @@ case_dmabuf_provenance() {
   expect_in "$WORK/out3" "ERR ENOTTY (reg-dmabuf)"
 }
 
+case_unknown_nvidia_driver_is_trace_only() {
+  # No /proc/driver/nvidia/version here: the NVIDIA classes are never denied, and gdrproxy says so.
+  [[ -e /proc/driver/nvidia/version ]] && { echo "SKIP: a real NVIDIA driver is loaded"; return; }
+  echo '{"version":1,"classes":{"nvidia":{"rules":[{"action":"deny","escape":"RM_ALLOC"}]}}}' >"$WORK/p.json"
+  sandboxed --mode enforce --policy "$WORK/p.json" -- "$GP" exercise nvidia /dev/nvidiactl >"$WORK/out" 2>"$WORK/err"
+  expect_in "$WORK/err" "is not in this build's ABI tables"
+  expect_in "$WORK/err" "driver not in the ABI tables, would deny nvidiactl RM_ALLOC"
+  expect_in "$WORK/out" "RM_ALLOC(NV01_ROOT_CLIENT) -> EINVAL"   # ran: the stand-in answered
+}
+
+case_callers_killed_mid_call() {
+  # Many callers die at random points while their device calls are being served: gdrproxy must
+  # neither crash nor hang, and must still report the command's own exit status.
+  sandboxed -q --trace-json "$WORK/t.jsonl" -- sh -c "
+    ( while :; do $CLIENT fork-tree /dev/infiniband/uverbs0 >/dev/null; done ) & loop=\$!
+    for i in \$(seq 40); do sleep 0.0\$((i % 7 + 1)); pkill -KILL -P \$loop; done
+    kill -KILL \$loop; wait; exit 3" >"$WORK/out" 2>"$WORK/err"
+  local rc=$?
+  [[ $rc == 3 ]] || { cat "$WORK/err"; fail "exit status $rc, expected 3"; }
+  python3 -c "import json,sys; [json.loads(l) for l in open(sys.argv[1])]" "$WORK/t.jsonl" || fail "trace not valid JSON lines"
+  # Some calls were served while callers were being killed.
+  [[ $(jq_count "$WORK/t.jsonl" "r['call']=='INVOKE_WRITE(ALLOC_PD)'") -gt 10 ]] || fail "too few calls traced"
+}
+
+case_cuda_probe_runs_without_cuda() {
+  # libcuda.so.1 is loaded at run time: without it the probe says so and exits 2.
+  ldconfig -p | grep -q 'libcuda.so.1 ' && { echo "SKIP: CUDA present"; return; }
+  sandboxed -q -- "$GP" exercise cuda /dev/infiniband/uverbs0 >"$WORK/out" 2>&1
+  [[ $? == 2 ]] || fail "expected exit 2"
+  expect_in "$WORK/out" "cuda unavailable (libcuda.so.1"
+}
+
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 "case_$CASE"
 echo "PASS [$CASE]"

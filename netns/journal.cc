@@ -1,0 +1,121 @@
+// Journal write/read with fsync and validation (see journal.h).
+#include "netns/journal.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "netns/error.h"
+
+namespace gdrproxy::netns {
+namespace {
+
+std::string read_first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+void write_all_fsync(const std::string& path, const std::string& data) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) throw_errno("cannot create journal " + path, errno);
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int e = errno;
+      ::close(fd);
+      throw_errno("cannot write journal " + path, e);
+    }
+    off += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    int e = errno;
+    ::close(fd);
+    throw_errno("cannot fsync journal " + path, e);
+  }
+  ::close(fd);
+}
+
+void fsync_dir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw_errno("cannot open journal directory " + dir, errno);
+  int rc = ::fsync(fd);
+  int e = errno;
+  ::close(fd);
+  if (rc != 0) throw_errno("cannot fsync journal directory " + dir, e);
+}
+
+}  // namespace
+
+Json host_identity() {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  return Json{{"hostname", host},
+              {"machine_id", read_first_line("/etc/machine-id")},
+              {"boot_id", read_first_line("/proc/sys/kernel/random/boot_id")}};
+}
+
+std::string journal_checksum(const Json& doc) {
+  Json body = doc;
+  body.erase("checksum");
+  std::string text = body.dump();
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+void write_journal(const std::string& path, Json doc) {
+  doc["checksum"] = journal_checksum(doc);
+  std::string tmp = path + ".tmp";
+  write_all_fsync(tmp, doc.dump(2) + "\n");
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw_errno("cannot rename " + tmp + " to " + path, errno);
+  std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
+  fsync_dir(dir.string());
+}
+
+Json load_journal(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw NetnsError("cannot read journal " + path + ": " + std::strerror(errno));
+  Json doc;
+  try {
+    doc = Json::parse(in);
+  } catch (const std::exception& e) {
+    throw NetnsError("journal " + path + " is corrupt (not JSON): " + e.what());
+  }
+  if (!doc.is_object() || doc.value("format", "") != kJournalFormat)
+    throw NetnsError("journal " + path + " is not a " + std::string(kJournalFormat) + " journal");
+  if (doc.value("checksum", "") != journal_checksum(doc))
+    throw NetnsError("journal " + path + " is corrupt: checksum mismatch");
+  Json here = host_identity();
+  const Json& then = doc.at("host");
+  if (then.value("machine_id", "") != here["machine_id"] ||
+      then.value("hostname", "") != here["hostname"])
+    throw NetnsError("journal " + path + " was written on another host (" +
+                     then.value("hostname", "?") + ", machine-id " + then.value("machine_id", "?") +
+                     "); this is " + here["hostname"].get<std::string>());
+  if (then.value("boot_id", "") != here["boot_id"])
+    throw NetnsError("journal " + path + " was written before a reboot (boot " +
+                     then.value("boot_id", "?") +
+                     "): the interfaces and namespaces it describes no longer exist");
+  return doc;
+}
+
+std::string done_path(const std::string& journal_path) {
+  return journal_path + ".done";
+}
+
+}  // namespace gdrproxy::netns

@@ -1,0 +1,74 @@
+// rtnetlink link changes (see link_ops.h).
+#include "netns/link_ops.h"
+
+#include <net/if.h>
+
+#include "netns/error.h"
+
+namespace gdrproxy::netns {
+namespace {
+
+std::string link_name(rtnl_link* link) {
+  const char* n = rtnl_link_get_name(link);
+  return n ? n : "ifindex " + std::to_string(rtnl_link_get_ifindex(link));
+}
+
+void change(const NlSocket& sock, rtnl_link* link, rtnl_link* changes, const std::string& what) {
+  if (int rc = rtnl_link_change(sock.get(), link, changes, 0); rc < 0)
+    throw_nl(link_name(link) + ": cannot " + what, rc);
+}
+
+}  // namespace
+
+LinkPtr find_link(const NlSocket& sock, const std::string& name) {
+  rtnl_link* link = nullptr;
+  int rc = rtnl_link_get_kernel(sock.get(), 0, name.c_str(), &link);
+  if (rc < 0) return nullptr;
+  return LinkPtr(link);
+}
+
+LinkPtr find_link_by_mac(const NlSocket& sock, const std::string& mac) {
+  if (mac.empty()) return nullptr;
+  CachePtr links = sock.links();
+  for (nl_object* o = nl_cache_get_first(links.get()); o; o = nl_cache_get_next(o)) {
+    auto* l = reinterpret_cast<rtnl_link*>(o);
+    if (link_mac(l) == mac) {
+      nl_object_get(o);
+      return LinkPtr(l);
+    }
+  }
+  return nullptr;
+}
+
+void move_link(const NlSocket& sock, rtnl_link* link, const NetnsFd& to) {
+  LinkPtr changes(rtnl_link_alloc());
+  rtnl_link_set_ns_fd(changes.get(), to.fd());
+  change(sock, link, changes.get(), "move into network namespace " + to.describe());
+}
+
+void set_mtu(const NlSocket& sock, rtnl_link* link, unsigned mtu) {
+  LinkPtr changes(rtnl_link_alloc());
+  rtnl_link_set_mtu(changes.get(), mtu);
+  change(sock, link, changes.get(), "set MTU " + std::to_string(mtu));
+}
+
+void set_up(const NlSocket& sock, rtnl_link* link, bool up) {
+  LinkPtr changes(rtnl_link_alloc());
+  if (up)
+    rtnl_link_set_flags(changes.get(), IFF_UP);
+  else
+    rtnl_link_unset_flags(changes.get(), IFF_UP);
+  change(sock, link, changes.get(), up ? "set up" : "set down");
+}
+
+void rename_link(const NlSocket& sock, rtnl_link* link, const std::string& name) {
+  LinkPtr changes(rtnl_link_alloc());
+  rtnl_link_set_name(changes.get(), name.c_str());
+  change(sock, link, changes.get(), "rename to " + name);
+}
+
+bool link_is_up(rtnl_link* link) {
+  return rtnl_link_get_flags(link) & IFF_UP;
+}
+
+}  // namespace gdrproxy::netns

@@ -1,0 +1,24 @@
+// Changes to one link through rtnetlink: move to another namespace, MTU, up/down, rename.
+// Every function names the interface (and namespace) in its error.
+#pragma once
+
+#include <string>
+
+#include "netns/nl.h"
+
+namespace gdrproxy::netns {
+
+// A link by name in `sock`'s namespace, or null.
+LinkPtr find_link(const NlSocket& sock, const std::string& name);
+// A link by MAC address (for an interface the kernel renamed, e.g. "dev4" after its namespace
+// died), or null.
+LinkPtr find_link_by_mac(const NlSocket& sock, const std::string& mac);
+
+void move_link(const NlSocket& sock, rtnl_link* link, const NetnsFd& to);
+void set_mtu(const NlSocket& sock, rtnl_link* link, unsigned mtu);
+void set_up(const NlSocket& sock, rtnl_link* link, bool up);
+void rename_link(const NlSocket& sock, rtnl_link* link, const std::string& name);
+
+bool link_is_up(rtnl_link* link);
+
+}  // namespace gdrproxy::netns

@@ -1,0 +1,168 @@
+// Journal-first move of rails into a target namespace (see move.h).
+#include "netns/move.h"
+
+#include <linux/rtnetlink.h>
+#include <net/if.h>
+#include <netlink/route/nexthop.h>
+
+#include <ctime>
+#include <filesystem>
+#include <set>
+
+#include "netns/configure.h"
+#include "netns/error.h"
+#include "netns/fault.h"
+#include "netns/guard.h"
+#include "netns/journal.h"
+#include "netns/link_ops.h"
+#include "netns/profile.h"
+#include "netns/restore.h"
+#include "netns/sysctl.h"
+
+namespace gdrproxy::netns {
+namespace {
+
+// One dump of the host namespace, shared by every interface's snapshot.
+struct HostView {
+  CachePtr links;
+  ObjList addrs, routes, rules;
+};
+
+// Everything `restore` needs about one interface, read before anything changes.
+Json snapshot_iface(const NlSocket& hsock, const NlSocket& tsock, const NetnsFd& host,
+                    const NetnsFd& target, const HostView& view, const std::string& name,
+                    const MoveOptions& opts) {
+  LinkPtr link = find_link(hsock, name);
+  if (!link) {
+    if (find_link(tsock, name))
+      throw NetnsError(name + ": already in the target network namespace " + target.describe());
+    throw NetnsError(name + ": no such interface in this network namespace (" + host.id().str() +
+                     "); it may be in another namespace already");
+  }
+  if (rtnl_link_get_flags(link.get()) & IFF_LOOPBACK)
+    throw NetnsError(name + ": refusing to move a loopback interface");
+  if (find_link(tsock, name))
+    throw NetnsError(name + ": the target network namespace " + target.describe() +
+                     " already has an interface of that name");
+  if (!opts.allow_bootstrap) {
+    if (auto why = bootstrap_reason(hsock, name, opts.bootstrap_addrs))
+      throw NetnsError(name + ": refusing to move it: it " + *why +
+                       " (pass --allow-bootstrap to move it anyway)");
+  }
+  int ifindex = rtnl_link_get_ifindex(link.get());
+  Json rec;
+  rec["name"] = name;
+  rec["ifindex"] = ifindex;
+  rec["mac"] = link_mac(link.get());
+  rec["mtu"] = rtnl_link_get_mtu(link.get());
+  rec["up"] = link_is_up(link.get());
+  rec["addrs"] = capture_addrs(view.addrs, ifindex);
+  rec["routes"] = capture_routes(view.routes, view.links.get(), ifindex);
+  rec["rules"] = capture_rules(view.rules, name, rec["addrs"]);
+  Json sysctls = Json::object();
+  for (const auto& key : journaled_sysctl_keys()) sysctls[key] = read_conf_sysctl(name, key);
+  rec["sysctls"] = sysctls;
+  return rec;
+}
+
+// Routes all of whose interfaces are among the moved ones: the others cannot exist in the target.
+Json routes_for_target(const Json& routes, const std::set<std::string>& moved, std::ostream& log) {
+  Json out = Json::array();
+  for (const auto& r : routes) {
+    bool ok = true;
+    for (const auto& h : r.at("nexthops")) ok = ok && moved.count(h.at("ifname"));
+    if (ok)
+      out.push_back(r);
+    else
+      log << "note: route " << describe(r) << " also uses an interface that stays; not copied\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+void move_rails(const MoveOptions& opts, std::ostream& log) {
+  if (opts.ifaces.empty()) throw NetnsError("no interfaces given (--ifaces)");
+  if (opts.journal.empty()) throw NetnsError("no journal file given (--journal)");
+  std::set<std::string> moved(opts.ifaces.begin(), opts.ifaces.end());
+  if (moved.size() != opts.ifaces.size())
+    throw NetnsError("an interface is named twice in --ifaces");
+  if (std::filesystem::exists(opts.journal))
+    throw NetnsError("journal " + opts.journal +
+                     " already exists: an earlier move was not restored (run `gdrproxy netns "
+                     "restore --journal " +
+                     opts.journal + "` first)");
+
+  NetnsFd host = NetnsFd::current();
+  NetnsFd target =
+      opts.target_pid ? NetnsFd::open_pid(opts.target_pid) : NetnsFd::open_path(opts.target_path);
+  if (target.id() == host.id())
+    throw NetnsError("target " + target.describe() + " is the current network namespace");
+  ArpProfile profile = load_profile(opts.profile, opts.profile_dir);
+
+  NlSocket hsock;
+  NlSocket tsock = NlSocket::open_in(target);
+  HostView view{hsock.links(), hsock.addrs(), hsock.routes(), hsock.rules()};
+  Json ifaces = Json::array();
+  unsigned rail = 0;
+  for (const auto& name : opts.ifaces) {
+    Json rec = snapshot_iface(hsock, tsock, host, target, view, name, opts);
+    rec["target_routes"] = source_routing_routes(rec, profile, rail);
+    rec["target_rules"] = source_routing_rules(rec, profile, rail);
+    ifaces.push_back(std::move(rec));
+    ++rail;
+  }
+
+  Json target_rec{{"dev", target.id().dev}, {"ino", target.id().ino}};
+  if (opts.target_pid)
+    target_rec["pid"] = opts.target_pid;
+  else
+    target_rec["path"] = opts.target_path;
+  Json doc{{"format", kJournalFormat},
+           {"created_unix", static_cast<long long>(std::time(nullptr))},
+           {"host", host_identity()},
+           {"origin_netns", {{"dev", host.id().dev}, {"ino", host.id().ino}}},
+           {"target", target_rec},
+           {"profile", profile.raw},
+           {"ifaces", ifaces},
+           {"kernel_route_order", kernel_route_order(view.routes, view.links.get(), moved)}};
+  write_journal(opts.journal, doc);
+  step_done("journal written");
+
+  try {
+    for (const auto& rec : ifaces) {
+      const std::string name = rec["name"];
+      LinkPtr link = find_link(hsock, name);
+      if (!link) throw NetnsError(name + ": disappeared before it could be moved");
+      move_link(hsock, link.get(), target);
+      step_done(name + ": moved into " + target.describe());
+      configure_link(tsock, rec);
+    }
+    for (const auto& rec : ifaces) {
+      const std::string name = rec["name"];
+      configure_routes(tsock, routes_for_target(rec["routes"], moved, log), name, false);
+      configure_rules(tsock, rec["rules"], name);
+    }
+    Json sysctls(profile.sysctls);
+    for (const auto& rec : ifaces) {
+      const std::string name = rec["name"];
+      configure_sysctls(target, name, sysctls);
+      configure_routes(tsock, rec["target_routes"], name, false);
+      configure_rules(tsock, rec["target_rules"], name);
+    }
+  } catch (const std::exception& e) {
+    std::string cause = e.what();
+    log << "error: " << cause << "; rolling back\n";
+    int problems = restore_from_journal(doc, log);
+    if (problems == 0) {
+      std::filesystem::remove(opts.journal);
+      throw NetnsError(cause + " (rolled back: the host is as before)");
+    }
+    throw NetnsError(cause + "; rollback left " + std::to_string(problems) +
+                     " interface(s) unrestored, journal kept at " + opts.journal);
+  }
+  log << "moved " << ifaces.size() << " interface(s) into " << target.describe()
+      << " with ARP profile " << profile.name << "; journal " << opts.journal << "\n";
+}
+
+}  // namespace gdrproxy::netns

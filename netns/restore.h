@@ -1,0 +1,26 @@
+// `gdrproxy netns restore`: bring every journaled interface back to the namespace it came from
+// and re-apply its original configuration.
+//
+// The idea not to miss: restore works from the journal and the live state only. It looks for
+// each interface on the host (by name, then by MAC, since the kernel renames an interface it
+// takes back from a dying namespace when the name is taken), then in the target if that still
+// exists and is still the same namespace, and re-applies everything with ensure-present writes.
+// Running it twice, or after a crash of `move` at any step, gives the same result.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "netns/records.h"
+
+namespace gdrproxy::netns {
+
+// Restores what `doc` (a validated journal) describes. Returns how many interfaces could not be
+// restored (each is reported on `log` by name); 0 means the host is as the journal says.
+int restore_from_journal(const Json& doc, std::ostream& log);
+
+// Loads the journal at `path` (or, if a previous restore completed, `path`.done), restores, and
+// on full success renames the journal to `path`.done. Returns the number of problems.
+int restore_command(const std::string& path, std::ostream& log);
+
+}  // namespace gdrproxy::netns

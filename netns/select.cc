@@ -1,0 +1,146 @@
+// Rail selection rules (see select.h).
+#include "netns/select.h"
+
+#include <algorithm>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "netns/error.h"
+#include "netns/guard.h"
+
+namespace gdrproxy::netns {
+namespace {
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+}  // namespace
+
+Selection select_rails_from(const std::vector<RdmaNetdev>& candidates, const LiveView& live,
+                            const SelectOptions& opts) {
+  Selection sel;
+  std::optional<std::regex> exclude;
+  if (!opts.exclude_regex.empty()) {
+    try {
+      exclude.emplace(opts.exclude_regex, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      throw NetnsError("bad exclusion regex '" + opts.exclude_regex + "': " + e.what());
+    }
+  }
+  for (const auto& name : opts.include) {
+    bool known = std::any_of(candidates.begin(), candidates.end(),
+                             [&](const RdmaNetdev& c) { return c.netdev == name; });
+    if (!known)
+      throw NetnsError(name + ": not backed by any RDMA device under " + opts.sysfs_root +
+                       "/class/infiniband (the include-list names RDMA netdevs)");
+  }
+  for (const auto& c : candidates) {
+    const bool included = contains(opts.include, c.netdev);
+    if (exclude && !included && std::regex_search(c.netdev, *exclude)) {
+      sel.notes.push_back(c.netdev + ": excluded by regex " + opts.exclude_regex);
+      continue;
+    }
+    if (!opts.include.empty() && !included) {
+      sel.notes.push_back(c.netdev + ": not in the include-list");
+      continue;
+    }
+    auto it = live.ipv4.find(c.netdev);
+    if (it == live.ipv4.end()) {
+      sel.notes.push_back(c.netdev + " (" + c.ibdev + "): not in this network namespace; skipped");
+      continue;
+    }
+    if (it->second.empty() && !opts.keep_no_ipv4) {
+      sel.notes.push_back(c.netdev + " (" + c.ibdev + "): no IPv4 address; skipped");
+      continue;
+    }
+    if (opts.peer && !contains(*opts.peer, c.netdev)) {
+      sel.notes.push_back(c.netdev + ": the peer has no rail of that name; skipped");
+      continue;
+    }
+    if (auto b = live.bootstrap.find(c.netdev);
+        b != live.bootstrap.end() && !opts.allow_bootstrap) {
+      if (included)
+        throw NetnsError(c.netdev + ": refusing to select it: it " + b->second +
+                         " (pass --allow-bootstrap to select it anyway)");
+      sel.notes.push_back(c.netdev + ": " + b->second + "; skipped (--allow-bootstrap selects it)");
+      continue;
+    }
+    SelectedRail r{c.netdev, c.ibdev, c.port, roce_v2_ipv4_gid_index(c, it->second), it->second};
+    sel.rails.push_back(std::move(r));
+  }
+  std::vector<std::string> hcas;
+  for (const auto& r : sel.rails) {
+    std::string h = r.ibdev + ":" + std::to_string(r.port);
+    if (!contains(hcas, h)) hcas.push_back(h);
+  }
+  for (size_t i = 0; i < hcas.size(); ++i) sel.nccl_ib_hca += (i ? "," : "=") + hcas[i];
+  return sel;
+}
+
+Selection select_rails(const SelectOptions& opts) {
+  std::vector<RdmaNetdev> candidates = enumerate_rdma_netdevs(opts.sysfs_root);
+  NlSocket sock;
+  CachePtr links = sock.links();
+  ObjList addrs = sock.addrs();
+  LiveView live;
+  for (const auto& c : candidates) {
+    int ifindex = ifindex_by_name(links.get(), c.netdev);
+    if (ifindex == 0) continue;
+    auto& v4 = live.ipv4[c.netdev];
+    for (const auto& a : capture_addrs(addrs, ifindex)) {
+      if (a.at("family") != "inet") continue;
+      std::string local = a.at("local");
+      v4.push_back(local.substr(0, local.find('/')));
+    }
+    if (auto why = bootstrap_reason(sock, c.netdev, opts.bootstrap_addrs))
+      live.bootstrap[c.netdev] = *why;
+  }
+  Selection s = select_rails_from(candidates, live, opts);
+  if (candidates.empty())
+    s.notes.push_back("no RDMA-backed netdev under " + opts.sysfs_root + "/class/infiniband");
+  return s;
+}
+
+Json selection_to_json(const Selection& s) {
+  Json rails = Json::array();
+  for (const auto& r : s.rails)
+    rails.push_back(Json{{"netdev", r.netdev},
+                         {"ibdev", r.ibdev},
+                         {"port", r.port},
+                         {"gid_index", r.gid_index < 0 ? Json(nullptr) : Json(r.gid_index)},
+                         {"ipv4", r.ipv4}});
+  return Json{{"rails", rails}, {"nccl_ib_hca", s.nccl_ib_hca}, {"notes", s.notes}};
+}
+
+std::string selection_to_text(const Selection& s) {
+  std::ostringstream out;
+  char line[200];
+  std::snprintf(line, sizeof(line), "%-16s %-12s %-5s %-9s %s\n", "NETDEV", "IBDEV", "PORT",
+                "GID(v2)", "IPV4");
+  out << line;
+  for (const auto& r : s.rails) {
+    std::string v4;
+    for (const auto& a : r.ipv4) v4 += (v4.empty() ? "" : ",") + a;
+    std::string gid = r.gid_index < 0 ? "-" : std::to_string(r.gid_index);
+    std::snprintf(line, sizeof(line), "%-16s %-12s %-5u %-9s %s\n", r.netdev.c_str(),
+                  r.ibdev.c_str(), r.port, gid.c_str(), v4.empty() ? "-" : v4.c_str());
+    out << line;
+  }
+  out << "NCCL_IB_HCA=" << s.nccl_ib_hca << "\n";
+  return out.str();
+}
+
+std::vector<std::string> peer_names_from_json(const Json& j, const std::string& origin) {
+  std::vector<std::string> names;
+  try {
+    for (const auto& r : j.at("rails")) names.push_back(r.at("netdev"));
+  } catch (const std::exception& e) {
+    throw NetnsError("peer list " + origin +
+                     " is not `gdrproxy netns select --json` output: " + e.what());
+  }
+  return names;
+}
+
+}  // namespace gdrproxy::netns

@@ -1,0 +1,129 @@
+// Mount plan creation and application; see mount_plan.h.
+#include "sysfs/mount_plan.h"
+
+#include <sys/mount.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include "sysfs/builder.h"
+#include "sysfs/fsio.h"
+
+namespace gdrproxy::sysfs {
+
+MountPlan make_mount_plan(const Snapshot& s, const Selection& sel, const std::string& tree,
+                          const std::string& host_root) {
+  MountPlan p;
+  p.tree = real_path(tree).value_or("");
+  if (p.tree.empty()) throw std::runtime_error("mount-plan: tree " + tree + " does not exist");
+  for (const IbDevice* d : sel.ib) {
+    for (const auto& port : d->ports) {
+      BindMount b;
+      if (port.host_path.empty() || port.host_path[0] != '/')
+        throw std::runtime_error("mount-plan: " + d->name + " port " + std::to_string(port.num) +
+                                 ": snapshot has no host path for it");
+      b.source = host_root == "/" ? port.host_path : join(host_root, port.host_path);
+      b.target = port_dir_in_tree(s, *d, port);
+      b.why = d->name + " port " + std::to_string(port.num) +
+              ": live gids, gid_attrs, state, rate, counters";
+      if (!is_dir(join(p.tree, b.target)))
+        throw std::runtime_error("mount-plan: " + b.target + " is not in the tree " + p.tree +
+                                 " (built from another selection?)");
+      if (!is_dir(b.source))
+        throw std::runtime_error("mount-plan: host port directory " + b.source + " is missing");
+      p.binds.push_back(std::move(b));
+    }
+  }
+  // CPU topology is not part of the snapshot: it is the host's, read live (hwloc aborts without
+  // it, glibc's get_nprocs reads devices/system/cpu/online).
+  std::string cpu =
+      host_root == "/" ? "/sys/devices/system/cpu" : join(host_root, "sys/devices/system/cpu");
+  if (is_dir(cpu))
+    p.binds.push_back({cpu, "devices/system/cpu", "host CPU topology (hwloc, get_nprocs)"});
+  else
+    p.notes.push_back(cpu + " is missing: the tree will show no CPU topology");
+  p.notes.push_back("fs/cgroup is an empty mount point for the runtime's cgroup mount");
+  p.notes.push_back(
+      "sources are host sysfs paths as seen from the host's network namespace; with RDMA netns "
+      "mode 'exclusive' a device moved into the container's namespace is only visible in a sysfs "
+      "mounted from that namespace, so take the sources from such a mount");
+  p.notes.push_back(
+      "net/<if> attributes stay static: once an interface moves into the container's network "
+      "namespace the host's sysfs no longer shows it");
+  return p;
+}
+
+nlohmann::json to_json(const MountPlan& p) {
+  nlohmann::json binds = nlohmann::json::array();
+  for (const auto& b : p.binds)
+    binds.push_back({{"source", b.source},
+                     {"target", b.target},
+                     {"flags", {"bind", "ro", "nosuid", "nodev", "noexec"}},
+                     {"why", b.why}});
+  return {{"schema", "gdrproxy.sysfs.mount-plan"},
+          {"version", 1},
+          {"tree", p.tree},
+          {"mount_tree_at", "/sys"},
+          {"binds", binds},
+          {"notes", p.notes}};
+}
+
+MountPlan mount_plan_from_json(const nlohmann::json& j) {
+  if (!j.is_object() || j.value("schema", "") != "gdrproxy.sysfs.mount-plan")
+    throw std::runtime_error("mount plan: not a gdrproxy.sysfs.mount-plan document");
+  if (j.value("version", 0) != 1) throw std::runtime_error("mount plan: unsupported version");
+  MountPlan p;
+  p.tree = j.at("tree").get<std::string>();
+  for (const auto& b : j.at("binds"))
+    p.binds.push_back(
+        {b.at("source").get<std::string>(), b.at("target").get<std::string>(), b.value("why", "")});
+  return p;
+}
+
+namespace {
+
+// Mounts made so far, unmounted in reverse order unless released.
+class MountStack {
+ public:
+  ~MountStack() {
+    for (auto it = done_.rbegin(); it != done_.rend(); ++it) ::umount2(it->c_str(), MNT_DETACH);
+  }
+  void push(std::string t) { done_.push_back(std::move(t)); }
+  void release() { done_.clear(); }
+
+ private:
+  std::vector<std::string> done_;
+};
+
+std::string bind_ro(const std::string& src, const std::string& dst, bool recursive) {
+  unsigned long f = MS_BIND | (recursive ? MS_REC : 0);
+  if (::mount(src.c_str(), dst.c_str(), nullptr, f, nullptr) != 0)
+    return "bind " + src + " -> " + dst + ": " + std::strerror(errno);
+  unsigned long ro = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;
+  if (::mount(nullptr, dst.c_str(), nullptr, ro, nullptr) != 0) {
+    std::string e = "remount read-only " + dst + ": " + std::strerror(errno);
+    ::umount2(dst.c_str(), MNT_DETACH);
+    return e;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string apply_mount_plan(const MountPlan& p, const std::string& sys_target) {
+  MountStack stack;
+  for (const auto& b : p.binds) {
+    std::string dst = join(p.tree, b.target);
+    if (std::string e = bind_ro(b.source, dst, false); !e.empty()) return e;
+    stack.push(dst);
+  }
+  if (!sys_target.empty()) {
+    // Recursive, so the port mounts just made travel with the tree.
+    if (std::string e = bind_ro(p.tree, sys_target, true); !e.empty()) return e;
+  }
+  stack.release();
+  return "";
+}
+
+}  // namespace gdrproxy::sysfs

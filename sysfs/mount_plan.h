@@ -1,0 +1,48 @@
+// Live state for a built tree: the bind mounts that replace static RDMA port directories with the
+// host's own.
+//
+// The idea not to miss: GID tables, gid_attrs, port state and counters change after the tree is
+// built (a rail gets its address, a netdev moves into the container's namespace and its GIDs are
+// re-created), so those directories must be read from the kernel at read time. The plan lists,
+// per exposed port, one read-only bind mount of the host's ports/<n> directory over the tree's
+// copy; the tree keeps a static copy underneath so it stays valid when nothing is mounted.
+// Static identity (PCI ids, GUIDs, firmware) comes from the snapshot.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sysfs/selection.h"
+#include "sysfs/snapshot.h"
+
+namespace gdrproxy::sysfs {
+
+struct BindMount {
+  std::string source;  // host path (absolute)
+  std::string target;  // path inside the tree (relative to its root)
+  std::string why;
+};
+
+struct MountPlan {
+  std::string tree;  // the built tree (absolute)
+  std::vector<BindMount> binds;
+  std::vector<std::string> notes;
+};
+
+// `host_root` prefixes every source (default "/": the running host; tests point it at a copy).
+// Throws SelectionError/BuildError-style std::runtime_error when a target is missing in the tree
+// or a source is missing on the host.
+MountPlan make_mount_plan(const Snapshot& s, const Selection& sel, const std::string& tree,
+                          const std::string& host_root = "/");
+nlohmann::json to_json(const MountPlan& p);
+MountPlan mount_plan_from_json(const nlohmann::json& j);
+
+// Applies the plan in the caller's mount namespace (which must be a private one: see the OCI hook)
+// and then bind-mounts the whole tree read-only at `sys_target` if it is not empty. Returns an
+// error message naming the mount that failed, or "" on success; on failure mounts already made
+// are undone.
+std::string apply_mount_plan(const MountPlan& p, const std::string& sys_target = "");
+
+}  // namespace gdrproxy::sysfs
