@@ -17,7 +17,7 @@ mkdir -p "$work"
 summary=$out/summary.txt
 passes=0
 failures=0
-tool_timeout=60
+tool_timeout=40
 
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 log() { echo "VMTEST: $*"; }

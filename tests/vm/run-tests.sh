@@ -124,12 +124,14 @@ fi
 
 # The kernel refuses write() commands (rxe doorbells, every rdma_cm command) on a uverbs or rdma_cm
 # fd whose opener's credentials are not the writer's (ib_safe_file_access); it says so in the log.
-refused=$(dmesg | grep -c 'changed security contexts after opening file descriptor')
-if ((refused == 0)); then
-  record kernel-fd-credentials PASS 0 "no write() refused for a foreign opener's fd"
+# The message is printed once per kind (uverbs_write, ucma_write), not once per refusal.
+refused=$(dmesg | grep 'changed security contexts after opening file descriptor')
+if [[ -z $refused ]]; then
+  record kernel-fd-credentials PASS 0 "no write() command refused for a foreign opener's fd"
 else
-  dmesg | grep 'changed security contexts' | sort -u -k3 | head -5 | sed 's/^/    [dmesg] /'
-  record kernel-fd-credentials FAIL 0 "$refused write()s refused: the fd was opened by another process (the supervisor?)"
+  sed 's/^/    [dmesg] /' <<<"$refused"
+  record kernel-fd-credentials FAIL 0 "kernel refused write() commands ($(grep -o '[a-z_]*_write' <<<"$refused" |
+    sort -u | tr '\n' ' '| sed 's/ $//')): the fd's opener is not the writer (brokered open?)"
 fi
 
 log "================ summary ================"
