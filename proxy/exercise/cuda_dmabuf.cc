@@ -1,5 +1,7 @@
 #include "proxy/exercise/cuda_dmabuf.h"
 
+#include "proxy/exercise/verbs_request.h"
+
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <rdma/ib_user_ioctl_cmds.h>
@@ -69,21 +71,8 @@ struct CudaApi {
 };
 
 const char* reg_dmabuf(int nic, int fd) {
-  ib_uverbs_attr attrs[4] = {};
-  attrs[0].attr_id = UVERBS_ATTR_REG_DMABUF_MR_HANDLE;
-  attrs[1] = {UVERBS_ATTR_REG_DMABUF_MR_LENGTH, 8, 0, {}, {2u << 20}};
-  attrs[2] = {UVERBS_ATTR_REG_DMABUF_MR_FD, 4, 0, {}, {static_cast<uint32_t>(fd)}};
-  attrs[3] = {UVERBS_ATTR_REG_DMABUF_MR_OFFSET, 8, 0, {}, {0}};
-  ib_uverbs_ioctl_hdr hdr{};
-  hdr.length = sizeof hdr + sizeof attrs;
-  hdr.object_id = UVERBS_OBJECT_MR;
-  hdr.method_id = UVERBS_METHOD_REG_DMABUF_MR;
-  hdr.num_attrs = 4;
-  alignas(8) unsigned char req[sizeof hdr + sizeof attrs];
-  std::memcpy(req, &hdr, sizeof hdr);
-  std::memcpy(req + sizeof hdr, attrs, sizeof attrs);
-  if (::ioctl(nic, RDMA_VERBS_IOCTL, req) == 0) return "ok";
-  return strerrorname_np(errno);
+  const int rc = reg_dmabuf_mr(nic, fd, 2u << 20);
+  return rc == 0 ? "ok" : strerrorname_np(-rc);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "proxy/exercise/device_exerciser.h"
 
+#include "proxy/exercise/verbs_request.h"
+
 #include <fcntl.h>
 #include <rdma/ib_user_ioctl_cmds.h>
 #include <rdma/ib_user_ioctl_verbs.h>
@@ -15,57 +17,9 @@
 namespace gdrproxy::proxy {
 namespace {
 
-// An RDMA_VERBS_IOCTL request: header followed by its attributes, laid out as the kernel reads it.
-class VerbsRequest {
- public:
-  VerbsRequest(uint16_t object, uint16_t method) : object_(object), method_(method) {}
-  VerbsRequest& inline_u64(uint16_t id, uint64_t v, uint16_t len = 8) {
-    attrs_.push_back(make(id, len, v));
-    return *this;
-  }
-  VerbsRequest& ptr(uint16_t id, void* p, uint16_t len) {
-    attrs_.push_back(make(id, len, reinterpret_cast<uintptr_t>(p)));
-    return *this;
-  }
-  VerbsRequest& handle(uint16_t id, uint64_t h) { return inline_u64(id, h, 0); }
-  // Returns the ioctl's result as 0 or -errno; `length_fix` lets a caller corrupt the header.
-  int issue(int fd, int length_fix = 0) {
-    buf_.resize(sizeof(ib_uverbs_ioctl_hdr) + attrs_.size() * sizeof(ib_uverbs_attr));
-    ib_uverbs_ioctl_hdr hdr{};
-    hdr.object_id = object_;
-    hdr.method_id = method_;
-    hdr.num_attrs = static_cast<uint16_t>(attrs_.size());
-    hdr.length = static_cast<uint16_t>(buf_.size() + length_fix);
-    std::memcpy(buf_.data(), &hdr, sizeof hdr);
-    std::memcpy(buf_.data() + sizeof hdr, attrs_.data(), attrs_.size() * sizeof(ib_uverbs_attr));
-    return ::ioctl(fd, RDMA_VERBS_IOCTL, buf_.data()) == 0 ? 0 : -errno;
-  }
-
- private:
-  static ib_uverbs_attr make(uint16_t id, uint16_t len, uint64_t data) {
-    ib_uverbs_attr a{};
-    a.attr_id = id;
-    a.len = len;
-    a.data = data;
-    return a;
-  }
-  uint16_t object_, method_;
-  std::vector<ib_uverbs_attr> attrs_;
-  std::vector<uint8_t> buf_;
-};
-
 void report(std::ostream& out, const char* what, int rc) {
   out << "  " << what << " -> "
       << (rc == 0 ? "ok" : std::string(strerrorname_np(-rc) ? strerrorname_np(-rc) : "E?")) << "\n";
-}
-
-template <typename In, typename Out>
-int invoke_write(int fd, uint32_t cmd, In& in, Out& out) {
-  VerbsRequest r(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE);
-  r.ptr(UVERBS_ATTR_CORE_IN, &in, sizeof in);
-  if constexpr (sizeof(Out) > 1) r.ptr(UVERBS_ATTR_CORE_OUT, &out, sizeof out);
-  r.inline_u64(UVERBS_ATTR_WRITE_CMD, cmd, sizeof(uint32_t));
-  return r.issue(fd);
 }
 
 }  // namespace
@@ -80,7 +34,7 @@ int exercise_uverbs(const std::string& path, std::ostream& out) {
   ib_uverbs_query_device qd{};
   ib_uverbs_query_device_resp qdr{};
   report(out, "INVOKE_WRITE(QUERY_DEVICE)",
-         invoke_write(fd, IB_USER_VERBS_CMD_QUERY_DEVICE, qd, qdr));
+         invoke_write(fd, IB_USER_VERBS_CMD_QUERY_DEVICE, qd, &qdr));
   uint32_t vectors = 0;
   uint64_t support = 0;
   report(out, "DEVICE.GET_CONTEXT",
@@ -90,7 +44,7 @@ int exercise_uverbs(const std::string& path, std::ostream& out) {
              .issue(fd));
   ib_uverbs_alloc_pd pd{};
   ib_uverbs_alloc_pd_resp pdr{};
-  report(out, "INVOKE_WRITE(ALLOC_PD)", invoke_write(fd, IB_USER_VERBS_CMD_ALLOC_PD, pd, pdr));
+  report(out, "INVOKE_WRITE(ALLOC_PD)", invoke_write(fd, IB_USER_VERBS_CMD_ALLOC_PD, pd, &pdr));
   static char region[8192];
   ib_uverbs_reg_mr mr{};
   mr.start = reinterpret_cast<uintptr_t>(region);
@@ -99,7 +53,7 @@ int exercise_uverbs(const std::string& path, std::ostream& out) {
   mr.pd_handle = pdr.pd_handle;
   mr.access_flags = IB_UVERBS_ACCESS_LOCAL_WRITE | IB_UVERBS_ACCESS_REMOTE_READ;
   ib_uverbs_reg_mr_resp mrr{};
-  report(out, "INVOKE_WRITE(REG_MR)", invoke_write(fd, IB_USER_VERBS_CMD_REG_MR, mr, mrr));
+  report(out, "INVOKE_WRITE(REG_MR)", invoke_write(fd, IB_USER_VERBS_CMD_REG_MR, mr, &mrr));
   report(out, "MR.REG_DMABUF_MR(fd=-1)",
          VerbsRequest(UVERBS_OBJECT_MR, UVERBS_METHOD_REG_DMABUF_MR)
              .handle(UVERBS_ATTR_REG_DMABUF_MR_HANDLE, 0)
@@ -114,7 +68,7 @@ int exercise_uverbs(const std::string& path, std::ostream& out) {
   ib_uverbs_create_comp_channel_resp ccr{};
   ccr.fd = static_cast<uint32_t>(-1);
   report(out, "INVOKE_WRITE(CREATE_COMP_CHANNEL)",
-         invoke_write(fd, IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL, cc, ccr));
+         invoke_write(fd, IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL, cc, &ccr));
   uint32_t cqe_out = 0;
   report(out, "CQ.CREATE_CQ",
          VerbsRequest(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE)
@@ -131,18 +85,18 @@ int exercise_uverbs(const std::string& path, std::ostream& out) {
   qp.max_send_sge = qp.max_recv_sge = 1;
   qp.qp_type = 2;  // IB_QPT_RC
   ib_uverbs_create_qp_resp qpr{};
-  report(out, "INVOKE_WRITE(CREATE_QP)", invoke_write(fd, IB_USER_VERBS_CMD_CREATE_QP, qp, qpr));
+  report(out, "INVOKE_WRITE(CREATE_QP)", invoke_write(fd, IB_USER_VERBS_CMD_CREATE_QP, qp, &qpr));
   ib_uverbs_modify_qp mq{};
   mq.qp_handle = qpr.qp_handle;
   mq.qp_state = 3;  // IB_QPS_RTS
   mq.attr_mask =
       1 | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 16);  // STATE|TIMEOUT|RETRY|RNR|SQ_PSN
-  char none = 0;
   report(out, "INVOKE_WRITE(MODIFY_QP -> RTS)",
-         invoke_write(fd, IB_USER_VERBS_CMD_MODIFY_QP, mq, none));
+         invoke_write(fd, IB_USER_VERBS_CMD_MODIFY_QP, mq, static_cast<char*>(nullptr)));
   ib_uverbs_dereg_mr dm{};
   dm.mr_handle = mrr.mr_handle;
-  report(out, "INVOKE_WRITE(DEREG_MR)", invoke_write(fd, IB_USER_VERBS_CMD_DEREG_MR, dm, none));
+  report(out, "INVOKE_WRITE(DEREG_MR)",
+         invoke_write(fd, IB_USER_VERBS_CMD_DEREG_MR, dm, static_cast<char*>(nullptr)));
   report(out, "malformed header (length off by 8)",
          VerbsRequest(UVERBS_OBJECT_PD, UVERBS_METHOD_PD_DESTROY)
              .handle(UVERBS_ATTR_DESTROY_PD_HANDLE, pdr.pd_handle)

@@ -62,6 +62,18 @@ double wall_seconds() {
   return double(t.tv_sec) + double(t.tv_nsec) / 1e9;
 }
 
+// Stand-ins for "some device of this class" when the request number alone tells the class.
+const DeviceNode kAnyUverbs{"/dev/infiniband/uverbs*", "uverbs", DeviceClass::kUverbs, 0, true};
+const DeviceNode kAnyNvidia{"/dev/nvidia*", "nvidia", DeviceClass::kNvidiaFrontend, 0, true};
+
+const DeviceNode* class_of_request(uint32_t cmd) {
+  const uint32_t type = (cmd >> 8) & 0xff;
+  const uint32_t size = (cmd >> 16) & 0x3fff;
+  if (type == uverbs::kIoctlType) return &kAnyUverbs;
+  if (type == kNvIoctlType && size != 0) return &kAnyNvidia;
+  return nullptr;
+}
+
 // Up to this many CPUs the synchronous wake-up flag is on by default.
 constexpr long kSyncWakeupMaxCpus = 4;
 
@@ -101,6 +113,8 @@ class Supervisor {
   void finish_call(TraceRecord& r, const DeviceNode& node, const Verdict& v, uint64_t id, pid_t tid,
                    uint64_t t0);
   int free_rdma_cm_slot(pid_t tid) const;
+  // The catalogued device behind a caller's fd, or nullptr.
+  const DeviceNode* device_of_fd(pid_t tid, int fd) const;
   void on_exit_event(const gdrproxy_exit_event& e);
   void emit(TraceRecord& r);
   void reap();
@@ -414,10 +428,13 @@ void Supervisor::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
   const int fd = static_cast<int>(req.data.args[0]);
   const uint32_t cmd = static_cast<uint32_t>(req.data.args[1]);
   const uint64_t arg = req.data.args[2];
-  struct stat st;
-  const std::string fd_link = "/proc/" + std::to_string(req.pid) + "/fd/" + std::to_string(fd);
-  const DeviceNode* node = nullptr;
-  if (::stat(fd_link.c_str(), &st) == 0 && S_ISCHR(st.st_mode)) node = catalog_.find(st.st_rdev);
+  // Without a trace, the request number alone names the class where it is unambiguous (uverbs'
+  // 0x1b; NVIDIA's sized 'F' requests), saving a /proc lookup per call. An ioctl with such a
+  // number on another fd is decoded as that class and, if allowed, reaches its real driver.
+  const DeviceNode* node = tracing() ? nullptr : class_of_request(cmd);
+  if (!node) {
+    node = device_of_fd(static_cast<pid_t>(req.pid), fd);
+  }
   if (!node) {
     // Not one of our devices (the filter matches by number only): let it be.
     notif_continue(nfd_, req.id);
@@ -463,6 +480,10 @@ void Supervisor::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
         call.args.push_back({"dmabuf", d.reason});
       }
     }
+  }
+  if (v.action == Action::kDeny && v.log && node->rdev == 0) {
+    // A denial names the exact device: worth the /proc lookup the fast path skipped.
+    if (const DeviceNode* exact = device_of_fd(static_cast<pid_t>(req.pid), fd)) node = exact;
   }
   TraceRecord r;
   if (tracing() || (v.action == Action::kDeny && v.log)) {
@@ -581,6 +602,13 @@ void Supervisor::handle_open(const seccomp_notif& req, uint64_t t0) {
   if (tracing()) emit(r);
 }
 
+const DeviceNode* Supervisor::device_of_fd(pid_t tid, int fd) const {
+  struct stat st;
+  const std::string link = "/proc/" + std::to_string(tid) + "/fd/" + std::to_string(fd);
+  if (::stat(link.c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) return nullptr;
+  return catalog_.find(st.st_rdev);
+}
+
 int Supervisor::free_rdma_cm_slot(pid_t tid) const {
   if (rdma_cm_fd_base_ < 0) return -1;
   const std::string dir = "/proc/" + std::to_string(tid) + "/fd/";
@@ -593,10 +621,7 @@ int Supervisor::free_rdma_cm_slot(pid_t tid) const {
 
 void Supervisor::handle_cm_write(const seccomp_notif& req, uint64_t t0) {
   const int fd = static_cast<int>(req.data.args[0]);
-  struct stat st;
-  const std::string fd_link = "/proc/" + std::to_string(req.pid) + "/fd/" + std::to_string(fd);
-  const DeviceNode* node = nullptr;
-  if (::stat(fd_link.c_str(), &st) == 0 && S_ISCHR(st.st_mode)) node = catalog_.find(st.st_rdev);
+  const DeviceNode* node = device_of_fd(static_cast<pid_t>(req.pid), fd);
   if (!node || node->device_class != DeviceClass::kRdmaCm) {
     // Something else the process dup'ed into the range: an ordinary write.
     notif_continue(nfd_, req.id);

@@ -21,6 +21,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
+
+#include "proxy/exercise/verbs_request.h"
 
 #ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
 #define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
@@ -42,22 +45,14 @@ int client(long n, const char* path) {
   }
   static ib_uverbs_alloc_pd in{};
   static ib_uverbs_alloc_pd_resp out{};
-  ib_uverbs_attr attrs[3] = {
-      {UVERBS_ATTR_CORE_IN, sizeof in, 0, {}, {reinterpret_cast<uintptr_t>(&in)}},
-      {UVERBS_ATTR_CORE_OUT, sizeof out, 0, {}, {reinterpret_cast<uintptr_t>(&out)}},
-      {UVERBS_ATTR_WRITE_CMD, 4, 0, {}, {IB_USER_VERBS_CMD_ALLOC_PD}},
-  };
-  ib_uverbs_ioctl_hdr hdr{};
-  hdr.length = sizeof hdr + sizeof attrs;
-  hdr.object_id = UVERBS_OBJECT_DEVICE;
-  hdr.method_id = UVERBS_METHOD_INVOKE_WRITE;
-  hdr.num_attrs = 3;
-  alignas(8) unsigned char req[sizeof hdr + sizeof attrs];
-  memcpy(req, &hdr, sizeof hdr);
-  memcpy(req + sizeof hdr, attrs, sizeof attrs);
-  for (int i = 0; i < 100; ++i) ioctl(fd, RDMA_VERBS_IOCTL, req);  // warm-up
+  gdrproxy::proxy::VerbsRequest r(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE);
+  r.ptr(UVERBS_ATTR_CORE_IN, &in, sizeof in)
+      .ptr(UVERBS_ATTR_CORE_OUT, &out, sizeof out)
+      .inline_u64(UVERBS_ATTR_WRITE_CMD, IB_USER_VERBS_CMD_ALLOC_PD, 4);
+  std::vector<uint8_t> req = r.bytes();
+  for (int i = 0; i < 100; ++i) ioctl(fd, RDMA_VERBS_IOCTL, req.data());  // warm-up
   const double t0 = now_ns();
-  for (long i = 0; i < n; ++i) ioctl(fd, RDMA_VERBS_IOCTL, req);
+  for (long i = 0; i < n; ++i) ioctl(fd, RDMA_VERBS_IOCTL, req.data());
   printf("%.1f\n", (now_ns() - t0) / n);
   return 0;
 }

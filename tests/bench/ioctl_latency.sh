@@ -16,7 +16,7 @@ prefix=()
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 measure() {  # label, command prefix...
   local label=$1; shift
-  for i in 1 2 3 4 5; do "${prefix[@]}" "$@" "$bench" client "$n" "$dev"; done | median
+  for i in 1 2 3 4 5; do "${prefix[@]}" "$@" "$bench" client "$n" "$dev" 2>/dev/null; done | median
 }
 native=$(measure native)
 raw=$(measure raw "$bench" raw --)

@@ -18,6 +18,11 @@
 #include <cstring>
 #include <string>
 
+#include "proxy/exercise/verbs_request.h"
+
+using gdrproxy::proxy::reg_dmabuf_mr;
+using gdrproxy::proxy::VerbsRequest;
+
 namespace {
 
 int fail(const char* what) {
@@ -37,26 +42,20 @@ int open_mode(const char* path, const std::string& mode) {
 int alloc_pd(int fd, uint64_t cmd_high = 0) {
   static ib_uverbs_alloc_pd in{};
   static ib_uverbs_alloc_pd_resp out{};
-  ib_uverbs_attr attrs[3] = {
-      {UVERBS_ATTR_CORE_IN, sizeof in, 0, {}, {reinterpret_cast<uintptr_t>(&in)}},
-      {UVERBS_ATTR_CORE_OUT, sizeof out, 0, {}, {reinterpret_cast<uintptr_t>(&out)}},
-      {UVERBS_ATTR_WRITE_CMD, 4, 0, {}, {IB_USER_VERBS_CMD_ALLOC_PD}},
-  };
-  ib_uverbs_ioctl_hdr hdr{};
-  hdr.length = sizeof hdr + sizeof attrs;
-  hdr.object_id = UVERBS_OBJECT_DEVICE;
-  hdr.method_id = UVERBS_METHOD_INVOKE_WRITE;
-  hdr.num_attrs = 3;
-  alignas(8) unsigned char req[sizeof hdr + sizeof attrs];
-  std::memcpy(req, &hdr, sizeof hdr);
-  std::memcpy(req + sizeof hdr, attrs, sizeof attrs);
-  return static_cast<int>(::syscall(SYS_ioctl, fd, uint64_t{RDMA_VERBS_IOCTL} | cmd_high, req));
+  return VerbsRequest(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE)
+      .ptr(UVERBS_ATTR_CORE_IN, &in, sizeof in)
+      .ptr(UVERBS_ATTR_CORE_OUT, &out, sizeof out)
+      .inline_u64(UVERBS_ATTR_WRITE_CMD, IB_USER_VERBS_CMD_ALLOC_PD, 4)
+      .issue(fd, 0, cmd_high);
 }
 
 int do_ioctl(const char* path, uint64_t high = 0) {
   int fd = ::open(path, O_RDWR | O_CLOEXEC);
   if (fd < 0) return fail("open");
-  if (alloc_pd(fd, high) != 0) return fail("ioctl");
+  if (int rc = alloc_pd(fd, high); rc != 0) {
+    errno = -rc;
+    return fail("ioctl");
+  }
   std::printf("OK ioctl\n");
   return 0;
 }
@@ -118,24 +117,10 @@ int main(int argc, char** argv) {
     if (fd < 0) return fail("open");
     const bool probe = argc > 3 && std::string(argv[3]) == "-1";
     const int buf_fd = probe ? -1 : memfd_create("not-a-dmabuf", MFD_CLOEXEC);
-    ib_uverbs_attr attrs[3] = {
-        {UVERBS_ATTR_REG_DMABUF_MR_HANDLE, 0, 0, {}, {0}},
-        {UVERBS_ATTR_REG_DMABUF_MR_LENGTH, 8, 0, {}, {4096}},
-        {UVERBS_ATTR_REG_DMABUF_MR_FD,
-         4,
-         0,
-         {},
-         {static_cast<uint64_t>(static_cast<uint32_t>(buf_fd))}},
-    };
-    ib_uverbs_ioctl_hdr hdr{};
-    hdr.length = sizeof hdr + sizeof attrs;
-    hdr.object_id = UVERBS_OBJECT_MR;
-    hdr.method_id = UVERBS_METHOD_REG_DMABUF_MR;
-    hdr.num_attrs = 3;
-    alignas(8) unsigned char req[sizeof hdr + sizeof attrs];
-    std::memcpy(req, &hdr, sizeof hdr);
-    std::memcpy(req + sizeof hdr, attrs, sizeof attrs);
-    if (::ioctl(fd, RDMA_VERBS_IOCTL, req) != 0) return fail("reg-dmabuf");
+    if (int rc = reg_dmabuf_mr(fd, buf_fd, 4096); rc != 0) {
+      errno = -rc;
+      return fail("reg-dmabuf");
+    }
     std::printf("OK reg-dmabuf\n");
   } else if (op == "ioctl") {
     return do_ioctl(path);
