@@ -20,6 +20,8 @@ packages=(
   libgtest-dev libgmock-dev googletest util-linux
   # NVIDIA decoder tests read gzip-compressed ioctl captures
   zlib1g-dev
+  # Soft-RoCE VM stage (scripts/rxe-vm.sh): Debian's kernel with rdma_rxe booted under qemu
+  qemu-system-x86 linux-image-amd64 busybox-static cpio kmod jq
 )
 
 missing=()

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of gdrproxy against the build in build/ (scripts/setup.sh makes it).
-# Unit and integration tests run through CTest on this machine's real kernel.
+# Unit and integration tests run through CTest on this machine's real kernel; then the Soft-RoCE
+# VM stage (scripts/rxe-vm.sh, about 4 minutes) runs the real uverbs ABI under gdrproxy.
+# GDRPROXY_SKIP_VM=1 skips that stage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ -x build/gdrproxy ]] || scripts/setup.sh
@@ -25,3 +27,8 @@ for fuzzer in uverbs_decoder_fuzz nvidia_decoder_fuzz; do
   "build-fuzz/tests/fuzz/$fuzzer" -max_total_time="$fuzz_seconds" -timeout=5 -rss_limit_mb=2048 \
     -print_final_stats=1 "build-fuzz/corpus/$fuzzer" $seeds 2>&1 | tail -n 4
 done
+
+# Soft-RoCE VM stage: the real uverbs ABI under gdrproxy in a qemu guest.
+if [[ ${GDRPROXY_SKIP_VM:-0} != 1 ]]; then
+  scripts/rxe-vm.sh
+fi

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# Soft-RoCE test stage: boots Debian's stock kernel under qemu with this machine's root filesystem
+# (so the repository, its build tree and the installed rdma-core/perftest tools) visible read-only
+# through virtio-9p, lets the guest load rdma_rxe, runs a guest script there and exits with that
+# script's status. The machines this project is built on have no RDMA device and a kernel without
+# InfiniBand, so this VM is where the real uverbs ABI is exercised.
+#
+# The one idea: the host side is only a bounded launcher. Every step has a time limit, the guest
+# reports through a file on a writable 9p share (console parsing is the fallback), and an EXIT trap
+# kills qemu, so nothing outlives this script whatever happens.
+#
+# Usage: scripts/rxe-vm.sh [GUEST_SCRIPT [ARGS...]]   (default: tests/vm/run-tests.sh)
+# Environment:
+#   RXE_VM_OUT      host directory for console.log, the initramfs and the guest's results
+#                   (default build/rxe-vm)
+#   RXE_VM_TIMEOUT  seconds for the whole VM, boot to power-off (default 600)
+#   RXE_VM_SMP, RXE_VM_MEM   vCPUs (2) and MiB (2048)
+#   RXE_VM_ACCEL    tcg (default) or kvm (only where real VMX/SVM is available)
+#   RXE_VM_KVER     guest kernel version (default: newest installed *-amd64 with its vmlinuz)
+#   GDRVM_SKIP_BENCH=1, GDRVM_BENCH_ROUNDS=N   passed on to the guest tests
+# Exit status: the guest script's status; 97 prerequisites missing; 98 no status from the guest
+# (kernel panic, hang, host-side timeout); 99 guest init could not reach the host root.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+out=${RXE_VM_OUT:-$repo/build/rxe-vm}
+vm_timeout=${RXE_VM_TIMEOUT:-600}
+smp=${RXE_VM_SMP:-2}
+mem=${RXE_VM_MEM:-2048}
+accel=${RXE_VM_ACCEL:-tcg}
+script=$(realpath -e "${1:-$repo/tests/vm/run-tests.sh}" 2>/dev/null) || { echo "rxe-vm: no guest script ${1:-}" >&2; exit 97; }
+(($# > 0)) && shift
+script_args=("$@")
+t_start=$SECONDS
+say() { printf '[rxe-vm %3ds] %s\n' $((SECONDS - t_start)) "$*" >&2; }
+
+# ---- prerequisites ---------------------------------------------------------------------------
+# command -> Debian package; the same packages are in scripts/setup.sh for CI.
+declare -A need=(
+  [qemu-system-x86_64]=qemu-system-x86 [busybox]=busybox-static [cpio]=cpio [modprobe]=kmod
+  [ibv_devinfo]=ibverbs-utils [ib_send_lat]=perftest [rping]=rdmacm-utils [rdma]=iproute2
+  [jq]=jq [gzip]=gzip
+)
+find_kver() {
+  local d
+  for d in /lib/modules/*-amd64; do
+    [[ -r /boot/vmlinuz-${d##*/} ]] && echo "${d##*/}"
+  done | sort -rV | head -1
+}
+missing_pkgs() {
+  local c
+  for c in "${!need[@]}"; do command -v "$c" >/dev/null || echo "${need[$c]}"; done
+  [[ -n $(find_kver) ]] || echo linux-image-amd64
+  # busybox must be the static one: the initramfs has no libc
+  ! ldd /bin/busybox >/dev/null 2>&1 || echo busybox-static
+}
+missing=$(missing_pkgs | sort -u | tr '\n' ' ')
+if [[ -n $missing ]]; then
+  if [[ $(id -u) -ne 0 ]]; then
+    say "missing packages: $missing(run as root to install them)"
+    exit 97
+  fi
+  say "installing $missing"
+  export DEBIAN_FRONTEND=noninteractive
+  # shellcheck disable=SC2086 # word splitting of the package list is intended
+  if ! { timeout 300 apt-get update -q && timeout 600 apt-get install -y -q --no-install-recommends $missing; } >"${TMPDIR:-/tmp}/rxe-vm-apt.log" 2>&1; then
+    say "apt-get failed, see ${TMPDIR:-/tmp}/rxe-vm-apt.log"
+    exit 97
+  fi
+  missing=$(missing_pkgs | sort -u | tr '\n' ' ')
+  [[ -z $missing ]] || { say "still missing after install: $missing"; exit 97; }
+fi
+kver=${RXE_VM_KVER:-$(find_kver)}
+kernel=/boot/vmlinuz-$kver
+[[ -r $kernel && -d /lib/modules/$kver ]] || { say "no kernel $kernel with modules"; exit 97; }
+[[ -f $script ]] || { say "no guest script $script"; exit 97; }
+[[ $script == *' '* || $repo == *' '* ]] && { say "paths with spaces are not supported"; exit 97; }
+[[ -e /dev/kvm || $accel == tcg ]] || { say "RXE_VM_ACCEL=$accel but no /dev/kvm"; exit 97; }
+
+# ---- the guest's inputs ----------------------------------------------------------------------
+mkdir -p "$out"
+share=$out/share
+rm -rf "$share"
+mkdir -p "$share"
+timeout 60 "$repo/scripts/vm/build-initramfs.sh" "$out/initramfs.cpio.gz" "$kver" 2>"$out/initramfs.log" \
+  || { cat "$out/initramfs.log" >&2; exit 97; }
+# The guest sources this file (see scripts/vm/stage2.sh). The guest script gets 60 s less than the
+# VM (boot, kill, sync and power-off under a loaded emulator) so that its own timeout, not qemu's,
+# ends a hang, and the status still comes back.
+{
+  printf 'GDRVM_SCRIPT=%q\n' "$script"
+  printf 'GDRVM_ARGS=%q\n' "${script_args[*]:-}"
+  printf 'GDRVM_TIMEOUT=%d\n' $((vm_timeout - 60))
+  printf 'GDRVM_CWD=%q\nGDRVM_REPO=%q\nGDRVM_BUILD=%q\n' "$repo" "$repo" "$repo/build"
+  printf 'GDRVM_OUT=/run/vmshare\n'
+  # Knobs of the guest scripts pass through from this environment (GDRVM_SKIP_BENCH=1, ...).
+  for v in GDRVM_SKIP_BENCH GDRVM_BENCH_ROUNDS; do
+    if [[ -n ${!v:-} ]]; then printf "%s=%q\n" "$v" "${!v}"; fi
+  done
+  printf 'GDRVM_HOST_DATE=%q\nGDRVM_HOST_MACHINE=%q\n' "$(date -u '+%Y-%m-%d %H:%M UTC')" \
+    "$(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"
+} >"$share/env"
+
+case $accel in
+  kvm) accel_args=(-accel kvm -cpu host) ;;
+  *) accel_args=(-accel "tcg,thread=multi" -cpu max) ;;
+esac
+
+# ---- boot ------------------------------------------------------------------------------------
+qemu_pid=
+# shellcheck disable=SC2317 # called by the EXIT trap
+cleanup() {
+  if [[ -n $qemu_pid ]] && kill -0 "$qemu_pid" 2>/dev/null; then
+    say "stopping qemu (pid $qemu_pid)"
+    kill -TERM "$qemu_pid" 2>/dev/null || true
+    sleep 1
+    kill -KILL "$qemu_pid" 2>/dev/null || true
+  fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+rm -f "$out/serial.log" "$out/console.log" "$out/qemu.log"
+say "booting $kernel ($accel, $smp vCPU, $mem MiB), guest script $script, limit ${vm_timeout}s"
+# -nic none: the guest has no network device, so RoCE traffic cannot leave it (rxe0 sits on lo,
+# the rdma_cm device on a dummy netdev). Console on the serial port, stdin closed (CI has none).
+timeout -k 5 "$vm_timeout" qemu-system-x86_64 "${accel_args[@]}" -smp "$smp" -m "$mem" \
+  -machine q35 -display none -monitor none -serial "file:$out/serial.log" -no-reboot -nic none \
+  -kernel "$kernel" -initrd "$out/initramfs.cpio.gz" \
+  -append "console=ttyS0 panic=-1 loglevel=4" \
+  -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
+  -virtfs "local,path=$share,mount_tag=vmshare,security_model=none" \
+  </dev/null >"$out/qemu.log" 2>&1 &
+qemu_pid=$!
+# Follow the serial console while qemu runs; stop following once qemu is gone.
+tail -n +1 -F --pid="$qemu_pid" "$out/serial.log" 2>/dev/null | tr -d '\r' &
+tail_pid=$!
+qrc=0
+wait "$qemu_pid" || qrc=$?
+qemu_pid=
+wait "$tail_pid" 2>/dev/null || true
+tr -d '\r' <"$out/serial.log" >"$out/console.log"
+say "qemu exited ($qrc)"
+((qrc == 124 || qrc == 137)) && say "qemu ran past ${vm_timeout}s and was killed"
+
+status=
+[[ -r $share/status ]] && status=$(tr -dc '0-9' <"$share/status")
+[[ -n $status ]] || status=$(sed -n 's/^GDRVM-STATUS: \([0-9]*\).*/\1/p' "$out/console.log" | tail -1)
+if [[ -z $status ]]; then
+  say "no status from the guest (panic, hang or timeout); console: $out/console.log, qemu: $out/qemu.log"
+  tail -5 "$out/qemu.log" >&2 || true
+  exit 98
+fi
+say "guest status $status; console $out/console.log, results $share/"
+exit "$status"
