@@ -8,9 +8,11 @@
 #     The kernel's own syscall tracepoints count the ibv_rc_pingpong write()s and the
 #     supervisor's SECCOMP_IOCTL_NOTIF_RECV calls for a 50- and a 500-iteration proxied run: the
 #     writes grow with the iterations, the notifications must not.
-#   rdma_cm-writes-scoped: rdma_cm commands are write()s on /dev/infiniband/rdma_cm; a process
-#     holding an rdma_cm id (tests/vm/cm_write_scope) gets its CREATE_ID/BIND traced while its
-#     other write()s, counted the same way, never reach the supervisor.
+#   rdma_cm-writes-scoped: rdma_cm commands are write()s on /dev/infiniband/rdma_cm, which the
+#     caller opens itself once granted (the kernel accepts those writes only from the opener's
+#     credentials); a process holding an rdma_cm id (tests/vm/cm_write_scope) works under the
+#     proxy, its granted open is traced, and none of its write()s, counted in the kernel, reach
+#     the supervisor.
 #
 # The one idea: the trap-scope proof does not trust the proxy's own trace; it counts in the kernel.
 
@@ -90,8 +92,8 @@ if [[ -w $tracing/events/syscalls/sys_enter_ioctl/filter ]]; then
     record doorbells-untrapped FAIL $(($(now_ms) - t0)) "$detail"
   fi
 
-  # A process holding an rdma_cm id: its rdma_cm commands (write() on /dev/infiniband/rdma_cm)
-  # are trapped and traced, its 2000 other write()s are not.
+  # A process holding an rdma_cm id: neither its rdma_cm commands (write() on its own rdma_cm
+  # fd) nor its 2000 other write()s reach the supervisor; its granted open is traced.
   t0=$(now_ms)
   scope=$build/tests/vm/cm_write_scope
   read -r w1 n1 < <(kcount cm_write_scope run_as proxied cm-scope-10 "$scope" -a "$cm_addr" -n 10)
@@ -99,8 +101,9 @@ if [[ -w $tracing/events/syscalls/sys_enter_ioctl/filter ]]; then
   detail="writes $w1 -> $w2, notifications $n1 -> $n2 for 10 -> 2000 plain writes"
   problems=()
   numbers "$w1 $w2 $n1 $n2" && ((w2 - w1 >= 1990 && n1 > 0 && n2 - n1 <= 5)) || problems+=("$detail")
+  grep -q 'bound' "$work/cm-scope-2000.out" 2>/dev/null || problems+=("cm_write_scope did not bind its id")
   while IFS= read -r p; do [[ -n $p ]] && problems+=("trace: $p"); done \
-    < <(trace_problems "$work/cm-scope-2000.jsonl" CREATE_ID BIND)
+    < <(trace_problems "$work/cm-scope-2000.jsonl" open)
   if ((${#problems[@]} == 0)); then
     record rdma_cm-writes-scoped PASS $(($(now_ms) - t0)) "$detail"
   else
