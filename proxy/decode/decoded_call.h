@@ -38,6 +38,7 @@ struct PolicyKeys {
   std::optional<uint32_t> nv_class;          // RM_ALLOC hClass
   std::optional<uint32_t> nv_control;        // RM_CONTROL cmd
   std::optional<uint32_t> uvm_cmd;           // raw UVM command number
+  std::optional<uint32_t> rdma_cm_cmd;       // RDMA_USER_CM_CMD_* of an observed rdma_cm write
   std::optional<int32_t> dmabuf_fd;          // the fd a REG_DMABUF_MR registers
 };
 

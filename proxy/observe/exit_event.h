@@ -16,21 +16,40 @@ typedef int64_t gp_s64;
 #define GDRPROXY_REGION0_MAX 512
 #define GDRPROXY_REGION1_MAX 256
 
+// Kinds of exit events.
+#define GDRPROXY_EVENT_RESULT 0    // the result of a call the supervisor registered
+#define GDRPROXY_EVENT_CM_WRITE 1  // a write() on a watched rdma_cm fd (never trapped)
+// A registered open of rdma_cm: at its exit the program itself starts watching the new fd, before
+// the caller can write to it.
+#define GDRPROXY_EVENT_CM_OPEN 2
+
 struct gdrproxy_pending {
-  gp_u64 seq;    // the trace record waiting for this result
+  gp_u64 seq;    // the trace record waiting for this result (0 for rdma_cm writes)
   gp_u64 addr0;  // caller memory to copy at exit
   gp_u64 addr1;
   gp_u32 len0;
   gp_u32 len1;
+  gp_u32 kind;  // GDRPROXY_EVENT_*
+  gp_u32 fd;    // rdma_cm writes: the fd written to
+  gp_u64 enter_ns;
+};
+
+// A caller's rdma_cm fd whose writes are observed (key of the cm_fds map).
+struct gdrproxy_cm_fd {
+  gp_u32 tgid;
+  gp_u32 fd;
 };
 
 struct gdrproxy_exit_event {
   gp_u64 seq;
   gp_s64 ret;
-  gp_u64 exit_ns;  // CLOCK_MONOTONIC
+  gp_u64 exit_ns;   // CLOCK_MONOTONIC
+  gp_u64 enter_ns;  // rdma_cm writes: when the write entered the kernel
   gp_u32 tid;
   gp_u32 len0;  // bytes actually captured (0 when the copy faulted)
   gp_u32 len1;
+  gp_u32 kind;  // GDRPROXY_EVENT_*
+  gp_u32 fd;    // rdma_cm writes: the fd written to
   gp_u32 pad;
   unsigned char region0[GDRPROXY_REGION0_MAX];
   unsigned char region1[GDRPROXY_REGION1_MAX];

@@ -50,6 +50,7 @@ std::unique_ptr<ExitObserver> ExitObserver::open(Callback cb, std::string& why) 
     }
   }
   o->pending_fd_ = bpf_object__find_map_fd_by_name(o->obj_, "pending");
+  o->cm_fds_fd_ = bpf_object__find_map_fd_by_name(o->obj_, "cm_fds");
   int events_fd = bpf_object__find_map_fd_by_name(o->obj_, "events");
   auto on_event = [](void* ctx, void* data, size_t size) -> int {
     if (size >= sizeof(gdrproxy_exit_event))
@@ -70,9 +71,18 @@ ExitObserver::~ExitObserver() {
   if (obj_) bpf_object__close(obj_);
 }
 
+void ExitObserver::unwatch_cm_fd(uint32_t tgid, uint32_t fd) {
+  gdrproxy_cm_fd key{tgid, fd};
+  bpf_map_delete_elem(cm_fds_fd_, &key);
+}
+
 bool ExitObserver::expect(uint32_t tid, uint64_t seq, const ResultRegion& r0,
-                          const ResultRegion& r1) {
-  gdrproxy_pending p{seq, r0.addr, r1.addr, r0.len, r1.len};
+                          const ResultRegion& r1, bool watch_rdma_cm) {
+  gdrproxy_pending p{
+      seq,     r0.addr,
+      r1.addr, r0.len,
+      r1.len,  watch_rdma_cm ? gp_u32{GDRPROXY_EVENT_CM_OPEN} : gp_u32{GDRPROXY_EVENT_RESULT},
+      0,       0};
   return bpf_map_update_elem(pending_fd_, &tid, &p, BPF_ANY) == 0;
 }
 

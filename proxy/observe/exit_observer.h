@@ -1,9 +1,10 @@
 // Result observation for calls the supervisor answered with CONTINUE. The kernel executes such a
 // call in the caller after the notification is answered, so the supervisor never sees its
-// result; an eBPF program on the syscalls:sys_exit_{ioctl,open,openat,openat2} tracepoints does, for exactly
-// the threads the supervisor registered. Chosen over ptrace because it needs no stop of the
-// caller, composes with debuggers inside the sandbox, and costs one hash lookup per ioctl/open
-// exit elsewhere on the host; it runs only in trace mode (--trace / --trace-json).
+// result; an eBPF program on the syscalls:sys_exit_{ioctl,open,openat,openat2} tracepoints (and
+// sys_{enter,exit}_write for the caller's rdma_cm fds, whose command writes are never trapped)
+// does, for exactly the threads the supervisor registered. Chosen over ptrace because it needs no
+// stop of the caller, composes with debuggers inside the sandbox, and costs one hash lookup per
+// ioctl/open exit elsewhere on the host; it runs only in trace mode (--trace / --trace-json).
 #pragma once
 
 #include <cstdint>
@@ -29,8 +30,12 @@ class ExitObserver {
   ~ExitObserver();
 
   // Registers the next ioctl/open exit of `tid` as the result of trace record `seq`.
-  bool expect(uint32_t tid, uint64_t seq, const ResultRegion& r0, const ResultRegion& r1);
+  // `watch_rdma_cm`: the call is an open of rdma_cm whose new fd's writes are then observed.
+  bool expect(uint32_t tid, uint64_t seq, const ResultRegion& r0, const ResultRegion& r1,
+              bool watch_rdma_cm = false);
   void forget(uint32_t tid);
+  // Stop observing write()s on a caller's fd (closed, number reused).
+  void unwatch_cm_fd(uint32_t tgid, uint32_t fd);
   int poll_fd() const;
   void consume();
 
@@ -39,6 +44,7 @@ class ExitObserver {
   bpf_object* obj_ = nullptr;
   ring_buffer* rb_ = nullptr;
   int pending_fd_ = -1;
+  int cm_fds_fd_ = -1;
   Callback cb_;
 };
 

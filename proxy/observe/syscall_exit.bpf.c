@@ -21,6 +21,15 @@ struct {
   __type(value, struct gdrproxy_pending);
 } pending SEC(".maps");
 
+// rdma_cm fds (by tgid and fd) whose writes are observed; the supervisor fills it from the results
+// of the caller's own opens of rdma_cm.
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 4096);
+  __type(key, struct gdrproxy_cm_fd);
+  __type(value, __u8);
+} cm_fds SEC(".maps");
+
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
   __uint(max_entries, 1 << 22);
@@ -38,12 +47,20 @@ static __always_inline int report(struct sys_exit_ctx* ctx) {
   __u32 tid = (__u32)bpf_get_current_pid_tgid();
   struct gdrproxy_pending* p = bpf_map_lookup_elem(&pending, &tid);
   if (!p) return 0;
+  if (p->kind == GDRPROXY_EVENT_CM_OPEN && ctx->ret >= 0) {
+    struct gdrproxy_cm_fd key = {(__u32)(bpf_get_current_pid_tgid() >> 32), (__u32)ctx->ret};
+    __u8 one = 1;
+    bpf_map_update_elem(&cm_fds, &key, &one, BPF_ANY);
+  }
   struct gdrproxy_exit_event* e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
   if (e) {
     e->seq = p->seq;
     e->ret = ctx->ret;
     e->exit_ns = bpf_ktime_get_ns();
     e->tid = tid;
+    e->kind = p->kind == GDRPROXY_EVENT_CM_WRITE ? GDRPROXY_EVENT_CM_WRITE : GDRPROXY_EVENT_RESULT;
+    e->fd = p->fd;
+    e->enter_ns = p->enter_ns;
     e->pad = 0;
     __u32 n0 = p->len0;
     __u32 n1 = p->len1;
@@ -57,6 +74,39 @@ static __always_inline int report(struct sys_exit_ctx* ctx) {
   }
   bpf_map_delete_elem(&pending, &tid);
   return 0;
+}
+
+// Layout of syscalls:sys_enter_write.
+struct sys_enter_write_ctx {
+  __u64 common;
+  __s32 syscall_nr;
+  __u32 pad;
+  __u64 fd;
+  __u64 buf;
+  __u64 count;
+};
+
+// rdma_cm commands are write()s the kernel accepts only on the caller's own fd, so they are never
+// trapped; a write on a watched rdma_cm fd is observed here and reported at its exit.
+SEC("tracepoint/syscalls/sys_enter_write")
+int on_enter_write(struct sys_enter_write_ctx* ctx) {
+  __u64 id = bpf_get_current_pid_tgid();
+  struct gdrproxy_cm_fd key = {(__u32)(id >> 32), (__u32)ctx->fd};
+  if (!bpf_map_lookup_elem(&cm_fds, &key)) return 0;
+  __u32 tid = (__u32)id;
+  struct gdrproxy_pending p = {};
+  p.addr0 = ctx->buf;
+  p.len0 = ctx->count > GDRPROXY_REGION0_MAX ? GDRPROXY_REGION0_MAX : (__u32)ctx->count;
+  p.kind = GDRPROXY_EVENT_CM_WRITE;
+  p.fd = (__u32)ctx->fd;
+  p.enter_ns = bpf_ktime_get_ns();
+  bpf_map_update_elem(&pending, &tid, &p, BPF_ANY);
+  return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_write")
+int on_exit_write(struct sys_exit_ctx* ctx) {
+  return report(ctx);
 }
 
 SEC("tracepoint/syscalls/sys_exit_ioctl")

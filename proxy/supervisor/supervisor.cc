@@ -31,6 +31,7 @@
 #include "proxy/abi/uverbs_abi.h"
 #include "proxy/broker/open_broker.h"
 #include "proxy/decode/nvidia_decoder.h"
+#include "proxy/decode/rdma_cm_decoder.h"
 #include "proxy/decode/uverbs_decoder.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/gpudirect/dmabuf_check.h"
@@ -111,6 +112,7 @@ class Supervisor {
   // The catalogued device behind a caller's fd, or nullptr.
   const DeviceNode* device_of_fd(pid_t tid, int fd) const;
   void on_exit_event(const gdrproxy_exit_event& e);
+  void on_cm_write(const gdrproxy_exit_event& e);
   void emit(TraceRecord& r);
   void reap();
   void maybe_finish();
@@ -240,8 +242,8 @@ int Supervisor::run() {
         "gdrproxy: served %llu notifications: %llu ioctl, %llu open "
         "(%llu brokered), %llu denied; handler %.1f us/ioctl, %.1f us/open\n",
         static_cast<unsigned long long>(n_ioctl_ + n_open_),
-        static_cast<unsigned long long>(n_ioctl_), static_cast<unsigned long long>(n_open_), static_cast<unsigned long long>(n_brokered_),
-        static_cast<unsigned long long>(denied_),
+        static_cast<unsigned long long>(n_ioctl_), static_cast<unsigned long long>(n_open_),
+        static_cast<unsigned long long>(n_brokered_), static_cast<unsigned long long>(denied_),
         n_ioctl_ ? double(ns_ioctl_) / 1e3 / double(n_ioctl_) : 0.0,
         n_open_ ? double(ns_open_) / 1e3 / double(n_open_) : 0.0);
   else if (denied_ && !opts_.quiet)
@@ -552,7 +554,9 @@ void Supervisor::handle_open(const seccomp_notif& req, uint64_t t0) {
     // Granted, and the caller opens it itself (Landlock allows exactly this node). The result
     // is the caller's own: observed at syscall exit when tracing.
     r.decision = "allow";
-    if (tracing() && observer_ && observer_->expect(req.pid, r.seq, {}, {})) {
+    // For rdma_cm the observer also starts watching the new fd's writes (rdma_cm commands).
+    const bool cm = d.node->device_class == DeviceClass::kRdmaCm;
+    if (tracing() && observer_ && observer_->expect(req.pid, r.seq, {}, {}, cm)) {
       if (notif_continue(nfd_, req.id) == 0) {
         pending_by_tid_[req.pid] = r.seq;
         pending_.emplace(r.seq, std::make_pair(std::move(r), t0));
@@ -601,7 +605,51 @@ const DeviceNode* Supervisor::device_of_fd(pid_t tid, int fd) const {
   return catalog_.find(st.st_rdev);
 }
 
+// An rdma_cm command the caller wrote to its own rdma_cm fd, seen by the BPF observer. Observed
+// only: the write was never trapped (README, Security model).
+void Supervisor::on_cm_write(const gdrproxy_exit_event& e) {
+  const ProcessIdentity& who = identity(static_cast<pid_t>(e.tid));
+  // The fd was marked at the caller's open of rdma_cm. If it now names another file, it was
+  // closed and its number reused: stop watching it. If it is gone (closed, or the caller is
+  // exiting) the write still happened on the marked rdma_cm fd.
+  struct stat st;
+  const std::string link = "/proc/" + std::to_string(e.tid) + "/fd/" + std::to_string(e.fd);
+  const bool open_now = ::stat(link.c_str(), &st) == 0;
+  const DeviceNode* node = open_now && S_ISCHR(st.st_mode) ? catalog_.find(st.st_rdev) : nullptr;
+  if (open_now && (!node || node->device_class != DeviceClass::kRdmaCm)) {
+    if (observer_) observer_->unwatch_cm_fd(who.host_tgid, e.fd);
+    return;
+  }
+  static const DeviceNode kAnyRdmaCm{"/dev/infiniband/rdma_cm", "rdma_cm", DeviceClass::kRdmaCm, 0,
+                                     true};
+  if (!node) node = &kAnyRdmaCm;
+  BufferMemory mem;
+  constexpr uint64_t kAt = 0x10000;
+  mem.map(kAt, std::vector<uint8_t>(e.region0, e.region0 + e.len0));
+  TraceRecord r;
+  r.seq = ++seq_;
+  r.wall_time = wall_seconds();
+  r.who = who;
+  r.syscall = "write";
+  r.fd = static_cast<int>(e.fd);
+  r.device = node->name;
+  r.call = decode_rdma_cm_write(kAt, e.len0, mem);
+  r.decision = "observed";
+  if (e.ret < 0) {
+    r.ret = -1;
+    r.err = static_cast<int>(-e.ret);
+  } else {
+    r.ret = e.ret;
+  }
+  r.latency_us = e.exit_ns > e.enter_ns ? double(e.exit_ns - e.enter_ns) / 1e3 : 0.0;
+  emit(r);
+}
+
 void Supervisor::on_exit_event(const gdrproxy_exit_event& e) {
+  if (e.kind == GDRPROXY_EVENT_CM_WRITE) {
+    on_cm_write(e);
+    return;
+  }
   auto it = pending_.find(e.seq);
   if (it == pending_.end()) return;
   TraceRecord& r = it->second.first;

@@ -177,6 +177,10 @@ case_rdma_cm_opened_by_caller_writes_untrapped() {
   expect_in "$WORK/err" "served 2 notifications: 0 ioctl, 2 open (0 brokered)"   # rdma_cm and /dev/null
   fd=$(sed -n 's/^OK cm fd=\([0-9]*\).*/\1/p' "$WORK/out")
   [[ $(jq_count "$WORK/t.jsonl" "r['device']=='rdma_cm' and r['decision']=='allow' and r['result']==$fd") == 1 ]] || fail "rdma_cm open not traced with fd $fd"
+  # Its command write is observed in the kernel (never trapped) and traced with its result; the
+  # 50 writes to /dev/null are not.
+  [[ $(jq_count "$WORK/t.jsonl" "r['syscall']=='write' and r['call']=='CREATE_ID' and r['args']['ps']=='TCP' and r['fd']==$fd and r['decision']=='observed' and r['result'] is not None") == 1 ]] || fail "CREATE_ID not observed"
+  [[ $(jq_count "$WORK/t.jsonl" "r['syscall']=='write'") == 1 ]] || fail "other writes were traced"
   # Not granted: refused, by the broker and (for a swapped path) by Landlock.
   sandboxed -q --grant uverbs0 -- "$CLIENT" cm-write /dev/infiniband/rdma_cm 0 >"$WORK/out2" 2>&1
   expect_in "$WORK/out2" "ERR EACCES (open)"

@@ -11,8 +11,8 @@
 #   rdma_cm-writes-scoped: rdma_cm commands are write()s on /dev/infiniband/rdma_cm, which the
 #     caller opens itself once granted (the kernel accepts those writes only from the opener's
 #     credentials); a process holding an rdma_cm id (tests/vm/cm_write_scope) works under the
-#     proxy, its granted open is traced, and none of its write()s, counted in the kernel, reach
-#     the supervisor.
+#     proxy, its CREATE_ID/BIND are traced (observed at syscall exit), and none of its write()s,
+#     counted in the kernel, reach the supervisor.
 #
 # The one idea: the trap-scope proof does not trust the proxy's own trace; it counts in the kernel.
 
@@ -93,7 +93,7 @@ if [[ -w $tracing/events/syscalls/sys_enter_ioctl/filter ]]; then
   fi
 
   # A process holding an rdma_cm id: neither its rdma_cm commands (write() on its own rdma_cm
-  # fd) nor its 2000 other write()s reach the supervisor; its granted open is traced.
+  # fd) nor its 2000 other write()s reach the supervisor; its rdma_cm commands are traced.
   t0=$(now_ms)
   scope=$build/tests/vm/cm_write_scope
   read -r w1 n1 < <(kcount cm_write_scope run_as proxied cm-scope-10 "$scope" -a "$cm_addr" -n 10)
@@ -103,7 +103,7 @@ if [[ -w $tracing/events/syscalls/sys_enter_ioctl/filter ]]; then
   numbers "$w1 $w2 $n1 $n2" && ((w2 - w1 >= 1990 && n1 > 0 && n2 - n1 <= 5)) || problems+=("$detail")
   grep -q 'bound' "$work/cm-scope-2000.out" 2>/dev/null || problems+=("cm_write_scope did not bind its id")
   while IFS= read -r p; do [[ -n $p ]] && problems+=("trace: $p"); done \
-    < <(trace_problems "$work/cm-scope-2000.jsonl" open)
+    < <(trace_problems "$work/cm-scope-2000.jsonl" CREATE_ID BIND)
   if ((${#problems[@]} == 0)); then
     record rdma_cm-writes-scoped PASS $(($(now_ms) - t0)) "$detail"
   else
