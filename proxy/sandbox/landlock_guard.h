@@ -16,8 +16,8 @@ int landlock_abi_version();
 // Applies the domain to the calling thread (inherited by children and across exec). Call after
 // PR_SET_NO_NEW_PRIVS. Returns false and sets `why` when the kernel refuses.
 // Granted uverbs/rdma_cm nodes stay readable and writable (the caller opens those itself; see
-// the open broker). Granted nvidia-caps nodes stay readable: CUDA opens them O_RDONLY as capability tokens (no
-// ioctls), so they need no brokering and read-only opens never have to trap.
+// the open broker). Granted nvidia-caps nodes stay readable: CUDA opens them O_RDONLY as capability
+// tokens (no ioctls), so they need no brokering and read-only opens never have to trap.
 bool apply_device_guard(const DeviceCatalog& catalog, const Grants& grants, std::string& why);
 
 }  // namespace gdrproxy::proxy
