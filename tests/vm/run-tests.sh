@@ -106,7 +106,7 @@ check_pair ib_atomic_lat 0 tcp:18515 "$verbs_setup" "ib_atomic_lat $P -n 100" "i
 # Readiness is the server's cm_id in LISTEN state (rdma resource show cm_id), so no fixed sleeps.
 # rdma_cm commands are write()s on the caller's own fd: never trapped, observed at syscall exit
 # and traced; the uverbs calls the connection drives are trapped and decoded as usual.
-cm_calls="CREATE_ID RESOLVE_ADDR CONNECT REG_MR CREATE_QP MODIFY_QP"
+cm_calls="CREATE_ID client:RESOLVE_ADDR client:CONNECT server:LISTEN REG_MR CREATE_QP MODIFY_QP"
 sig='s/^(server )?(ping data: rdma-ping-[0-9]+).*/\1\2/p'
 check_pair rping 0 cm:7174 "$cm_calls" "rping -s -a $cm_addr -C 10 -v" "rping -c -a $cm_addr -C 10 -v -S 64"
 sig='s/^(.*return status 0)$/\1/p'
