@@ -11,51 +11,10 @@
 #include <stdexcept>
 
 #include "proxy/sandbox/landlock_guard.h"
+#include "proxy/supervisor/fd_passing.h"
 
 namespace gdrproxy::proxy {
 namespace {
-
-bool send_fd(int sock, int fd) {
-  char byte = 'F';
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
-  msghdr m{};
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  m.msg_control = ctl;
-  m.msg_controllen = sizeof ctl;
-  cmsghdr* c = CMSG_FIRSTHDR(&m);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-  return ::sendmsg(sock, &m, 0) == 1;
-}
-
-// Receives either the listener fd or an error message from the child.
-int recv_fd(int sock, std::string& error) {
-  char buf[512];
-  iovec iov{buf, sizeof buf};
-  alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
-  msghdr m{};
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  m.msg_control = ctl;
-  m.msg_controllen = sizeof ctl;
-  ssize_t n = ::recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
-  if (n <= 0) {
-    error = "child exited during setup";
-    return -1;
-  }
-  cmsghdr* c = CMSG_FIRSTHDR(&m);
-  if (c && c->cmsg_type == SCM_RIGHTS) {
-    int fd;
-    std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-    return fd;
-  }
-  error.assign(buf, static_cast<size_t>(n));
-  return -1;
-}
 
 [[noreturn]] void child_fail(int sock, const std::string& msg) {
   (void)!::write(sock, msg.data(), msg.size());
@@ -112,7 +71,9 @@ Launched launch_sandboxed(const LaunchSpec& spec, const DeviceCatalog& catalog,
     ::close(sv[0]);
     int st;
     ::waitpid(pid, &st, 0);
-    throw std::runtime_error("sandbox setup failed: " + error);
+    throw std::runtime_error("sandbox setup failed: " + (error == "peer closed the socket"
+                                                             ? "child exited during setup"
+                                                             : error));
   }
   return Launched{pid, nfd, sv[0]};
 }

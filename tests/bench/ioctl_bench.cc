@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "proxy/exercise/verbs_request.h"
+#include "proxy/supervisor/fd_passing.h"
 
 #ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
 #define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
@@ -66,35 +67,16 @@ int raw_supervisor(char** argv) {
     seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(ioctl), 1,
                      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xff00, 0x1b00));
     if (seccomp_load(ctx) != 0) _exit(111);
-    int nfd = seccomp_notify_fd(ctx);
-    char b = 0;
-    iovec iov{&b, 1};
-    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
-    msghdr m{};
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    m.msg_control = ctl;
-    m.msg_controllen = sizeof ctl;
-    cmsghdr* c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &nfd, sizeof nfd);
-    sendmsg(sv[1], &m, 0);
+    gdrproxy::proxy::send_fd(sv[1], seccomp_notify_fd(ctx));
     execvp(argv[0], argv);
     _exit(127);
   }
-  char b;
-  iovec iov{&b, 1};
-  alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
-  msghdr m{};
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  m.msg_control = ctl;
-  m.msg_controllen = sizeof ctl;
-  recvmsg(sv[0], &m, 0);
-  int nfd;
-  memcpy(&nfd, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof nfd);
+  std::string why;
+  const int nfd = gdrproxy::proxy::recv_fd(sv[0], why);
+  if (nfd < 0) {
+    fprintf(stderr, "raw supervisor: %s\n", why.c_str());
+    return 1;
+  }
   ioctl(nfd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, 1UL, 0);  // same synchronous wake-up as gdrproxy
   for (;;) {
     pollfd p{nfd, POLLIN, 0};
