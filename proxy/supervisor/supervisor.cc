@@ -62,6 +62,7 @@ double wall_seconds() {
 
 // Stand-ins for "some device of this class" when the request number alone tells the class.
 const DeviceNode kAnyUverbs{"/dev/infiniband/uverbs*", "uverbs", DeviceClass::kUverbs, 0, true};
+const DeviceNode kAnyRdmaCm{"/dev/infiniband/rdma_cm", "rdma_cm", DeviceClass::kRdmaCm, 0, true};
 const DeviceNode kAnyNvidia{"/dev/nvidia*", "nvidia", DeviceClass::kNvidiaFrontend, 0, true};
 
 const DeviceNode* class_of_request(uint32_t cmd) {
@@ -107,6 +108,7 @@ class Supervisor {
   void handle(const seccomp_notif& req);
   void handle_ioctl(const seccomp_notif& req, uint64_t t0);
   void handle_open(const seccomp_notif& req, uint64_t t0);
+  void continue_observed(TraceRecord& r, uint64_t id, pid_t tid, uint64_t t0, bool watch_rdma_cm);
   void finish_call(TraceRecord& r, const DeviceNode& node, const Verdict& v, uint64_t id, pid_t tid,
                    uint64_t t0);
   // The catalogued device behind a caller's fd, or nullptr.
@@ -149,8 +151,6 @@ class Supervisor {
   std::map<uint32_t, uint64_t> pending_by_tid_;
   // Identities by host tid, valid while /proc/<tid> keeps its inode (a reused pid gets a new one).
   std::map<pid_t, std::pair<ino_t, ProcessIdentity>> identities_;
-  // Per-process counters keyed by (pidns, ns pid).
-  std::map<ProcessKey, uint64_t> calls_by_process_;
   uint64_t denied_ = 0;
   uint64_t n_ioctl_ = 0, n_open_ = 0, n_brokered_ = 0;
   uint64_t ns_ioctl_ = 0, ns_open_ = 0;  // time spent handling, for --stats
@@ -381,7 +381,6 @@ TraceRecord Supervisor::begin_record(const seccomp_notif& req, const char* sysca
   r.wall_time = wall_seconds();
   r.who = identity(static_cast<pid_t>(req.pid));
   r.syscall = syscall;
-  ++calls_by_process_[{r.who.pidns, r.who.ns_tgid}];
   return r;
 }
 
@@ -508,8 +507,15 @@ void Supervisor::finish_call(TraceRecord& r, const DeviceNode& node, const Verdi
     notif_continue(nfd_, id);
     return;
   }
-  if (observer_ &&
-      observer_->expect(tid, r.seq, r.call.result_regions[0], r.call.result_regions[1])) {
+  continue_observed(r, id, tid, t0, false);
+}
+
+// Lets a traced call run and registers its thread so the BPF observer completes the record at
+// the syscall's exit; without an observer the record is written now, result unknown.
+void Supervisor::continue_observed(TraceRecord& r, uint64_t id, pid_t tid, uint64_t t0,
+                                   bool watch_rdma_cm) {
+  if (observer_ && observer_->expect(tid, r.seq, r.call.result_regions[0], r.call.result_regions[1],
+                                     watch_rdma_cm)) {
     if (notif_continue(nfd_, id) != 0) {
       observer_->forget(tid);
       r.note = "caller gone before the call ran";
@@ -554,20 +560,13 @@ void Supervisor::handle_open(const seccomp_notif& req, uint64_t t0) {
     // Granted, and the caller opens it itself (Landlock allows exactly this node). The result
     // is the caller's own: observed at syscall exit when tracing.
     r.decision = "allow";
-    // For rdma_cm the observer also starts watching the new fd's writes (rdma_cm commands).
-    const bool cm = d.node->device_class == DeviceClass::kRdmaCm;
-    if (tracing() && observer_ && observer_->expect(req.pid, r.seq, {}, {}, cm)) {
-      if (notif_continue(nfd_, req.id) == 0) {
-        pending_by_tid_[req.pid] = r.seq;
-        pending_.emplace(r.seq, std::make_pair(std::move(r), t0));
-        return;
-      }
-      observer_->forget(req.pid);
-    } else {
+    if (!tracing()) {
       notif_continue(nfd_, req.id);
+      return;
     }
-    r.note = "result not observed";
-    if (tracing()) emit(r);
+    // For rdma_cm the observer also starts watching the new fd's writes (rdma_cm commands).
+    continue_observed(r, req.id, static_cast<pid_t>(req.pid), t0,
+                      d.node->device_class == DeviceClass::kRdmaCm);
     return;
   }
   if (d.kind == OpenDecision::Kind::kDeny || d.host_fd < 0) {
@@ -620,8 +619,6 @@ void Supervisor::on_cm_write(const gdrproxy_exit_event& e) {
     if (observer_) observer_->unwatch_cm_fd(who.host_tgid, e.fd);
     return;
   }
-  static const DeviceNode kAnyRdmaCm{"/dev/infiniband/rdma_cm", "rdma_cm", DeviceClass::kRdmaCm, 0,
-                                     true};
   if (!node) node = &kAnyRdmaCm;
   BufferMemory mem;
   constexpr uint64_t kAt = 0x10000;
