@@ -1,6 +1,10 @@
 // gdrproxy: one binary, one subcommand per component. Each component registers its own
 // subcommands; this file only builds the root and runs the parser.
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <iostream>
+#include <string>
+#include <vector>
 
 #include "cli/demo.h"
 #include "netns/cli.h"
@@ -8,16 +12,34 @@
 #include "sysfs/cli.h"
 
 int main(int argc, char** argv) {
+  // Everything after the first "--" is the command that `run`/`standin` start: the parser never
+  // sees it (see proxy::CommandTail).
+  // Other subcommands get their "--" as CLI11 reads it.
+  std::vector<std::string> own(argv, argv + argc);
+  gdrproxy::proxy::CommandTail tail;
+  const auto& runs = gdrproxy::proxy::kCommandSubcommands;
+  if (own.size() > 1 && std::find(runs.begin(), runs.end(), own[1]) != runs.end()) {
+    if (auto dd = std::find(own.begin() + 1, own.end(), "--"); dd != own.end()) {
+      tail.words.emplace(dd + 1, own.end());
+      own.erase(dd, own.end());
+    }
+  }
   CLI::App app{
       "gdrproxy: RDMA (uverbs) and NVIDIA GPU devices for sandboxed containers.\n"
       "Brokers device opens, decodes/enforces/traces device ioctls, builds a synthetic sysfs,\n"
       "and moves RoCE rails into container network namespaces."};
   app.require_subcommand(1);
   int exit_code = 0;
-  gdrproxy::proxy::register_commands(app, exit_code);
+  gdrproxy::proxy::register_commands(app, exit_code, tail);
   gdrproxy::sysfs::register_commands(app, exit_code);
   gdrproxy::netns::register_commands(app, exit_code);
   gdrproxy::cli::register_demo(app, exit_code);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    std::vector<char*> args;
+    for (auto& w : own) args.push_back(w.data());
+    app.parse(static_cast<int>(args.size()), args.data());
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
   return exit_code;
 }

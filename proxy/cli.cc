@@ -16,21 +16,36 @@
 namespace gdrproxy::proxy {
 namespace {
 
-void add_run(CLI::App& app, int& exit_code) {
+// The command a subcommand starts: the positional words before "--", then every word after it
+// (getopt's meaning of "--"). The words after "--" never reached the option parser.
+std::vector<std::string> command_words(std::vector<std::string> before, const CommandTail& tail) {
+  if (tail.words) before.insert(before.end(), tail.words->begin(), tail.words->end());
+  return before;
+}
+
+void add_run(CLI::App& app, int& exit_code, const CommandTail& tail) {
   auto* run = app.add_subcommand(
       "run",
       "Run a command with brokered device opens and decoded, policed device ioctls.\n"
       "Opens of /dev/infiniband/{uverbsN,rdma_cm} and /dev/nvidia* are checked against the\n"
       "grants and performed by gdrproxy; uverbs, NVIDIA frontend and UVM ioctls are decoded,\n"
       "checked against the policy, and traced. Other syscalls never reach gdrproxy.\n"
-      "Example: gdrproxy run --grant uverbs0 --trace -- ibv_devinfo -v");
+      "Everything after -- is the command's own, never an option of gdrproxy.\n"
+      "Example: gdrproxy run --grant uverbs0 --trace -- ibv_devinfo -v\n"
+      "Example: gdrproxy run --grant uverbs0,rdma_cm --mode trace -- ls -la /dev/infiniband\n"
+      "Example: gdrproxy run --grant nvidiactl,nvidia0,nvidia-uvm --trace-json trace.jsonl -- "
+      "python3 -c 'import torch; print(torch.cuda.device_count())'");
   auto opts = std::make_shared<RunOptions>();
   auto mode = std::make_shared<std::string>();
   auto trap = std::make_shared<std::string>("auto");
   run->add_option("--grant", opts->grants,
                   "Device the command may open, by name (uverbs0, rdma_cm, nvidiactl, nvidia0,\n"
-                  "nvidia-uvm, nvidia-caps/nvidia-cap1) or /dev path; repeatable. Default: the\n"
-                  "policy's grants, else every RDMA and NVIDIA device on this host");
+                  "nvidia-uvm, nvidia-caps/nvidia-cap1) or /dev path; repeatable, or a comma\n"
+                  "list. Default: the policy's grants, else every RDMA and NVIDIA device here")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->delimiter(',')
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   run->add_option(
          "--policy", opts->policy_file,
          "Policy JSON (see configs/policy/); default: the built-in configs/policy/default.json")
@@ -57,8 +72,10 @@ void add_run(CLI::App& app, int& exit_code) {
   run->add_flag("--stats", opts->stats,
                 "At exit, print how many notifications were served (ioctl, rdma_cm write, open,\n"
                 "brokered, denied)");
-  run->add_option("command", opts->argv, "Command and arguments (after --)")->required();
-  run->callback([opts, mode, trap, sync, &exit_code] {
+  run->add_option("command", opts->argv, "Command and arguments (after --)");
+  run->callback([opts, mode, trap, sync, &tail, &exit_code] {
+    opts->argv = command_words(opts->argv, tail);
+    if (opts->argv.empty()) throw CLI::RequiredError("a command (give it after --)");
     if (*sync != "auto") opts->sync_wakeup = *sync == "on";
     if (!mode->empty()) opts->mode = *mode == "trace" ? Mode::kTrace : Mode::kEnforce;
     opts->open_trap = *trap == "write" ? OpenTrapChoice::kWrite
@@ -96,7 +113,7 @@ void add_trace(CLI::App& app, int& exit_code) {
   });
 }
 
-void add_hidden(CLI::App& app, int& exit_code) {
+void add_hidden(CLI::App& app, int& exit_code, const CommandTail& tail) {
   auto* ex = app.add_subcommand("exercise", "Issue a representative sequence of device ioctls");
   ex->group("");  // hidden: a tool for demo, doctor and tests
   auto kind = std::make_shared<std::string>();
@@ -115,8 +132,11 @@ void add_hidden(CLI::App& app, int& exit_code) {
   auto* standin = app.add_subcommand("standin", "Run a command with stand-in device nodes");
   standin->group("");
   standin->prefix_command();  // everything after the subcommand is the command line
-  standin->callback([standin, &exit_code] {
-    auto argv = std::make_shared<std::vector<std::string>>(standin->remaining());
+  standin->callback([standin, &tail, &exit_code] {
+    // A prefix command: its words before "--" are the command, and the "--" was the command's.
+    std::vector<std::string> words = standin->remaining();
+    if (!words.empty() && tail.words) words.push_back("--");
+    auto argv = std::make_shared<std::vector<std::string>>(command_words(words, tail));
     if (argv->empty()) {
       std::cerr << "gdrproxy standin: no command\n";
       exit_code = 125;
@@ -140,10 +160,10 @@ void add_hidden(CLI::App& app, int& exit_code) {
 
 }  // namespace
 
-void register_commands(CLI::App& app, int& exit_code) {
-  add_run(app, exit_code);
+void register_commands(CLI::App& app, int& exit_code, CommandTail& tail) {
+  add_run(app, exit_code, tail);
   add_trace(app, exit_code);
-  add_hidden(app, exit_code);
+  add_hidden(app, exit_code, tail);
 }
 
 }  // namespace gdrproxy::proxy

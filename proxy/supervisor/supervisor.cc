@@ -38,6 +38,7 @@
 #include "proxy/mem/process_memory.h"
 #include "proxy/observe/exit_observer.h"
 #include "proxy/sandbox/landlock_guard.h"
+#include "proxy/supervisor/denial_log.h"
 #include "proxy/supervisor/launcher.h"
 #include "proxy/supervisor/process_info.h"
 #include "proxy/supervisor/seccomp_notify.h"
@@ -151,7 +152,7 @@ class Supervisor {
   std::map<uint32_t, uint64_t> pending_by_tid_;
   // Identities by host tid, valid while /proc/<tid> keeps its inode (a reused pid gets a new one).
   std::map<pid_t, std::pair<ino_t, ProcessIdentity>> identities_;
-  uint64_t denied_ = 0;
+  DenialLog denials_;
   uint64_t n_ioctl_ = 0, n_open_ = 0, n_brokered_ = 0;
   uint64_t ns_ioctl_ = 0, ns_open_ = 0;  // time spent handling, for --stats
 };
@@ -165,7 +166,10 @@ void Supervisor::setup_nvidia() {
   nv_abi_ = version ? nvidia_abi_for_version(*version) : nullptr;
   if (!nv_abi_) {
     nv_abi_ = &nvidia_newest_abi();
-    if (have_nvidia) {
+    // No NVIDIA driver loaded: whatever answers on /dev/nvidia* nodes is not NVIDIA's, so there
+    // is no driver version to disagree with. Calls are named and policed with the newest tables.
+    const bool driver_loaded = version || access("/proc/driver/nvidia", F_OK) == 0;
+    if (have_nvidia && driver_loaded) {
       nv_enforce_ = false;
       note("NVIDIA driver " + version.value_or("(version unknown)") +
            " is not in this build's ABI tables: NVIDIA calls are traced with " +
@@ -240,14 +244,20 @@ int Supervisor::run() {
     std::fprintf(
         stderr,
         "gdrproxy: served %llu notifications: %llu ioctl, %llu open "
-        "(%llu brokered), %llu denied; handler %.1f us/ioctl, %.1f us/open\n",
+        "(%llu brokered), %llu denied (%llu repeated denial lines not printed); handler %.1f "
+        "us/ioctl, %.1f us/open\n",
         static_cast<unsigned long long>(n_ioctl_ + n_open_),
         static_cast<unsigned long long>(n_ioctl_), static_cast<unsigned long long>(n_open_),
-        static_cast<unsigned long long>(n_brokered_), static_cast<unsigned long long>(denied_),
+        static_cast<unsigned long long>(n_brokered_),
+        static_cast<unsigned long long>(denials_.total()),
+        static_cast<unsigned long long>(denials_.repeats()),
         n_ioctl_ ? double(ns_ioctl_) / 1e3 / double(n_ioctl_) : 0.0,
         n_open_ ? double(ns_open_) / 1e3 / double(n_open_) : 0.0);
-  else if (denied_ && !opts_.quiet)
-    note(std::to_string(denied_) + " device call(s) denied");
+  else if (denials_.total() && !opts_.quiet)
+    note(std::to_string(denials_.total()) + " device call(s) denied" +
+         (denials_.repeats() ? " (" + std::to_string(denials_.repeats()) +
+                                   " repeated denial lines not printed; --stats counts them)"
+                             : ""));
   return exit_status_;
 }
 
@@ -486,12 +496,11 @@ void Supervisor::finish_call(TraceRecord& r, const DeviceNode& node, const Verdi
   const bool deny = v.action == Action::kDeny && mode_ == Mode::kEnforce && (!nv || nv_enforce_);
   if (deny) {
     notif_error(nfd_, id, v.err);
-    ++denied_;
     r.decision = "deny";
     r.ret = -1;
     r.err = v.err;
     r.latency_us = double(monotonic_ns() - t0) / 1e3;
-    if (v.log)
+    if (denials_.first(r.who.host_tgid, node.name, v.reason) && v.log)
       std::fprintf(stderr, "gdrproxy: denied %s %s by pid %u (ns pid %u): %s -> %s\n",
                    node.name.c_str(), r.call.name.c_str(), r.who.host_tid, r.who.ns_tid,
                    v.reason.c_str(), errno_name(v.err));
@@ -575,10 +584,10 @@ void Supervisor::handle_open(const seccomp_notif& req, uint64_t t0) {
     r.ret = -1;
     r.err = d.err;
     if (d.kind == OpenDecision::Kind::kDeny) {
-      ++denied_;
-      std::fprintf(stderr, "gdrproxy: denied open of %s (%s) by pid %u (ns pid %u): %s -> %s\n",
-                   d.path.c_str(), d.node->path.c_str(), r.who.host_tid, r.who.ns_tid,
-                   d.reason.c_str(), errno_name(d.err));
+      if (denials_.first(r.who.host_tgid, d.node->path, d.reason))
+        std::fprintf(stderr, "gdrproxy: denied open of %s (%s) by pid %u (ns pid %u): %s -> %s\n",
+                     d.path.c_str(), d.node->path.c_str(), r.who.host_tid, r.who.ns_tid,
+                     d.reason.c_str(), errno_name(d.err));
     }
   } else {
     const int fd = notif_inject_fd(nfd_, req.id, d.host_fd, (call.flags & O_CLOEXEC) != 0);

@@ -203,14 +203,64 @@ case_dmabuf_provenance() {
   expect_in "$WORK/out3" "ERR ENOTTY (reg-dmabuf)"
 }
 
+# with_nvidia_version TEXT CMD...: runs CMD in a private mount namespace whose
+# /proc/driver/nvidia/version reads TEXT (a tmpfs over /proc/driver: a stand-in for the driver's
+# version file only, so that a version the ABI tables do not know can be shown on any machine).
+with_nvidia_version() {
+  local text=$1; shift
+  mkdir -p "$WORK/driver/nvidia"
+  printf '%s\n' "$text" >"$WORK/driver/nvidia/version"
+  unshare --mount --propagation private sh -c 'mount --bind "$0" /proc/driver && exec "$@"' "$WORK/driver" "$@"
+}
+
 case_unknown_nvidia_driver_is_trace_only() {
-  # No /proc/driver/nvidia/version here: the NVIDIA classes are never denied, and gdrproxy says so.
-  [[ -e /proc/driver/nvidia/version ]] && { echo "SKIP: a real NVIDIA driver is loaded"; return; }
+  # A driver version the tables do not know: the NVIDIA classes are never denied, and gdrproxy
+  # says so, naming the version.
   echo '{"version":1,"classes":{"nvidia":{"rules":[{"action":"deny","escape":"RM_ALLOC"}]}}}' >"$WORK/p.json"
-  sandboxed --mode enforce --policy "$WORK/p.json" -- "$GP" exercise nvidia /dev/nvidiactl >"$WORK/out" 2>"$WORK/err"
-  expect_in "$WORK/err" "is not in this build's ABI tables"
+  with_nvidia_version "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  999.1.2  Release Build" \
+    timeout 60 "$GP" standin "$GP" run --mode enforce --policy "$WORK/p.json" -- "$GP" exercise nvidia /dev/nvidiactl >"$WORK/out" 2>"$WORK/err"
+  expect_in "$WORK/err" "NVIDIA driver 999.1.2 is not in this build's ABI tables"
   expect_in "$WORK/err" "driver not in the ABI tables, would deny nvidiactl RM_ALLOC"
   expect_in "$WORK/out" "RM_ALLOC(NV01_ROOT_CLIENT) -> EINVAL"   # ran: the stand-in answered
+}
+
+case_no_nvidia_driver_no_nvidia_note() {
+  # No NVIDIA driver loaded (stand-in nodes only): nothing is said about NVIDIA, and the policy
+  # is enforced with the newest tables.
+  [[ -e /proc/driver/nvidia ]] && { echo "SKIP: a real NVIDIA driver is loaded"; exit 77; }
+  echo '{"version":1,"classes":{"nvidia":{"rules":[{"action":"deny","escape":"RM_ALLOC"}]}}}' >"$WORK/p.json"
+  sandboxed --mode enforce --policy "$WORK/p.json" -- "$GP" exercise nvidia /dev/nvidiactl >"$WORK/out" 2>"$WORK/err"
+  expect_not_in "$WORK/err" "NVIDIA driver"
+  expect_not_in "$WORK/err" "ABI tables"
+  expect_in "$WORK/out" "RM_ALLOC(NV01_ROOT_CLIENT) -> EPERM"
+  expect_in "$WORK/err" "denied nvidiactl RM_ALLOC"
+}
+
+case_repeated_denials_logged_once() {
+  # One process retrying a refused open gets one line; the repeats are counted in --stats.
+  # The shell opens it 5 times itself (`true` is a builtin: no new process), then one client.
+  sandboxed --grant uverbs0 --stats -- sh -c "for i in 1 2 3 4 5; do true 3<>/dev/infiniband/uverbs1; done 2>/dev/null; $CLIENT open /dev/infiniband/uverbs1 rdwr" >"$WORK/out" 2>"$WORK/err"
+  [[ $(grep -c "denied open of /dev/infiniband/uverbs1" "$WORK/err") == 2 ]] || { cat "$WORK/err"; fail "expected one line per process (2 processes)"; }
+  expect_in "$WORK/err" "6 denied (4 repeated denial lines not printed)"
+}
+
+case_run_command_arguments_are_the_commands() {
+  # Everything after -- is the command's, whatever gdrproxy options precede it: a --grant right
+  # before -- does not swallow the command's flags, and the command's own --grant/--mode/--policy
+  # words change nothing.
+  sandboxed -q --grant uverbs0 -- ls -la /dev/infiniband >"$WORK/out" 2>"$WORK/err" || { cat "$WORK/err"; fail "ls -la exit $?"; }
+  expect_in "$WORK/out" "uverbs0"
+  sandboxed -q --grant uverbs0 -- sh -c 'echo "$@"' sh --grant uverbs1 --mode trace --policy /nonexistent >"$WORK/out2" 2>&1 || fail "exit $?"
+  expect_in "$WORK/out2" "--grant uverbs1 --mode trace --policy /nonexistent"
+  sandboxed -q --grant uverbs0 -- "$CLIENT" open /dev/infiniband/uverbs1 rdwr --grant uverbs1 --mode trace >"$WORK/out3" 2>&1
+  expect_in "$WORK/out3" "ERR EACCES"
+  # Grants as a comma list; the command may also start before -- (getopt's meaning of --).
+  sandboxed -q --grant uverbs0,uverbs1 -- "$CLIENT" open /dev/infiniband/uverbs1 rdwr >"$WORK/out4" 2>&1
+  expect_in "$WORK/out4" "OK fd="
+  sandboxed -q --grant uverbs0 "$CLIENT" -- open /dev/infiniband/uverbs0 rdwr >"$WORK/out5" 2>&1
+  expect_in "$WORK/out5" "OK fd="
+  timeout 20 "$GP" run -q --grant uverbs0 -- 2>"$WORK/err6"; [[ $? != 0 ]] || fail "no command accepted"
+  expect_in "$WORK/err6" "command"
 }
 
 case_callers_killed_mid_call() {
@@ -229,7 +279,7 @@ case_callers_killed_mid_call() {
 
 case_cuda_probe_runs_without_cuda() {
   # libcuda.so.1 is loaded at run time: without it the probe says so and exits 2.
-  ldconfig -p | grep -q 'libcuda.so.1 ' && { echo "SKIP: CUDA present"; return; }
+  ldconfig -p | grep -q 'libcuda.so.1 ' && { echo "SKIP: CUDA present"; exit 77; }
   sandboxed -q -- "$GP" exercise cuda /dev/infiniband/uverbs0 >"$WORK/out" 2>&1
   [[ $? == 2 ]] || fail "expected exit 2"
   expect_in "$WORK/out" "cuda unavailable (libcuda.so.1"
