@@ -4,7 +4,7 @@
 // controls are those that CUDA, PyTorch and NCCL allocate and issue (the set gVisor's nvproxy
 // supports for this branch), numbered as in the driver's class/ and ctrl/ headers.
 // The one idea: these are facts about the driver, not choices of ours. What is *allowed* lives in
-// configs/policy/nvidia-580.json; a number missing here is only shown as unknown.
+// configs/allowlists/nvidia-580.json; a number missing here is only shown as unknown.
 #include <array>
 
 #include "proxy/abi/nvidia_tables.h"

@@ -25,16 +25,66 @@ constexpr std::pair<const char*, int> kErrnos[] = {
     {"ETIMEDOUT", ETIMEDOUT},   {"EEXIST", EEXIST},
 };
 
+// Every value read from a policy goes through these helpers: a wrong type, a value out of range
+// or an unknown key is an error that names the field ("classes.uverbs.log") and what was expected.
+std::string describe(const json& v) {
+  std::string text = v.dump();
+  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  return std::string(v.type_name()) + " " + text;
+}
+
+[[noreturn]] void expected(const std::string& where, const std::string& what, const json& got) {
+  throw std::runtime_error(where + ": expected " + what + ", got " + describe(got));
+}
+
+std::string as_string(const json& v, const std::string& where) {
+  if (!v.is_string()) expected(where, "a string", v);
+  return v.get<std::string>();
+}
+
+bool as_bool(const json& v, const std::string& where) {
+  if (!v.is_boolean()) expected(where, "true or false", v);
+  return v.get<bool>();
+}
+
+std::vector<std::string> as_string_list(const json& v, const std::string& where) {
+  if (!v.is_array()) expected(where, "a list of strings", v);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < v.size(); ++i)
+    out.push_back(as_string(v[i], where + "[" + std::to_string(i) + "]"));
+  return out;
+}
+
+const json& as_object(const json& v, const std::string& where) {
+  if (!v.is_object()) expected(where, "an object", v);
+  return v;
+}
+
+// Refuses keys outside `known`: a misspelt key would otherwise be a silently ignored setting.
+void only_keys(const json& obj, const std::string& where, std::initializer_list<const char*> known,
+               const std::string& hint = "") {
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    bool ok = false;
+    for (const char* k : known) ok = ok || it.key() == k;
+    if (ok) continue;
+    std::string list;
+    for (const char* k : known) list += std::string(list.empty() ? "" : ", ") + k;
+    throw std::runtime_error((where.empty() ? "" : where + ".") + it.key() +
+                             ": unknown field (expected one of: " + list + ")" + hint);
+  }
+}
+
 DeviceClass parse_class(const std::string& s) {
   for (auto c : {DeviceClass::kUverbs, DeviceClass::kRdmaCm, DeviceClass::kNvidiaFrontend,
                  DeviceClass::kNvidiaUvm, DeviceClass::kNvidiaCaps})
     if (s == device_class_name(c)) return c;
-  throw std::runtime_error("unknown device class '" + s +
-                           "' (uverbs, rdma_cm, nvidia, nvidia-uvm, nvidia-caps)");
+  throw std::runtime_error("classes." + s +
+                           ": unknown device class (uverbs, rdma_cm, nvidia, nvidia-uvm, "
+                           "nvidia-caps)");
 }
 
 Action parse_action(const json& v, const std::string& where) {
-  const std::string s = v.get<std::string>();
+  const std::string s = as_string(v, where);
   if (s == "allow") return Action::kAllow;
   if (s == "deny") return Action::kDeny;
   throw std::runtime_error(where + ": action must be \"allow\" or \"deny\", not \"" + s + "\"");
@@ -51,7 +101,7 @@ uint64_t parse_number(const json& v, const std::string& where) {
     } catch (...) {
     }
   }
-  throw std::runtime_error(where + ": expected a number, got " + v.dump());
+  expected(where, "a number or a name the ABI tables know", v);
 }
 
 // A field given by name or number; `lookup` resolves names.
@@ -70,7 +120,7 @@ bool glob_match(const char* pat, const char* s) {
 }
 
 Rule parse_rule(const json& j, const std::string& where) {
-  if (!j.is_object()) throw std::runtime_error(where + ": a rule is a JSON object");
+  if (!j.is_object()) expected(where, "a rule (a JSON object)", j);
   Rule r;
   r.text = j.dump();
   const auto& abi = nvidia_newest_abi();
@@ -81,7 +131,7 @@ Rule parse_rule(const json& j, const std::string& where) {
     if (k == "action") {
       r.action = parse_action(v, w);
     } else if (k == "call") {
-      r.call_glob = v.get<std::string>();
+      r.call_glob = as_string(v, w);
     } else if (k == "ioctl") {
       r.ioctl = static_cast<uint32_t>(parse_number(v, w));
     } else if (k == "object") {
@@ -117,9 +167,9 @@ Rule parse_rule(const json& j, const std::string& where) {
         return u ? std::optional<uint64_t>(u->cmd) : std::nullopt;
       }));
     } else if (k == "errno") {
-      r.err = parse_errno(v);
+      r.err = parse_errno(v, w);
     } else if (k == "log") {
-      r.log = v.get<bool>();
+      r.log = as_bool(v, w);
     } else if (k != "comment") {
       throw std::runtime_error(w + ": unknown rule field");
     }
@@ -175,12 +225,21 @@ bool known_to_tables(const DecodedCall& c) {
 
 }  // namespace
 
-int parse_errno(const json& v) {
-  if (v.is_number_integer()) return v.get<int>();
+int parse_errno(const json& v, const std::string& where) {
+  // 0 would make a denied call return success without running; the kernel's errno range is
+  // 1..4095 (MAX_ERRNO).
+  if (v.is_number_integer()) {
+    const auto n = v.get<int64_t>();
+    if (n >= 1 && n <= 4095) return static_cast<int>(n);
+    expected(where, "an errno from 1 to 4095 or a name such as \"EPERM\"", v);
+  }
+  if (!v.is_string()) expected(where, "an errno name such as \"EPERM\" or a number 1..4095", v);
   const std::string s = v.get<std::string>();
   for (auto [name, n] : kErrnos)
     if (s == name) return n;
-  throw std::runtime_error("unknown errno name '" + s + "'");
+  std::string names;
+  for (auto [name, n] : kErrnos) names += std::string(names.empty() ? "" : ", ") + name;
+  throw std::runtime_error(where + ": unknown errno name \"" + s + "\" (known: " + names + ")");
 }
 
 const char* errno_name(int err) {
@@ -193,33 +252,48 @@ Policy Policy::from_json(const json& j, const std::string& origin) {
   Policy p;
   p.origin_ = origin;
   try {
-    if (!j.is_object()) throw std::runtime_error("top level must be an object");
-    if (j.value("version", 1) != 1) throw std::runtime_error("unsupported policy version");
+    if (!j.is_object()) expected("top level", "an object", j);
+    // An NVIDIA allowlist (configs/allowlists/) is the file most often mistaken for a policy.
+    const std::string hint = j.contains("escapes") || j.contains("driver")
+                                 ? "; this looks like an NVIDIA allowlist (configs/allowlists/), "
+                                   "which tests check recorded calls against, not a policy"
+                                 : "";
+    only_keys(j, "", {"version", "comment", "mode", "grants", "open_errno", "classes"}, hint);
+    if (j.contains("version") && j["version"] != 1) expected("version", "1", j["version"]);
+    if (j.contains("comment")) as_string(j["comment"], "comment");
     if (j.contains("mode")) {
-      const std::string m = j["mode"].get<std::string>();
-      if (m != "trace" && m != "enforce") throw std::runtime_error("mode must be trace or enforce");
+      const std::string m = as_string(j["mode"], "mode");
+      if (m != "trace" && m != "enforce") expected("mode", "\"trace\" or \"enforce\"", j["mode"]);
       p.mode_ = m == "trace" ? Mode::kTrace : Mode::kEnforce;
     }
-    if (j.contains("grants")) p.grants_ = j["grants"].get<std::vector<std::string>>();
-    if (j.contains("open_errno")) p.open_errno_ = parse_errno(j["open_errno"]);
+    if (j.contains("grants")) p.grants_ = as_string_list(j["grants"], "grants");
+    if (j.contains("open_errno")) p.open_errno_ = parse_errno(j["open_errno"], "open_errno");
+    if (j.contains("classes")) as_object(j["classes"], "classes");
     const json classes = j.value("classes", json::object());
     for (auto& [name, body] : classes.items()) {
       ClassPolicy cp;
       const std::string where = "classes." + name;
+      const DeviceClass cls = parse_class(name);
+      as_object(body, where);
+      only_keys(body, where,
+                {"default", "unknown", "malformed", "errno", "log", "rules", "dmabuf_exporters",
+                 "comment"});
       if (body.contains("default"))
         cp.default_action = parse_action(body["default"], where + ".default");
       if (body.contains("unknown"))
         cp.unknown_action = parse_action(body["unknown"], where + ".unknown");
       if (body.contains("malformed"))
         cp.malformed_action = parse_action(body["malformed"], where + ".malformed");
-      if (body.contains("errno")) cp.err = parse_errno(body["errno"]);
-      if (body.contains("log")) cp.log = body["log"].get<bool>();
+      if (body.contains("errno")) cp.err = parse_errno(body["errno"], where + ".errno");
+      if (body.contains("log")) cp.log = as_bool(body["log"], where + ".log");
       if (body.contains("dmabuf_exporters"))
-        cp.dmabuf_exporters = body["dmabuf_exporters"].get<std::vector<std::string>>();
+        cp.dmabuf_exporters = as_string_list(body["dmabuf_exporters"], where + ".dmabuf_exporters");
+      if (body.contains("rules") && !body["rules"].is_array())
+        expected(where + ".rules", "a list of rules", body["rules"]);
       int i = 0;
       for (const auto& r : body.value("rules", json::array()))
         cp.rules.push_back(parse_rule(r, where + ".rules[" + std::to_string(i++) + "]"));
-      p.classes_[parse_class(name)] = std::move(cp);
+      p.classes_[cls] = std::move(cp);
     }
   } catch (const json::exception& e) {
     throw std::runtime_error("policy " + origin + ": " + e.what());

@@ -73,8 +73,8 @@ class Policy {
   std::string origin_;
 };
 
-// errno by name ("EPERM") or number; throws on unknown names.
-int parse_errno(const nlohmann::json& v);
+// errno by name ("EPERM") or number (1..4095); throws naming `where` otherwise.
+int parse_errno(const nlohmann::json& v, const std::string& where);
 const char* errno_name(int err);
 
 }  // namespace gdrproxy::proxy

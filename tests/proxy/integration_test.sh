@@ -263,6 +263,21 @@ case_run_command_arguments_are_the_commands() {
   expect_in "$WORK/err6" "command"
 }
 
+case_policy_load_errors_name_file_and_field() {
+  # An allowlist passed as a policy, and a wrong type: one line naming the file, the field and
+  # what was expected; the command never runs.
+  timeout 20 "$GP" run --policy "$SRC/configs/allowlists/nvidia-580.json" -- touch "$WORK/ran" 2>"$WORK/err"
+  [[ $? == 125 ]] || fail "exit $?"
+  [[ ! -e $WORK/ran ]] || fail "the command ran"
+  expect_in "$WORK/err" "policy $SRC/configs/allowlists/nvidia-580.json: "
+  expect_in "$WORK/err" "NVIDIA allowlist"
+  expect_not_in "$WORK/err" "type_error"
+  echo '{"classes":{"uverbs":{"errno":0}}}' >"$WORK/p.json"
+  timeout 20 "$GP" run --policy "$WORK/p.json" -- true 2>"$WORK/err2"
+  [[ $? == 125 ]] || fail "errno 0 accepted"
+  expect_in "$WORK/err2" "policy $WORK/p.json: classes.uverbs.errno: expected an errno from 1 to 4095"
+}
+
 case_callers_killed_mid_call() {
   # Many callers die at random points while their device calls are being served: gdrproxy must
   # neither crash nor hang, and must still report the command's own exit status.

@@ -180,8 +180,8 @@ TEST(NvidiaAbi, StatusNames) {
 }
 
 TEST(NvidiaAbi, PolicyNamesOnlyTableEntriesOfItsDriver) {
-  std::ifstream in(GDRPROXY_SOURCE_DIR "/configs/policy/nvidia-580.json");
-  ASSERT_TRUE(in) << "configs/policy/nvidia-580.json";
+  std::ifstream in(GDRPROXY_SOURCE_DIR "/configs/allowlists/nvidia-580.json");
+  ASSERT_TRUE(in) << "configs/allowlists/nvidia-580.json";
   const auto j = nlohmann::json::parse(in);
   const NvidiaDriverAbi* abi = nvidia_abi_for_version(j.at("driver").get<std::string>());
   ASSERT_NE(abi, nullptr);

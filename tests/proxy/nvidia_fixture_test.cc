@@ -2,7 +2,7 @@
 // 580.159.04, tests/fixtures/nvidia/): every call must decode to a known name without being
 // malformed, every status must be a known NV_STATUS (and NV_OK for all but the few calls the
 // driver answers otherwise), and every escape, class, control and UVM call these workloads make
-// must be allowed by configs/policy/nvidia-580.json, so that enforce mode with the default policy
+// must be allowed by configs/allowlists/nvidia-580.json, so that enforce mode with the default policy
 // denies none of them.
 #include <gtest/gtest.h>
 #include <zlib.h>
@@ -82,7 +82,7 @@ struct Policy {
 };
 
 Policy load_policy() {
-  std::ifstream in(GDRPROXY_SOURCE_DIR "/configs/policy/nvidia-580.json");
+  std::ifstream in(GDRPROXY_SOURCE_DIR "/configs/allowlists/nvidia-580.json");
   const auto j = nlohmann::json::parse(in);
   Policy p;
   for (const auto& n : j["escapes"]) p.escapes.insert(n.get<std::string>());

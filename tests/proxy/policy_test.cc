@@ -141,6 +141,45 @@ TEST(Policy, LoadErrorsNameTheField) {
   expect_error(R"({"classes":{"uverbs":{"rules":[{"action":"deny","frobnicate":1}]}}})",
                "unknown rule field");
   expect_error(R"({"version":2})", "version");
+  // Wrong types name the field and what was expected (never a JSON library type error).
+  expect_error(R"({"classes":{"uverbs":{"log":"yes"}}})",
+               "classes.uverbs.log: expected true or false, got string \"yes\"");
+  expect_error(R"({"grants":"uverbs0"})", "grants: expected a list of strings");
+  expect_error(R"({"classes":{"uverbs":{"rules":{}}}})", "classes.uverbs.rules: expected a list");
+  expect_error(R"({"mode":"audit"})", "mode: expected \"trace\" or \"enforce\"");
+  // Unknown keys are refused: a misspelt setting is never silently ignored.
+  expect_error(R"({"open_erno":"EPERM"})", "open_erno: unknown field");
+  expect_error(R"({"classes":{"uverbs":{"defualt":"deny"}}})", "classes.uverbs.defualt: unknown");
+}
+
+TEST(Policy, ErrnoMustMakeADeniedCallFail) {
+  // 0 would turn a denial into a success that never ran; the kernel's range is 1..4095.
+  for (const char* bad : {"0", "-1", "4096", "100000", "1.5", "true"}) {
+    const std::string text = std::string(R"({"classes":{"uverbs":{"errno":)") + bad + "}}}";
+    try {
+      make(text.c_str());
+      ADD_FAILURE() << "accepted errno " << bad;
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("classes.uverbs.errno: "), std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_THROW(make(R"({"open_errno":0})"), std::runtime_error);
+  EXPECT_EQ(make(R"({"open_errno":19})").open_errno(), 19);
+  EXPECT_EQ(make(R"({"open_errno":"ENODEV"})").open_errno(), ENODEV);
+}
+
+TEST(Policy, AnAllowlistIsNotAPolicyAndTheErrorSaysSo) {
+  const std::string file = std::string(GDRPROXY_SOURCE_DIR) + "/configs/allowlists/nvidia-580.json";
+  try {
+    Policy::load_file(file);
+    ADD_FAILURE() << "an allowlist loaded as a policy";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("policy " + file + ": "), std::string::npos) << what;  // the file
+    EXPECT_NE(what.find("unknown field"), std::string::npos) << what;          // the field
+    EXPECT_NE(what.find("NVIDIA allowlist"), std::string::npos) << what;       // what it is
+  }
 }
 
 TEST(Policy, ShippedPolicyFilesLoad) {
