@@ -38,7 +38,10 @@ void run_reporting(int& exit_code, Fn fn) {
 
 void add_move(CLI::App& netns, int& exit_code) {
   auto* cmd = netns.add_subcommand(
-      "move", "Journal, then move rails into a network namespace and configure them there");
+      "move",
+      "Journal, then move rails into a network namespace and configure them there.\n"
+      "Example: gdrproxy netns move --pid 4242 --ifaces rdma0,rdma1 --journal "
+      "/var/lib/gdrproxy/j.json");
   auto opts = std::make_shared<MoveOptions>();
   auto ifaces = std::make_shared<std::string>();
   auto bootstrap = std::make_shared<std::string>();
@@ -71,7 +74,9 @@ void add_move(CLI::App& netns, int& exit_code) {
 
 void add_restore(CLI::App& netns, int& exit_code) {
   auto* cmd = netns.add_subcommand(
-      "restore", "Return journaled rails to their namespace with their original configuration");
+      "restore",
+      "Return journaled rails to their namespace with their original configuration.\n"
+      "Example: gdrproxy netns restore --journal /var/lib/gdrproxy/j.json");
   auto journal = std::make_shared<std::string>();
   cmd->add_option("--journal", *journal, "Journal written by move")->required();
   cmd->callback([journal, &exit_code] {
@@ -84,8 +89,9 @@ void add_restore(CLI::App& netns, int& exit_code) {
 }
 
 void add_select(CLI::App& netns, int& exit_code) {
-  auto* cmd =
-      netns.add_subcommand("select", "Choose the RoCE rails of this node and derive NCCL_IB_HCA");
+  auto* cmd = netns.add_subcommand("select",
+                                   "Choose the RoCE rails of this node and derive NCCL_IB_HCA.\n"
+                                   "Example: gdrproxy netns select --exclude '^eth[0-9]+$' --json");
   auto opts = std::make_shared<SelectOptions>();
   auto include = std::make_shared<std::string>();
   auto peer = std::make_shared<std::string>();

@@ -1,0 +1,307 @@
+#!/usr/bin/env python3
+"""Runs every gdrproxy example the README and the `--help` texts print, and checks each one.
+
+The examples are extracted, never copied: every line of a ```sh block of README.md that runs
+gdrproxy (after `&&`, continuation lines joined, comments dropped), and every "Example:" line of
+every subcommand's --help, found by walking the subcommand tree. An example this test has no
+environment for fails the test, so a new example cannot go unchecked.
+
+Environments (all private, nothing of the host is changed):
+  engine  `gdrproxy run ...` and `gdrproxy trace ...`, under stand-in device nodes
+          (`gdrproxy standin`). A run example must behave exactly like its command run natively
+          under the same stand-ins: same exit status, same standard output.
+  node    `gdrproxy sysfs ...` and `gdrproxy netns ...`, in a private mount and network
+          namespace that looks like an HGX node with 16 RoCE rails: the constructed sysfs fixture
+          (tests/fixtures/sysfs, variant roce16) mounted over /sys, tmpfs over /run and /var/lib,
+          a veth pair named rdma0/rdma1 with addresses from 198.51.100.0/24, and a process in its
+          own network namespace standing for the container (its pid replaces 4242).
+          `<rootfs>` becomes a temporary directory.
+  demo    `gdrproxy demo`: exit status 0.
+
+usage: examples_test.py GDRPROXY SOURCE_DIR
+"""
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+
+GP = os.path.realpath(sys.argv[1]) if len(sys.argv) > 1 else ""
+SRC = os.path.realpath(sys.argv[2]) if len(sys.argv) > 2 else ""
+failures = []
+ROOTFS = "@ROOTFS@"  # what the README's <rootfs> placeholder becomes until an environment sets it
+
+
+def fail(example, why):
+    failures.append(f"{example}\n    {why}")
+    print(f"FAIL: {example}\n    {why}", flush=True)
+
+
+def ok(example, what):
+    print(f"ok: {example}  ({what})", flush=True)
+
+
+# ---- extraction ----------------------------------------------------------------------------
+
+def gdrproxy_words(segment):
+    """The segment as words if it runs gdrproxy, else None."""
+    try:
+        words = shlex.split(segment)
+    except ValueError:
+        return None
+    if words and os.path.basename(words[0]) == "gdrproxy":
+        return words
+    return None
+
+
+def readme_examples(path):
+    out, block, pending = [], None, ""
+    for line in open(path, encoding="utf-8"):
+        line = line.rstrip("\n")
+        if line.startswith("```"):
+            block = None if block is not None else line[3:].strip()
+            continue
+        if block != "sh":
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        line, pending = pending + line, ""
+        line = line.replace("<rootfs>", ROOTFS)  # a placeholder, not a redirection
+        # Drop a trailing comment (shlex knows quoting), keep redirections.
+        lex = shlex.shlex(line, posix=True, punctuation_chars=True)
+        lex.whitespace_split = True
+        lex.commenting = True
+        try:
+            tokens = list(lex)
+        except ValueError:
+            continue
+        text = " ".join(shlex.quote(t) if t not in (">", "&&", "|") else t for t in tokens)
+        for seg in text.split(" && "):
+            if gdrproxy_words(seg):
+                out.append(("README.md", seg.strip()))
+    return out
+
+
+def subcommands(help_text):
+    names, inside = [], False
+    for line in help_text.splitlines():
+        if line.strip().lower() == "subcommands:":
+            inside = True
+            continue
+        if inside:
+            m = re.match(r"^  (\S+)\s", line + " ")
+            if not m:
+                if line.strip():
+                    continue
+                inside = False
+                continue
+            names.append(m.group(1))
+    return names
+
+
+def help_examples():
+    out, todo, seen = [], [[]], set()
+    while todo:
+        path = todo.pop(0)
+        r = subprocess.run([GP, *path, "--help"], capture_output=True, text=True, timeout=20)
+        if r.returncode != 0:
+            fail(f"gdrproxy {' '.join(path)} --help", f"exit {r.returncode}: {r.stderr.strip()}")
+            continue
+        for line in r.stdout.splitlines():
+            m = re.match(r"^\s*Example:\s*(.*gdrproxy .*)$", line)
+            if m:
+                out.append((f"gdrproxy {' '.join(path)} --help".replace("  ", " "), m.group(1)))
+        for name in subcommands(r.stdout):
+            if tuple(path + [name]) not in seen:
+                seen.add(tuple(path + [name]))
+                todo.append(path + [name])
+    return out
+
+
+def environment(words):
+    sub = words[1:3]
+    if sub[:1] in (["run"], ["trace"]):
+        return "engine"
+    if sub[:1] in (["sysfs"], ["netns"]):
+        return "node"
+    if sub == ["demo"]:
+        return "demo"
+    return None
+
+
+# ---- the engine environment (runs inside `gdrproxy standin`) --------------------------------
+
+def run_engine(examples, work):
+    """Runs inside gdrproxy standin: each run example natively and under gdrproxy."""
+    for where, ex in examples:
+        words = gdrproxy_words(ex)
+        argv = [GP] + words[1:]
+        label = f"[{where}] {ex}"
+        if words[1] == "run":
+            if "--" not in words:
+                fail(label, "a run example must give its command after --")
+                continue
+            cmd = words[words.index("--") + 1:]
+            native = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=120)
+            proxied = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=120)
+            if proxied.returncode != native.returncode:
+                fail(label, f"exit {proxied.returncode}, natively {native.returncode}; "
+                            f"stderr: {proxied.stderr.strip()[-300:]}")
+            elif proxied.stdout != native.stdout:
+                fail(label, f"output differs from the native run:\n{proxied.stdout[:300]}\n"
+                            f"--- native:\n{native.stdout[:300]}")
+            elif "--trace-json" in words:
+                trace = os.path.join(work, words[words.index("--trace-json") + 1])
+                try:
+                    records = [json.loads(l) for l in open(trace)]
+                except (OSError, ValueError) as e:
+                    fail(label, f"trace {trace}: {e}")
+                    continue
+                ok(label, f"exit {native.returncode} as native, {len(records)} trace records")
+            else:
+                ok(label, f"exit {native.returncode} and output as native")
+        elif words[1:3] == ["trace", "summarize"]:
+            r = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=60)
+            if r.returncode != 0 or not re.search(r"^uverbs|^device|calls?", r.stdout, re.M):
+                fail(label, f"exit {r.returncode}: {r.stdout[:300]} {r.stderr[:300]}")
+            else:
+                ok(label, "summary printed")
+        else:
+            fail(label, "no check for this engine example")
+
+
+# ---- the node environment (runs inside private mount + network namespaces) -----------------
+
+NODE_EXPECT = [  # (subcommand words, exit status, regex on stdout+stderr)
+    (["sysfs", "snapshot"], 0, r"\d+ PCI functions"),
+    (["sysfs", "build"], 0, r"2 GPUs, 2 RDMA devices"),
+    (["sysfs", "verify"], 0, r""),
+    (["sysfs", "mount-plan"], 0, r""),
+    (["sysfs", "mount"], 0, r""),
+    (["sysfs", "affinity"], 0, r"0000:0f:00\.0 mlx5_0 PIX"),
+    (["netns", "select"], 0, r"NCCL_IB_HCA==mlx5_0:1,mlx5_1:1|\"rails\": \["),
+    (["netns", "move"], 0, r"moved 2 interface\(s\) into pid"),
+    (["netns", "restore"], 0, r"rdma0: moved back"),
+]
+
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, shell=True, check=True, capture_output=True, text=True, **kw)
+
+
+def run_node(examples, work):
+    fixture = os.path.join(work, "hgx")
+    sh(f"{shlex.quote(SRC)}/tests/sysfs/prepare_fixture.sh hgx-roce16 {shlex.quote(fixture)}")
+    sh(f"mount --bind {fixture}/sys /sys")
+    for d in ("/run", "/var/lib"):
+        sh(f"mount -t tmpfs gdrproxy-examples {d}")
+    os.makedirs("/run/gdrproxy")
+    os.makedirs("/var/lib/gdrproxy")
+    rootfs = os.path.join(work, "rootfs")
+    os.makedirs(rootfs + "/sys")
+    sh("ip link set lo up && ip link add rdma0 type veth peer name rdma1 && "
+       "ip addr add 198.51.100.10/24 dev rdma0 && ip addr add 198.51.100.11/24 dev rdma1 && "
+       "ip link set rdma0 up && ip link set rdma1 up")
+    container = subprocess.Popen(["unshare", "--net", "sleep", "600"])
+    try:
+        for _ in range(100):  # until the stand-in container has its own network namespace
+            if os.readlink(f"/proc/{container.pid}/ns/net") != os.readlink("/proc/self/ns/net"):
+                break
+            subprocess.run(["sleep", "0.05"])
+        for where, ex in examples:
+            words = gdrproxy_words(ex)
+            label = f"[{where}] {ex}"
+            expect = next((e for e in NODE_EXPECT if words[1:1 + len(e[0])] == e[0]), None)
+            if not expect:
+                fail(label, "no check for this example: add it to NODE_EXPECT")
+                continue
+            line = ex.replace(ROOTFS, rootfs)
+            line = re.sub(r"(--pid )4242\b", rf"\g<1>{container.pid}", line)
+            line = re.sub(r"^\S*gdrproxy ", shlex.quote(GP) + " ", line)
+            r = subprocess.run(["bash", "-c", line], cwd=work, capture_output=True, text=True,
+                               timeout=120)
+            text = r.stdout + r.stderr
+            if r.returncode != expect[1] or not re.search(expect[2], text):
+                fail(label, f"exit {r.returncode} (expected {expect[1]}), output:\n{text[-600:]}")
+                continue
+            if words[1:3] == ["netns", "move"]:
+                inside = sh(f"nsenter -t {container.pid} -n ip -br addr").stdout
+                if "198.51.100.10/24" not in inside:
+                    fail(label, f"rdma0's address is not in the container:\n{inside}")
+                    continue
+            if words[1:3] == ["netns", "restore"]:
+                host = sh("ip -br addr").stdout
+                if "198.51.100.10/24" not in host or "198.51.100.11/24" not in host:
+                    fail(label, f"rails not back with their addresses:\n{host}")
+                    continue
+            if words[1:3] == ["sysfs", "mount"] and "--at" in words:
+                if not os.path.isdir(os.path.join(rootfs, "sys", "bus", "pci", "devices")):
+                    fail(label, "the tree is not mounted at the rootfs's /sys")
+                    continue
+            ok(label, f"exit {r.returncode}")
+    finally:
+        container.kill()
+        container.wait()
+
+
+# ---- driver -------------------------------------------------------------------------------
+
+def main():
+    if len(sys.argv) == 5 and sys.argv[3] in ("--engine", "--node"):
+        examples = json.loads(os.environ["GDRPROXY_EXAMPLES"])
+        work = sys.argv[4]
+        (run_engine if sys.argv[3] == "--engine" else run_node)(examples, work)
+        sys.exit(1 if failures else 0)
+
+    examples, texts = [], set()
+    for where, ex in readme_examples(os.path.join(SRC, "README.md")) + help_examples():
+        # A parent's --help repeats its subcommands' descriptions: check each example once.
+        if ex not in texts:
+            texts.add(ex)
+            examples.append((where, ex))
+    if not examples:
+        sys.exit("no examples found: the extraction is broken")
+    groups = {"engine": [], "node": [], "demo": []}
+    for where, ex in examples:
+        env = environment(gdrproxy_words(ex))
+        if env is None:
+            fail(f"[{where}] {ex}", "no environment in this test runs this example")
+        else:
+            groups[env].append((where, ex))
+    print(f"{len(examples)} examples: " + ", ".join(f"{len(v)} {k}" for k, v in groups.items()))
+
+    work = tempfile.mkdtemp(prefix="gdrproxy-examples-")
+    try:
+        # Relative paths in the examples (configs/..., build/gdrproxy) resolve as in a checkout.
+        os.symlink(os.path.join(SRC, "configs"), os.path.join(work, "configs"))
+        os.makedirs(os.path.join(work, "build"))
+        os.symlink(GP, os.path.join(work, "build", "gdrproxy"))
+        me = os.path.realpath(__file__)
+        for env, cmd in (("engine", [GP, "standin", sys.executable, me, GP, SRC, "--engine"]),
+                         ("node", ["unshare", "--mount", "--net", "--propagation", "private",
+                                   sys.executable, me, GP, SRC, "--node"])):
+            if groups[env]:
+                r = subprocess.run(cmd + [work], env=dict(os.environ, GDRPROXY_EXAMPLES=json.dumps(
+                    groups[env])), timeout=900)
+                if r.returncode != 0:
+                    failures.append(f"{env} examples failed (above)")
+        for where, ex in groups["demo"]:
+            r = subprocess.run([GP, "demo"], cwd=work, capture_output=True, text=True, timeout=120)
+            if r.returncode != 0:
+                fail(f"[{where}] {ex}", f"exit {r.returncode}: {(r.stdout + r.stderr)[-600:]}")
+            else:
+                ok(f"[{where}] {ex}", "exit 0")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if failures:
+        print(f"\n{len(failures)} example check(s) failed")
+        sys.exit(1)
+    print(f"all {len(examples)} examples behave as documented")
+
+
+if __name__ == "__main__":
+    main()
