@@ -33,7 +33,8 @@ DmabufVerdict check_dmabuf_fd(pid_t tid, int fd, const std::vector<std::string>&
   std::string line;
   while (std::getline(info, line)) {
     if (line.rfind("exp_name:", 0) == 0) {
-      v.exporter = line.substr(line.find_first_not_of(" \t", 9));
+      const size_t at = line.find_first_not_of(" \t", 9);
+      v.exporter = at == std::string::npos ? std::string() : line.substr(at);
       break;
     }
   }

@@ -1,7 +1,9 @@
 // The notify loop. One thread, one Boost.Asio io_context, three event sources: the seccomp
 // listener (device calls), the BPF ring buffer (results of calls we let continue), and signals
 // (SIGCHLD to reap, the rest forwarded to the command). Every notification is answered exactly
-// once: CONTINUE, an error, or an injected fd.
+// once: CONTINUE, an error, or an injected fd. Each is handled inside an exception boundary:
+// whatever a tenant's bytes make a handler throw, that call is failed closed (EPERM), one line
+// says why, and the loop keeps serving.
 #include "proxy/supervisor/supervisor.h"
 
 #include <fcntl.h>
@@ -10,6 +12,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,6 +45,7 @@
 #include "proxy/supervisor/launcher.h"
 #include "proxy/supervisor/process_info.h"
 #include "proxy/supervisor/seccomp_notify.h"
+#include "proxy/trace/escape.h"
 #include "proxy/trace/trace_record.h"
 
 namespace gdrproxy::proxy {
@@ -61,18 +65,8 @@ double wall_seconds() {
   return double(t.tv_sec) + double(t.tv_nsec) / 1e9;
 }
 
-// Stand-ins for "some device of this class" when the request number alone tells the class.
-const DeviceNode kAnyUverbs{"/dev/infiniband/uverbs*", "uverbs", DeviceClass::kUverbs, 0, true};
+// "Some rdma_cm device": a marked rdma_cm fd whose write was seen after the fd was closed.
 const DeviceNode kAnyRdmaCm{"/dev/infiniband/rdma_cm", "rdma_cm", DeviceClass::kRdmaCm, 0, true};
-const DeviceNode kAnyNvidia{"/dev/nvidia*", "nvidia", DeviceClass::kNvidiaFrontend, 0, true};
-
-const DeviceNode* class_of_request(uint32_t cmd) {
-  const uint32_t type = (cmd >> 8) & 0xff;
-  const uint32_t size = (cmd >> 16) & 0x3fff;
-  if (type == uverbs::kIoctlType) return &kAnyUverbs;
-  if (type == kNvIoctlType && size != 0) return &kAnyNvidia;
-  return nullptr;
-}
 
 // Up to this many CPUs the synchronous wake-up flag is on by default.
 constexpr long kSyncWakeupMaxCpus = 4;
@@ -94,9 +88,22 @@ class Supervisor {
 
  private:
   void note(const std::string& msg) {
-    if (!opts_.quiet) std::fprintf(stderr, "gdrproxy: %s\n", msg.c_str());
+    if (!opts_.quiet) std::fprintf(stderr, "gdrproxy: %s\n", printable(msg).c_str());
   }
-  bool tracing() const { return opts_.trace_text || json_out_.is_open(); }
+  // The only ways a notification is answered; each records that the current one was.
+  int answer_continue(uint64_t id) {
+    answered_ = true;
+    return notif_continue(nfd_, id);
+  }
+  int answer_error(uint64_t id, int err) {
+    answered_ = true;
+    return notif_error(nfd_, id, err);
+  }
+  int answer_fd(uint64_t id, int srcfd, bool cloexec) {
+    answered_ = true;
+    return notif_inject_fd(nfd_, id, srcfd, cloexec);
+  }
+  bool tracing() const { return opts_.trace_text || json_out_ != nullptr; }
   void setup_nvidia();
   void setup_observer();
   void arm_notify();
@@ -107,6 +114,7 @@ class Supervisor {
   void arm_sweep();
   void on_notify_ready();
   void handle(const seccomp_notif& req);
+  void dispatch(const seccomp_notif& req);
   void handle_ioctl(const seccomp_notif& req, uint64_t t0);
   void handle_open(const seccomp_notif& req, uint64_t t0);
   void continue_observed(TraceRecord& r, uint64_t id, pid_t tid, uint64_t t0, bool watch_rdma_cm);
@@ -139,10 +147,13 @@ class Supervisor {
   asio::signal_set sigchld_;
   asio::steady_timer sweep_;
   std::unique_ptr<ExitObserver> observer_;
-  std::ofstream json_out_;
+  // Opened close-on-exec ("e"): the sandbox must never inherit the trace and rewrite it.
+  std::unique_ptr<FILE, int (*)(FILE*)> json_out_{nullptr, &std::fclose};
 
   pid_t child_ = -1;
   int nfd_ = -1;
+  bool answered_ = false;        // the notification being handled has been answered
+  uint64_t handler_faults_ = 0;  // notifications failed closed by the exception boundary
   bool child_done_ = false;
   bool hangup_ = false;
   int exit_status_ = 0;
@@ -187,8 +198,10 @@ void Supervisor::setup_observer() {
 
 int Supervisor::run() {
   if (opts_.trace_json) {
-    json_out_.open(*opts_.trace_json, std::ios::out | std::ios::trunc);
-    if (!json_out_) throw std::runtime_error("cannot write trace file " + *opts_.trace_json);
+    json_out_.reset(std::fopen(opts_.trace_json->c_str(), "we"));
+    if (!json_out_)
+      throw std::runtime_error("cannot write trace file " + *opts_.trace_json + ": " +
+                               std::strerror(errno));
   }
   setup_nvidia();
   setup_observer();
@@ -221,6 +234,9 @@ int Supervisor::run() {
   Launched l = launch_sandboxed(spec, catalog_, grants_);
   child_ = l.pid;
   nfd_ = l.notify_fd;
+  // A reader that goes away (`--trace | head -1`) must not kill the supervisor: writes then fail
+  // with EPIPE and serving goes on. Set after the fork, so the command keeps SIGPIPE's default.
+  ::signal(SIGPIPE, SIG_IGN);
   // Synchronous wake-ups cut a round trip from ~50 us to ~6 us on 2-vCPU VMs (kernel >= 6.6),
   // but on many-core hosts they move every caller onto the supervisor's CPU (docs/PERFORMANCE.md).
   const bool sync =
@@ -325,7 +341,7 @@ void Supervisor::arm_sweep() {
       if (observer_) observer_->forget(it->first);
       it = pending_by_tid_.erase(it);
     }
-    if (json_out_.is_open()) json_out_.flush();
+    if (json_out_) std::fflush(json_out_.get());
     maybe_finish();
     if (!io_.stopped()) arm_sweep();
   });
@@ -395,6 +411,24 @@ TraceRecord Supervisor::begin_record(const seccomp_notif& req, const char* sysca
 }
 
 void Supervisor::handle(const seccomp_notif& req) {
+  answered_ = false;
+  try {
+    dispatch(req);
+  } catch (const std::exception& e) {
+    ++handler_faults_;
+    std::fprintf(stderr, "gdrproxy: internal error handling %s of pid %llu, failed closed: %s\n",
+                 req.data.nr == SYS_ioctl ? "an ioctl" : "an open",
+                 static_cast<unsigned long long>(req.pid), printable(e.what()).c_str());
+  } catch (...) {
+    ++handler_faults_;
+    std::fprintf(stderr, "gdrproxy: internal error handling a call of pid %llu, failed closed\n",
+                 static_cast<unsigned long long>(req.pid));
+  }
+  // Never leave a caller blocked: whatever path was taken, the notification gets an answer.
+  if (!answered_) answer_error(req.id, EPERM);
+}
+
+void Supervisor::dispatch(const seccomp_notif& req) {
   const uint64_t t0 = monotonic_ns();
   switch (req.data.nr) {
     case SYS_ioctl:
@@ -411,7 +445,7 @@ void Supervisor::handle(const seccomp_notif& req) {
       ns_open_ += monotonic_ns() - t0;
       return;
     default:
-      notif_continue(nfd_, req.id);
+      answer_continue(req.id);
   }
 }
 
@@ -419,16 +453,37 @@ void Supervisor::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
   const int fd = static_cast<int>(req.data.args[0]);
   const uint32_t cmd = static_cast<uint32_t>(req.data.args[1]);
   const uint64_t arg = req.data.args[2];
-  // Without a trace, the request number alone names the class where it is unambiguous (uverbs'
-  // 0x1b; NVIDIA's sized 'F' requests), saving a /proc lookup per call. An ioctl with such a
-  // number on another fd is decoded as that class and, if allowed, reaches its real driver.
-  const DeviceNode* node = tracing() ? nullptr : class_of_request(cmd);
-  if (!node) {
-    node = device_of_fd(static_cast<pid_t>(req.pid), fd);
-  }
+  // The device behind the fd decides the class and is checked against the grants, the same way
+  // with or without a trace: the request number alone says nothing about which driver gets it
+  // (NVIDIA ignores the type byte; any fd can carry any number).
+  const DeviceNode* node = device_of_fd(static_cast<pid_t>(req.pid), fd);
   if (!node) {
     // Not one of our devices (the filter matches by number only): let it be.
-    notif_continue(nfd_, req.id);
+    answer_continue(req.id);
+    return;
+  }
+  if (!grants_.granted(*node)) {
+    // An fd of an ungranted device (inherited, passed over a socket, or opened around the
+    // broker) is refused whatever the mode: grants are never advisory.
+    TraceRecord r = begin_record(req, "ioctl");
+    r.fd = fd;
+    r.device = node->name;
+    r.call.device_class = node->device_class;
+    r.call.cmd = cmd;
+    char name[32];
+    std::snprintf(name, sizeof name, "IOCTL_0x%08x", cmd);
+    r.call.name = name;
+    r.reason = "device " + node->name + " is not granted";
+    answer_error(req.id, policy_.open_errno());
+    r.decision = "deny";
+    r.ret = -1;
+    r.err = policy_.open_errno();
+    r.latency_us = double(monotonic_ns() - t0) / 1e3;
+    if (denials_.first(r.who.host_tgid, node->name, r.reason))
+      std::fprintf(stderr, "gdrproxy: denied ioctl 0x%08x on %s by pid %u (ns pid %u): %s -> %s\n",
+                   cmd, node->path.c_str(), r.who.host_tid, r.who.ns_tid, r.reason.c_str(),
+                   errno_name(r.err));
+    if (tracing()) emit(r);
     return;
   }
   ProcessMemory mem(static_cast<pid_t>(req.pid));
@@ -472,10 +527,6 @@ void Supervisor::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
       }
     }
   }
-  if (v.action == Action::kDeny && v.log && node->rdev == 0) {
-    // A denial names the exact device: worth the /proc lookup the fast path skipped.
-    if (const DeviceNode* exact = device_of_fd(static_cast<pid_t>(req.pid), fd)) node = exact;
-  }
   TraceRecord r;
   if (tracing() || (v.action == Action::kDeny && v.log)) {
     r = begin_record(req, "ioctl");
@@ -495,15 +546,15 @@ void Supervisor::finish_call(TraceRecord& r, const DeviceNode& node, const Verdi
                   node.device_class == DeviceClass::kNvidiaUvm;
   const bool deny = v.action == Action::kDeny && mode_ == Mode::kEnforce && (!nv || nv_enforce_);
   if (deny) {
-    notif_error(nfd_, id, v.err);
+    answer_error(id, v.err);
     r.decision = "deny";
     r.ret = -1;
     r.err = v.err;
     r.latency_us = double(monotonic_ns() - t0) / 1e3;
     if (denials_.first(r.who.host_tgid, node.name, v.reason) && v.log)
       std::fprintf(stderr, "gdrproxy: denied %s %s by pid %u (ns pid %u): %s -> %s\n",
-                   node.name.c_str(), r.call.name.c_str(), r.who.host_tid, r.who.ns_tid,
-                   v.reason.c_str(), errno_name(v.err));
+                   node.name.c_str(), printable(r.call.name).c_str(), r.who.host_tid, r.who.ns_tid,
+                   printable(v.reason).c_str(), errno_name(v.err));
     if (tracing()) emit(r);
     return;
   }
@@ -511,9 +562,9 @@ void Supervisor::finish_call(TraceRecord& r, const DeviceNode& node, const Verdi
   if (v.action == Action::kDeny && v.log)
     std::fprintf(stderr, "gdrproxy: %s, would deny %s %s: %s\n",
                  mode_ == Mode::kTrace ? "trace mode" : "driver not in the ABI tables",
-                 node.name.c_str(), r.call.name.c_str(), v.reason.c_str());
+                 node.name.c_str(), printable(r.call.name).c_str(), printable(v.reason).c_str());
   if (!tracing()) {
-    notif_continue(nfd_, id);
+    answer_continue(id);
     return;
   }
   continue_observed(r, id, tid, t0, false);
@@ -525,7 +576,7 @@ void Supervisor::continue_observed(TraceRecord& r, uint64_t id, pid_t tid, uint6
                                    bool watch_rdma_cm) {
   if (observer_ && observer_->expect(tid, r.seq, r.call.result_regions[0], r.call.result_regions[1],
                                      watch_rdma_cm)) {
-    if (notif_continue(nfd_, id) != 0) {
+    if (answer_continue(id) != 0) {
       observer_->forget(tid);
       r.note = "caller gone before the call ran";
       emit(r);
@@ -535,7 +586,7 @@ void Supervisor::continue_observed(TraceRecord& r, uint64_t id, pid_t tid, uint6
     pending_.emplace(r.seq, std::make_pair(std::move(r), t0));
     return;
   }
-  notif_continue(nfd_, id);
+  answer_continue(id);
   r.note = "result not observed";
   emit(r);
 }
@@ -545,7 +596,7 @@ void Supervisor::handle_open(const seccomp_notif& req, uint64_t t0) {
   OpenCall call;
   if (!OpenBroker::read_call(static_cast<pid_t>(req.pid), req.data.nr,
                              reinterpret_cast<const uint64_t*>(req.data.args), call, mem)) {
-    notif_continue(nfd_, req.id);
+    answer_continue(req.id);
     return;
   }
   OpenDecision d = broker_.decide(call, mem);
@@ -554,23 +605,23 @@ void Supervisor::handle_open(const seccomp_notif& req, uint64_t t0) {
     return;
   }
   if (d.kind == OpenDecision::Kind::kPass) {
-    notif_continue(nfd_, req.id);
+    answer_continue(req.id);
     return;
   }
   TraceRecord r = begin_record(req, req.data.nr == SYS_openat2 ? "openat2" : "openat");
-  r.device = d.node ? d.node->name : d.path;
+  r.device = d.node ? d.node->name : quote_text(d.path);
   r.call.device_class = d.node ? d.node->device_class : DeviceClass::kUnknown;
   r.call.name = "open";
   char flags[24];
   std::snprintf(flags, sizeof flags, "0%llo", static_cast<unsigned long long>(call.flags));
-  r.call.args = {{"path", "\"" + d.path + "\""}, {"flags", flags}};
+  r.call.args = {{"path", quote_text(d.path)}, {"flags", flags}};
   r.reason = d.reason;
   if (d.kind == OpenDecision::Kind::kCallerOpens) {
     // Granted, and the caller opens it itself (Landlock allows exactly this node). The result
     // is the caller's own: observed at syscall exit when tracing.
     r.decision = "allow";
     if (!tracing()) {
-      notif_continue(nfd_, req.id);
+      answer_continue(req.id);
       return;
     }
     // For rdma_cm the observer also starts watching the new fd's writes (rdma_cm commands).
@@ -579,18 +630,18 @@ void Supervisor::handle_open(const seccomp_notif& req, uint64_t t0) {
     return;
   }
   if (d.kind == OpenDecision::Kind::kDeny || d.host_fd < 0) {
-    notif_error(nfd_, req.id, d.err);
+    answer_error(req.id, d.err);
     r.decision = "deny";
     r.ret = -1;
     r.err = d.err;
     if (d.kind == OpenDecision::Kind::kDeny) {
       if (denials_.first(r.who.host_tgid, d.node->path, d.reason))
         std::fprintf(stderr, "gdrproxy: denied open of %s (%s) by pid %u (ns pid %u): %s -> %s\n",
-                     d.path.c_str(), d.node->path.c_str(), r.who.host_tid, r.who.ns_tid,
-                     d.reason.c_str(), errno_name(d.err));
+                     quote_text(d.path).c_str(), d.node->path.c_str(), r.who.host_tid, r.who.ns_tid,
+                     printable(d.reason).c_str(), errno_name(d.err));
     }
   } else {
-    const int fd = notif_inject_fd(nfd_, req.id, d.host_fd, (call.flags & O_CLOEXEC) != 0);
+    const int fd = answer_fd(req.id, d.host_fd, (call.flags & O_CLOEXEC) != 0);
     ::close(d.host_fd);
     r.decision = "broker";
     ++n_brokered_;
@@ -607,10 +658,14 @@ void Supervisor::handle_open(const seccomp_notif& req, uint64_t t0) {
 }
 
 const DeviceNode* Supervisor::device_of_fd(pid_t tid, int fd) const {
-  struct stat st;
+  // AT_STATX_DONT_SYNC: a file on the tenant's FUSE mount answers from its cache instead of
+  // asking the (possibly hung) server; device nodes never need it.
+  struct statx stx {};
   const std::string link = "/proc/" + std::to_string(tid) + "/fd/" + std::to_string(fd);
-  if (::stat(link.c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) return nullptr;
-  return catalog_.find(st.st_rdev);
+  if (::statx(AT_FDCWD, link.c_str(), AT_STATX_DONT_SYNC, STATX_TYPE, &stx) != 0 ||
+      !S_ISCHR(stx.stx_mode))
+    return nullptr;
+  return catalog_.find(makedev(stx.stx_rdev_major, stx.stx_rdev_minor));
 }
 
 // An rdma_cm command the caller wrote to its own rdma_cm fd, seen by the BPF observer. Observed
@@ -699,7 +754,11 @@ void Supervisor::finish_pending(const std::string& why) {
 void Supervisor::emit(TraceRecord& r) {
   if (opts_.trace_text) std::fprintf(stderr, "%s\n", format_text(r).c_str());
   // Buffered; flushed by the one-second sweep and at exit, not per record.
-  if (json_out_.is_open()) json_out_ << format_json(r) << '\n';
+  if (json_out_) {
+    const std::string line = format_json(r);
+    std::fwrite(line.data(), 1, line.size(), json_out_.get());
+    std::fputc('\n', json_out_.get());
+  }
 }
 
 }  // namespace

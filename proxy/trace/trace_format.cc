@@ -1,9 +1,13 @@
-// Text lines read like strace: who, device, call(args) = result {outputs} <latency>.
+// Text lines read like strace: who, device, call(args) = result {outputs} <latency>. The tenant's
+// comm is escaped here; paths it spelled arrive already quoted (quote_text), and everything else
+// passes through printable(), so a record is always one printable line. JSON is written with
+// invalid UTF-8 replaced, so a record never throws.
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "proxy/policy/policy.h"
+#include "proxy/trace/escape.h"
 #include "proxy/trace/trace_record.h"
 
 namespace gdrproxy::proxy {
@@ -12,20 +16,20 @@ std::string format_text(const TraceRecord& r) {
   std::string s;
   char head[128];
   std::snprintf(head, sizeof head, "[pid %u ns %u pidns %llu %s] ", r.who.host_tid, r.who.ns_tid,
-                static_cast<unsigned long long>(r.who.pidns), r.who.comm.c_str());
+                static_cast<unsigned long long>(r.who.pidns), escape_text(r.who.comm).c_str());
   s += head;
-  s += r.device.empty() ? "?" : r.device;
+  s += r.device.empty() ? "?" : printable(r.device);
   s += ' ';
   s += r.syscall;
   s += ' ';
-  s += r.call.name;
+  s += printable(r.call.name);
   s += '(';
   for (size_t i = 0; i < r.call.args.size(); ++i) {
     if (i) s += ", ";
-    s += r.call.args[i].name + "=" + r.call.args[i].value;
+    s += printable(r.call.args[i].name) + "=" + printable(r.call.args[i].value);
   }
   s += ')';
-  if (!r.call.malformed.empty()) s += " <malformed: " + r.call.malformed + ">";
+  if (!r.call.malformed.empty()) s += " <malformed: " + printable(r.call.malformed) + ">";
   if (r.ret) {
     s += " = " + std::to_string(*r.ret);
     if (r.err) s += std::string(" ") + errno_name(r.err) + " (" + std::strerror(r.err) + ")";
@@ -36,12 +40,12 @@ std::string format_text(const TraceRecord& r) {
     s += " {";
     for (size_t i = 0; i < r.out.size(); ++i) {
       if (i) s += ", ";
-      s += r.out[i].name + "=" + r.out[i].value;
+      s += printable(r.out[i].name) + "=" + printable(r.out[i].value);
     }
     s += '}';
   }
-  if (r.decision == "deny") s += " [denied: " + r.reason + "]";
-  if (!r.note.empty()) s += " [" + r.note + "]";
+  if (r.decision == "deny") s += " [denied: " + printable(r.reason) + "]";
+  if (!r.note.empty()) s += " [" + printable(r.note) + "]";
   if (r.latency_us) {
     char lat[32];
     std::snprintf(lat, sizeof lat, " <%.1fus>", *r.latency_us);
@@ -78,7 +82,8 @@ std::string format_json(const TraceRecord& r) {
   j["out"] = out;
   j["latency_us"] = r.latency_us ? nlohmann::json(*r.latency_us) : nlohmann::json();
   if (!r.note.empty()) j["note"] = r.note;
-  return j.dump();
+  // Tenant bytes need not be UTF-8: replaced (U+FFFD), never a throw.
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace gdrproxy::proxy

@@ -42,7 +42,7 @@ case_granted_open_and_decoded_trace() {
 case_ungranted_open_denied() {
   sandboxed --grant uverbs0 -- "$CLIENT" open /dev/infiniband/uverbs1 rdwr >"$WORK/out" 2>"$WORK/err"
   expect_in "$WORK/out" "ERR EACCES"
-  expect_in "$WORK/err" "denied open of /dev/infiniband/uverbs1"
+  expect_in "$WORK/err" "denied open of \"/dev/infiniband/uverbs1\""
   expect_in "$WORK/err" "device uverbs1 is not granted"
   # The configured errno is used.
   echo '{"version":1,"open_errno":"ENODEV"}' >"$WORK/p.json"
@@ -240,7 +240,7 @@ case_repeated_denials_logged_once() {
   # One process retrying a refused open gets one line; the repeats are counted in --stats.
   # The shell opens it 5 times itself (`true` is a builtin: no new process), then one client.
   sandboxed --grant uverbs0 --stats -- sh -c "for i in 1 2 3 4 5; do true 3<>/dev/infiniband/uverbs1; done 2>/dev/null; $CLIENT open /dev/infiniband/uverbs1 rdwr" >"$WORK/out" 2>"$WORK/err"
-  [[ $(grep -c "denied open of /dev/infiniband/uverbs1" "$WORK/err") == 2 ]] || { cat "$WORK/err"; fail "expected one line per process (2 processes)"; }
+  [[ $(grep -c "denied open of \"/dev/infiniband/uverbs1\"" "$WORK/err") == 2 ]] || { cat "$WORK/err"; fail "expected one line per process (2 processes)"; }
   expect_in "$WORK/err" "6 denied (4 repeated denial lines not printed)"
 }
 
