@@ -63,6 +63,10 @@ void add_run(CLI::App& app, int& exit_code, const CommandTail& tail) {
                   "auto (write when Landlock is available)")
       ->check(CLI::IsMember({"auto", "write", "all"}));
   run->add_flag("-q,--quiet", opts->quiet, "No informational notes on stderr");
+  run->add_flag("--allow-unknown-nvidia-driver", opts->allow_unknown_nvidia_driver,
+                "With an NVIDIA driver version the ABI tables do not know, run NVIDIA calls\n"
+                "trace-only (named with the newest tables, never denied) instead of refusing\n"
+                "to start in enforce mode");
   auto sync = std::make_shared<std::string>("auto");
   run->add_option(
          "--sync-wakeup", *sync,

@@ -80,11 +80,14 @@ const DeviceNode* DeviceCatalog::find_by_name(const std::string& spec) const {
   return nullptr;
 }
 
-Grants Grants::from_specs(const DeviceCatalog& catalog, const std::vector<std::string>& specs) {
+Grants Grants::from_specs(const DeviceCatalog& catalog,
+                          const std::optional<std::vector<std::string>>& specs) {
   Grants g;
-  if (specs.empty()) return g;
+  if (!specs) return g;
   g.all_ = false;
-  for (const auto& s : specs) {
+  if (specs->size() == 1 && specs->front() == "none") return g;
+  for (const auto& s : *specs) {
+    if (s == "none") throw std::runtime_error("grant 'none' cannot be combined with other grants");
     const DeviceNode* n = catalog.find_by_name(s);
     if (!n)
       throw std::runtime_error("grant '" + s + "': no such RDMA or NVIDIA device on this host");

@@ -37,12 +37,14 @@ class DeviceCatalog {
   std::vector<std::string> guarded_dirs_;
 };
 
-// Which grant names a brokered open may use. Empty spec list = every brokerable device.
+// Which devices a sandbox may use. No grant list at all = every brokerable device; an empty list
+// (or the single spec "none") = no device.
 class Grants {
  public:
   // Resolves each spec (a name like "uverbs0"/"nvidia0"/"rdma_cm" or a /dev path) against the
   // catalog; throws std::runtime_error naming an unknown device.
-  static Grants from_specs(const DeviceCatalog& catalog, const std::vector<std::string>& specs);
+  static Grants from_specs(const DeviceCatalog& catalog,
+                           const std::optional<std::vector<std::string>>& specs);
   bool granted(const DeviceNode& node) const;
   bool all() const { return all_; }
   std::vector<std::string> names() const;

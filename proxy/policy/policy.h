@@ -35,7 +35,7 @@ struct Rule {
 
 struct ClassPolicy {
   Action default_action = Action::kAllow;
-  Action unknown_action = Action::kAllow;  // calls the ABI tables do not name
+  Action unknown_action = Action::kDeny;  // calls the ABI tables do not name (fail closed)
   Action malformed_action = Action::kDeny;
   int err = 1;  // EPERM
   bool log = true;
@@ -60,14 +60,15 @@ class Policy {
   Verdict evaluate(const DecodedCall& call) const;
   const ClassPolicy* class_policy(DeviceClass c) const;
 
-  const std::vector<std::string>& grants() const { return grants_; }
+  // nullopt: the policy names no grants; an empty list grants no device.
+  const std::optional<std::vector<std::string>>& grants() const { return grants_; }
   int open_errno() const { return open_errno_; }
   std::optional<Mode> mode() const { return mode_; }
   const std::string& origin() const { return origin_; }
 
  private:
   std::map<DeviceClass, ClassPolicy> classes_;
-  std::vector<std::string> grants_;
+  std::optional<std::vector<std::string>> grants_;
   int open_errno_ = 13;  // EACCES
   std::optional<Mode> mode_;
   std::string origin_;

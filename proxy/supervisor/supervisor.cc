@@ -181,6 +181,12 @@ void Supervisor::setup_nvidia() {
     // is no driver version to disagree with. Calls are named and policed with the newest tables.
     const bool driver_loaded = version || access("/proc/driver/nvidia", F_OK) == 0;
     if (have_nvidia && driver_loaded) {
+      if (mode_ == Mode::kEnforce && !opts_.allow_unknown_nvidia_driver)
+        throw std::runtime_error(
+            "NVIDIA driver " + version.value_or("(version unreadable)") +
+            " is not in this build's ABI tables (newest known: " + std::string(nv_abi_->version) +
+            "): refusing to enforce a policy on calls it cannot name; pass "
+            "--allow-unknown-nvidia-driver to run NVIDIA calls trace-only");
       nv_enforce_ = false;
       note("NVIDIA driver " + version.value_or("(version unknown)") +
            " is not in this build's ABI tables: NVIDIA calls are traced with " +
@@ -766,7 +772,9 @@ void Supervisor::emit(TraceRecord& r) {
 int run_supervised(const RunOptions& o) {
   Policy policy = o.policy_file ? Policy::load_file(*o.policy_file) : Policy::builtin_default();
   DeviceCatalog catalog = DeviceCatalog::scan(o.dev_root);
-  Grants grants = Grants::from_specs(catalog, o.grants.empty() ? policy.grants() : o.grants);
+  Grants grants = Grants::from_specs(
+      catalog,
+      o.grants.empty() ? policy.grants() : std::optional<std::vector<std::string>>(o.grants));
   Supervisor s(o, std::move(policy), std::move(catalog), std::move(grants));
   return s.run();
 }

@@ -28,6 +28,9 @@ struct RunOptions {
   // supervisor's CPU, which serialises concurrent callers. nullopt = decide by CPU count.
   std::optional<bool> sync_wakeup;
   std::string dev_root = "/dev";
+  // An NVIDIA driver the ABI tables do not know: run its calls trace-only instead of refusing
+  // to start in enforce mode (--allow-unknown-nvidia-driver).
+  bool allow_unknown_nvidia_driver = false;
 };
 
 // Returns the command's exit status (128+signal if it was killed). Throws std::runtime_error for

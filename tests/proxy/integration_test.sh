@@ -214,11 +214,16 @@ with_nvidia_version() {
 }
 
 case_unknown_nvidia_driver_is_trace_only() {
-  # A driver version the tables do not know: the NVIDIA classes are never denied, and gdrproxy
-  # says so, naming the version.
+  # A driver version the tables do not know: enforce mode refuses to start, naming the version
+  # and the newest known; with --allow-unknown-nvidia-driver the NVIDIA classes are traced and
+  # never denied, and gdrproxy says so.
+  local v="NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  999.1.2  Release Build"
   echo '{"version":1,"classes":{"nvidia":{"rules":[{"action":"deny","escape":"RM_ALLOC"}]}}}' >"$WORK/p.json"
-  with_nvidia_version "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  999.1.2  Release Build" \
-    timeout 60 "$GP" standin "$GP" run --mode enforce --policy "$WORK/p.json" -- "$GP" exercise nvidia /dev/nvidiactl >"$WORK/out" 2>"$WORK/err"
+  with_nvidia_version "$v" timeout 60 "$GP" standin "$GP" run --mode enforce --policy "$WORK/p.json" -- touch "$WORK/ran" 2>"$WORK/err0"
+  [[ $? == 125 && ! -e $WORK/ran ]] || fail "enforce mode started on an unknown driver"
+  expect_in "$WORK/err0" "NVIDIA driver 999.1.2 is not in this build's ABI tables (newest known: 580."
+  expect_in "$WORK/err0" "--allow-unknown-nvidia-driver"
+  with_nvidia_version "$v" timeout 60 "$GP" standin "$GP" run --mode enforce --allow-unknown-nvidia-driver --policy "$WORK/p.json" -- "$GP" exercise nvidia /dev/nvidiactl >"$WORK/out" 2>"$WORK/err"
   expect_in "$WORK/err" "NVIDIA driver 999.1.2 is not in this build's ABI tables"
   expect_in "$WORK/err" "driver not in the ABI tables, would deny nvidiactl RM_ALLOC"
   expect_in "$WORK/out" "RM_ALLOC(NV01_ROOT_CLIENT) -> EINVAL"   # ran: the stand-in answered
