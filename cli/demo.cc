@@ -1,21 +1,35 @@
 // The demo drives the real binary through real syscalls: it re-executes /proc/self/exe as
-// `gdrproxy run` around real rdma-core tools and around the device exerciser. Where the host has
-// no RDMA or NVIDIA devices it uses stand-in device nodes in a private mount namespace (real
-// char devices borrowed under device names; see proxy/exercise/standin_devices.h) and says so.
+// `gdrproxy run` around real rdma-core tools and around the device exerciser, and as
+// `gdrproxy netns select|move|restore` for the rail launcher. Where the host has no RDMA or
+// NVIDIA devices it uses stand-in device nodes in a private mount namespace (real char devices
+// borrowed under device names; see proxy/exercise/standin_devices.h) and says so once; the rail
+// launcher works on a veth pair in network namespaces of its own (netns/demo.h).
+//
+// The idea not to miss: every line the demo prints must be true on the machine it runs on, so
+// anything that looks like a failure (libibverbs finding no device) is explained where it appears,
+// from facts probed on this host, never from assumptions.
 #include "cli/demo.h"
 
+#include <fcntl.h>
+#include <linux/netlink.h>
+#include <sys/socket.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "netns/demo.h"
 #include "proxy/devices/device_catalog.h"
+#include "proxy/exercise/standin_devices.h"
 #include "proxy/sandbox/landlock_guard.h"
 #include "proxy/trace/trace_summary.h"
 #include "sysfs/demo.h"
@@ -40,6 +54,74 @@ int spawn(const std::vector<std::string>& args) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+// Like spawn, with the command's stdout and stderr read line by line through one pipe (so their
+// order is kept), echoed, and each line handed to `after_line`, which may print more below it.
+int spawn_annotated(const std::vector<std::string>& args,
+                    const std::function<void(const std::string&)>& after_line) {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) != 0) return spawn(args);
+  std::cout.flush();
+  std::fflush(stdout);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(p[1], 1);
+    ::dup2(p[1], 2);
+    std::vector<char*> a;
+    for (const auto& s : args) a.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    ::execv(a[0], a.data());
+    std::perror("exec");
+    ::_exit(127);
+  }
+  ::close(p[1]);
+  std::string pending;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(p[0], buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    pending.append(buf, n);
+    for (size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
+      std::string line = pending.substr(0, nl);
+      pending.erase(0, nl + 1);
+      std::cout << line << "\n";
+      after_line(line);
+    }
+  }
+  ::close(p[0]);
+  if (!pending.empty()) {
+    std::cout << pending << "\n";
+    after_line(pending);
+  }
+  std::cout.flush();
+  int st = 0;
+  if (pid > 0) ::waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+// Why libibverbs lists no device here, from what this host shows: libibverbs asks the kernel's
+// RDMA netlink first and falls back to /sys/class/infiniband_verbs; it never looks at /dev.
+std::string why_no_verbs_devices(bool standin) {
+  int fd = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_RDMA);
+  const int e = errno;
+  if (fd >= 0) ::close(fd);
+  std::error_code ec;
+  const bool sysfs = std::filesystem::exists("/sys/class/infiniband_verbs", ec);
+  std::string out =
+      "  ^ why: libibverbs finds devices through the kernel, not through /dev. Here the kernel's "
+      "RDMA\n    netlink ";
+  out += fd >= 0 ? std::string("answers")
+                 : std::string("is missing (socket(NETLINK_RDMA): ") + std::strerror(e) +
+                       ": this kernel has no RDMA\n    core loaded)";
+  out += std::string(" and /sys/class/infiniband_verbs is ") + (sysfs ? "present" : "absent") +
+         ", so it has no device to list.\n";
+  if (standin)
+    out +=
+        "    The stand-ins are /dev nodes only: ibv_devices opens none of them and gdrproxy has "
+        "nothing\n    to serve. Steps 2-5 open the stand-in nodes directly.\n";
+  return out;
+}
+
 void heading(const std::string& s) {
   std::cout << "\n== " << s << "\n" << std::flush;
 }
@@ -53,21 +135,33 @@ int run_demo() {
   utsname u{};
   ::uname(&u);
   const auto catalog = proxy::DeviceCatalog::scan();
-  bool have_uverbs = false;
-  for (const auto& n : catalog.nodes())
-    if (n.device_class == proxy::DeviceClass::kUverbs) have_uverbs = true;
 
   heading("This machine");
   std::cout << "kernel " << u.release << ", Landlock ABI " << proxy::landlock_abi_version()
             << ", RDMA/NVIDIA device nodes: " << catalog.nodes().size() << "\n";
   for (const auto& n : catalog.nodes()) std::cout << "  " << n.path << " (" << n.name << ")\n";
 
+  // The stand-ins steps 1-5 need: those of proxy::standin_devices() this host does not have
+  // (enter_standin_dev() keeps a real node wherever there is one).
+  std::string borrowed;
+  bool nvidia_standin = false;
+  for (const auto& d : proxy::standin_devices()) {
+    std::error_code ec;
+    if (std::filesystem::exists("/dev/" + d.name, ec)) continue;
+    const std::string item = "/dev/" + d.name + " = " + d.source;
+    const size_t line_len = borrowed.size() - (borrowed.rfind('\n') + 1);
+    borrowed += borrowed.empty() ? "  " : line_len + item.size() + 2 > 96 ? ",\n  " : ", ";
+    borrowed += item;
+    nvidia_standin = nvidia_standin || d.name.starts_with("nvidia");
+  }
   std::vector<std::string> standin;  // prefix that runs a command with stand-in devices
-  if (!have_uverbs) {
-    std::cout
-        << "No RDMA device here: using stand-in nodes (/dev/infiniband/uverbs0 borrows\n"
-           "/dev/zero, uverbs1 /dev/full, nvidiactl /dev/random, ...). The ioctls are real;\n"
-           "the kernel answers them ENOTTY/EINVAL because the borrowed devices are not NICs.\n";
+  if (!borrowed.empty()) {
+    std::cout << "STAND-INS: steps 1-5 run in a private mount namespace where real, harmless char\n"
+                 "devices are mounted under the device names this host lacks:\n"
+              << borrowed
+              << "\nThe ioctls are real; the kernel answers them ENOTTY/EINVAL/ENOSYS because the\n"
+                 "borrowed devices are not NICs or GPUs."
+              << (nvidia_standin ? " The NVIDIA calls of step 5 go to stand-ins." : "") << "\n";
     standin = {self, "standin"};
   }
   auto with = [&](std::vector<std::string> tail) {
@@ -77,7 +171,11 @@ int run_demo() {
   };
 
   heading("1. Real rdma-core client under gdrproxy: ibv_devices (trace mode)");
-  spawn(with({self, "run", "--mode", "trace", "--trace", "--", "ibv_devices"}));
+  spawn_annotated(with({self, "run", "--mode", "trace", "--trace", "--", "ibv_devices"}),
+                  [&](const std::string& line) {
+                    if (line.find("Failed to get IB devices list") != std::string::npos)
+                      std::cout << why_no_verbs_devices(!standin.empty());
+                  });
 
   heading("2. uverbs calls decoded with results (grant uverbs0 only; trace to " + trace + ")");
   int rc = spawn(with({self, "run", "--grant", "uverbs0", "--trace", "--trace-json", trace, "--",
@@ -106,7 +204,10 @@ int run_demo() {
   heading("7. Synthetic sysfs for a container on the embedded 8-GPU/8-NIC HGX H100 example node");
   std::cout.flush();
   const int sysfs_rc = sysfs::demo_example_node(std::cout);
-  return rc != 0 ? rc : sysfs_rc;
+
+  heading("8. Rail launcher: select RoCE rails, move them into a container, restore the host");
+  const int netns_rc = netns::demo_rail_launcher(self);
+  return rc != 0 ? rc : sysfs_rc != 0 ? sysfs_rc : netns_rc;
 }
 
 }  // namespace
@@ -114,8 +215,10 @@ int run_demo() {
 void register_demo(CLI::App& app, int& exit_code) {
   auto* demo = app.add_subcommand(
       "demo",
-      "Show the engine at work on this machine: real device calls brokered, decoded, policed and\n"
-      "traced (stand-in device nodes where there is no RDMA NIC or GPU)");
+      "Show the product at work on this machine: real device calls brokered, decoded, policed\n"
+      "and traced (stand-in device nodes where there is no RDMA NIC or GPU), a container's\n"
+      "synthetic sysfs, and the rail launcher moving two stand-in rails (a veth pair) into a\n"
+      "container network namespace and back, all in namespaces of its own");
   demo->callback([&exit_code] { exit_code = run_demo(); });
 }
 
