@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <optional>
 
 #include "proxy/supervisor/process_info.h"
 
@@ -28,33 +29,96 @@ std::string read_link(const std::string& p) {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
 }
 
+// fd, or -errno.
 int openat2_path(int dirfd, const std::string& path, uint64_t extra_flags, uint64_t resolve) {
   open_how how{};
   how.flags = O_PATH | O_CLOEXEC | extra_flags;
   how.resolve = resolve;
-  return static_cast<int>(::syscall(SYS_openat2, dirfd, path.c_str(), &how, sizeof how));
+  const int fd = static_cast<int>(::syscall(SYS_openat2, dirfd, path.c_str(), &how, sizeof how));
+  return fd >= 0 ? fd : -errno;
+}
+
+// `path` is `dir` itself or lies beneath it (a path-component boundary, not a string prefix:
+// /var/lib/c1 does not contain /var/lib/c10/x).
+bool beneath(const std::string& path, const std::string& dir) {
+  if (dir.empty()) return true;
+  return path.compare(0, dir.size(), dir) == 0 &&
+         (path.size() == dir.size() || path[dir.size()] == '/');
+}
+
+// The caller's magic directories spelled through its own /proc: /proc/<pid>/cwd/REST,
+// /proc/<pid>/root/REST and /proc/<pid>/fd/<N>/REST mean REST opened relative to its cwd, its
+// root or its fd N. openat2 refuses to cross such magic links under RESOLVE_IN_ROOT, so they are
+// rewritten into the (dirfd, relative path) form the caller's kernel would effectively use.
+struct Relative {
+  int dirfd;         // AT_FDCWD, a caller fd number, or kRootDir
+  std::string rest;  // relative to it
+};
+constexpr int kRootDir = -1000;
+std::optional<Relative> magic_dir_path(const std::string& path, uint32_t ns_tgid, uint32_t ns_tid) {
+  // The caller's own thread directory (/proc/thread-self) shares its cwd, root and fd table.
+  const std::string process = "/proc/" + std::to_string(ns_tgid) + "/";
+  const std::string thread = process + "task/" + std::to_string(ns_tid) + "/";
+  std::string tail;
+  if (path.compare(0, thread.size(), thread) == 0)
+    tail = path.substr(thread.size());
+  else if (path.compare(0, process.size(), process) == 0)
+    tail = path.substr(process.size());
+  else
+    return std::nullopt;
+  auto after = [&](const std::string& head) -> std::optional<std::string> {
+    if (tail.compare(0, head.size(), head) != 0) return std::nullopt;
+    if (tail.size() == head.size()) return std::string(".");
+    if (tail[head.size()] != '/') return std::nullopt;
+    return tail.substr(head.size() + 1);
+  };
+  if (auto rest = after("cwd")) return Relative{AT_FDCWD, *rest};
+  if (auto rest = after("root")) return Relative{kRootDir, *rest};
+  if (tail.compare(0, 3, "fd/") == 0) {
+    const size_t slash = tail.find('/', 3);
+    if (slash == std::string::npos) return std::nullopt;  // the fd itself: open_own_fd_link
+    const std::string n = tail.substr(3, slash - 3);
+    if (n.empty() || n.size() > 9 || n.find_first_not_of("0123456789") != std::string::npos)
+      return std::nullopt;
+    return Relative{std::stoi(n), tail.substr(slash + 1)};
+  }
+  return std::nullopt;
 }
 
 // The caller's own fd table seen through its /proc (/proc/<ns pid>/fd/N): openat2 refuses magic
 // links under RESOLVE_IN_ROOT, so such re-opens are resolved through the host's view of the same
 // fd. Returns -1 when `path` is not of that form.
-int open_own_fd_link(pid_t tid, const std::string& path, uint32_t ns_tgid) {
-  const std::string prefix = "/proc/" + std::to_string(ns_tgid) + "/fd/";
-  if (path.compare(0, prefix.size(), prefix) != 0) return -1;
-  const std::string n = path.substr(prefix.size());
+int open_own_fd_link(pid_t tid, const std::string& path, uint32_t ns_tgid, uint32_t ns_tid) {
+  const std::string process = "/proc/" + std::to_string(ns_tgid) + "/";
+  const std::string thread = process + "task/" + std::to_string(ns_tid) + "/fd/";
+  std::string n;
+  if (path.compare(0, thread.size(), thread) == 0)
+    n = path.substr(thread.size());
+  else if (path.compare(0, process.size() + 3, process + "fd/") == 0)
+    n = path.substr(process.size() + 3);
+  else
+    return -1;
   if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos) return -1;
   const std::string host = "/proc/" + std::to_string(tid) + "/fd/" + n;
   return ::open(host.c_str(), O_PATH | O_CLOEXEC);
 }
 
-// Opens (O_PATH) what `path` names for the caller; -1 when it cannot be resolved.
-int resolve_for_caller(pid_t tid, int dirfd, const std::string& path, uint64_t flags,
-                       uint32_t ns_tgid) {
-  if (int fd = open_own_fd_link(tid, path, ns_tgid); fd >= 0) return fd;
+// Opens (O_PATH) what `path` names for the caller; -errno when it cannot be resolved.
+int resolve_for_caller(pid_t tid, int dirfd, std::string path, uint64_t flags,
+                       const ProcessIdentity& who) {
+  if (int fd = open_own_fd_link(tid, path, who.ns_tgid, who.ns_tid); fd >= 0) return fd;
+  if (auto rel = magic_dir_path(path, who.ns_tgid, who.ns_tid)) {
+    if (rel->dirfd == kRootDir) {
+      path = "/" + rel->rest;
+    } else {
+      dirfd = rel->dirfd;
+      path = rel->rest;
+    }
+  }
   const std::string proc = "/proc/" + std::to_string(tid);
   const uint64_t nofollow = (flags & O_NOFOLLOW) ? O_NOFOLLOW : 0;
   Fd root{::open((proc + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)};
-  if (root.fd < 0) return -1;
+  if (root.fd < 0) return -ESRCH;
   if (!path.empty() && path[0] == '/')
     return openat2_path(root.fd, path, nofollow, RESOLVE_IN_ROOT);
   // Relative: express the start directory relative to the caller's root so `..` is clamped at
@@ -64,13 +128,15 @@ int resolve_for_caller(pid_t tid, int dirfd, const std::string& path, uint64_t f
   const std::string start = read_link(start_link);
   std::string root_path = read_link(proc + "/root");
   if (root_path == "/") root_path.clear();
-  if (!start.empty() && start[0] == '/' && start.compare(0, root_path.size(), root_path) == 0) {
+  if (!start.empty() && start[0] == '/' && beneath(start, root_path)) {
     return openat2_path(root.fd, start.substr(root_path.size()) + "/" + path, nofollow,
                         RESOLVE_IN_ROOT);
   }
+  // The start directory is outside the caller's root (an fd passed in from outside): resolve
+  // from it, but never above it.
   Fd dir{::open(start_link.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)};
-  if (dir.fd < 0) return -1;
-  return openat2_path(dir.fd, path, nofollow, 0);
+  if (dir.fd < 0) return -errno;
+  return openat2_path(dir.fd, path, nofollow, RESOLVE_BENEATH);
 }
 
 }  // namespace
@@ -131,16 +197,39 @@ bool OpenBroker::read_call(pid_t tid, int nr, const uint64_t args[6], OpenCall& 
 OpenDecision OpenBroker::decide(const OpenCall& call, const ProcessMemory& mem) const {
   OpenDecision d;
   auto path = mem.read_string(call.path_addr, PATH_MAX);
-  if (!path) return d;  // the kernel will answer EFAULT/ENAMETOOLONG itself
+  if (!path) {
+    // Continuing would let the kernel read the path again, after another thread made it
+    // readable: answer what the kernel answers for an unreadable or unterminated path.
+    d.kind = OpenDecision::Kind::kUndecidable;
+    d.err = EFAULT;
+    d.reason = "path unreadable or longer than PATH_MAX";
+    return d;
+  }
   d.path = *path;
-  if (call.flags & O_PATH) return d;  // an O_PATH fd cannot issue ioctls; re-opens are checked
+  // An O_PATH fd cannot issue ioctls, and re-opening it is checked. openat2's flags live in
+  // the caller's memory and may change after we read them: never trusted to skip the check.
+  if ((call.flags & O_PATH) && call.syscall_nr != SYS_openat2) return d;
   // Only paths through /proc or /dev/fd need the caller's own pid numbers.
   ProcessIdentity who;
   if (d.path.rfind("/proc/", 0) == 0 || d.path.rfind("/dev/", 0) == 0)
     who = read_process_identity(call.tid);
   const std::string resolved = rewrite_self_paths(d.path, who.ns_tgid, who.ns_tid);
-  Fd target{resolve_for_caller(call.tid, call.dirfd, resolved, call.flags, who.ns_tgid)};
-  if (target.fd < 0) return d;
+  Fd target{resolve_for_caller(call.tid, call.dirfd, resolved, call.flags, who)};
+  if (target.fd < 0) {
+    const int err = -target.fd;
+    // Nothing there: the caller's own open fails too, or creates a regular file (O_CREAT).
+    // A node appearing there afterwards is the kernel guard's to refuse (Landlock).
+    // EACCES: a directory the supervisor may not search (a FUSE mount without allow_other);
+    // a device node reached through it is likewise the kernel guard's to refuse.
+    if (err == ENOENT || err == ENOTDIR || err == ENAMETOOLONG || err == EACCES) return d;
+    // Anything else (a magic link, a path escaping the root, a loop, a vanished caller) is a
+    // path the broker cannot decide: fail closed.
+    d.kind = OpenDecision::Kind::kUndecidable;
+    d.err = deny_errno_;
+    d.reason = std::string("path cannot be resolved as the caller would (") + std::strerror(err) +
+               "), failed closed";
+    return d;
+  }
   struct stat st;
   if (::fstat(target.fd, &st) != 0 || !S_ISCHR(st.st_mode)) return d;
   d.node = catalog_.find(st.st_rdev);

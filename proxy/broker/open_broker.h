@@ -34,7 +34,9 @@ struct OpenCall {
 
 struct OpenDecision {
   // kCallerOpens: a granted uverbs/rdma_cm node the caller opens itself (see below).
-  enum class Kind { kPass, kBroker, kCallerOpens, kDeny } kind = Kind::kPass;
+  // kUndecidable: the broker could not tell what the path names (unreadable, a magic link it
+  // cannot follow, resolution refused): failed closed with `err`.
+  enum class Kind { kPass, kBroker, kCallerOpens, kDeny, kUndecidable } kind = Kind::kPass;
   std::string path;                  // as the caller spelled it
   const DeviceNode* node = nullptr;  // the device it names, if any
   int host_fd = -1;                  // kBroker: the supervisor's own fd, to inject

@@ -17,20 +17,29 @@ int silent_print(enum libbpf_print_level, const char*, va_list) {
   return 0;
 }
 
-// libbpf finds tracepoint ids through tracefs; mount it where the kernel documents it if the
-// host has not.
-void ensure_tracefs() {
-  struct stat st;
-  if (::stat("/sys/kernel/tracing/events", &st) == 0) return;
-  if (::stat("/sys/kernel/debug/tracing/events", &st) == 0) return;
-  ::mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, nullptr);
-}
+// libbpf finds tracepoint ids through tracefs. Where the host has not mounted it, it is mounted
+// for the attach only and detached right after: the host's mount table is left as it was.
+class TracefsForAttach {
+ public:
+  TracefsForAttach() {
+    struct stat st;
+    if (::stat("/sys/kernel/tracing/events", &st) == 0) return;
+    if (::stat("/sys/kernel/debug/tracing/events", &st) == 0) return;
+    mounted_ = ::mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, nullptr) == 0;
+  }
+  ~TracefsForAttach() {
+    if (mounted_) ::umount2("/sys/kernel/tracing", MNT_DETACH);
+  }
+
+ private:
+  bool mounted_ = false;
+};
 
 }  // namespace
 
 std::unique_ptr<ExitObserver> ExitObserver::open(Callback cb, std::string& why) {
   libbpf_set_print(silent_print);
-  ensure_tracefs();
+  TracefsForAttach tracefs;
   std::unique_ptr<ExitObserver> o(new ExitObserver());
   o->cb_ = std::move(cb);
   o->obj_ = bpf_object__open_mem(kSyscallExitBpf, kSyscallExitBpfSize, nullptr);
@@ -44,13 +53,16 @@ std::unique_ptr<ExitObserver> ExitObserver::open(Callback cb, std::string& why) 
   }
   bpf_program* prog;
   bpf_object__for_each_program(prog, o->obj_) {
-    if (!bpf_program__attach(prog)) {
+    bpf_link* link = bpf_program__attach(prog);
+    if (!link) {
       why = std::string("bpf attach ") + bpf_program__name(prog) + ": " + std::strerror(errno);
       return nullptr;
     }
+    o->links_.push_back(link);
   }
   o->pending_fd_ = bpf_object__find_map_fd_by_name(o->obj_, "pending");
   o->cm_fds_fd_ = bpf_object__find_map_fd_by_name(o->obj_, "cm_fds");
+  o->lost_fd_ = bpf_object__find_map_fd_by_name(o->obj_, "lost");
   int events_fd = bpf_object__find_map_fd_by_name(o->obj_, "events");
   auto on_event = [](void* ctx, void* data, size_t size) -> int {
     if (size >= sizeof(gdrproxy_exit_event))
@@ -67,7 +79,8 @@ std::unique_ptr<ExitObserver> ExitObserver::open(Callback cb, std::string& why) 
 
 ExitObserver::~ExitObserver() {
   if (rb_) ring_buffer__free(rb_);
-  // Closing the object detaches the programs (links are owned by the object's programs).
+  // Links are not owned by the object: each is destroyed, which detaches its program.
+  for (bpf_link* l : links_) bpf_link__destroy(l);
   if (obj_) bpf_object__close(obj_);
 }
 
@@ -96,6 +109,13 @@ int ExitObserver::poll_fd() const {
 
 void ExitObserver::consume() {
   ring_buffer__consume(rb_);
+}
+
+uint64_t ExitObserver::lost() const {
+  uint32_t zero = 0;
+  uint64_t n = 0;
+  if (lost_fd_ >= 0) bpf_map_lookup_elem(lost_fd_, &zero, &n);
+  return n;
 }
 
 }  // namespace gdrproxy::proxy

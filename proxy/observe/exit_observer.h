@@ -11,11 +11,13 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "proxy/decode/decoded_call.h"
 #include "proxy/observe/exit_event.h"
 
 struct bpf_object;
+struct bpf_link;
 struct ring_buffer;
 
 namespace gdrproxy::proxy {
@@ -38,13 +40,17 @@ class ExitObserver {
   void unwatch_cm_fd(uint32_t tgid, uint32_t fd);
   int poll_fd() const;
   void consume();
+  // Results the program could not report because the ring buffer was full.
+  uint64_t lost() const;
 
  private:
   ExitObserver() = default;
   bpf_object* obj_ = nullptr;
+  std::vector<bpf_link*> links_;  // owned: destroyed (detached) with the observer
   ring_buffer* rb_ = nullptr;
   int pending_fd_ = -1;
   int cm_fds_fd_ = -1;
+  int lost_fd_ = -1;
   Callback cb_;
 };
 

@@ -35,6 +35,14 @@ struct {
   __uint(max_entries, 1 << 22);
 } events SEC(".maps");
 
+// Results that found the ring buffer full: counted, so a lost result is reported, never silent.
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u64);
+} lost SEC(".maps");
+
 // Layout of syscalls:sys_exit_* (see /sys/kernel/tracing/events/syscalls/sys_exit_ioctl/format).
 struct sys_exit_ctx {
   __u64 common;
@@ -71,6 +79,10 @@ static __always_inline int report(struct sys_exit_ctx* ctx) {
     if (n0 && bpf_probe_read_user(e->region0, n0, (const void*)p->addr0) == 0) e->len0 = n0;
     if (n1 && bpf_probe_read_user(e->region1, n1, (const void*)p->addr1) == 0) e->len1 = n1;
     bpf_ringbuf_submit(e, 0);
+  } else {
+    __u32 zero = 0;
+    __u64* n = bpf_map_lookup_elem(&lost, &zero);
+    if (n) __sync_fetch_and_add(n, 1);
   }
   bpf_map_delete_elem(&pending, &tid);
   return 0;

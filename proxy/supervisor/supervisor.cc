@@ -214,7 +214,8 @@ int Supervisor::run() {
 
   LaunchSpec spec;
   spec.argv = opts_.argv;
-  const bool have_landlock = landlock_abi_version() >= 1;
+  spec.landlock = landlock_level();
+  const bool have_landlock = spec.landlock.abi >= 1;
   switch (opts_.open_trap) {
     case OpenTrapChoice::kWrite:
       if (!have_landlock)
@@ -225,14 +226,31 @@ int Supervisor::run() {
       spec.filter.open_trap = OpenTrap::kAllOpens;
       break;
     case OpenTrapChoice::kAuto:
-      spec.filter.open_trap = have_landlock ? OpenTrap::kWriteOpens : OpenTrap::kAllOpens;
+      // Read-only and ioctl-only opens may go untrapped only where the kernel checks device
+      // ioctls: a node reached around the broker is then useless.
+      spec.filter.open_trap =
+          spec.landlock.device_ioctls ? OpenTrap::kWriteOpens : OpenTrap::kAllOpens;
       break;
   }
-  spec.landlock = have_landlock;
-  if (!have_landlock)
-    note(
-        "Landlock unavailable: every open is trapped and a path swapped after the broker's "
-        "check is not caught by the kernel (see README, Security model)");
+  spec.filter.refuse_unbrokered_opens = !spec.landlock.device_ioctls;
+  spec.pid_namespace = can_bind_lifetime();
+  spec.quiet = opts_.quiet;
+  {
+    // One line on what this kernel and these privileges do not guarantee (always said), or on
+    // what they do (said when tracing).
+    std::string s = landlock_shortfall(spec.landlock);
+    if (!spec.pid_namespace)
+      s += std::string(s.empty() ? "" : "; ") +
+           "no pid namespace (needs CAP_SYS_ADMIN): a process that leaves the sandbox's tree "
+           "outlives a killed gdrproxy";
+    if (!s.empty())
+      note("sandbox: " + s);
+    else if (tracing())
+      note("sandbox: Landlock ABI " + std::to_string(spec.landlock.abi) +
+           " (ungranted devices unusable, no device nodes made, no signal out), own pid "
+           "namespace" +
+           (spec.keep_caps ? "" : ", capabilities dropped"));
+  }
 
   // Orphaned descendants are re-parented to us, so we can reap them: the listener hangs up only
   // once every sandboxed task has been reaped.
@@ -262,6 +280,14 @@ int Supervisor::run() {
   io_.run();
   if (observer_) observer_->consume();
   finish_pending("result not observed before the sandbox exited");
+  if (observer_ && observer_->lost())
+    std::fprintf(stderr,
+                 "gdrproxy: %llu results of allowed calls were lost (the observer's ring buffer "
+                 "was full); their trace records say \"result not observed\"\n",
+                 static_cast<unsigned long long>(observer_->lost()));
+  if (handler_faults_)
+    std::fprintf(stderr, "gdrproxy: %llu calls failed closed on internal errors (see above)\n",
+                 static_cast<unsigned long long>(handler_faults_));
   if (opts_.stats || (tracing() && !opts_.quiet))
     std::fprintf(
         stderr,
@@ -606,10 +632,14 @@ void Supervisor::handle_open(const seccomp_notif& req, uint64_t t0) {
     return;
   }
   OpenDecision d = broker_.decide(call, mem);
-  if (!notif_id_valid(nfd_, req.id)) {
-    if (d.host_fd >= 0) ::close(d.host_fd);
-    return;
-  }
+  // The brokered host fd is closed on every way out of here, a throw included.
+  struct CloseOnExit {
+    int& fd;
+    ~CloseOnExit() {
+      if (fd >= 0) ::close(fd);
+    }
+  } closer{d.host_fd};
+  if (!notif_id_valid(nfd_, req.id)) return;
   if (d.kind == OpenDecision::Kind::kPass) {
     answer_continue(req.id);
     return;
@@ -635,7 +665,8 @@ void Supervisor::handle_open(const seccomp_notif& req, uint64_t t0) {
                       d.node->device_class == DeviceClass::kRdmaCm);
     return;
   }
-  if (d.kind == OpenDecision::Kind::kDeny || d.host_fd < 0) {
+  if (d.kind == OpenDecision::Kind::kDeny || d.kind == OpenDecision::Kind::kUndecidable ||
+      d.host_fd < 0) {
     answer_error(req.id, d.err);
     r.decision = "deny";
     r.ret = -1;
@@ -645,10 +676,16 @@ void Supervisor::handle_open(const seccomp_notif& req, uint64_t t0) {
         std::fprintf(stderr, "gdrproxy: denied open of %s (%s) by pid %u (ns pid %u): %s -> %s\n",
                      quote_text(d.path).c_str(), d.node->path.c_str(), r.who.host_tid, r.who.ns_tid,
                      printable(d.reason).c_str(), errno_name(d.err));
+    } else if (d.kind == OpenDecision::Kind::kUndecidable) {
+      if (denials_.first(r.who.host_tgid, d.path, d.reason))
+        std::fprintf(stderr, "gdrproxy: denied open of %s by pid %u (ns pid %u): %s -> %s\n",
+                     quote_text(d.path).c_str(), r.who.host_tid, r.who.ns_tid,
+                     printable(d.reason).c_str(), errno_name(d.err));
     }
   } else {
     const int fd = answer_fd(req.id, d.host_fd, (call.flags & O_CLOEXEC) != 0);
     ::close(d.host_fd);
+    d.host_fd = -1;
     r.decision = "broker";
     ++n_brokered_;
     if (fd >= 0) {
