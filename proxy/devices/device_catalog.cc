@@ -2,10 +2,16 @@
 
 #include <sys/stat.h>
 
+#include <sys/sysmacros.h>
+
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <regex>
+#include <sstream>
 #include <stdexcept>
+
+#include "proxy/abi/device_drivers.h"
 
 namespace gdrproxy::proxy {
 namespace {
@@ -42,9 +48,67 @@ void add_if_chardev(std::vector<DeviceNode>& out, const fs::path& p, std::string
   out.push_back(std::move(n));
 }
 
+// Character majors (/proc/devices) and misc minors (/proc/misc) of the guarded drivers, as
+// never-granted entries.
+std::vector<DeviceNode> guarded_driver_numbers(const std::string& proc_root) {
+  std::vector<DeviceNode> out;
+  auto add = [&](unsigned major, unsigned minor, const std::string& name) {
+    for (const auto& d : kGuardedDrivers) {
+      if (d.name != name) continue;
+      out.push_back(DeviceNode{"(" + name + " device " + std::to_string(major) + ":" +
+                                   (d.misc ? std::to_string(minor) : "*") + ")",
+                               name, d.device_class, makedev(major, minor), false});
+    }
+  };
+  std::ifstream devices(proc_root + "/devices");
+  std::string line;
+  bool chars = false;
+  while (std::getline(devices, line)) {
+    if (line.rfind("Character devices:", 0) == 0) chars = true;
+    if (line.rfind("Block devices:", 0) == 0) chars = false;
+    std::istringstream ss(line);
+    unsigned major;
+    std::string name;
+    if (chars && (ss >> major >> name)) add(major, 0, name);
+  }
+  std::ifstream misc(proc_root + "/misc");
+  while (std::getline(misc, line)) {
+    std::istringstream ss(line);
+    unsigned minor;
+    std::string name;
+    if (ss >> minor >> name) add(10, minor, name);
+  }
+  return out;
+}
+
+const DeviceNode* driver_of(const std::vector<DeviceNode>& drivers, dev_t rdev) {
+  for (const auto& d : drivers) {
+    const bool misc = major(d.rdev) == 10;
+    if (major(d.rdev) == major(rdev) && (!misc || minor(d.rdev) == minor(rdev))) return &d;
+  }
+  return nullptr;
+}
+
+// A node found by its driver: named after its path below /dev; a brokerable kind only when its
+// name is one gdrproxy knows how to broker (a frontend GPU or nvidiactl, uverbsN, ...).
+void add_by_driver(std::vector<DeviceNode>& out, const fs::path& p, const std::string& name,
+                   const DeviceNode& driver, dev_t rdev) {
+  DeviceNode n{p.string(), name, DeviceClass::kUnknown, rdev, false};
+  classify(n);
+  if (n.device_class != driver.device_class) {
+    // A known driver under an unexpected name: guarded, never brokered.
+    n.device_class = driver.device_class == DeviceClass::kNvidiaCaps ? DeviceClass::kNvidiaCaps
+                                                                     : DeviceClass::kUnknown;
+    n.brokerable = false;
+  }
+  if (driver.device_class == DeviceClass::kNvidiaFrontend && minor(rdev) == kNvidiaModesetMinor)
+    n.brokerable = false;
+  out.push_back(std::move(n));
+}
+
 }  // namespace
 
-DeviceCatalog DeviceCatalog::scan(const std::string& dev_root) {
+DeviceCatalog DeviceCatalog::scan(const std::string& dev_root, const std::string& proc_root) {
   DeviceCatalog c;
   std::error_code ec;
   const fs::path root(dev_root);
@@ -63,6 +127,38 @@ DeviceCatalog DeviceCatalog::scan(const std::string& dev_root) {
     if (leaf.rfind("nvidia", 0) == 0 && leaf != "nvidia-caps")
       add_if_chardev(c.nodes_, e.path(), leaf);
   }
+  // By driver: every character device under /dev (and one level of directories) whose number
+  // belongs to a guarded driver and is not catalogued yet (imex channels, nvswitch, umad, ...).
+  c.drivers_ = guarded_driver_numbers(proc_root);
+  auto known = [&](const fs::path& p) {
+    return std::any_of(c.nodes_.begin(), c.nodes_.end(),
+                       [&](const DeviceNode& n) { return n.path == p.string(); });
+  };
+  auto visit = [&](const fs::path& p, const std::string& name) {
+    struct stat st;
+    if (::lstat(p.c_str(), &st) != 0 || !S_ISCHR(st.st_mode) || known(p)) return false;
+    const DeviceNode* d = driver_of(c.drivers_, st.st_rdev);
+    if (!d) return false;
+    add_by_driver(c.nodes_, p, name, *d, st.st_rdev);
+    return true;
+  };
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    const std::string leaf = e.path().filename().string();
+    if (e.is_symlink(ec)) continue;
+    if (e.is_directory(ec)) {
+      bool all_guarded = true, any = false;
+      for (const auto& f : fs::directory_iterator(e.path(), ec)) {
+        any = true;
+        if (!visit(f.path(), leaf + "/" + f.path().filename().string()) && !known(f.path()))
+          all_guarded = false;
+      }
+      const bool listed = std::find(c.guarded_dirs_.begin(), c.guarded_dirs_.end(),
+                                    e.path().string()) != c.guarded_dirs_.end();
+      if (any && all_guarded && !listed) c.guarded_dirs_.push_back(e.path().string());
+    } else {
+      visit(e.path(), leaf);
+    }
+  }
   std::sort(c.nodes_.begin(), c.nodes_.end(),
             [](const DeviceNode& a, const DeviceNode& b) { return a.name < b.name; });
   return c;
@@ -71,7 +167,7 @@ DeviceCatalog DeviceCatalog::scan(const std::string& dev_root) {
 const DeviceNode* DeviceCatalog::find(dev_t rdev) const {
   for (const auto& n : nodes_)
     if (n.rdev == rdev) return &n;
-  return nullptr;
+  return driver_of(drivers_, rdev);
 }
 
 const DeviceNode* DeviceCatalog::find_by_name(const std::string& spec) const {

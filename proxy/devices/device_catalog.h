@@ -1,6 +1,10 @@
 // The host's device nodes that gdrproxy brokers, keyed by device number. A device is identified
 // by the st_rdev of a file the supervisor itself opened, never by the path a caller spelled, so
-// symlinks, `..`, bind mounts and /proc/self/fd re-opens all land on the same answer.
+// symlinks, `..`, bind mounts and /proc/self/fd re-opens all land on the same answer. Nodes are
+// found two ways: by the well-known names (/dev/infiniband/*, /dev/nvidia*, /dev/nvidia-caps/*)
+// and by driver (proxy/abi/device_drivers.h: every node under /dev whose major, or misc minor,
+// belongs to an RDMA or NVIDIA driver). A device number of such a driver that no node here
+// carries (a minor made with mknod) still maps to a guarded, never-granted entry.
 #pragma once
 
 #include <sys/types.h>
@@ -23,9 +27,14 @@ struct DeviceNode {
 
 class DeviceCatalog {
  public:
-  // Scans <dev_root>/infiniband/*, <dev_root>/nvidia*, <dev_root>/nvidia-caps/*.
-  static DeviceCatalog scan(const std::string& dev_root = "/dev");
+  // Scans <dev_root>/infiniband/*, <dev_root>/nvidia*, <dev_root>/nvidia-caps/*, then every
+  // character device under <dev_root> (two levels) whose driver is guarded, reading the drivers'
+  // numbers from <proc_root>/devices and <proc_root>/misc.
+  static DeviceCatalog scan(const std::string& dev_root = "/dev",
+                            const std::string& proc_root = "/proc");
 
+  // The catalogued node with this device number; else the driver's never-granted entry when the
+  // number belongs to a guarded driver; else nullptr (not a device of ours).
   const DeviceNode* find(dev_t rdev) const;
   const DeviceNode* find_by_name(const std::string& name_or_path) const;
   const std::vector<DeviceNode>& nodes() const { return nodes_; }
@@ -35,6 +44,9 @@ class DeviceCatalog {
  private:
   std::vector<DeviceNode> nodes_;
   std::vector<std::string> guarded_dirs_;
+  // One never-granted entry per guarded driver: its rdev holds the driver's major (and, for a
+  // misc driver, its minor).
+  std::vector<DeviceNode> drivers_;
 };
 
 // Which devices a sandbox may use. No grant list at all = every brokerable device; an empty list

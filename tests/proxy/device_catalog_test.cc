@@ -1,0 +1,103 @@
+// The device catalog finds guarded nodes by driver, not only by name: an NVIDIA IMEX channel or
+// an NVSwitch node, a GPU node under an unexpected path, and a device number no node carries all
+// map to entries that are never granted. Real nodes made with mknod in a temporary /dev; the
+// drivers' numbers come from a /proc/devices and /proc/misc written by the test (the registered
+// numbers of drivers this machine does not have).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "proxy/devices/device_catalog.h"
+
+namespace gdrproxy::proxy {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CatalogByDriver : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "mknod needs root";
+    char t[] = "/tmp/gdrproxy-catalog-XXXXXX";
+    root_ = ::mkdtemp(t);
+    fs::create_directories(root_ / "dev/infiniband");
+    fs::create_directories(root_ / "dev/nvidia-caps-imex-channels");
+    fs::create_directories(root_ / "dev/elsewhere");
+    fs::create_directories(root_ / "proc");
+    std::ofstream(root_ / "proc/devices")
+        << "Character devices:\n  1 mem\n195 nvidia-frontend\n231 infiniband_verbs\n"
+           "231 infiniband_mad\n508 nvidia-uvm\n510 nvidia-caps-imex-channels\n\n"
+           "Block devices:\n195 notachar\n";
+    std::ofstream(root_ / "proc/misc") << "122 rdma_cm\n229 fuse\n";
+    node("dev/nvidiactl", 195, 255);
+    node("dev/nvidia0", 195, 0);
+    node("dev/nvidia1", 195, 1);
+    node("dev/nvidia-modeset", 195, 254);
+    node("dev/nvidia-uvm", 508, 0);
+    node("dev/infiniband/uverbs0", 231, 192);
+    node("dev/infiniband/umad0", 231, 0);
+    node("dev/infiniband/rdma_cm", 10, 122);
+    node("dev/nvidia-caps-imex-channels/channel0", 510, 0);
+    node("dev/elsewhere/gpu", 195, 1);  // nvidia1's number under another name
+    node("dev/fuse", 10, 229);          // a misc device of another driver: not ours
+  }
+  void TearDown() override {
+    if (!root_.empty()) fs::remove_all(root_);
+  }
+  void node(const char* rel, unsigned maj, unsigned min) {
+    ASSERT_EQ(::mknod((root_ / rel).c_str(), S_IFCHR | 0600, makedev(maj, min)), 0) << rel;
+  }
+  DeviceCatalog scan() {
+    return DeviceCatalog::scan((root_ / "dev").string(), (root_ / "proc").string());
+  }
+
+  fs::path root_;
+};
+
+TEST_F(CatalogByDriver, NodesOfGuardedDriversAreCataloguedWhereverTheyAre) {
+  const auto c = scan();
+  auto at = [&](const std::string& rel) -> const DeviceNode* {
+    for (const auto& n : c.nodes())
+      if (n.path == (root_ / rel).string()) return &n;
+    return nullptr;
+  };
+  ASSERT_NE(at("dev/nvidia-caps-imex-channels/channel0"), nullptr);
+  EXPECT_FALSE(at("dev/nvidia-caps-imex-channels/channel0")->brokerable);
+  ASSERT_NE(at("dev/elsewhere/gpu"), nullptr);
+  ASSERT_NE(at("dev/nvidia-modeset"), nullptr);
+  EXPECT_FALSE(at("dev/nvidia-modeset")->brokerable);
+  ASSERT_NE(at("dev/infiniband/umad0"), nullptr);
+  EXPECT_FALSE(at("dev/infiniband/umad0")->brokerable);
+  ASSERT_NE(at("dev/nvidia0"), nullptr);
+  EXPECT_TRUE(at("dev/nvidia0")->brokerable);
+  EXPECT_EQ(at("dev/fuse"), nullptr);
+  const auto& g = c.guarded_dirs();
+  EXPECT_NE(std::find(g.begin(), g.end(), (root_ / "dev/nvidia-caps-imex-channels").string()),
+            g.end());
+}
+
+TEST_F(CatalogByDriver, AnUnlistedMinorOfAGuardedDriverIsNeverGranted) {
+  const auto c = scan();
+  const Grants all = Grants::from_specs(c, std::nullopt);
+  // nvidia7 exists nowhere under /dev (a node made with mknod later, say).
+  const DeviceNode* n = c.find(makedev(195, 7));
+  ASSERT_NE(n, nullptr);
+  EXPECT_FALSE(all.granted(*n)) << n->path;
+  ASSERT_NE(c.find(makedev(510, 3)), nullptr);
+  EXPECT_FALSE(all.granted(*c.find(makedev(510, 3))));
+  // rdma_cm is the misc minor 122 only; fuse (misc 229) and /dev/zero are not ours.
+  EXPECT_NE(c.find(makedev(10, 122)), nullptr);
+  EXPECT_EQ(c.find(makedev(10, 229)), nullptr);
+  EXPECT_EQ(c.find(makedev(1, 5)), nullptr);
+  // Granting a node by a name it has works; the never-granted entries cannot be named.
+  EXPECT_THROW(
+      Grants::from_specs(c, std::vector<std::string>{"nvidia-caps-imex-channels/channel0"}),
+      std::runtime_error);
+}
+
+}  // namespace
+}  // namespace gdrproxy::proxy
