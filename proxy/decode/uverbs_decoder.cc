@@ -5,6 +5,7 @@
 #include "proxy/decode/uverbs_decoder.h"
 
 #include <rdma/ib_user_ioctl_cmds.h>
+#include <rdma/ib_user_verbs.h>
 #include <rdma/rdma_user_ioctl_cmds.h>
 
 #include <cstring>
@@ -120,6 +121,42 @@ void decode_invoke_write(std::span<const ib_uverbs_attr> attrs, const MemoryRead
 }
 
 }  // namespace
+
+DecodedCall decode_uverbs_write(uint64_t buf, uint64_t count, const MemoryReader& mem) {
+  DecodedCall call;
+  call.device_class = DeviceClass::kUverbs;
+  call.name = "WRITE";
+  ib_uverbs_cmd_hdr hdr{};
+  if (count < sizeof hdr) {
+    call.malformed = "write of " + dec(static_cast<int64_t>(count)) +
+                     " bytes is shorter than the command header";
+    return call;
+  }
+  if (!mem.read(buf, {reinterpret_cast<uint8_t*>(&hdr), sizeof hdr})) {
+    call.malformed = "command header unreadable at " + hex(buf);
+    return call;
+  }
+  const bool extended = (hdr.command & IB_USER_VERBS_CMD_FLAG_EXTENDED) != 0;
+  const uint32_t cmd = (hdr.command & IB_USER_VERBS_CMD_COMMAND_MASK) |
+                       (extended ? IB_USER_VERBS_CMD_FLAG_EXTENDED : 0);
+  call.keys.uverbs_write_cmd = cmd;
+  const auto* spec = uverbs::find_write_cmd(cmd);
+  call.name = "WRITE(" + (spec ? std::string(spec->name) : "CMD_" + hex(cmd)) + ")";
+  const uint64_t at = buf + sizeof hdr + (extended ? sizeof(ib_uverbs_ex_cmd_hdr) : 0);
+  const uint64_t end = buf + count;
+  if (at > end) {
+    call.malformed = "extended command shorter than its header";
+    return call;
+  }
+  if (spec && !spec->in.empty()) {
+    std::vector<uint8_t> in(std::min<uint64_t>(end - at, kMaxInlineCopy));
+    if (mem.read(at, in))
+      render_fields(spec->in, in, call.args);
+    else
+      call.malformed = "command unreadable at " + hex(at);
+  }
+  return call;
+}
 
 DecodedCall decode_uverbs_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& mem,
                                 DecodeDepth depth) {

@@ -15,6 +15,11 @@ namespace gdrproxy::proxy {
 DecodedCall decode_uverbs_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& mem,
                                 DecodeDepth depth = DecodeDepth::kFull);
 
+// A legacy command written with write() on a uverbs fd (struct ib_uverbs_cmd_hdr, then for
+// extended commands struct ib_uverbs_ex_cmd_hdr, then the command's struct): the same verb as an
+// INVOKE_WRITE of that command, named "WRITE(REG_MR)" and keyed by uverbs_write_cmd.
+DecodedCall decode_uverbs_write(uint64_t buf, uint64_t count, const MemoryReader& mem);
+
 // Renders what the kernel wrote back: new handles and fds in the attribute array (region0 holds
 // the header and attributes after the call) and the response of an INVOKE_WRITE or the first
 // scalar output attribute (region1).

@@ -74,6 +74,16 @@ void only_keys(const json& obj, const std::string& where, std::initializer_list<
   }
 }
 
+// libibverbs retries a verb whose ioctl fails with ENOTTY or EPROTONOSUPPORT through another
+// encoding of the same command (rdma-core's cmd_write.h fallback): a uverbs denial with one of
+// those errnos would turn into a write() the policy writer never saw.
+void refuse_fallback_errno(int err, const std::string& where) {
+  if (err == ENOTTY || err == EPROTONOSUPPORT)
+    throw std::runtime_error(where + ": " + (err == ENOTTY ? "ENOTTY" : "EPROTONOSUPPORT") +
+                             " makes libibverbs retry the verb through write(); use EPERM or "
+                             "EACCES");
+}
+
 DeviceClass parse_class(const std::string& s) {
   for (auto c : {DeviceClass::kUverbs, DeviceClass::kRdmaCm, DeviceClass::kNvidiaFrontend,
                  DeviceClass::kNvidiaUvm, DeviceClass::kNvidiaCaps})
@@ -141,6 +151,15 @@ Rule parse_rule(const json& j, const std::string& where) {
       }));
     } else if (k == "method") {
       // Resolved below, once the object is known.
+    } else if (k == "op") {
+      const std::string name = as_string(v, w);
+      r.has_op = true;
+      if (auto* c = uverbs::find_write_cmd(name)) r.op_write_cmd = c->cmd;
+      for (const auto& m : uverbs::all_methods())
+        if (name == m.name) r.op_methods.emplace_back(m.object, m.method);
+      if (!r.op_write_cmd && r.op_methods.empty())
+        throw std::runtime_error(w + ": \"" + name +
+                                 "\" is neither a uverbs command nor a method the ABI tables know");
     } else if (k == "write_cmd") {
       r.write_cmd = static_cast<uint32_t>(name_or_number(v, w, [](const std::string& s) {
         auto* c = uverbs::find_write_cmd(s);
@@ -194,6 +213,14 @@ bool matches(const Rule& r, const DecodedCall& c) {
   if (r.object && k.uverbs_object != r.object) return false;
   if (r.method && k.uverbs_method != r.method) return false;
   if (r.write_cmd && k.uverbs_write_cmd != r.write_cmd) return false;
+  if (r.has_op) {
+    const bool as_command = r.op_write_cmd && k.uverbs_write_cmd == r.op_write_cmd;
+    bool as_method = false;
+    if (k.uverbs_object && k.uverbs_method && !k.uverbs_write_cmd)
+      for (const auto& [obj, method] : r.op_methods)
+        as_method = as_method || (obj == *k.uverbs_object && method == *k.uverbs_method);
+    if (!as_command && !as_method) return false;
+  }
   if (r.escape && k.nv_escape != r.escape) return false;
   if (r.nv_class && k.nv_class != r.nv_class) return false;
   if (r.control && k.nv_control != r.control) return false;
@@ -285,6 +312,7 @@ Policy Policy::from_json(const json& j, const std::string& origin) {
       if (body.contains("malformed"))
         cp.malformed_action = parse_action(body["malformed"], where + ".malformed");
       if (body.contains("errno")) cp.err = parse_errno(body["errno"], where + ".errno");
+      if (cls == DeviceClass::kUverbs) refuse_fallback_errno(cp.err, where + ".errno");
       if (body.contains("log")) cp.log = as_bool(body["log"], where + ".log");
       if (body.contains("dmabuf_exporters"))
         cp.dmabuf_exporters = as_string_list(body["dmabuf_exporters"], where + ".dmabuf_exporters");
@@ -293,6 +321,11 @@ Policy Policy::from_json(const json& j, const std::string& origin) {
       int i = 0;
       for (const auto& r : body.value("rules", json::array()))
         cp.rules.push_back(parse_rule(r, where + ".rules[" + std::to_string(i++) + "]"));
+      if (cls == DeviceClass::kUverbs)
+        for (size_t n = 0; n < cp.rules.size(); ++n)
+          if (cp.rules[n].err)
+            refuse_fallback_errno(*cp.rules[n].err,
+                                  where + ".rules[" + std::to_string(n) + "].errno");
       p.classes_[cls] = std::move(cp);
     }
   } catch (const json::exception& e) {
@@ -317,6 +350,14 @@ Policy Policy::load_file(const std::string& path) {
     throw std::runtime_error("policy " + path + ": " + e.what());
   }
   return from_json(j, path);
+}
+
+bool Policy::polices_uverbs_write_commands() const {
+  const ClassPolicy* cp = class_policy(DeviceClass::kUverbs);
+  if (!cp) return false;
+  for (const auto& r : cp->rules)
+    if (r.action == Action::kDeny && (r.write_cmd || r.op_write_cmd)) return true;
+  return false;
 }
 
 const ClassPolicy* Policy::class_policy(DeviceClass c) const {

@@ -26,6 +26,11 @@ struct Rule {
   std::optional<uint32_t> ioctl;
   std::optional<uint16_t> object, method;
   std::optional<uint32_t> write_cmd;
+  // "op": one uverbs operation whatever its encoding: the legacy command of that name (as an
+  // INVOKE_WRITE or a write()) and every ioctl method of that name (CQ.CREATE_CQ for CREATE_CQ).
+  std::optional<uint32_t> op_write_cmd;
+  std::vector<std::pair<uint16_t, uint16_t>> op_methods;
+  bool has_op = false;
   std::optional<uint8_t> escape;
   std::optional<uint32_t> nv_class, control, uvm;
   std::optional<int> err;
@@ -65,6 +70,9 @@ class Policy {
   int open_errno() const { return open_errno_; }
   std::optional<Mode> mode() const { return mode_; }
   const std::string& origin() const { return origin_; }
+  // Whether a uverbs deny rule names a legacy command (write_cmd, or an op that has one): such a
+  // rule also covers the command's write() encoding, which is observed but never trapped.
+  bool polices_uverbs_write_commands() const;
 
  private:
   std::map<DeviceClass, ClassPolicy> classes_;

@@ -67,6 +67,7 @@ double wall_seconds() {
 
 // "Some rdma_cm device": a marked rdma_cm fd whose write was seen after the fd was closed.
 const DeviceNode kAnyRdmaCm{"/dev/infiniband/rdma_cm", "rdma_cm", DeviceClass::kRdmaCm, 0, true};
+const DeviceNode kAnyUverbs{"/dev/infiniband/uverbs*", "uverbs", DeviceClass::kUverbs, 0, true};
 
 // Up to this many CPUs the synchronous wake-up flag is on by default.
 constexpr long kSyncWakeupMaxCpus = 4;
@@ -164,6 +165,8 @@ class Supervisor {
   // Identities by host tid, valid while /proc/<tid> keeps its inode (a reused pid gets a new one).
   std::map<pid_t, std::pair<ino_t, ProcessIdentity>> identities_;
   DenialLog denials_;
+  // Fds whose writes the observer watches, with their class, recorded when their open returned.
+  std::map<std::pair<uint32_t, uint32_t>, DeviceClass> watched_fds_;
   uint64_t n_ioctl_ = 0, n_open_ = 0, n_brokered_ = 0;
   uint64_t ns_ioctl_ = 0, ns_open_ = 0;  // time spent handling, for --stats
 };
@@ -214,6 +217,11 @@ int Supervisor::run() {
 
   LaunchSpec spec;
   spec.argv = opts_.argv;
+  if (policy_.polices_uverbs_write_commands())
+    note("policy " + policy_.origin() +
+         ": its uverbs command rules also name the commands' write() encoding, which is never "
+         "trapped (that would trap every write): such write()s are reported with --trace or "
+         "--trace-json, not denied");
   spec.landlock = landlock_level();
   const bool have_landlock = spec.landlock.abi >= 1;
   switch (opts_.open_trap) {
@@ -662,7 +670,8 @@ void Supervisor::handle_open(const seccomp_notif& req, uint64_t t0) {
     }
     // For rdma_cm the observer also starts watching the new fd's writes (rdma_cm commands).
     continue_observed(r, req.id, static_cast<pid_t>(req.pid), t0,
-                      d.node->device_class == DeviceClass::kRdmaCm);
+                      d.node->device_class == DeviceClass::kRdmaCm ||
+                          d.node->device_class == DeviceClass::kUverbs);
     return;
   }
   if (d.kind == OpenDecision::Kind::kDeny || d.kind == OpenDecision::Kind::kUndecidable ||
@@ -711,22 +720,29 @@ const DeviceNode* Supervisor::device_of_fd(pid_t tid, int fd) const {
   return catalog_.find(makedev(stx.stx_rdev_major, stx.stx_rdev_minor));
 }
 
-// An rdma_cm command the caller wrote to its own rdma_cm fd, seen by the BPF observer. Observed
-// only: the write was never trapped (README, Security model).
+// A command the caller wrote to its own rdma_cm or uverbs fd, seen by the BPF observer. Observed
+// only: the write was never trapped (README, Security model). A uverbs command is judged by the
+// policy like its ioctl encodings; a would-be denial is reported, not enforced.
 void Supervisor::on_cm_write(const gdrproxy_exit_event& e) {
   const ProcessIdentity& who = identity(static_cast<pid_t>(e.tid));
-  // The fd was marked at the caller's open of rdma_cm. If it now names another file, it was
-  // closed and its number reused: stop watching it. If it is gone (closed, or the caller is
-  // exiting) the write still happened on the marked rdma_cm fd.
+  // The fd was marked at the caller's open. If it now names another file, it was closed and its
+  // number reused: stop watching it. If it is gone (closed, or the caller is exiting) the write
+  // still happened on the marked fd, whose class was recorded when its open returned.
   struct stat st;
   const std::string link = "/proc/" + std::to_string(e.tid) + "/fd/" + std::to_string(e.fd);
   const bool open_now = ::stat(link.c_str(), &st) == 0;
   const DeviceNode* node = open_now && S_ISCHR(st.st_mode) ? catalog_.find(st.st_rdev) : nullptr;
-  if (open_now && (!node || node->device_class != DeviceClass::kRdmaCm)) {
+  const auto watched = watched_fds_.find({who.host_tgid, e.fd});
+  if (open_now && (!node || (node->device_class != DeviceClass::kRdmaCm &&
+                             node->device_class != DeviceClass::kUverbs))) {
     if (observer_) observer_->unwatch_cm_fd(who.host_tgid, e.fd);
+    if (watched != watched_fds_.end()) watched_fds_.erase(watched);
     return;
   }
-  if (!node) node = &kAnyRdmaCm;
+  if (!node) {
+    const bool uverbs = watched != watched_fds_.end() && watched->second == DeviceClass::kUverbs;
+    node = uverbs ? &kAnyUverbs : &kAnyRdmaCm;
+  }
   BufferMemory mem;
   constexpr uint64_t kAt = 0x10000;
   mem.map(kAt, std::vector<uint8_t>(e.region0, e.region0 + e.len0));
@@ -737,8 +753,23 @@ void Supervisor::on_cm_write(const gdrproxy_exit_event& e) {
   r.syscall = "write";
   r.fd = static_cast<int>(e.fd);
   r.device = node->name;
-  r.call = decode_rdma_cm_write(kAt, e.len0, mem);
   r.decision = "observed";
+  if (node->device_class == DeviceClass::kUverbs) {
+    r.call = decode_uverbs_write(kAt, e.len0, mem);
+    const Verdict v = policy_.evaluate(r.call);
+    if (v.action == Action::kDeny) {
+      r.decision = "observed (policy would deny: write() commands are not trapped)";
+      r.reason = v.reason;
+      if (denials_.first(who.host_tgid, node->name, "write " + r.call.name))
+        std::fprintf(stderr,
+                     "gdrproxy: not enforceable: pid %u (ns pid %u) sent %s to %s as write(), "
+                     "which the policy denies (%s); write() commands are observed, not trapped\n",
+                     who.host_tid, who.ns_tid, printable(r.call.name).c_str(), node->name.c_str(),
+                     printable(v.reason).c_str());
+    }
+  } else {
+    r.call = decode_rdma_cm_write(kAt, e.len0, mem);
+  }
   if (e.ret < 0) {
     r.ret = -1;
     r.err = static_cast<int>(-e.ret);
@@ -778,6 +809,13 @@ void Supervisor::on_exit_event(const gdrproxy_exit_event& e) {
       default:
         break;
     }
+  }
+  // A granted open of a watched kind returned an fd: remember its class for its writes.
+  if (r.call.name == "open" && e.ret >= 0 &&
+      (r.call.device_class == DeviceClass::kUverbs ||
+       r.call.device_class == DeviceClass::kRdmaCm)) {
+    if (watched_fds_.size() > 65536) watched_fds_.clear();
+    watched_fds_[{r.who.host_tgid, static_cast<uint32_t>(e.ret)}] = r.call.device_class;
   }
   emit(r);
   auto t = pending_by_tid_.find(e.tid);

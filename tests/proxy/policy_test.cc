@@ -152,6 +152,41 @@ TEST(Policy, LoadErrorsNameTheField) {
   expect_error(R"({"classes":{"uverbs":{"defualt":"deny"}}})", "classes.uverbs.defualt: unknown");
 }
 
+TEST(Policy, AnOperationMatchesEveryEncodingOfTheVerb) {
+  auto p = make(R"({"classes":{"uverbs":{"rules":[{"action":"deny","op":"CREATE_CQ"}]}}})");
+  // As INVOKE_WRITE, as a raw write() (decode_uverbs_write sets only the command), as a method.
+  EXPECT_EQ(p.evaluate(write_call(IB_USER_VERBS_CMD_CREATE_CQ, "CREATE_CQ")).action, Action::kDeny);
+  DecodedCall raw;
+  raw.device_class = DeviceClass::kUverbs;
+  raw.name = "WRITE(CREATE_CQ)";
+  raw.keys.uverbs_write_cmd = IB_USER_VERBS_CMD_CREATE_CQ;
+  EXPECT_EQ(p.evaluate(raw).action, Action::kDeny);
+  EXPECT_EQ(
+      p.evaluate(method_call(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE, "CQ.CREATE_CQ")).action,
+      Action::kDeny);
+  EXPECT_EQ(p.evaluate(write_call(IB_USER_VERBS_CMD_ALLOC_PD, "ALLOC_PD")).action, Action::kAllow);
+  EXPECT_TRUE(p.polices_uverbs_write_commands());
+  EXPECT_THROW(make(R"({"classes":{"uverbs":{"rules":[{"action":"deny","op":"FROB"}]}}})"),
+               std::runtime_error);
+}
+
+TEST(Policy, UverbsDenialErrnosThatMakeLibibverbsFallBackAreRefused) {
+  // ENOTTY/EPROTONOSUPPORT on an ioctl make libibverbs retry the verb through write().
+  for (const char* text :
+       {R"({"classes":{"uverbs":{"errno":"ENOTTY"}}})",
+        R"({"classes":{"uverbs":{"rules":[{"action":"deny","op":"REG_MR","errno":"ENOTTY"}]}}})",
+        R"({"classes":{"uverbs":{"errno":93}}})"}) {
+    try {
+      make(text);
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("retry the verb through write()"), std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_NO_THROW(make(R"({"classes":{"nvidia":{"errno":"ENOTTY"}}})"));
+}
+
 TEST(Policy, ErrnoMustMakeADeniedCallFail) {
   // 0 would turn a denial into a success that never ran; the kernel's range is 1..4095.
   for (const char* bad : {"0", "-1", "4096", "100000", "1.5", "true"}) {

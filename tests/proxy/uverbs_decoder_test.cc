@@ -87,6 +87,33 @@ TEST(UverbsDecoder, RegMrFieldsComeFromTheCoreInStruct) {
   EXPECT_EQ(out[1].value, "0x1234");
 }
 
+TEST(UverbsDecoder, RegMrSentAsWriteDecodesLikeItsInvokeWrite) {
+  // write(fd, {struct ib_uverbs_cmd_hdr; struct ib_uverbs_reg_mr}, n): the legacy encoding.
+  struct {
+    ib_uverbs_cmd_hdr hdr;
+    ib_uverbs_reg_mr mr;
+  } w{};
+  w.hdr.command = IB_USER_VERBS_CMD_REG_MR;
+  w.hdr.in_words = sizeof w / 4;
+  w.hdr.out_words = sizeof(ib_uverbs_reg_mr_resp) / 4;
+  w.mr.start = 0x7f0000001000;
+  w.mr.length = 4096;
+  w.mr.pd_handle = 2;
+  w.mr.access_flags = IB_UVERBS_ACCESS_LOCAL_WRITE;
+  BufferMemory mem;
+  mem.map(kDataAddr, testing::bytes_of(w));
+  DecodedCall c = decode_uverbs_write(kDataAddr, sizeof w, mem);
+  EXPECT_EQ(c.name, "WRITE(REG_MR)");
+  EXPECT_TRUE(c.malformed.empty()) << c.malformed;
+  ASSERT_TRUE(c.keys.uverbs_write_cmd);
+  EXPECT_EQ(*c.keys.uverbs_write_cmd, uint32_t{IB_USER_VERBS_CMD_REG_MR});
+  EXPECT_EQ(arg(c, "length"), "4096");
+  EXPECT_EQ(arg(c, "access_flags"), "LOCAL_WRITE");
+  // Short and unreadable writes are malformed, never thrown.
+  EXPECT_FALSE(decode_uverbs_write(kDataAddr, 4, mem).malformed.empty());
+  EXPECT_FALSE(decode_uverbs_write(0xdead0000, 64, mem).malformed.empty());
+}
+
 TEST(UverbsDecoder, RegDmabufMrShowsFdOffsetLengthIovaAccessAndNewHandle) {
   BufferMemory mem;
   VerbsBuffer b{UVERBS_OBJECT_MR, UVERBS_METHOD_REG_DMABUF_MR};

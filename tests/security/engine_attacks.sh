@@ -198,5 +198,34 @@ PY
   [[ $(cat "$WORK/new1") == one ]] || fail "/proc/self/cwd/new1 not written"
 }
 
+# Root cause 4: a verb the policy denies, sent in its legacy write() encoding, cannot be trapped
+# without trapping every write (the data path's included). It is decoded and judged like its
+# ioctl encodings: gdrproxy says at start that such rules are not enforced for write(), and
+# reports each such write in the trace and once per process on stderr. Its ioctl encoding is
+# denied. (The stand-in uverbs0 is /dev/zero: it accepts the write.)
+case_uverbs_write_encoding_reported() {
+  cat >"$WORK/w.py" <<'PY'
+import ctypes, errno, fcntl, os, struct
+fd = os.open("/dev/infiniband/uverbs0", os.O_RDWR)
+# struct ib_uverbs_cmd_hdr {command=REG_MR(9), in_words, out_words} + struct ib_uverbs_reg_mr
+body = struct.pack("=QQQQII", 0, 0x7f0000001000, 4096, 0x7f0000001000, 2, 1)
+hdr = struct.pack("=IHH", 9, (8 + len(body)) // 4, 6)
+print("write", os.write(fd, hdr + body))
+PY
+  sandboxed --grant uverbs0 --policy "$SRC/configs/policy/deny-reg-mr.json" --trace-json "$WORK/t.jsonl" -- python3 "$WORK/w.py" >"$WORK/out" 2>"$WORK/err"
+  expect_in "$WORK/out" "write 48"
+  expect_in "$WORK/err" "never trapped"
+  expect_in "$WORK/err" "not enforceable: pid"
+  expect_in "$WORK/err" "sent WRITE(REG_MR) to uverbs0 as write()"
+  python3 - "$WORK/t.jsonl" <<'PY' || fail "write(REG_MR) not in the trace"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+w = [r for r in recs if r["syscall"] == "write" and r["call"] == "WRITE(REG_MR)"]
+assert len(w) == 1, recs
+assert w[0]["decision"].startswith("observed (policy would deny"), w[0]
+assert w[0]["args"]["length"] == "4096", w[0]
+PY
+}
+
 "case_$CASE"
 echo "PASS [$CASE]"
