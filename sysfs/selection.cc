@@ -15,10 +15,56 @@ bool is_gpu(const PciFunction& f) {
          vendor != f.attrs.end() && trim(vendor->second) == "0x10de";
 }
 
-bool has_usable_gid(const IbDevice& d) {
-  for (const auto& p : d.ports)
-    if (!p.gids.empty()) return true;
+namespace {
+
+std::string link_layer(const IbPort& p) {
+  auto it = p.attrs.find("link_layer");
+  return it == p.attrs.end() ? "" : trim(it->second);
+}
+
+// Absent entries are zero (see IbPort); a hand-written snapshot may also spell a zero GID out.
+bool nonzero_gid(const std::string& gid) {
+  std::string g = trim(gid);
+  return !g.empty() && g != "0000:0000:0000:0000:0000:0000:0000:0000";
+}
+
+}  // namespace
+
+GidRule gid_rule(const IbPort& p) {
+  return link_layer(p) == "Ethernet" ? GidRule::kNonZeroWithNetdev : GidRule::kNonZero;
+}
+
+bool port_has_usable_gid(const IbPort& p) {
+  bool need_netdev = gid_rule(p) == GidRule::kNonZeroWithNetdev;
+  for (const auto& [i, gid] : p.gids) {
+    if (!nonzero_gid(gid)) continue;
+    if (!need_netdev) return true;
+    auto nd = p.gid_ndevs.find(i);
+    if (nd != p.gid_ndevs.end() && !trim(nd->second).empty()) return true;
+  }
   return false;
+}
+
+bool has_usable_gid(const IbDevice& d) {
+  return std::any_of(d.ports.begin(), d.ports.end(), port_has_usable_gid);
+}
+
+std::string unusable_gid_reason(const IbDevice& d) {
+  if (d.ports.empty()) return "no port";
+  if (has_usable_gid(d)) return "";
+  std::string why;
+  for (const auto& p : d.ports) {
+    std::string n = std::to_string(p.num), ll = link_layer(p);
+    if (!why.empty()) why += ", ";
+    if (gid_rule(p) == GidRule::kNonZeroWithNetdev)
+      why += "RoCE (Ethernet) port " + n + " has no non-zero GID bound to a netdev";
+    else if (ll == "InfiniBand")
+      why += "InfiniBand port " + n + " has no non-zero GID";
+    else
+      why += "port " + n + (ll.empty() ? " (no link layer" : " (link layer " + ll) +
+             ", ruled as InfiniBand) has no non-zero GID";
+  }
+  return why;
 }
 
 std::vector<std::string> split_list(const std::string& s) {
@@ -86,8 +132,8 @@ Selection select(const Snapshot& s, const SelectionRequest& req) {
   if (req.nics_given) {
     for (const auto& n : req.nics) {
       if (const IbDevice* d = s.find_ib(n)) {
-        if (!has_usable_gid(*d))
-          sel.notes.push_back(n + ": no usable GID, exposed because it was asked for");
+        if (std::string why = unusable_gid_reason(*d); !why.empty())
+          sel.notes.push_back(n + ": no usable GID: " + why + "; exposed because it was asked for");
         fns.push_back(d->pci);
       } else if (const NetDevice* nd = s.find_net(n)) {
         fns.push_back(nd->pci);
@@ -99,12 +145,11 @@ Selection select(const Snapshot& s, const SelectionRequest& req) {
     }
   } else {
     for (const auto& d : s.ib) {
-      if (has_usable_gid(d))
+      if (std::string why = unusable_gid_reason(d); why.empty())
         fns.push_back(d.pci);
       else
-        sel.notes.push_back(d.name +
-                            ": no usable GID on any port, left out (name it in --nics "
-                            "to expose it anyway)");
+        sel.notes.push_back(d.name + ": no usable GID: " + why +
+                            "; left out (name it in --nics to expose it anyway)");
     }
   }
   for (const auto& f : fns)

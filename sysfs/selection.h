@@ -37,8 +37,29 @@ struct SelectionError : std::runtime_error {
 
 // An NVIDIA display/3D controller. A BMC's VGA function (class 0x0300, another vendor) is not one.
 bool is_gpu(const PciFunction& f);
-// True if some port of `d` has a non-zero GID.
+// GID usability: what a port needs before NCCL's IB transport can use the device. The rule
+// depends on the port's link_layer (the kernel prints "InfiniBand", "Ethernet" or "Unknown"):
+//  - Ethernet (RoCE): a non-zero GID bound to a netdev (gid_attrs/ndevs/<i> non-empty; the kernel
+//    answers EINVAL for a GID with no netdev). NCCL picks a RoCE GID through its netdev and finds
+//    none on such a port; its topology then keeps a NET node no device backs ("Could not find NET
+//    with id N").
+//  - InfiniBand: a non-zero GID (InfiniBand ports have no netdevs).
+//  - Unknown or missing: as InfiniBand. Only on Ethernet ports does NCCL go through netdevs, and a
+//    hand-written or older snapshot may lack the attribute: requiring a netdev there would drop
+//    devices that work.
+enum class GidRule {
+  kNonZero,            // some non-zero GID
+  kNonZeroWithNetdev,  // some non-zero GID whose gid_attrs/ndevs entry names a netdev
+};
+GidRule gid_rule(const IbPort& p);
+// True if some GID of `p` satisfies gid_rule(p).
+bool port_has_usable_gid(const IbPort& p);
+// True if some port of `d` has a usable GID.
 bool has_usable_gid(const IbDevice& d);
+// Empty if `d` has a usable GID; otherwise why not, naming each port and the rule it fails:
+// "RoCE (Ethernet) port 1 has no non-zero GID bound to a netdev", "InfiniBand port 1 has no
+// non-zero GID", "no port".
+std::string unusable_gid_reason(const IbDevice& d);
 // Throws SelectionError naming the unknown device.
 Selection select(const Snapshot& s, const SelectionRequest& req);
 // Splits "a,b,c" (empty string or "none" -> empty list).

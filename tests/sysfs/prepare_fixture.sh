@@ -10,7 +10,7 @@
 #     kernel lists every function there): missing bus/pci/devices links are added;
 #   - the H200 capture has no CPU topology: devices/system/cpu points at this machine's.
 # usage: prepare_fixture.sh NAME OUT
-#   NAME: h200 | hwloc-mlx4 | hwloc-qib | hwloc-plx | hgx-ib8 | hgx-roce16
+#   NAME: h200 | hwloc-mlx4 | hwloc-qib | hwloc-plx | hgx-ib8 | hgx-roce16 | hgx-mixed8
 set -euo pipefail
 NAME=$1; OUT=$2
 FIX=$(cd "$(dirname "$0")/../fixtures/sysfs" && pwd)
@@ -56,5 +56,6 @@ case $NAME in
     ;;
   hgx-ib8) rmdir "$OUT"; python3 "$FIX/make_hgx_tree.py" --variant ib8 "$OUT" ;;
   hgx-roce16) rmdir "$OUT"; python3 "$FIX/make_hgx_tree.py" --variant roce16 "$OUT" ;;
+  hgx-mixed8) rmdir "$OUT"; python3 "$FIX/make_hgx_tree.py" --variant mixed8 "$OUT" ;;
   *) echo "prepare_fixture.sh: unknown fixture $NAME" >&2; exit 2 ;;
 esac
