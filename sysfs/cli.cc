@@ -128,19 +128,24 @@ void register_commands(CLI::App& app, int& exit_code) {
   });
 
   // mount: apply a plan in the current mount namespace
-  static std::string mnt_plan, mnt_at;
+  static std::string mnt_plan, mnt_at, mnt_root;
   auto* mnt = sys->add_subcommand(
       "mount",
       "Apply a mount plan in the current mount namespace (run inside a private one, as "
       "an OCI hook or `unshare -m` does), optionally mounting the tree at --at");
   mnt->add_option("--plan", mnt_plan, "Plan JSON from mount-plan")->required();
-  mnt->add_option("--at", mnt_at, "Where to bind the finished tree read-only (e.g. <rootfs>/sys)");
+  mnt->add_option("--at", mnt_at,
+                  "Where to bind the finished tree read-only: /sys with --root, else a full path\n"
+                  "(no symlink is ever followed in it)");
+  mnt->add_option("--root", mnt_root,
+                  "The container's rootfs (a host path); --at is then resolved inside it");
   mnt->callback([&exit_code] {
     try {
       std::ifstream in(mnt_plan);
       if (!in) throw std::runtime_error("cannot open " + mnt_plan);
       MountPlan p = mount_plan_from_json(nlohmann::json::parse(in));
-      if (std::string e = apply_mount_plan(p, mnt_at); !e.empty()) throw std::runtime_error(e);
+      if (std::string e = apply_mount_plan(p, mnt_at, mnt_root); !e.empty())
+        throw std::runtime_error(e);
     } catch (const std::exception& e) {
       std::cerr << "gdrproxy sysfs mount: " << e.what() << "\n";
       exit_code = 1;

@@ -1,7 +1,11 @@
 // Mount plan creation and application; see mount_plan.h.
 #include "sysfs/mount_plan.h"
 
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/mount.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -96,14 +100,45 @@ class MountStack {
   std::vector<std::string> done_;
 };
 
-std::string bind_ro(const std::string& src, const std::string& dst, bool recursive) {
+// A mount target is resolved once, by fd, with no symlink followed anywhere in its path: the
+// container's rootfs (and so its /sys) belongs to the tenant, who could otherwise point it at a
+// host directory between a check and the mount. The mount then goes onto /proc/self/fd/N, the
+// directory that was resolved (the way runc mounts into a rootfs).
+std::string open_target(int root_fd, const std::string& dst, UniqueFd& out) {
+  open_how how{};
+  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | (root_fd >= 0 ? RESOLVE_IN_ROOT : 0);
+  const int fd = static_cast<int>(
+      ::syscall(SYS_openat2, root_fd >= 0 ? root_fd : AT_FDCWD, dst.c_str(), &how, sizeof how));
+  if (fd < 0)
+    return "mount target " + dst + ": " + std::strerror(errno) +
+           (errno == ELOOP ? " (a symlink in the path: refused, mount targets are never "
+                             "followed; give the container's rootfs with --root)"
+                           : "");
+  out = UniqueFd(fd);
+  return "";
+}
+
+std::string bind_ro(const std::string& src, const std::string& dst, bool recursive,
+                    int root_fd = -1) {
+  UniqueFd target;
+  if (std::string e = open_target(root_fd, dst, target); !e.empty()) return e;
+  const std::string at = "/proc/self/fd/" + std::to_string(target.get());
   unsigned long f = MS_BIND | (recursive ? MS_REC : 0);
-  if (::mount(src.c_str(), dst.c_str(), nullptr, f, nullptr) != 0)
+  if (::mount(src.c_str(), at.c_str(), nullptr, f, nullptr) != 0)
     return "bind " + src + " -> " + dst + ": " + std::strerror(errno);
+  // The new mount sits on the resolved directory; remount it through a fresh, equally strict
+  // resolution of the same path (it now names the mount's root).
+  UniqueFd mounted;
+  if (std::string e = open_target(root_fd, dst, mounted); !e.empty()) {
+    ::umount2(at.c_str(), MNT_DETACH);
+    return e;
+  }
+  const std::string now = "/proc/self/fd/" + std::to_string(mounted.get());
   unsigned long ro = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;
-  if (::mount(nullptr, dst.c_str(), nullptr, ro, nullptr) != 0) {
+  if (::mount(nullptr, now.c_str(), nullptr, ro, nullptr) != 0) {
     std::string e = "remount read-only " + dst + ": " + std::strerror(errno);
-    ::umount2(dst.c_str(), MNT_DETACH);
+    ::umount2(now.c_str(), MNT_DETACH);
     return e;
   }
   return "";
@@ -111,7 +146,13 @@ std::string bind_ro(const std::string& src, const std::string& dst, bool recursi
 
 }  // namespace
 
-std::string apply_mount_plan(const MountPlan& p, const std::string& sys_target) {
+std::string apply_mount_plan(const MountPlan& p, const std::string& sys_target,
+                             const std::string& root) {
+  UniqueFd root_fd;
+  if (!root.empty()) {
+    root_fd = UniqueFd(::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (root_fd.get() < 0) return "container root " + root + ": " + std::strerror(errno);
+  }
   MountStack stack;
   for (const auto& b : p.binds) {
     std::string dst = join(p.tree, b.target);
@@ -120,7 +161,7 @@ std::string apply_mount_plan(const MountPlan& p, const std::string& sys_target) 
   }
   if (!sys_target.empty()) {
     // Recursive, so the port mounts just made travel with the tree.
-    if (std::string e = bind_ro(p.tree, sys_target, true); !e.empty()) return e;
+    if (std::string e = bind_ro(p.tree, sys_target, true, root_fd.get()); !e.empty()) return e;
   }
   stack.release();
   return "";

@@ -43,6 +43,9 @@ MountPlan mount_plan_from_json(const nlohmann::json& j);
 // and then bind-mounts the whole tree read-only at `sys_target` if it is not empty. Returns an
 // error message naming the mount that failed, or "" on success; on failure mounts already made
 // are undone.
-std::string apply_mount_plan(const MountPlan& p, const std::string& sys_target = "");
+// `sys_target` is resolved without following any symlink; with `root` (the container's rootfs,
+// a host path resolved normally) it is a path inside that root, resolved as if it were `/`.
+std::string apply_mount_plan(const MountPlan& p, const std::string& sys_target = "",
+                             const std::string& root = "");
 
 }  // namespace gdrproxy::sysfs

@@ -89,5 +89,49 @@ TEST(MountPlan, AppliedPlanServesLiveGidsReadOnly) {
   EXPECT_EQ(read_text(tree_gid), "0000:0000:0000:0000:0000:0000:0000:0000\n");
 }
 
+// The container's rootfs is the tenant's: a symlink at (or above) its /sys must not redirect the
+// tree's mount onto a host directory. Targets are resolved by fd with no symlink followed.
+TEST(MountPlan, SymlinkedTargetInTheRootfsIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root for mount namespaces";
+  test::TempDir t;
+  ASSERT_TRUE(test::prepare_fixture("hgx-roce16", t / "host"));
+  Snapshot s = capture(t / "host");
+  SelectionRequest r;
+  r.gpus_given = r.nics_given = true;
+  r.nics = {"mlx5_1"};
+  Selection sel = select(s, r);
+  build_tree(s, sel, {t / "tree", false});
+  MountPlan p = make_mount_plan(s, sel, t / "tree", t / "host");
+  const std::string evil = t / "host-dir";
+  const std::string rootfs = t / "rootfs";
+  ASSERT_EQ(::mkdir(evil.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(rootfs.c_str(), 0755), 0);
+  ASSERT_EQ(::symlink(evil.c_str(), (rootfs + "/sys").c_str()), 0);
+  ASSERT_EQ(::mkdir((rootfs + "/real").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((rootfs + "/real/sys").c_str(), 0755), 0);
+  ASSERT_EQ(::symlink("real", (rootfs + "/link").c_str()), 0);
+
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (::unshare(CLONE_NEWNS) != 0) _exit(10);
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) _exit(11);
+    // A full path whose last component is the tenant's symlink.
+    if (apply_mount_plan(p, rootfs + "/sys").find("symlink") == std::string::npos) _exit(12);
+    // The same inside --root, and a symlinked directory above the target.
+    if (apply_mount_plan(p, "/sys", rootfs).find("symlink") == std::string::npos) _exit(13);
+    if (apply_mount_plan(p, "/link/sys", rootfs).find("symlink") == std::string::npos) _exit(14);
+    if (is_dir(evil + "/bus")) _exit(15);  // nothing landed on the host directory
+    // A real directory inside the root works.
+    if (!apply_mount_plan(p, "/real/sys", rootfs).empty()) _exit(16);
+    if (!is_dir(rootfs + "/real/sys/bus/pci/devices")) _exit(17);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "child step " << WEXITSTATUS(status) << " failed";
+}
+
 }  // namespace
 }  // namespace gdrproxy::sysfs
