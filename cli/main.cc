@@ -18,7 +18,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> own(argv, argv + argc);
   gdrproxy::proxy::CommandTail tail;
   const auto& runs = gdrproxy::proxy::kCommandSubcommands;
-  if (own.size() > 1 && std::find(runs.begin(), runs.end(), own[1]) != runs.end()) {
+  const bool runs_command =
+      own.size() > 1 && std::find(runs.begin(), runs.end(), own[1]) != runs.end();
+  if (runs_command) {
     if (auto dd = std::find(own.begin() + 1, own.end(), "--"); dd != own.end()) {
       tail.words.emplace(dd + 1, own.end());
       own.erase(dd, own.end());
@@ -39,7 +41,11 @@ int main(int argc, char** argv) {
     for (auto& w : own) args.push_back(w.data());
     app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // One exit-status scheme (README, "Exit status"): --help is 0; a usage error is 125 for a
+    // subcommand that runs a command (its own statuses stay the command's), 2 for the others.
+    const int rc = app.exit(e);
+    if (rc == 0) return 0;
+    return runs_command ? 125 : 2;
   }
   return exit_code;
 }
