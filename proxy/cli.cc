@@ -63,6 +63,9 @@ void add_run(CLI::App& app, int& exit_code, const CommandTail& tail) {
                   "auto (write when Landlock is available)")
       ->check(CLI::IsMember({"auto", "write", "all"}));
   run->add_flag("-q,--quiet", opts->quiet, "No informational notes on stderr");
+  run->add_flag("--keep-caps", opts->keep_caps,
+                "Keep every capability in the sandbox (by default those device work does not\n"
+                "need are dropped: CAP_MKNOD, CAP_SYS_RAWIO, CAP_SYS_ADMIN, CAP_SYS_PTRACE, ...)");
   run->add_flag("--allow-unknown-nvidia-driver", opts->allow_unknown_nvidia_driver,
                 "With an NVIDIA driver version the ABI tables do not know, run NVIDIA calls\n"
                 "trace-only (named with the newest tables, never denied) instead of refusing\n"

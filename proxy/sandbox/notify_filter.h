@@ -1,12 +1,22 @@
-// The seccomp filter that hands device calls to the supervisor. It traps only:
-//   - ioctl whose type byte is 0x1b (uverbs) or 0x46 ('F', NVIDIA frontend), and the raw UVM
-//     command numbers (below 0x100, and 0x30000001/0x30000002);
-//   - opens that may name a device: with the Landlock guard, only opens for writing (O_WRONLY,
-//     O_RDWR, creat, openat2) since read-only device opens are refused by the kernel; without
-//     it, every open.
+// The seccomp filters of a sandbox. The idea not to miss: a trap must match what the *driver*
+// dispatches on, not what the request conventionally looks like. The NVIDIA frontend ignores the
+// ioctl type byte (and direction bits) and dispatches on (number, size), so its escapes are
+// trapped by (nr, size) with type and direction masked; uverbs compares the whole request with
+// RDMA_VERBS_IOCTL, so type 0x1b is enough there; UVM uses raw, exact numbers.
+// Two filters are installed:
+//   - a refusal filter (plain errno answers, evaluated by the kernel before any notification
+//     since ERRNO outranks USER_NOTIF): userfaultfd and open_by_handle_at always; where Landlock
+//     cannot check device ioctls, also the other opens the broker cannot police (io_uring,
+//     openat2, ioctl-only opens with access mode 3);
+//   - the notify filter that hands the supervisor: ioctls that may reach a device, and opens
+//     that may name a device (with the kernel checking device ioctls, only opens for writing;
+//     otherwise every open).
 // Every comparison masks to 32 bits because the kernel truncates the ioctl request to an
 // unsigned int: a caller cannot slip past the filter by setting high bits.
 #pragma once
+
+#include <cstdint>
+#include <vector>
 
 namespace gdrproxy::proxy {
 
@@ -14,9 +24,24 @@ enum class OpenTrap { kWriteOpens, kAllOpens };
 
 struct FilterOptions {
   OpenTrap open_trap = OpenTrap::kWriteOpens;
+  // The kernel does not check device ioctls (Landlock ABI < 5): refuse the opens the broker never
+  // sees or cannot decide race-free.
+  bool refuse_unbrokered_opens = false;
 };
 
-// Installs the filter on the calling thread (sets no_new_privs) and returns the listener fd.
+// One ioctl-request comparison of the filter: (request & mask) == value.
+struct IoctlMatch {
+  uint32_t mask;
+  uint32_t value;
+  bool matches(uint32_t request) const { return (request & mask) == value; }
+};
+
+// The comparisons that trap NVIDIA frontend escapes of every driver release this build knows:
+// (nr, size) for fixed-size escapes (both sizes where the driver takes two), nr alone where the
+// size varies, and the canonical type 'F' for escapes no table names yet.
+std::vector<IoctlMatch> nvidia_frontend_matches();
+
+// Installs both filters on the calling thread (sets no_new_privs) and returns the listener fd.
 // Throws std::runtime_error on failure.
 int install_notify_filter(const FilterOptions& options);
 

@@ -243,6 +243,7 @@ int Supervisor::run() {
   spec.filter.refuse_unbrokered_opens = !spec.landlock.device_ioctls;
   spec.pid_namespace = can_bind_lifetime();
   spec.quiet = opts_.quiet;
+  spec.keep_caps = opts_.keep_caps;
   {
     // One line on what this kernel and these privileges do not guarantee (always said), or on
     // what they do (said when tracing).

@@ -31,6 +31,7 @@ struct RunOptions {
   // An NVIDIA driver the ABI tables do not know: run its calls trace-only instead of refusing
   // to start in enforce mode (--allow-unknown-nvidia-driver).
   bool allow_unknown_nvidia_driver = false;
+  bool keep_caps = false;  // --keep-caps: keep every capability in the sandbox
 };
 
 // Returns the command's exit status (128+signal if it was killed). Throws std::runtime_error for

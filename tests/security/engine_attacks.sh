@@ -165,7 +165,7 @@ case_broker_fails_closed() {
   cat >"$WORK/magic.py" <<'PY'
 import ctypes, errno, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
-def attempt(label, path, flags=os.O_WRONLY | os.O_RDWR):
+def attempt(label, path, flags=os.O_RDWR):
     fd = libc.open(path.encode(), flags)
     print(label, "OK" if fd >= 0 else errno.errorcode[ctypes.get_errno()])
 dev = sys.argv[1]
