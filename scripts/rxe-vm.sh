@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Soft-RoCE test stage: boots Debian's stock kernel under qemu with this machine's root filesystem
-# (so the repository, its build tree and the installed rdma-core/perftest tools) visible read-only
-# through virtio-9p, lets the guest load rdma_rxe, runs a guest script there and exits with that
-# script's status. The machines this project is built on have no RDMA device and a kernel without
-# InfiniBand, so this VM is where the real uverbs ABI is exercised.
+# (so the installed rdma-core/perftest tools) visible read-only through virtio-9p, lets the guest
+# load rdma_rxe, runs a guest script there and exits with that script's status. The checkout and
+# its build tree are shared as their own 9p mounts at their real paths: the guest mounts fresh
+# tmpfs on /tmp and /run, which would hide a checkout there. The machines this project is built
+# on have no RDMA device and a kernel without InfiniBand, so this VM is where the real uverbs ABI
+# is exercised.
 #
 # The one idea: the host side is only a bounded launcher. Every step has a time limit, the guest
 # reports through a file on a writable 9p share (console parsing is the fallback), and an EXIT trap
 # kills qemu, so nothing outlives this script whatever happens.
 #
 # Usage: scripts/rxe-vm.sh [GUEST_SCRIPT [ARGS...]]   (default: tests/vm/run-tests.sh)
+# A guest script inside the checkout runs at its own path; one elsewhere (a file under /tmp, say)
+# runs as /run/vmscript/NAME, with its directory shared read-only there.
 # Environment:
 #   RXE_VM_OUT      host directory for console.log, the initramfs and the guest's results
 #                   (default build/rxe-vm)
@@ -17,11 +21,15 @@
 #   RXE_VM_SMP, RXE_VM_MEM   vCPUs (2) and MiB (2048)
 #   RXE_VM_ACCEL    tcg (default) or kvm (only where real VMX/SVM is available)
 #   RXE_VM_KVER     guest kernel version (default: newest installed *-amd64 with its vmlinuz)
+#   RXE_VM_INSTALL=0  report missing packages (exit 97) instead of installing them as root
 #   GDRVM_SKIP_BENCH=1, GDRVM_BENCH_ROUNDS=N   passed on to the guest tests
-# Exit status: the guest script's status; 97 prerequisites missing; 98 no status from the guest
-# (kernel panic, hang, host-side timeout); 99 guest init could not reach the host root.
+# Exit status: the guest script's status; 96 a path the guest cannot use (the reason is printed);
+# 97 prerequisites missing; 98 no status from the guest (kernel panic, hang, host-side timeout);
+# 99 guest init could not mount the host's files or run the guest script.
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+# Real paths (no symlinks): the guest mounts the checkout at exactly this path.
+repo=$(cd "$(dirname "$0")/.." && pwd -P)
+build=$(realpath -m "$repo/build")
 out=${RXE_VM_OUT:-$repo/build/rxe-vm}
 vm_timeout=${RXE_VM_TIMEOUT:-600}
 smp=${RXE_VM_SMP:-2}
@@ -32,6 +40,27 @@ script=$(realpath -e "${1:-$repo/tests/vm/run-tests.sh}" 2>/dev/null) || { echo 
 script_args=("$@")
 t_start=$SECONDS
 say() { printf '[rxe-vm %3ds] %s\n' $((SECONDS - t_start)) "$*" >&2; }
+
+# ---- paths the guest sees ----------------------------------------------------------------------
+# The guest's own mounts (scripts/vm/init.sh, stage2.sh) are tmpfs on /tmp and /run, /run/vmshare,
+# /run/vmscript and /dev, /proc, /sys with what lies under them. A checkout or build tree mounted
+# over or under those would hide them or be hidden, so such a layout fails here, before booting.
+guest_path_problem() {
+  case $1 in
+    *[[:space:]]*) echo "paths with spaces are not supported" ;;
+    / | /tmp | /run) echo "the guest mounts its own file system there" ;;
+    /dev | /dev/* | /proc | /proc/* | /sys | /sys/* | /run/vmshare | /run/vmshare/* | /run/vmscript | /run/vmscript/*)
+      echo "the guest has its own file systems there" ;;
+  esac
+}
+for dir in "$repo" "$build"; do
+  why=$(guest_path_problem "$dir")
+  [[ -z $why ]] || { say "cannot share $dir with the guest: $why"; exit 96; }
+done
+# A guest script outside the checkout comes through a share of its own, so only spaces matter.
+[[ $script != *[[:space:]]* ]] || { say "guest script $script: paths with spaces are not supported"; exit 96; }
+[[ -f $script ]] || { say "no guest script $script"; exit 97; }
+[[ -x $script ]] || { say "the guest script $script is not executable"; exit 96; }
 
 # ---- prerequisites ---------------------------------------------------------------------------
 # command -> Debian package; the same packages are in scripts/setup.sh for CI.
@@ -55,8 +84,8 @@ missing_pkgs() {
 }
 missing=$(missing_pkgs | sort -u | tr '\n' ' ')
 if [[ -n $missing ]]; then
-  if [[ $(id -u) -ne 0 ]]; then
-    say "missing packages: $missing(run as root to install them)"
+  if [[ $(id -u) -ne 0 || ${RXE_VM_INSTALL:-1} == 0 ]]; then
+    say "missing packages: $missing(scripts/setup.sh installs them; so does this script, as root)"
     exit 97
   fi
   say "installing $missing"
@@ -72,8 +101,6 @@ fi
 kver=${RXE_VM_KVER:-$(find_kver)}
 kernel=/boot/vmlinuz-$kver
 [[ -r $kernel && -d /lib/modules/$kver ]] || { say "no kernel $kernel with modules"; exit 97; }
-[[ -f $script ]] || { say "no guest script $script"; exit 97; }
-[[ $script == *' '* || $repo == *' '* ]] && { say "paths with spaces are not supported"; exit 97; }
 [[ -e /dev/kvm || $accel == tcg ]] || { say "RXE_VM_ACCEL=$accel but no /dev/kvm"; exit 97; }
 
 # ---- the guest's inputs ----------------------------------------------------------------------
@@ -83,14 +110,30 @@ rm -rf "$share"
 mkdir -p "$share"
 timeout 60 "$repo/scripts/vm/build-initramfs.sh" "$out/initramfs.cpio.gz" "$kver" 2>"$out/initramfs.log" \
   || { cat "$out/initramfs.log" >&2; exit 97; }
+# The guest's init mounts each of these 9p shares ("TAG PATH" lines in $share/mounts, parents
+# first) after its tmpfs, each under a tmpfs overlay like the root: writable in the guest only.
+declare -A shared=([checkout]=$repo) at=([checkout]=$repo)
+[[ $build == "$repo"/* ]] || { shared[buildtree]=$build; at[buildtree]=$build; }
+guest_script=$script
+if [[ $script != "$repo"/* && $script != "$build"/* ]]; then
+  shared[guestscript]=$(dirname "$script")
+  at[guestscript]=/run/vmscript
+  guest_script=/run/vmscript/$(basename "$script")
+fi
+virtfs=()
+for tag in "${!shared[@]}"; do
+  # qemu's option syntax: a comma in a value is written twice
+  virtfs+=(-virtfs "local,path=${shared[$tag]//,/,,},mount_tag=$tag,security_model=none,readonly=on,multidevs=remap")
+done
+for tag in "${!shared[@]}"; do printf '%s %s\n' "$tag" "${at[$tag]}"; done | LC_ALL=C sort -k2 >"$share/mounts"
 # The guest sources this file (see scripts/vm/stage2.sh). The guest script gets 60 s less than the
 # VM (boot, kill, sync and power-off under a loaded emulator) so that its own timeout, not qemu's,
 # ends a hang, and the status still comes back.
 {
-  printf 'GDRVM_SCRIPT=%q\n' "$script"
+  printf 'GDRVM_SCRIPT=%q\n' "$guest_script"
   printf 'GDRVM_ARGS=%q\n' "${script_args[*]:-}"
   printf 'GDRVM_TIMEOUT=%d\n' $((vm_timeout - 60))
-  printf 'GDRVM_CWD=%q\nGDRVM_REPO=%q\nGDRVM_BUILD=%q\n' "$repo" "$repo" "$repo/build"
+  printf 'GDRVM_CWD=%q\nGDRVM_REPO=%q\nGDRVM_BUILD=%q\n' "$repo" "$repo" "$build"
   printf 'GDRVM_OUT=/run/vmshare\n'
   # Knobs of the guest scripts pass through from this environment (GDRVM_SKIP_BENCH=1, ...).
   for v in GDRVM_SKIP_BENCH GDRVM_BENCH_ROUNDS; do
@@ -128,7 +171,7 @@ timeout -k 5 "$vm_timeout" qemu-system-x86_64 "${accel_args[@]}" -smp "$smp" -m 
   -kernel "$kernel" -initrd "$out/initramfs.cpio.gz" \
   -append "console=ttyS0 panic=-1 loglevel=4" \
   -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
-  -virtfs "local,path=$share,mount_tag=vmshare,security_model=none" \
+  -virtfs "local,path=${share//,/,,},mount_tag=vmshare,security_model=none" "${virtfs[@]}" \
   </dev/null >"$out/qemu.log" 2>&1 &
 qemu_pid=$!
 # Follow the serial console while qemu runs; stop following once qemu is gone.

@@ -4,7 +4,10 @@
 # Puts this guest on the host's root filesystem: virtio-9p share "hostroot" read-only as the
 # lower layer, a tmpfs as the upper layer of an overlay, so the guest can write anywhere without
 # touching the host. The writable 9p share "vmshare" carries the run's settings in (env) and
-# results out. Then switch_root runs /stage2.sh, which runs the test script and powers off.
+# results out. The checkout (and the build tree or the guest script's directory where those lie
+# elsewhere) are 9p shares of their own, listed in vmshare/mounts and mounted, the same way, after
+# the fresh /tmp and /run, so a checkout under /tmp is not hidden. Then switch_root runs
+# /stage2.sh, which runs the test script and powers off.
 #
 # The one idea: every failure path still ends in "GDRVM-STATUS: N" on the console and a power-off,
 # so the host never waits for a guest that cannot report.
@@ -40,6 +43,15 @@ mount -t tmpfs -o mode=0755 run /newroot/run || die "tmpfs /run"
 mount -t tmpfs -o mode=1777 tmp /newroot/tmp || die "tmpfs /tmp"
 mkdir -p /newroot/run/vmshare
 mount -t 9p -o "$p9,cache=none" vmshare /newroot/run/vmshare || die "cannot mount the result share (9p tag vmshare)"
+# "TAG PATH" lines, parents first (scripts/rxe-vm.sh checked that no PATH has spaces).
+n=0
+while read -r tag path; do
+  n=$((n + 1))
+  mkdir -p /shares/$n /upper/shares/$n/data /upper/shares/$n/work "/newroot$path" || die "mkdir for $path"
+  mount -t 9p -o "$p9,ro,cache=loose" "$tag" /shares/$n || die "cannot mount $path (9p tag $tag)"
+  mount -t overlay overlay -o lowerdir=/shares/$n,upperdir=/upper/shares/$n/data,workdir=/upper/shares/$n/work \
+    "/newroot$path" || die "overlay of tmpfs on $path (9p tag $tag)"
+done </newroot/run/vmshare/mounts
 cp /stage2.sh /newroot/run/stage2.sh
 
 mount --move /proc /newroot/proc

@@ -27,12 +27,18 @@ if [ -r $share/env ]; then
   set -a
   . $share/env
   set +a
-  echo "GDRVM: running $GDRVM_SCRIPT (limit ${GDRVM_TIMEOUT}s)"
-  cd "${GDRVM_CWD:-/}" || cd /
-  # shellcheck disable=SC2086 # GDRVM_ARGS is a word list
-  timeout -k 5 "$GDRVM_TIMEOUT" "$GDRVM_SCRIPT" $GDRVM_ARGS
-  status=$?
-  [ $status = 124 ] && echo "GDRVM: $GDRVM_SCRIPT ran past ${GDRVM_TIMEOUT}s and was killed"
+  # Both come through init.sh's mounts; if either is missing, say so rather than exit 127.
+  if ! cd "${GDRVM_CWD:-/}"; then
+    echo "GDRVM: cannot enter $GDRVM_CWD in the guest"
+  elif [ ! -f "$GDRVM_SCRIPT" ] || [ ! -x "$GDRVM_SCRIPT" ]; then
+    echo "GDRVM: $GDRVM_SCRIPT is not an executable file in the guest"
+  else
+    echo "GDRVM: running $GDRVM_SCRIPT (limit ${GDRVM_TIMEOUT}s)"
+    # shellcheck disable=SC2086 # GDRVM_ARGS is a word list
+    timeout -k 5 "$GDRVM_TIMEOUT" "$GDRVM_SCRIPT" $GDRVM_ARGS
+    status=$?
+    [ $status = 124 ] && echo "GDRVM: $GDRVM_SCRIPT ran past ${GDRVM_TIMEOUT}s and was killed"
+  fi
 else
   echo "GDRVM: no $share/env"
 fi

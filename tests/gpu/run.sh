@@ -61,6 +61,19 @@ for w in matmul allreduce; do
   [[ ${status[$w]} == pass ]] || tail -5 "$out/$w.err"
 done
 
+echo "== attacks on the real driver (tests/security covers them on stand-ins)"
+# RM_ALLOC under a policy that denies it, sent with the type byte the driver ignores set to 'F',
+# 0x00 and 0x47: the driver runs every variant natively; under gdrproxy each must be EPERM.
+echo '{"version":1,"classes":{"nvidia":{"rules":[{"action":"deny","escape":"RM_ALLOC"}]}}}' >"$work/deny-alloc.json"
+attacks=pass
+for t in 0x46 0x00 0x47; do
+  native=$("$bundle/attack_client" nvioctl /dev/nvidiactl $t 0x2b 48 2>&1 | tail -1)
+  proxied=$("$gp" run -q --mode enforce --policy "$work/deny-alloc.json" -- "$bundle/attack_client" nvioctl /dev/nvidiactl $t 0x2b 48 2>&1 | tail -1)
+  echo "RM_ALLOC type $t: native '$native', under gdrproxy '$proxied'"
+  [[ $proxied == *"ERR EPERM"* ]] || attacks=FAIL
+done
+echo "attacks: $attacks"
+
 echo "== topology (NCCL_TOPO_DUMP_FILE native vs proxied)"
 NCCL_TOPO_DUMP_FILE=$out/topo-native.xml python3 tests/gpu/workloads.py allreduce >/dev/null 2>&1
 NCCL_TOPO_DUMP_FILE=$out/topo-proxied.xml "$gp" run -q --mode enforce -- python3 tests/gpu/workloads.py allreduce >/dev/null 2>&1
@@ -106,5 +119,6 @@ for w in matmul allreduce; do
   done
 done
 echo "topology native vs proxied: $topo"
+echo "RM_ALLOC type-byte variants under a denying policy: $attacks"
 echo "NCCL topology with the synthetic /sys vs the host's: $sysfs_topo"
 echo "goals: enforce/native <= 1.02, trace/native <= 1.10"
