@@ -233,6 +233,9 @@ bool known_to_tables(const DecodedCall& c) {
   const auto& k = c.keys;
   switch (c.device_class) {
     case DeviceClass::kUverbs:
+      // A legacy command written with write(): known when its command is.
+      if (!k.uverbs_object && !k.uverbs_method && k.uverbs_write_cmd)
+        return uverbs::find_write_cmd(*k.uverbs_write_cmd) != nullptr;
       if (!k.uverbs_object || !k.uverbs_method) return false;
       if (!uverbs::find_method(*k.uverbs_object, *k.uverbs_method)) return false;
       return !k.uverbs_write_cmd || uverbs::find_write_cmd(*k.uverbs_write_cmd);

@@ -161,6 +161,15 @@ TEST(Policy, AnOperationMatchesEveryEncodingOfTheVerb) {
   raw.name = "WRITE(CREATE_CQ)";
   raw.keys.uverbs_write_cmd = IB_USER_VERBS_CMD_CREATE_CQ;
   EXPECT_EQ(p.evaluate(raw).action, Action::kDeny);
+  // The default policy allows a known command sent as write() (rxe rings doorbells that way) and
+  // denies an unknown one.
+  const Policy d = Policy::builtin_default();
+  DecodedCall post = raw;
+  post.name = "WRITE(POST_SEND)";
+  post.keys.uverbs_write_cmd = IB_USER_VERBS_CMD_POST_SEND;
+  EXPECT_EQ(d.evaluate(post).action, Action::kAllow) << d.evaluate(post).reason;
+  post.keys.uverbs_write_cmd = 0x7e;
+  EXPECT_EQ(d.evaluate(post).action, Action::kDeny);
   EXPECT_EQ(
       p.evaluate(method_call(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE, "CQ.CREATE_CQ")).action,
       Action::kDeny);

@@ -19,7 +19,7 @@
 # ---- deny REG_MR ---------------------------------------------------------------------------------
 deny_policy=$here/deny-reg-mr.json
 # the errno of the REG_MR rule, by name (the trace shows names too), and its message
-deny_errno=$(jq -r '[.. | objects | select(.write_cmd? == "REG_MR") | .errno][0] // empty' "$deny_policy" 2>/dev/null)
+deny_errno=$(jq -r '[.. | objects | select(.write_cmd? == "REG_MR" or .op? == "REG_MR") | .errno][0] // empty' "$deny_policy" 2>/dev/null)
 t0=$(now_ms)
 problems=()
 PROXY_POLICY=$deny_policy run_as proxied deny-reg-mr.pingpong ibv_rc_pingpong $V -n 10

@@ -64,7 +64,8 @@ run_as() {
   local -a pre=()
   if [[ $mode == proxied ]]; then
     # -q: the engine's informational notes on stderr are not the tool's output
-    pre=("$gdrproxy" run -q --mode enforce --policy "${PROXY_POLICY:-$default_policy}")
+    # shellcheck disable=SC2206 # PROXY_ARGS: extra run options, split on spaces
+    pre=("$gdrproxy" run -q --mode enforce --policy "${PROXY_POLICY:-$default_policy}" ${PROXY_ARGS:-})
     [[ ${PROXY_TRACE:-1} == 1 ]] && pre+=(--trace-json "$work/$tag.jsonl")
     pre+=(--)
     rm -f "$work/$tag.jsonl"

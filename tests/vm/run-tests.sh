@@ -85,10 +85,11 @@ check_pair ibv_xsrq_pingpong 1 none "GET_CONTEXT ALLOC_PD REG_MR" "ibv_xsrq_ping
   "ibv_xsrq_pingpong $V -n 100 $lo"
 
 # Async event: the program blocks in ibv_get_async_event; its trigger takes rxevm1 down, rxe
-# reports IBV_EVENT_PORT_ERR on rxe2 port 1.
+# reports IBV_EVENT_PORT_ERR on rxe2 port 1. The trigger reconfigures a netdev of the guest
+# (CAP_NET_ADMIN), a capability gdrproxy drops by default: this check keeps them.
 port_up() { ip link set rxevm1 up && wait_port rxe2 ACTIVE; }
 sig='s/^async_event: got ([a-z ]+ \(port [0-9]+\)).*/\1/p'
-before=port_up check_one async_event 0 "GET_CONTEXT ASYNC_EVENT" \
+before=port_up PROXY_ARGS=--keep-caps check_one async_event 0 "GET_CONTEXT ASYNC_EVENT" \
   "$build/tests/vm/async_event" -d rxe2 -e PORT_ERR -- ip link set rxevm1 down
 port_up || log "rxe2 did not come back ACTIVE"
 
