@@ -37,17 +37,22 @@
 namespace gdrproxy::cli {
 namespace {
 
+// In a forked child: becomes `args` (argv[0] a path), or exits 127 saying why.
+[[noreturn]] void exec_args(const std::vector<std::string>& args) {
+  std::vector<char*> a;
+  for (const auto& s : args) a.push_back(const_cast<char*>(s.c_str()));
+  a.push_back(nullptr);
+  ::execv(a[0], a.data());
+  std::perror("exec");
+  ::_exit(127);
+}
+
 int spawn(const std::vector<std::string>& args) {
   std::cout.flush();
   std::fflush(stdout);
   pid_t pid = ::fork();
   if (pid == 0) {
-    std::vector<char*> a;
-    for (const auto& s : args) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    ::execv(a[0], a.data());
-    std::perror("exec");
-    ::_exit(127);
+    exec_args(args);
   }
   int st = 0;
   ::waitpid(pid, &st, 0);
@@ -66,12 +71,7 @@ int spawn_annotated(const std::vector<std::string>& args,
   if (pid == 0) {
     ::dup2(p[1], 1);
     ::dup2(p[1], 2);
-    std::vector<char*> a;
-    for (const auto& s : args) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    ::execv(a[0], a.data());
-    std::perror("exec");
-    ::_exit(127);
+    exec_args(args);
   }
   ::close(p[1]);
   std::string pending;
