@@ -2,8 +2,8 @@
 // 580.159.04, tests/fixtures/nvidia/): every call must decode to a known name without being
 // malformed, every status must be a known NV_STATUS (and NV_OK for all but the few calls the
 // driver answers otherwise), and every escape, class, control and UVM call these workloads make
-// must be allowed by configs/allowlists/nvidia-580.json, so that enforce mode with the default policy
-// denies none of them.
+// must be allowed by configs/allowlists/nvidia-580.json, so that enforce mode with the default
+// policy denies none of them.
 #include <gtest/gtest.h>
 #include <zlib.h>
 
