@@ -94,7 +94,9 @@ before=port_up PROXY_ARGS=--keep-caps check_one async_event 0 "GET_CONTEXT ASYNC
 port_up || log "rxe2 did not come back ACTIVE"
 
 # perftest's bandwidth servers are passive (their QP stops at RTR); everyone else reaches RTS.
-perf_row='s/^ *([0-9]+) +([0-9]+) +[0-9.]+ .*/\1 bytes x \2/p'
+# The latency values are not part of the signature; perftest prints "inf" for them when its clock
+# calibration fails on a loaded emulated host, which says nothing about the tool's run.
+perf_row='s/^ *([0-9]+) +([0-9]+) +([0-9.]+|inf) .*/\1 bytes x \2/p'
 passive="QUERY_DEVICE GET_CONTEXT ALLOC_PD REG_MR CREATE_CQ CREATE_QP MODIFY_QP:RTR client:MODIFY_QP:RTS"
 sig=$perf_row
 check_pair ib_write_bw 0 tcp:18515 "$passive" "ib_write_bw $P -n 100" "ib_write_bw $P -n 100 $lo"
