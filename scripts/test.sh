@@ -12,20 +12,42 @@ cmake --build build -j"$(nproc)"
 git ls-files '*.cc' '*.h' '*.c' | grep -v '^tests/fixtures/' | xargs clang-format --dry-run --Werror
 ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 600
 
-# Fuzz the decoders for a bounded time with libFuzzer (Debian's clang), in a separate build.
-fuzz_seconds=${GDRPROXY_FUZZ_SECONDS:-20}
+# Fuzz for a bounded time with libFuzzer (Debian's clang), in a separate build: every
+# tests/fuzz/<name>_fuzz.cc, seeded with its committed corpus tests/fuzz/corpus/<name>/. The
+# working corpus, logs and any crash file stay in build-fuzz/; a finding fails this script.
+fuzz_seconds=${GDRPROXY_FUZZ_SECONDS:-60}
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DGDRPROXY_BUILD_FUZZERS=ON \
   -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address" >/dev/null
-for fuzzer in uverbs_decoder_fuzz nvidia_decoder_fuzz; do
-  [[ -f tests/fuzz/$fuzzer.cc ]] || continue
-  cmake --build build-fuzz --target "$fuzzer" -j"$(nproc)"
-  mkdir -p "build-fuzz/corpus/$fuzzer"
+fuzzers=()
+for src in tests/fuzz/*_fuzz.cc; do
+  fuzzers+=("$(basename "$src" .cc)")
+done
+cmake --build build-fuzz --target "${fuzzers[@]}" -j"$(nproc)"
+for fuzzer in "${fuzzers[@]}"; do
+  name=${fuzzer%_fuzz}
+  corpus=build-fuzz/corpus/$name
+  artifacts=build-fuzz/fuzz-artifacts/$name
+  log=build-fuzz/fuzz-$name.log
+  mkdir -p "$corpus" "$artifacts"
+  seeds=()
+  [[ -d tests/fuzz/corpus/$name ]] && seeds=("tests/fuzz/corpus/$name")
   echo "fuzzing $fuzzer for ${fuzz_seconds}s"
-  seeds=tests/fuzz/corpus/${fuzzer%_decoder_fuzz}  # recorded real calls, where there are any
-  [[ -d $seeds ]] || seeds=
+  status=0
   "build-fuzz/tests/fuzz/$fuzzer" -max_total_time="$fuzz_seconds" -timeout=5 -rss_limit_mb=2048 \
-    -print_final_stats=1 "build-fuzz/corpus/$fuzzer" $seeds 2>&1 | tail -n 4
+    -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" "${seeds[@]}" >"$log" 2>&1 ||
+    status=$?
+  grep -E '^(#[0-9]+[[:space:]]+DONE|stat::(number_of_executed_units|average_exec_per_sec))' \
+    "$log" || true
+  # libFuzzer exits non-zero on a crash, a sanitizer report, a timeout or an out-of-memory, and
+  # names the input it saved ("Test unit written to ..."). Either one is a failure.
+  found=$(sed -n 's/.*Test unit written to //p' "$log" | grep -v '/slow-unit-' || true)
+  if ((status != 0)) || [[ -n $found ]]; then
+    tail -n 60 "$log" >&2
+    echo "FAIL: $fuzzer found a bug (exit status $status); input: ${found:-none saved}" >&2
+    echo "reproduce: build-fuzz/tests/fuzz/$fuzzer INPUT; full log: $log" >&2
+    exit 1
+  fi
 done
 
 # Soft-RoCE VM stage: the real uverbs ABI under gdrproxy in a qemu guest.

@@ -46,60 +46,13 @@ bool beneath(const std::string& path, const std::string& dir) {
          (path.size() == dir.size() || path[dir.size()] == '/');
 }
 
-// The caller's magic directories spelled through its own /proc: /proc/<pid>/cwd/REST,
-// /proc/<pid>/root/REST and /proc/<pid>/fd/<N>/REST mean REST opened relative to its cwd, its
-// root or its fd N. openat2 refuses to cross such magic links under RESOLVE_IN_ROOT, so they are
-// rewritten into the (dirfd, relative path) form the caller's kernel would effectively use.
-struct Relative {
-  int dirfd;         // AT_FDCWD, a caller fd number, or kRootDir
-  std::string rest;  // relative to it
-};
-constexpr int kRootDir = -1000;
-std::optional<Relative> magic_dir_path(const std::string& path, uint32_t ns_tgid, uint32_t ns_tid) {
-  // The caller's own thread directory (/proc/thread-self) shares its cwd, root and fd table.
-  const std::string process = "/proc/" + std::to_string(ns_tgid) + "/";
-  const std::string thread = process + "task/" + std::to_string(ns_tid) + "/";
-  std::string tail;
-  if (path.compare(0, thread.size(), thread) == 0)
-    tail = path.substr(thread.size());
-  else if (path.compare(0, process.size(), process) == 0)
-    tail = path.substr(process.size());
-  else
-    return std::nullopt;
-  auto after = [&](const std::string& head) -> std::optional<std::string> {
-    if (tail.compare(0, head.size(), head) != 0) return std::nullopt;
-    if (tail.size() == head.size()) return std::string(".");
-    if (tail[head.size()] != '/') return std::nullopt;
-    return tail.substr(head.size() + 1);
-  };
-  if (auto rest = after("cwd")) return Relative{AT_FDCWD, *rest};
-  if (auto rest = after("root")) return Relative{kRootDir, *rest};
-  if (tail.compare(0, 3, "fd/") == 0) {
-    const size_t slash = tail.find('/', 3);
-    if (slash == std::string::npos) return std::nullopt;  // the fd itself: open_own_fd_link
-    const std::string n = tail.substr(3, slash - 3);
-    if (n.empty() || n.size() > 9 || n.find_first_not_of("0123456789") != std::string::npos)
-      return std::nullopt;
-    return Relative{std::stoi(n), tail.substr(slash + 1)};
-  }
-  return std::nullopt;
-}
-
 // The caller's own fd table seen through its /proc (/proc/<ns pid>/fd/N): openat2 refuses magic
 // links under RESOLVE_IN_ROOT, so such re-opens are resolved through the host's view of the same
 // fd. Returns -1 when `path` is not of that form.
 int open_own_fd_link(pid_t tid, const std::string& path, uint32_t ns_tgid, uint32_t ns_tid) {
-  const std::string process = "/proc/" + std::to_string(ns_tgid) + "/";
-  const std::string thread = process + "task/" + std::to_string(ns_tid) + "/fd/";
-  std::string n;
-  if (path.compare(0, thread.size(), thread) == 0)
-    n = path.substr(thread.size());
-  else if (path.compare(0, process.size() + 3, process + "fd/") == 0)
-    n = path.substr(process.size() + 3);
-  else
-    return -1;
-  if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos) return -1;
-  const std::string host = "/proc/" + std::to_string(tid) + "/fd/" + n;
+  const auto n = own_fd_link_number(path, ns_tgid, ns_tid);
+  if (!n) return -1;
+  const std::string host = "/proc/" + std::to_string(tid) + "/fd/" + *n;
   return ::open(host.c_str(), O_PATH | O_CLOEXEC);
 }
 
@@ -107,8 +60,8 @@ int open_own_fd_link(pid_t tid, const std::string& path, uint32_t ns_tgid, uint3
 int resolve_for_caller(pid_t tid, int dirfd, std::string path, uint64_t flags,
                        const ProcessIdentity& who) {
   if (int fd = open_own_fd_link(tid, path, who.ns_tgid, who.ns_tid); fd >= 0) return fd;
-  if (auto rel = magic_dir_path(path, who.ns_tgid, who.ns_tid)) {
-    if (rel->dirfd == kRootDir) {
+  if (auto rel = split_magic_dir_path(path, who.ns_tgid, who.ns_tid)) {
+    if (rel->dirfd == kMagicRootDir) {
       path = "/" + rel->rest;
     } else {
       dirfd = rel->dirfd;
@@ -140,6 +93,53 @@ int resolve_for_caller(pid_t tid, int dirfd, std::string path, uint64_t flags,
 }
 
 }  // namespace
+
+std::optional<MagicDirPath> split_magic_dir_path(const std::string& path, uint32_t ns_tgid,
+                                                 uint32_t ns_tid) {
+  // The caller's own thread directory (/proc/thread-self) shares its cwd, root and fd table.
+  const std::string process = "/proc/" + std::to_string(ns_tgid) + "/";
+  const std::string thread = process + "task/" + std::to_string(ns_tid) + "/";
+  std::string tail;
+  if (path.compare(0, thread.size(), thread) == 0)
+    tail = path.substr(thread.size());
+  else if (path.compare(0, process.size(), process) == 0)
+    tail = path.substr(process.size());
+  else
+    return std::nullopt;
+  auto after = [&](const std::string& head) -> std::optional<std::string> {
+    if (tail.compare(0, head.size(), head) != 0) return std::nullopt;
+    if (tail.size() == head.size()) return std::string(".");
+    if (tail[head.size()] != '/') return std::nullopt;
+    return tail.substr(head.size() + 1);
+  };
+  if (auto rest = after("cwd")) return MagicDirPath{AT_FDCWD, *rest};
+  if (auto rest = after("root")) return MagicDirPath{kMagicRootDir, *rest};
+  if (tail.compare(0, 3, "fd/") == 0) {
+    const size_t slash = tail.find('/', 3);
+    if (slash == std::string::npos) return std::nullopt;  // the fd itself: own_fd_link_number
+    const std::string n = tail.substr(3, slash - 3);
+    // At most 9 digits: std::stoi cannot overflow (999999999 < INT_MAX), so it never throws.
+    if (n.empty() || n.size() > 9 || n.find_first_not_of("0123456789") != std::string::npos)
+      return std::nullopt;
+    return MagicDirPath{std::stoi(n), tail.substr(slash + 1)};
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> own_fd_link_number(const std::string& path, uint32_t ns_tgid,
+                                              uint32_t ns_tid) {
+  const std::string process = "/proc/" + std::to_string(ns_tgid) + "/";
+  const std::string thread = process + "task/" + std::to_string(ns_tid) + "/fd/";
+  std::string n;
+  if (path.compare(0, thread.size(), thread) == 0)
+    n = path.substr(thread.size());
+  else if (path.compare(0, process.size() + 3, process + "fd/") == 0)
+    n = path.substr(process.size() + 3);
+  else
+    return std::nullopt;
+  if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  return n;
+}
 
 std::string rewrite_self_paths(const std::string& path, uint32_t ns_tgid, uint32_t ns_tid) {
   const std::string pid = std::to_string(ns_tgid);

@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "proxy/devices/device_catalog.h"
@@ -64,5 +65,24 @@ class OpenBroker {
 // Rewrites the caller-relative magic prefixes (/proc/self, /proc/thread-self, /dev/fd,
 // /dev/std{in,out,err}) to the caller's pid as its own /proc shows it.
 std::string rewrite_self_paths(const std::string& path, uint32_t ns_tgid, uint32_t ns_tid);
+
+// The caller's magic directories spelled through its own /proc (after rewrite_self_paths):
+// /proc/<ns_tgid>/cwd/REST, /proc/<ns_tgid>/root/REST and /proc/<ns_tgid>/fd/<N>/REST (or the
+// same under /proc/<ns_tgid>/task/<ns_tid>/) mean REST opened relative to its cwd, its root or
+// its fd N. openat2 refuses to cross such magic links under RESOLVE_IN_ROOT, so they are
+// rewritten into the (dirfd, relative path) form the caller's kernel would effectively use.
+// nullopt when `path` is not of that form (N must be 1 to 9 decimal digits). Pure string work.
+constexpr int kMagicRootDir = -1000;
+struct MagicDirPath {
+  int dirfd;         // AT_FDCWD, a caller fd number (0..999999999), or kMagicRootDir
+  std::string rest;  // relative to it ("." for the directory itself)
+};
+std::optional<MagicDirPath> split_magic_dir_path(const std::string& path, uint32_t ns_tgid,
+                                                 uint32_t ns_tid);
+
+// The caller's own fd seen through its /proc: /proc/<ns_tgid>/fd/N or
+// /proc/<ns_tgid>/task/<ns_tid>/fd/N. The digits N (one or more, any count), else nullopt.
+std::optional<std::string> own_fd_link_number(const std::string& path, uint32_t ns_tgid,
+                                              uint32_t ns_tid);
 
 }  // namespace gdrproxy::proxy

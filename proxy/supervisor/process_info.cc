@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 namespace gdrproxy::proxy {
@@ -28,22 +29,15 @@ uint32_t last_number(const std::string& text) {
 
 }  // namespace
 
-ProcessIdentity read_process_identity(pid_t host_tid) {
+ProcessIdentity parse_process_identity(std::string_view status, std::string_view comm) {
   ProcessIdentity id;
-  id.host_tid = static_cast<uint32_t>(host_tid);
-  const std::string base = "/proc/" + std::to_string(host_tid);
-  {
-    // comm is at most 15 bytes and a newline; any byte but NUL may be in it.
-    std::ifstream comm(base + "/comm", std::ios::binary);
-    char buf[64];
-    comm.read(buf, sizeof buf);
-    std::string name(buf, static_cast<size_t>(comm.gcount()));
-    if (!name.empty() && name.back() == '\n') name.pop_back();
-    id.comm = std::move(name);
-  }
-  std::ifstream status(base + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
+  if (!comm.empty() && comm.back() == '\n') comm.remove_suffix(1);
+  id.comm = std::string(comm);
+  // One line at a time, as std::getline splits them (a last line without newline counts).
+  while (!status.empty()) {
+    const size_t eol = status.find('\n');
+    const std::string line(status.substr(0, eol));
+    status.remove_prefix(eol == std::string_view::npos ? status.size() : eol + 1);
     if (line.rfind("Tgid:", 0) == 0) {
       id.host_tgid = last_number(line.substr(5));
     } else if (line.rfind("NStgid:", 0) == 0) {
@@ -53,6 +47,21 @@ ProcessIdentity read_process_identity(pid_t host_tid) {
       id.ns_tid = last_number(line.substr(6));
     }
   }
+  return id;
+}
+
+ProcessIdentity read_process_identity(pid_t host_tid) {
+  const std::string base = "/proc/" + std::to_string(host_tid);
+  // comm is at most 15 bytes and a newline; any byte but NUL may be in it.
+  std::ifstream comm_file(base + "/comm", std::ios::binary);
+  char buf[64];
+  comm_file.read(buf, sizeof buf);
+  const std::string comm(buf, static_cast<size_t>(comm_file.gcount()));
+  std::ifstream status_file(base + "/status", std::ios::binary);
+  std::ostringstream status;
+  status << status_file.rdbuf();
+  ProcessIdentity id = parse_process_identity(status.str(), comm);
+  id.host_tid = static_cast<uint32_t>(host_tid);
   struct stat st;
   if (::stat((base + "/ns/pid").c_str(), &st) == 0) id.pidns = st.st_ino;
   return id;

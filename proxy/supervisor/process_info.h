@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <string_view>
 
 #include "proxy/trace/trace_record.h"
 
@@ -15,5 +16,11 @@ namespace gdrproxy::proxy {
 // Reads /proc/<tid>/status and /proc/<tid>/ns/pid. Fields stay 0/empty when unreadable (the
 // process may be gone).
 ProcessIdentity read_process_identity(pid_t host_tid);
+
+// The pure part of read_process_identity: the texts of /proc/<tid>/status and /proc/<tid>/comm
+// (both the tenant's bytes) to host_tgid, ns_tgid, ns_tid and comm. Never throws on any input:
+// a missing field stays 0, a malformed number reads as 0, and comm is `comm` minus one trailing
+// newline. host_tid and pidns are left 0 (they do not come from these texts).
+ProcessIdentity parse_process_identity(std::string_view status, std::string_view comm);
 
 }  // namespace gdrproxy::proxy

@@ -1,5 +1,6 @@
-// libFuzzer target: arbitrary bytes as the caller's memory behind an RDMA_VERBS_IOCTL, decoded,
-// judged by the built-in policy and rendered. Any crash, hang or sanitizer report is a bug.
+// libFuzzer target: arbitrary bytes as the caller's memory behind an RDMA_VERBS_IOCTL and behind a
+// legacy write() on a uverbs fd (decode_uverbs_write), decoded, judged by the built-in policy and
+// rendered. Any crash, hang or sanitizer report is a bug.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -26,6 +27,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     TraceRecord r;
     r.call = call;
     r.out = out;
+    format_text(r);
+    format_json(r);
+  }
+  // The same bytes as a write() buffer: whole, and cut short (count smaller than the struct).
+  for (uint64_t count : {uint64_t{size}, uint64_t{size / 2}, uint64_t{size} + 64}) {
+    TraceRecord r;
+    r.call = decode_uverbs_write(0x10000, count, mem);
+    policy.evaluate(r.call);
     format_text(r);
     format_json(r);
   }
