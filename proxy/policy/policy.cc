@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -123,10 +124,42 @@ uint64_t name_or_number(const json& v, const std::string& where, Lookup lookup) 
   return parse_number(v, where);
 }
 
+// A number for a field of type T: refused, never truncated, when it does not fit (a truncated
+// number would name a call the operator did not write: {"escape": 298} is not RM_CONTROL).
+// Thrown by fits(); the rule parser adds the field's name.
+struct WidthError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+template <typename T>
+T fits(uint64_t n) {
+  if (n > std::numeric_limits<T>::max())
+    throw WidthError(std::to_string(n) + " does not fit the field's " +
+                     std::to_string(sizeof(T) * 8) + " bits");
+  return static_cast<T>(n);
+}
+
+// '*' matches any run of characters. Linear in practice: on a mismatch only the last '*' is
+// retried one character further (a recursive matcher is exponential in the number of stars).
 bool glob_match(const char* pat, const char* s) {
-  if (*pat == 0) return *s == 0;
-  if (*pat == '*') return glob_match(pat + 1, s) || (*s && glob_match(pat, s + 1));
-  return *s && *pat == *s && glob_match(pat + 1, s + 1);
+  const char* star = nullptr;
+  const char* resume = nullptr;
+  while (*s) {
+    if (*pat == '*') {
+      star = pat++;
+      resume = s;
+    } else if (*pat == *s) {
+      ++pat;
+      ++s;
+    } else if (star) {
+      pat = star + 1;
+      s = ++resume;
+    } else {
+      return false;
+    }
+  }
+  while (*pat == '*') ++pat;
+  return *pat == 0;
 }
 
 Rule parse_rule(const json& j, const std::string& where) {
@@ -138,70 +171,78 @@ Rule parse_rule(const json& j, const std::string& where) {
     const std::string& k = it.key();
     const json& v = it.value();
     const std::string w = where + "." + k;
-    if (k == "action") {
-      r.action = parse_action(v, w);
-    } else if (k == "call") {
-      r.call_glob = as_string(v, w);
-    } else if (k == "ioctl") {
-      r.ioctl = static_cast<uint32_t>(parse_number(v, w));
-    } else if (k == "object") {
-      r.object = static_cast<uint16_t>(name_or_number(v, w, [](const std::string& s) {
-        auto* o = uverbs::find_object(s);
-        return o ? std::optional<uint64_t>(o->id) : std::nullopt;
-      }));
-    } else if (k == "method") {
-      // Resolved below, once the object is known.
-    } else if (k == "op") {
-      const std::string name = as_string(v, w);
-      r.has_op = true;
-      if (auto* c = uverbs::find_write_cmd(name)) r.op_write_cmd = c->cmd;
-      for (const auto& m : uverbs::all_methods())
-        if (name == m.name) r.op_methods.emplace_back(m.object, m.method);
-      if (!r.op_write_cmd && r.op_methods.empty())
-        throw std::runtime_error(w + ": \"" + name +
-                                 "\" is neither a uverbs command nor a method the ABI tables know");
-    } else if (k == "write_cmd") {
-      r.write_cmd = static_cast<uint32_t>(name_or_number(v, w, [](const std::string& s) {
-        auto* c = uverbs::find_write_cmd(s);
-        return c ? std::optional<uint64_t>(c->cmd) : std::nullopt;
-      }));
-    } else if (k == "escape") {
-      r.escape = static_cast<uint8_t>(name_or_number(v, w, [&](const std::string& s) {
-        auto* e = abi.find_escape(std::string_view(s));
-        return e ? std::optional<uint64_t>(e->nr) : std::nullopt;
-      }));
-    } else if (k == "class") {
-      r.nv_class = static_cast<uint32_t>(name_or_number(v, w, [&](const std::string& s) {
-        auto* c = abi.find_class(std::string_view(s));
-        return c ? std::optional<uint64_t>(c->id) : std::nullopt;
-      }));
-    } else if (k == "control") {
-      r.control = static_cast<uint32_t>(name_or_number(v, w, [&](const std::string& s) {
-        auto* c = abi.find_control(std::string_view(s));
-        return c ? std::optional<uint64_t>(c->cmd) : std::nullopt;
-      }));
-    } else if (k == "uvm") {
-      r.uvm = static_cast<uint32_t>(name_or_number(v, w, [&](const std::string& s) {
-        auto* u = abi.find_uvm(std::string_view(s));
-        return u ? std::optional<uint64_t>(u->cmd) : std::nullopt;
-      }));
-    } else if (k == "errno") {
-      r.err = parse_errno(v, w);
-    } else if (k == "log") {
-      r.log = as_bool(v, w);
-    } else if (k != "comment") {
-      throw std::runtime_error(w + ": unknown rule field");
+    try {
+      if (k == "action") {
+        r.action = parse_action(v, w);
+      } else if (k == "call") {
+        r.call_glob = as_string(v, w);
+      } else if (k == "ioctl") {
+        r.ioctl = fits<uint32_t>(parse_number(v, w));
+      } else if (k == "object") {
+        r.object = fits<uint16_t>(name_or_number(v, w, [](const std::string& s) {
+          auto* o = uverbs::find_object(s);
+          return o ? std::optional<uint64_t>(o->id) : std::nullopt;
+        }));
+      } else if (k == "method") {
+        // Resolved below, once the object is known.
+      } else if (k == "op") {
+        const std::string name = as_string(v, w);
+        r.has_op = true;
+        if (auto* c = uverbs::find_write_cmd(name)) r.op_write_cmd = c->cmd;
+        for (const auto& m : uverbs::all_methods())
+          if (name == m.name) r.op_methods.emplace_back(m.object, m.method);
+        if (!r.op_write_cmd && r.op_methods.empty())
+          throw std::runtime_error(
+              w + ": \"" + name +
+              "\" is neither a uverbs command nor a method the ABI tables know");
+      } else if (k == "write_cmd") {
+        r.write_cmd = fits<uint32_t>(name_or_number(v, w, [](const std::string& s) {
+          auto* c = uverbs::find_write_cmd(s);
+          return c ? std::optional<uint64_t>(c->cmd) : std::nullopt;
+        }));
+      } else if (k == "escape") {
+        r.escape = fits<uint8_t>(name_or_number(v, w, [&](const std::string& s) {
+          auto* e = abi.find_escape(std::string_view(s));
+          return e ? std::optional<uint64_t>(e->nr) : std::nullopt;
+        }));
+      } else if (k == "class") {
+        r.nv_class = fits<uint32_t>(name_or_number(v, w, [&](const std::string& s) {
+          auto* c = abi.find_class(std::string_view(s));
+          return c ? std::optional<uint64_t>(c->id) : std::nullopt;
+        }));
+      } else if (k == "control") {
+        r.control = fits<uint32_t>(name_or_number(v, w, [&](const std::string& s) {
+          auto* c = abi.find_control(std::string_view(s));
+          return c ? std::optional<uint64_t>(c->cmd) : std::nullopt;
+        }));
+      } else if (k == "uvm") {
+        r.uvm = fits<uint32_t>(name_or_number(v, w, [&](const std::string& s) {
+          auto* u = abi.find_uvm(std::string_view(s));
+          return u ? std::optional<uint64_t>(u->cmd) : std::nullopt;
+        }));
+      } else if (k == "errno") {
+        r.err = parse_errno(v, w);
+      } else if (k == "log") {
+        r.log = as_bool(v, w);
+      } else if (k != "comment") {
+        throw std::runtime_error(w + ": unknown rule field");
+      }
+    } catch (const WidthError& e) {
+      throw std::runtime_error(w + ": " + e.what());
     }
   }
   if (j.contains("method")) {
     const json& v = j["method"];
     if (v.is_string() && !r.object)
       throw std::runtime_error(where + ".method: a method name needs \"object\"");
-    r.method =
-        static_cast<uint16_t>(name_or_number(v, where + ".method", [&](const std::string& s) {
-          auto* m = uverbs::find_method(*r.object, s);
-          return m ? std::optional<uint64_t>(m->method) : std::nullopt;
-        }));
+    try {
+      r.method = fits<uint16_t>(name_or_number(v, where + ".method", [&](const std::string& s) {
+        auto* m = uverbs::find_method(*r.object, s);
+        return m ? std::optional<uint64_t>(m->method) : std::nullopt;
+      }));
+    } catch (const WidthError& e) {
+      throw std::runtime_error(where + ".method: " + e.what());
+    }
   }
   return r;
 }

@@ -196,6 +196,32 @@ TEST(Policy, UverbsDenialErrnosThatMakeLibibverbsFallBackAreRefused) {
   EXPECT_NO_THROW(make(R"({"classes":{"nvidia":{"errno":"ENOTTY"}}})"));
 }
 
+TEST(Policy, NumbersWiderThanTheirFieldAreRefusedNotTruncated) {
+  // 298 truncated to 8 bits is 42, RM_CONTROL: a rule the operator never wrote.
+  EXPECT_THROW(make(R"({"classes":{"nvidia":{"rules":[{"action":"allow","escape":298}]}}})"),
+               std::runtime_error);
+  EXPECT_THROW(
+      make(R"({"classes":{"uverbs":{"rules":[{"action":"deny","ioctl":"0x1c0181b01"}]}}})"),
+      std::runtime_error);
+  EXPECT_NO_THROW(make(R"({"classes":{"nvidia":{"rules":[{"action":"deny","escape":42}]}}})"));
+}
+
+TEST(Policy, GlobsWithManyStarsMatchInLinearTime) {
+  // A recursive matcher takes ~10^13 steps here; the supervisor would hang on the first call.
+  auto p = make(
+      R"({"classes":{"uverbs":{"rules":[{"action":"deny","call":"****************************Z"}]}}})");
+  DecodedCall c = method_call(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE, "CQ.CREATE_CQ_XXXXXXXXX");
+  EXPECT_EQ(p.evaluate(c).action, Action::kAllow);
+  c.name += "Z";
+  EXPECT_EQ(p.evaluate(c).action, Action::kDeny);
+  auto q = make(R"({"classes":{"uverbs":{"rules":[{"action":"deny","call":"*.CREATE_*"}]}}})");
+  EXPECT_EQ(
+      q.evaluate(method_call(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE, "CQ.CREATE_CQ")).action,
+      Action::kDeny);
+  EXPECT_EQ(q.evaluate(method_call(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE, "CQ.DESTROY")).action,
+            Action::kAllow);
+}
+
 TEST(Policy, ErrnoMustMakeADeniedCallFail) {
   // 0 would turn a denial into a success that never ran; the kernel's range is 1..4095.
   for (const char* bad : {"0", "-1", "4096", "100000", "1.5", "true"}) {
