@@ -84,6 +84,16 @@ ExitObserver::~ExitObserver() {
   if (obj_) bpf_object__close(obj_);
 }
 
+std::vector<uint32_t> ExitObserver::link_ids() const {
+  std::vector<uint32_t> ids;
+  for (bpf_link* l : links_) {
+    bpf_link_info info{};
+    __u32 len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(bpf_link__fd(l), &info, &len) == 0) ids.push_back(info.id);
+  }
+  return ids;
+}
+
 void ExitObserver::unwatch_cm_fd(uint32_t tgid, uint32_t fd) {
   gdrproxy_cm_fd key{tgid, fd};
   bpf_map_delete_elem(cm_fds_fd_, &key);

@@ -42,6 +42,8 @@ class ExitObserver {
   void consume();
   // Results the program could not report because the ring buffer was full.
   uint64_t lost() const;
+  // Kernel ids of the links this observer owns (for diagnostics and for checking teardown).
+  std::vector<uint32_t> link_ids() const;
 
  private:
   ExitObserver() = default;

@@ -3,29 +3,32 @@
 // Needs root and BPF; skipped (GTEST_SKIP) where the kernel refuses to load the program.
 #include <bpf/bpf.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "proxy/observe/exit_observer.h"
 
 namespace gdrproxy::proxy {
 namespace {
 
-// BPF links alive on this host, by id.
-size_t live_links() {
-  size_t n = 0;
-  __u32 id = 0;
-  while (bpf_link_get_next_id(id, &id) == 0) ++n;
-  return n;
+// Whether a BPF link with this id is still alive on the host. The observer's own link ids are
+// checked, not the host-wide count: other tests running beside this one attach and detach links.
+bool link_alive(uint32_t id) {
+  int fd = bpf_link_get_fd_by_id(id);
+  if (fd < 0) return false;
+  close(fd);
+  return true;
 }
 
 TEST(ExitObserver, DestroyingItDetachesEveryProgram) {
-  const size_t before = live_links();
   std::string why;
   auto observer = ExitObserver::open([](const gdrproxy_exit_event&) {}, why);
   if (!observer) GTEST_SKIP() << "BPF observer unavailable here: " << why;
-  EXPECT_GT(live_links(), before);
+  const std::vector<uint32_t> ids = observer->link_ids();
+  ASSERT_FALSE(ids.empty());
+  for (uint32_t id : ids) EXPECT_TRUE(link_alive(id)) << "link " << id;
   EXPECT_EQ(observer->lost(), 0u);
   observer.reset();
-  EXPECT_EQ(live_links(), before) << "links outlived the observer";
+  for (uint32_t id : ids) EXPECT_FALSE(link_alive(id)) << "link " << id << " outlived the observer";
 }
 
 }  // namespace
