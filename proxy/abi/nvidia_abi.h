@@ -89,6 +89,14 @@ inline constexpr uint8_t kNvEscIoctlXferCmd = 211;
 inline constexpr uint8_t kNvEscAttachGpusToFd = 212;
 inline constexpr uint8_t kNvEscExportToDmabufFd = 217;
 inline constexpr uint8_t kNvEscWaitOpenComplete = 218;
+// RM classes and controls the supervisor itself acts on (nvos.h, cl0080.h, ctrl0000gpu.h; the
+// same in every known release): a device object names its GPU by device instance, which only
+// the driver can map to a GPU (and its /dev/nvidiaN minor).
+inline constexpr uint32_t kNvClassRootClient = 0x41;      // NV01_ROOT_CLIENT
+inline constexpr uint32_t kNvClassDevice = 0x80;          // NV01_DEVICE_0
+inline constexpr uint32_t kNvCtrlGpuGetIdInfoV2 = 0x205;  // NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2
+// Device instances the driver accepts (NV_MAX_DEVICES), and CARD_INFO entries to ask for.
+inline constexpr uint32_t kNvMaxDevices = 32;
 // Largest parameter block the driver copies in through IOCTL_XFER_CMD.
 inline constexpr uint32_t kNvAbsoluteMaxIoctlSize = 16384;
 

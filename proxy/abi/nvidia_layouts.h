@@ -66,6 +66,11 @@ inline constexpr uint16_t kCardValid = 0, kCardPciDomain = 4, kCardPciBus = 8, k
 // nv_ioctl_rm_api_version_t (72 bytes), CHECK_VERSION_STR.
 inline constexpr uint16_t kVersionCmd = 0, kVersionReply = 4, kVersionString = 8,
                           kVersionStringLen = 64;
+// NV0080_ALLOC_PARAMETERS (56 bytes), the RM_ALLOC parameters of NV01_DEVICE_0: deviceId is the
+// device instance of the GPU the object stands for.
+inline constexpr uint16_t kDeviceAllocDeviceId = 0, kDeviceAllocSize = 56;
+// NV0000_CTRL_GPU_GET_ID_INFO_V2_PARAMS (32 bytes).
+inline constexpr uint16_t kIdInfoGpuId = 0, kIdInfoDeviceInstance = 8, kIdInfoSize = 32;
 // nv_ioctl_xfer_t (16 bytes).
 inline constexpr uint16_t kXferCmd = 0, kXferSize = 4, kXferPtr = 8;
 // nv_ioctl_export_to_dma_buf_fd_t (2608 bytes).

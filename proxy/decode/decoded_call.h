@@ -33,13 +33,14 @@ struct DecodedField {
 struct PolicyKeys {
   std::optional<uint16_t> uverbs_object;
   std::optional<uint16_t> uverbs_method;
-  std::optional<uint32_t> uverbs_write_cmd;  // legacy command tunnelled by INVOKE_WRITE
-  std::optional<uint8_t> nv_escape;          // IOC_NR of an NVIDIA frontend ioctl
-  std::optional<uint32_t> nv_class;          // RM_ALLOC hClass
-  std::optional<uint32_t> nv_control;        // RM_CONTROL cmd
-  std::optional<uint32_t> uvm_cmd;           // raw UVM command number
-  std::optional<uint32_t> rdma_cm_cmd;       // RDMA_USER_CM_CMD_* of an observed rdma_cm write
-  std::optional<int32_t> dmabuf_fd;          // the fd a REG_DMABUF_MR registers
+  std::optional<uint32_t> uverbs_write_cmd;    // legacy command tunnelled by INVOKE_WRITE
+  std::optional<uint8_t> nv_escape;            // IOC_NR of an NVIDIA frontend ioctl
+  std::optional<uint32_t> nv_class;            // RM_ALLOC hClass
+  std::optional<uint32_t> nv_device_instance;  // deviceId of an RM_ALLOC(NV01_DEVICE_0)
+  std::optional<uint32_t> nv_control;          // RM_CONTROL cmd
+  std::optional<uint32_t> uvm_cmd;             // raw UVM command number
+  std::optional<uint32_t> rdma_cm_cmd;         // RDMA_USER_CM_CMD_* of an observed rdma_cm write
+  std::optional<int32_t> dmabuf_fd;            // the fd a REG_DMABUF_MR registers
 };
 
 // A range of the caller's memory copied when the syscall returns: the result (new handles,

@@ -193,7 +193,24 @@ void set_result(DecodedCall& c, uint32_t kind, uint32_t id, uint64_t addr, uint3
 
 // ---- Hand-decoded escapes ----
 
-void decode_rm_alloc(DecodedCall& c, Bytes b, const NvidiaDriverAbi& abi) {
+// The GPU an NV01_DEVICE_0 object stands for: deviceId, first field of NV0080_ALLOC_PARAMETERS,
+// read one level down from the caller's memory (paramsSize is not trusted: the driver copies the
+// class's own parameter size). Unreadable is malformed (denied): the driver
+// maps an unpopulated instance to its first GPU, so "unknown" must never run.
+void decode_device_instance(DecodedCall& c, uint64_t p_params, const MemoryReader& mem) {
+  uint8_t raw[4];
+  if (p_params == 0 || !mem.read(p_params, raw)) {
+    c.malformed = "RM_ALLOC(NV01_DEVICE_0) parameters at " + hex(p_params) +
+                  " are unreadable: the GPU it names cannot be told";
+    return;
+  }
+  uint32_t instance = 0;
+  std::memcpy(&instance, raw + L::kDeviceAllocDeviceId, sizeof instance);
+  c.keys.nv_device_instance = instance;
+  add(c, "deviceId", std::to_string(instance));
+}
+
+void decode_rm_alloc(DecodedCall& c, Bytes b, const NvidiaDriverAbi& abi, const MemoryReader& mem) {
   uint32_t h_root = 0, h_parent = 0, h_new = 0, h_class = 0, params_size = 0;
   uint64_t p_params = 0;
   get(b, L::kAllocHRoot, h_root);
@@ -204,21 +221,23 @@ void decode_rm_alloc(DecodedCall& c, Bytes b, const NvidiaDriverAbi& abi) {
   const bool v64 = b.size() == L::kNvos64Size;
   get(b, v64 ? L::kAlloc64ParamsSize : L::kAlloc21ParamsSize, params_size);
   c.keys.nv_class = h_class;
-  if (!c.render) return;
-  add(c, "hRoot", hex(h_root));
-  add(c, "hObjectParent", hex(h_parent));
-  add(c, "hObjectNew", hex(h_new));
-  add(c, "hClass", class_label(&abi, h_class));
-  add(c, "pAllocParms", hex(p_params));
-  add(c, "paramsSize", std::to_string(params_size));
-  if (v64) {
-    uint64_t rights = 0;
-    uint32_t flags = 0;
-    get(b, L::kAlloc64PRights, rights);
-    get(b, L::kAlloc64Flags, flags);
-    add(c, "pRightsRequested", hex(rights));
-    add(c, "flags", hex(flags));
+  if (c.render) {
+    add(c, "hRoot", hex(h_root));
+    add(c, "hObjectParent", hex(h_parent));
+    add(c, "hObjectNew", hex(h_new));
+    add(c, "hClass", class_label(&abi, h_class));
+    add(c, "pAllocParms", hex(p_params));
+    add(c, "paramsSize", std::to_string(params_size));
+    if (v64) {
+      uint64_t rights = 0;
+      uint32_t flags = 0;
+      get(b, L::kAlloc64PRights, rights);
+      get(b, L::kAlloc64Flags, flags);
+      add(c, "pRightsRequested", hex(rights));
+      add(c, "flags", hex(flags));
+    }
   }
+  if (h_class == kNvClassDevice) decode_device_instance(c, p_params, mem);
 }
 
 void decode_rm_control(DecodedCall& c, Bytes b, const NvidiaDriverAbi& abi) {
@@ -395,7 +414,7 @@ void decode_escape(DecodedCall& c, uint8_t nr, uint32_t size, uint64_t arg, cons
   int32_t status_offset = e->status_offset;
   switch (nr) {
     case kNvEscRmAlloc:
-      decode_rm_alloc(c, b, abi);
+      decode_rm_alloc(c, b, abi, mem);
       status_offset = size == L::kNvos64Size ? L::kAlloc64Status : L::kAlloc21Status;
       break;
     case kNvEscRmControl:

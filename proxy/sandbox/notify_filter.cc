@@ -47,8 +47,6 @@ void install_refusal_filter(const FilterOptions& options) {
     // the opens it never sees (io_uring), and those it cannot decide race-free (openat2 keeps
     // its flags in caller memory; access mode 3 needs no Landlock right).
     // ENOSYS makes io_uring and openat2 users fall back to plain calls.
-    check(seccomp_rule_add(c.ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(io_uring_setup), 0),
-          "io_uring_setup");
     check(seccomp_rule_add(c.ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0), "openat2");
     check(seccomp_rule_add(c.ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(open), 1,
                            SCMP_A1(SCMP_CMP_MASKED_EQ, O_ACCMODE, O_ACCMODE)),
@@ -57,6 +55,9 @@ void install_refusal_filter(const FilterOptions& options) {
                            SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE, O_ACCMODE)),
           "openat mode 3");
   }
+  if (options.refuse_unbrokered_opens || options.refuse_io_uring)
+    check(seccomp_rule_add(c.ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(io_uring_setup), 0),
+          "io_uring_setup");
   check(seccomp_load(c.ctx), "load refusals");
 }
 

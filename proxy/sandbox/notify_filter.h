@@ -27,6 +27,9 @@ struct FilterOptions {
   // The kernel does not check device ioctls (Landlock ABI < 5): refuse the opens the broker never
   // sees or cannot decide race-free.
   bool refuse_unbrokered_opens = false;
+  // Refuse io_uring (ENOSYS) even where Landlock checks device ioctls: set when some NVIDIA GPU
+  // is not granted, because its driver counts any open fd of a GPU node as access to that GPU.
+  bool refuse_io_uring = false;
 };
 
 // One ioctl-request comparison of the filter: (request & mask) == value.

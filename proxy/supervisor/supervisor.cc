@@ -37,6 +37,7 @@
 #include "proxy/decode/rdma_cm_decoder.h"
 #include "proxy/decode/uverbs_decoder.h"
 #include "proxy/devices/device_catalog.h"
+#include "proxy/devices/nvidia_gpus.h"
 #include "proxy/gpudirect/dmabuf_check.h"
 #include "proxy/mem/process_memory.h"
 #include "proxy/observe/exit_observer.h"
@@ -106,6 +107,9 @@ class Supervisor {
   }
   bool tracing() const { return opts_.trace_text || json_out_ != nullptr; }
   void setup_nvidia();
+  void refuse_ungranted(const seccomp_notif& req, int fd, const DeviceNode& node, DecodedCall call,
+                        const std::string& reason, uint64_t t0);
+  std::string ungranted_gpu(uint32_t instance);
   void setup_observer();
   void arm_notify();
   void arm_observer();
@@ -140,6 +144,12 @@ class Supervisor {
   Mode mode_;
   const NvidiaDriverAbi* nv_abi_ = nullptr;
   bool nv_enforce_ = true;
+  std::optional<std::string> nv_version_;  // the loaded driver's, if readable
+  // Every NVIDIA GPU node here is granted: device objects need no check of the GPU they name.
+  bool all_gpus_granted_ = true;
+  std::string nv_ctl_path_ = "/dev/nvidiactl";
+  unsigned nv_major_ =
+      195;  // the frontend's major, from the catalogued nvidiactl when there is one
 
   asio::io_context io_;
   std::unique_ptr<asio::posix::stream_descriptor> notify_;
@@ -177,6 +187,16 @@ void Supervisor::setup_nvidia() {
     if (n.device_class == DeviceClass::kNvidiaFrontend || n.device_class == DeviceClass::kNvidiaUvm)
       have_nvidia = true;
   const auto version = detect_nvidia_driver_version();
+  nv_version_ = version;
+  for (const auto& n : catalog_.nodes()) {
+    if (n.device_class != DeviceClass::kNvidiaFrontend) continue;
+    if (n.name == "nvidiactl") {
+      nv_ctl_path_ = n.path;
+      nv_major_ = major(n.rdev);
+    } else if (!grants_.granted(n)) {
+      all_gpus_granted_ = false;
+    }
+  }
   nv_abi_ = version ? nvidia_abi_for_version(*version) : nullptr;
   if (!nv_abi_) {
     nv_abi_ = &nvidia_newest_abi();
@@ -241,6 +261,9 @@ int Supervisor::run() {
       break;
   }
   spec.filter.refuse_unbrokered_opens = !spec.landlock.device_ioctls;
+  // The NVIDIA driver lets a process allocate any GPU it holds an fd of, even an fd Landlock
+  // makes useless for ioctls; io_uring opens are the one way to such an fd around the broker.
+  spec.filter.refuse_io_uring = !all_gpus_granted_;
   spec.pid_namespace = can_bind_lifetime();
   spec.quiet = opts_.quiet;
   spec.keep_caps = opts_.keep_caps;
@@ -506,25 +529,14 @@ void Supervisor::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
   if (!grants_.granted(*node)) {
     // An fd of an ungranted device (inherited, passed over a socket, or opened around the
     // broker) is refused whatever the mode: grants are never advisory.
-    TraceRecord r = begin_record(req, "ioctl");
-    r.fd = fd;
-    r.device = node->name;
-    r.call.device_class = node->device_class;
-    r.call.cmd = cmd;
+    DecodedCall call;
+    call.device_class = node->device_class;
+    call.cmd = cmd;
     char name[32];
     std::snprintf(name, sizeof name, "IOCTL_0x%08x", cmd);
-    r.call.name = name;
-    r.reason = "device " + node->name + " is not granted";
-    answer_error(req.id, policy_.open_errno());
-    r.decision = "deny";
-    r.ret = -1;
-    r.err = policy_.open_errno();
-    r.latency_us = double(monotonic_ns() - t0) / 1e3;
-    if (denials_.first(r.who.host_tgid, node->name, r.reason))
-      std::fprintf(stderr, "gdrproxy: denied ioctl 0x%08x on %s by pid %u (ns pid %u): %s -> %s\n",
-                   cmd, node->path.c_str(), r.who.host_tid, r.who.ns_tid, r.reason.c_str(),
-                   errno_name(r.err));
-    if (tracing()) emit(r);
+    call.name = name;
+    refuse_ungranted(req, fd, *node, std::move(call), "device " + node->name + " is not granted",
+                     t0);
     return;
   }
   ProcessMemory mem(static_cast<pid_t>(req.pid));
@@ -551,6 +563,15 @@ void Supervisor::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
   }
   // Everything read above is only trustworthy if the caller is still the one that trapped.
   if (!notif_id_valid(nfd_, req.id)) return;
+  if (call.keys.nv_device_instance && !all_gpus_granted_) {
+    // A device object names its GPU by instance, through whichever frontend fd: the grant is
+    // checked on the GPU the driver says that instance is.
+    std::string why = ungranted_gpu(*call.keys.nv_device_instance);
+    if (!why.empty()) {
+      refuse_ungranted(req, fd, *node, std::move(call), why, t0);
+      return;
+    }
+  }
   Verdict v = policy_.evaluate(call);
   if (v.action == Action::kAllow && call.keys.dmabuf_fd) {
     // GPUDirect: the registered dma-buf must come from a granted GPU.
@@ -577,6 +598,46 @@ void Supervisor::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
     r.reason = v.reason;
   }
   finish_call(r, *node, v, req.id, static_cast<pid_t>(req.pid), t0);
+}
+
+// Refuses a call on a device (or naming a GPU) the sandbox was not granted, whatever the mode:
+// grants are never advisory.
+void Supervisor::refuse_ungranted(const seccomp_notif& req, int fd, const DeviceNode& node,
+                                  DecodedCall call, const std::string& reason, uint64_t t0) {
+  TraceRecord r = begin_record(req, "ioctl");
+  r.fd = fd;
+  r.device = node.name;
+  r.call = std::move(call);
+  r.reason = reason;
+  answer_error(req.id, policy_.open_errno());
+  r.decision = "deny";
+  r.ret = -1;
+  r.err = policy_.open_errno();
+  r.latency_us = double(monotonic_ns() - t0) / 1e3;
+  if (denials_.first(r.who.host_tgid, node.name, r.reason))
+    std::fprintf(stderr, "gdrproxy: denied %s on %s by pid %u (ns pid %u): %s -> %s\n",
+                 printable(r.call.name).c_str(), node.path.c_str(), r.who.host_tid, r.who.ns_tid,
+                 printable(r.reason).c_str(), errno_name(r.err));
+  if (tracing()) emit(r);
+}
+
+// Why NVIDIA device instance `instance` may not be used here (empty: it is a granted GPU). The
+// driver is asked at each call, since instances are given out as GPUs attach; anything it cannot
+// answer is a refusal (the driver itself maps an unpopulated instance to its first GPU).
+std::string Supervisor::ungranted_gpu(uint32_t instance) {
+  const std::string what = "NV01_DEVICE_0 device instance " + std::to_string(instance);
+  if (!nv_version_)
+    return what + ": the NVIDIA driver version is unknown, so its GPU cannot be told";
+  std::string why;
+  const auto gpus = query_nvidia_gpus(nv_ctl_path_, *nv_version_, why);
+  if (!gpus) return what + ": cannot ask the driver which GPU it is (" + why + ")";
+  const NvidiaGpu* g = gpu_of_device_instance(*gpus, instance);
+  if (!g) return what + " is no attached GPU";
+  const DeviceNode* n = catalog_.find(makedev(nv_major_, g->minor));
+  if (!n || !grants_.granted(*n))
+    return what + " is GPU " + (n ? n->name : "minor " + std::to_string(g->minor)) +
+           ", which is not granted";
+  return {};
 }
 
 // Answers an allowed or denied device call and completes its trace record (now, or when the BPF

@@ -74,6 +74,37 @@ for t in 0x46 0x00 0x47; do
 done
 echo "attacks: $attacks"
 
+echo "== an ungranted GPU named through nvidiactl (RM_ALLOC of NV01_DEVICE_0 by device instance)"
+# Natively, a process holding a GPU's node allocates a device object for that GPU's instance.
+# Under gdrproxy granted nvidiactl and the first GPU only, exactly one instance allocates (the
+# first GPU's) and every other is refused by gdrproxy (EACCES, with the GPU named) before the
+# driver sees it; granted no GPU node, every instance is refused; and io_uring, which could open
+# an ungranted GPU node around the broker, is refused.
+nodes=(/dev/nvidia[0-9]*)
+ngpu=${#nodes[@]}
+gpu_grant=pass
+for ((i = 0; i < ngpu; i++)); do
+  echo "instance $i native, holding ${nodes[$i]}: $("$bundle/attack_client" nvdevice /dev/nvidiactl $i "${nodes[$i]}" 2>&1 | tail -1)"
+done
+allowed=0
+for ((i = 0; i < ngpu; i++)); do
+  r=$("$gp" run --grant nvidiactl,nvidia0 -- "$bundle/attack_client" nvdevice /dev/nvidiactl $i /dev/nvidia0 2>"$work/gpu-err" | tail -1)
+  echo "instance $i, granted nvidia0: '$r' $(grep -o 'NV01_DEVICE_0.*' "$work/gpu-err")"
+  case $r in
+    *"OK status=0x0 "*) allowed=$((allowed + 1)) ;;
+    *"ERR EACCES") grep -q "NV01_DEVICE_0 device instance $i" "$work/gpu-err" || gpu_grant=FAIL ;;
+    *) gpu_grant=FAIL ;;
+  esac
+  r=$("$gp" run --grant nvidiactl -- "$bundle/attack_client" nvdevice /dev/nvidiactl $i 2>"$work/gpu-err" | tail -1)
+  echo "instance $i, no GPU granted: '$r' $(grep -o 'NV01_DEVICE_0.*' "$work/gpu-err")"
+  [[ $r == *"ERR EACCES" ]] || gpu_grant=FAIL
+done
+[[ $allowed == 1 ]] || { echo "expected exactly one instance allowed, got $allowed"; gpu_grant=FAIL; }
+r=$("$gp" run -q --grant nvidiactl -- "$bundle/attack_client" open /dev/nvidia0 mode3 io_uring 2>&1 | tail -1)
+echo "io_uring open of an ungranted GPU node: '$r'"
+[[ $r == *"ERR ENOSYS" ]] || gpu_grant=FAIL
+echo "ungranted GPU: $gpu_grant"
+
 echo "== topology (NCCL_TOPO_DUMP_FILE native vs proxied)"
 NCCL_TOPO_DUMP_FILE=$out/topo-native.xml python3 tests/gpu/workloads.py allreduce >/dev/null 2>&1
 NCCL_TOPO_DUMP_FILE=$out/topo-proxied.xml "$gp" run -q --mode enforce -- python3 tests/gpu/workloads.py allreduce >/dev/null 2>&1
@@ -120,5 +151,6 @@ for w in matmul allreduce; do
 done
 echo "topology native vs proxied: $topo"
 echo "RM_ALLOC type-byte variants under a denying policy: $attacks"
+echo "ungranted GPU by device instance, and io_uring, refused: $gpu_grant"
 echo "NCCL topology with the synthetic /sys vs the host's: $sysfs_topo"
 echo "goals: enforce/native <= 1.02, trace/native <= 1.10"

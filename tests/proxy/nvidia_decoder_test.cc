@@ -94,8 +94,11 @@ TEST(NvidiaDecoder, RmAllocNamesEveryClassInBothForms) {
     p64.pAllocParms = 0x7ffd1234;
     p64.paramsSize = 40;
     const DecodedCall c = decode_fe(0x2b, bytes_of(p64));
+    // A device object's parameters are read too (DeviceObjectCarriesItsDeviceInstance): none
+    // are mapped here.
+    const bool reads_params = cls.id == 0x80;
     EXPECT_EQ(c.name, "RM_ALLOC");
-    EXPECT_TRUE(c.malformed.empty()) << c.malformed;
+    EXPECT_EQ(c.malformed.empty(), !reads_params) << c.malformed;
     EXPECT_EQ(arg_of(c, "hClass"), want);
     EXPECT_EQ(c.keys.nv_class, cls.id);
     EXPECT_EQ(arg_of(c, "hObjectNew"), "0x5c000002");
@@ -105,7 +108,7 @@ TEST(NvidiaDecoder, RmAllocNamesEveryClassInBothForms) {
     p21.hClass = cls.id;
     p21.paramsSize = 12;
     const DecodedCall c21 = decode_fe(0x2b, bytes_of(p21));
-    EXPECT_TRUE(c21.malformed.empty()) << c21.malformed;
+    EXPECT_EQ(c21.malformed.empty(), !reads_params) << c21.malformed;
     EXPECT_EQ(arg_of(c21, "hClass"), want);
     EXPECT_EQ(arg_of(c21, "paramsSize"), "12");
   }
@@ -165,6 +168,53 @@ TEST(NvidiaDecoder, RmAllocResultShowsStatusAndNewHandle) {
   p21.status = 0x1f;
   r = result_of(c21, bytes_of(p21));
   EXPECT_EQ(field_of(r, "status"), "NV_ERR_INVALID_ARGUMENT(0x1f)");
+}
+
+// A device object names its GPU by device instance, one pointer down: the instance becomes a
+// policy key in both RM_ALLOC forms (and without rendering), and parameters the supervisor cannot
+// read make the call malformed (denied), never an allocation of an unknown GPU.
+TEST(NvidiaDecoder, DeviceObjectCarriesItsDeviceInstance) {
+  for (bool v64 : {true, false}) {
+    SCOPED_TRACE(v64 ? "NVOS64" : "NVOS21");
+    BufferMemory mem;
+    std::vector<uint8_t> params;
+    if (v64) {
+      Nvos64 p{};
+      p.hClass = 0x80;
+      p.pAllocParms = kInner;
+      params = bytes_of(p);
+    } else {
+      Nvos21 p{};
+      p.hClass = 0x80;
+      p.pAllocParms = kInner;
+      params = bytes_of(p);
+    }
+    const uint32_t size = static_cast<uint32_t>(params.size());
+    mem.map(kArg, params);
+    // Unmapped parameters: malformed, no instance.
+    DecodedCall c =
+        decode_nvidia_frontend_ioctl(nv_iowr(0x2b, size), kArg, mem, abi(), DecodeDepth::kPolicy);
+    EXPECT_FALSE(c.keys.nv_device_instance);
+    EXPECT_NE(c.malformed.find("RM_ALLOC(NV01_DEVICE_0) parameters at 0x7f0000100000"),
+              std::string::npos)
+        << c.malformed;
+    std::vector<uint8_t> dev(56, 0);
+    dev[0] = 3;  // deviceId
+    mem.map(kInner, dev);
+    c = decode_nvidia_frontend_ioctl(nv_iowr(0x2b, size), kArg, mem, abi(), DecodeDepth::kPolicy);
+    EXPECT_TRUE(c.malformed.empty()) << c.malformed;
+    EXPECT_EQ(c.keys.nv_device_instance, 3u);
+    EXPECT_TRUE(c.args.empty());
+    c = decode_nvidia_frontend_ioctl(nv_iowr(0x2b, size), kArg, mem, abi());
+    EXPECT_EQ(arg_of(c, "deviceId"), "3");
+  }
+  // Other classes carry none and read nothing more.
+  Nvos64 p{};
+  p.hClass = 0x41;
+  p.pAllocParms = kInner;
+  const DecodedCall c = decode_fe(0x2b, bytes_of(p));
+  EXPECT_TRUE(c.malformed.empty());
+  EXPECT_FALSE(c.keys.nv_device_instance);
 }
 
 TEST(NvidiaDecoder, RmControlResultStatusNamedOrNumbered) {

@@ -183,6 +183,7 @@ int usage() {
       "usage: attack_client open PATH MODE syscall|io_uring|io_uring2|handle [MOUNT_FILE]\n"
       "       attack_client mknod PATH LIKE | link SRC DST | rename SRC DST\n"
       "       attack_client nvioctl PATH TYPE NR SIZE | nvxfer PATH TYPE NR SIZE\n"
+      "       attack_client nvdevice CTL INSTANCE|unreadable [HOLD_GPU_NODE]\n"
       "       attack_client userfaultfd | uffd-dev\n"
       "       attack_client kill-parent | kill-pgrp | kill-pidfd SOCKET\n"
       "       attack_client ptrace PID | fibmap FILE | ioperm | sethostname | mount DIR\n");
@@ -243,6 +244,44 @@ int main(int argc, char** argv) {
     void* arg = tunnel ? static_cast<void*>(&xfer) : static_cast<void*>(params);
     if (::ioctl(fd, req, arg) != 0) return report_err(what.c_str(), errno);
     std::printf("%s OK 0x%08x\n", what.c_str(), req);
+    return 0;
+  }
+  if (what == "nvdevice" && (argc == 4 || argc == 5)) {
+    // RM_ALLOC(NV01_DEVICE_0) for device instance INSTANCE through the control node, the way a
+    // tenant reaches a GPU whose node it was not granted: a root client, then the device object.
+    // INSTANCE "unreadable" points the parameters at an unmapped page. HOLD: a GPU node to keep
+    // open (the real driver requires the caller to hold some GPU's node).
+    const int fd = ::open(argv[2], O_RDWR | O_CLOEXEC);
+    if (fd < 0) return report_err("nvdevice-open", errno);
+    if (argc == 5 && ::open(argv[4], O_RDWR | O_CLOEXEC) < 0)
+      return report_err("nvdevice-hold", errno);
+    struct {
+      uint32_t hRoot, hObjectParent, hObjectNew, hClass;
+      uint64_t pAllocParms;
+      uint32_t paramsSize, status;
+    } root{}, dev{};
+    static_assert(sizeof root == 32);
+    root.hClass = 0x41;  // NV01_ROOT_CLIENT
+    const uint32_t alloc = ioc(3, 'F', 0x2b, sizeof root);
+    // A stand-in answers no client; the device attempt is made anyway (with handle 0).
+    const bool have_client = ::ioctl(fd, alloc, &root) == 0 && root.status == 0;
+    struct {
+      uint32_t deviceId, hClientShare, hTargetClient, hTargetDevice, flags, pad;
+      uint64_t vaSpaceSize, vaStartInternal, vaLimitInternal;
+      uint32_t vaMode, pad2;
+    } params{};
+    static_assert(sizeof params == 56);
+    const bool unreadable = std::string(argv[3]) == "unreadable";
+    void* hole = ::mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    params.deviceId = unreadable ? 0 : static_cast<uint32_t>(std::strtoul(argv[3], nullptr, 0));
+    params.hClientShare = root.hObjectNew;
+    dev.hRoot = dev.hObjectParent = root.hObjectNew;
+    dev.hObjectNew = 0xcafe0001;
+    dev.hClass = 0x80;  // NV01_DEVICE_0
+    dev.pAllocParms = reinterpret_cast<uintptr_t>(unreadable ? hole : &params);
+    dev.paramsSize = sizeof params;
+    if (::ioctl(fd, alloc, &dev) != 0) return report_err("nvdevice", errno);
+    std::printf("nvdevice OK status=0x%x client=%s\n", dev.status, have_client ? "yes" : "no");
     return 0;
   }
   if (what == "userfaultfd") {

@@ -98,7 +98,7 @@ try:
 except OSError as e:
     print(errno.errorcode[e.errno])'" >"$WORK/out" 2>"$WORK/err"
     expect_in "$WORK/out" "EACCES"
-    expect_in "$WORK/err" "denied ioctl 0xc0181b01 on /dev/infiniband/uverbs1"
+    expect_in "$WORK/err" "denied IOCTL_0xc0181b01 on /dev/infiniband/uverbs1"
     expect_in "$WORK/err" "device uverbs1 is not granted"
   done
   # The granted device's fd passes the grant check and reaches the policy (which refuses this

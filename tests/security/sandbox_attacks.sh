@@ -46,11 +46,12 @@ case_accmode3_and_io_uring_opens_cannot_use_ungranted_device() {
   # it), root and unprivileged. Stopped by: the broker for openat; Landlock IOCTL_DEV for io_uring
   # (the open succeeds, every ioctl is refused); Landlock READ/WRITE_FILE for read/write modes.
   # Where Landlock cannot check device ioctls (ABI < 5) io_uring is refused outright (ENOSYS).
-  sandboxed --grant uverbs0 -q -- sh -c "
+  # Every GPU is granted here, so io_uring stays allowed (ungranted_gpu_... covers the other case).
+  sandboxed --grant uverbs0,nvidiactl,nvidia0,nvidia1 -q -- sh -c "
     $A open /dev/infiniband/uverbs1 mode3 syscall
     $A open /dev/infiniband/uverbs1 mode3 io_uring
     $A open /dev/infiniband/uverbs1 mode3 io_uring2
-    $A open /dev/nvidia1 mode3 io_uring
+    $A open /dev/infiniband/uverbs1 rdonly io_uring
     $A open /dev/infiniband/uverbs1 rdwr io_uring
     $NOBODY $A open /dev/infiniband/uverbs1 mode3 io_uring | sed 's/^/nobody-/'" >"$WORK/out" 2>&1
   expect_line "$WORK/out" "open-syscall" " ERR EACCES$"
@@ -59,6 +60,33 @@ case_accmode3_and_io_uring_opens_cannot_use_ungranted_device() {
     [[ $l =~ $UNUSABLE ]] || fail "an ungranted device was used: $l"
   done < <(grep 'open-io_uring' "$WORK/out")
   expect_line "$WORK/out" "nobody-open-io_uring" "$UNUSABLE"
+}
+
+case_ungranted_gpu_cannot_be_reached_through_nvidiactl() {
+  # Attack: name an ungranted GPU to the driver through the granted control node: RM_ALLOC of an
+  # NV01_DEVICE_0 whose deviceId is that GPU's device instance; with its parameters unreadable;
+  # and get an fd of the ungranted GPU node by an io_uring open (the NVIDIA driver counts any open
+  # fd of a GPU node, even one Landlock leaves no ioctl on, as access to that GPU). Stopped by:
+  # the supervisor, which asks the driver which GPU the instance is (a stand-in answers nothing,
+  # so here every device object is refused; tests/gpu/run.sh checks the real driver's answer,
+  # where the instance of the ungranted GPU is refused and the granted one's allowed);
+  # the refusal filter for io_uring. With every GPU granted the call goes to the driver.
+  sandboxed --grant nvidiactl,nvidia0 -- sh -c "
+    $A nvdevice /dev/nvidiactl 1
+    $A nvdevice /dev/nvidiactl unreadable | sed s/^/unreadable-/
+    $A open /dev/nvidia1 mode3 io_uring" >"$WORK/out" 2>&1
+  # A grant refusal answers the policy's open errno (EACCES); an undecodable call, its class's.
+  expect_line "$WORK/out" "nvdevice" " ERR EACCES$"
+  expect_line "$WORK/out" "unreadable-nvdevice" " ERR EINVAL$"
+  expect_line "$WORK/out" "open-io_uring" " ERR ENOSYS$"
+  expect_in "$WORK/out" "denied RM_ALLOC on /dev/nvidiactl"
+  expect_in "$WORK/out" "NV01_DEVICE_0 device instance 1: "
+  expect_in "$WORK/out" "RM_ALLOC(NV01_DEVICE_0) parameters at 0x"
+  sandboxed -q -- sh -c "
+    $A nvdevice /dev/nvidiactl 1
+    $A open /dev/nvidia1 mode3 io_uring" >"$WORK/out2" 2>&1
+  expect_line "$WORK/out2" "nvdevice" " ERR E(INVAL|NOTTY)$"
+  expect_not_in "$WORK/out2" "open-io_uring ERR ENOSYS"
 }
 
 case_readonly_open_of_ungranted_node_refused() {
@@ -151,7 +179,7 @@ case_injected_and_granted_fds_keep_working() {
   # (io_uring is refused where Landlock cannot check device ioctls.)
   local uring=":" n=3
   (( $(landlock_abi) >= 5 )) && { uring="$A open /dev/infiniband/uverbs0 mode3 io_uring"; n=4; }
-  sandboxed --grant uverbs0 --grant nvidiactl --grant nvidia-uvm -q -- sh -c "
+  sandboxed --grant uverbs0,nvidiactl,nvidia-uvm,nvidia0,nvidia1 -q -- sh -c "
     $A open /dev/infiniband/uverbs0 rdwr syscall
     $uring
     $A open /dev/nvidiactl rdwr syscall
