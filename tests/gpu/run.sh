@@ -103,6 +103,11 @@ done
 r=$("$gp" run -q --grant nvidiactl -- "$bundle/attack_client" open /dev/nvidia0 mode3 io_uring 2>&1 | tail -1)
 echo "io_uring open of an ungranted GPU node: '$r'"
 [[ $r == *"ERR ENOSYS" ]] || gpu_grant=FAIL
+# A real workload granted the last GPU only sees that one GPU and runs on it (CUDA skips the
+# GPU nodes whose open is refused, as in a container that lacks them).
+r=$("$gp" run -q --grant nvidiactl,nvidia$((ngpu - 1)),nvidia-uvm -- python3 -c "import torch; x = torch.ones(1000, device='cuda'); print('count', torch.cuda.device_count(), 'sum', x.sum().item())" 2>&1 | tail -1)
+echo "PyTorch granted nvidia$((ngpu - 1)) only: '$r'"
+[[ $r == "count 1 sum 1000.0" ]] || gpu_grant=FAIL
 echo "ungranted GPU: $gpu_grant"
 
 echo "== topology (NCCL_TOPO_DUMP_FILE native vs proxied)"
