@@ -21,6 +21,7 @@
 #   RXE_VM_SMP, RXE_VM_MEM   vCPUs (2) and MiB (2048)
 #   RXE_VM_ACCEL    tcg (default) or kvm (only where real VMX/SVM is available)
 #   RXE_VM_KVER     guest kernel version (default: newest installed *-amd64 with its vmlinuz)
+#   RXE_VM_APPEND   extra guest kernel command-line words (e.g. loglevel=5 to see lockup stacks)
 #   RXE_VM_INSTALL=0  report missing packages (exit 97) instead of installing them as root
 #   GDRVM_SKIP_BENCH=1, GDRVM_BENCH_ROUNDS=N   passed on to the guest tests
 # Exit status: the guest script's status; 96 a path the guest cannot use (the reason is printed);
@@ -169,7 +170,7 @@ say "booting $kernel ($accel, $smp vCPU, $mem MiB), guest script $script, limit 
 timeout -k 5 "$vm_timeout" qemu-system-x86_64 "${accel_args[@]}" -smp "$smp" -m "$mem" \
   -machine q35 -display none -monitor none -serial "file:$out/serial.log" -no-reboot -nic none \
   -kernel "$kernel" -initrd "$out/initramfs.cpio.gz" \
-  -append "console=ttyS0 panic=-1 loglevel=4" \
+  -append "console=ttyS0 panic=-1 loglevel=4 ${RXE_VM_APPEND:-}" \
   -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
   -virtfs "local,path=${share//,/,,},mount_tag=vmshare,security_model=none" "${virtfs[@]}" \
   </dev/null >"$out/qemu.log" 2>&1 &

@@ -1,0 +1,116 @@
+# shellcheck shell=bash
+# Attacks on the sandbox boundary with real rxe devices on the guest's 6.1 kernel (Landlock ABI 2:
+# no kernel check of device ioctls, no signal scoping), sourced by tests/vm/run-tests.sh after the
+# enforcement checks. tests/security runs the full suite on stand-in nodes on the build machine's
+# kernel; here the same mechanisms are attacked where a real driver answers, as a tenant granted
+# only rxe0's uverbs node would:
+#   ungranted-verbs: a context, a PD and an MR on rxe1 (verbs_ctrl_rate, ibv_devinfo) fail, with
+#     gdrproxy's denial naming the node; the same program on the granted rxe0 runs;
+#   ungranted-opens: rxe1's node opened read-only, read-write and ioctl-only (access mode 3), by
+#     openat, io_uring (OPENAT and OPENAT2) and open_by_handle_at, root and unprivileged: every
+#     one refused (Landlock, the broker, the refusal filter);
+#   no-device-nodes: a node with rxe1's (and rxe0's) device number made with mknod: refused;
+#   supervisor-unkillable: the sandbox kills its parent: the pid namespace's init ignores it and
+#     the supervisor keeps serving;
+#   kernel-note: gdrproxy says at start what this kernel does not guarantee.
+# The one idea: "used" is judged by the real driver's answer to a probe ioctl the filter never
+# traps (TCGETS): ENOTTY means the ioctl reached ib_uverbs, EACCES or an error at open means not.
+
+attack=$build/tests/security/attack_client
+# The uverbs node of an ibdev, from the kernel's class directory.
+uverbs_of() {
+  local d
+  for d in /sys/class/infiniband_verbs/uverbs*; do
+    [[ $(cat "$d/ibdev" 2>/dev/null) == "$1" ]] && { basename "$d"; return 0; }
+  done
+  return 1
+}
+granted=$(uverbs_of rxe0)
+other=$(uverbs_of rxe1)
+# attack_run TAG CMD...: CMD under gdrproxy granted rxe0's node only; output in $work/TAG.out.
+attack_run() {
+  local tag=$1
+  shift
+  timeout -k 5 "$tool_timeout" "$gdrproxy" run --grant "$granted" "$@" >"$work/$tag.out" 2>&1
+}
+# attack_result NAME T0 PROBLEM...: one record; PROBLEMs empty means PASS.
+attack_result() {
+  local name=$1 t0=$2
+  shift 2
+  local -a p=()
+  local x
+  for x in "$@"; do [[ -n $x ]] && p+=("$x"); done
+  if ((${#p[@]} == 0)); then
+    record "$name" PASS $(($(now_ms) - t0)) "$detail"
+  else
+    record "$name" FAIL $(($(now_ms) - t0)) "$(IFS='; '; echo "${p[*]}")"
+  fi
+}
+# line_of TAG PREFIX: the first line of $work/TAG.out that starts with PREFIX.
+line_of() { grep -m1 -- "^$2" "$work/$1.out"; }
+
+if [[ -z $granted || -z $other || ! -x $attack ]]; then
+  record sandbox-attacks FAIL 0 "no uverbs node for rxe0/rxe1 ('$granted'/'$other') or no $attack"
+else
+  # ---- real verbs on the ungranted device ----
+  t0=$(now_ms)
+  attack_run attack-verbs-other -- "$build/tests/bench/verbs_ctrl_rate" -d rxe1 -t 0.2
+  rc_other=$?
+  attack_run attack-devinfo-other -- ibv_devinfo -d rxe1
+  rc_devinfo=$?
+  attack_run attack-verbs-granted -q -- "$build/tests/bench/verbs_ctrl_rate" -d rxe0 -t 0.2
+  rc_granted=$?
+  detail="rxe1 (${other}): verbs_ctrl_rate exit $rc_other, ibv_devinfo exit $rc_devinfo; rxe0 (${granted}): exit $rc_granted"
+  attack_result ungranted-verbs "$t0" \
+    "$( ((rc_other != 0 && rc_other != 124)) || echo "verbs_ctrl_rate on rxe1 exit $rc_other")" \
+    "$( ((rc_devinfo != 0 && rc_devinfo != 124)) || echo "ibv_devinfo -d rxe1 exit $rc_devinfo")" \
+    "$(grep -q "device $other is not granted" "$work/attack-verbs-other.out" || echo "no denial naming $other")" \
+    "$( ((rc_granted == 0)) || echo "verbs_ctrl_rate on granted rxe0 exit $rc_granted")"
+
+  # ---- every way to open the ungranted node ----
+  t0=$(now_ms)
+  n=/dev/infiniband/$other
+  attack_run attack-opens -q -- sh -c "
+    $attack open $n rdonly syscall | sed s/^/rdonly-/
+    $attack open $n rdwr syscall | sed s/^/rdwr-/
+    $attack open $n mode3 syscall | sed s/^/mode3-/
+    $attack open $n mode3 io_uring
+    $attack open $n mode3 io_uring2
+    $attack open $n mode3 handle /dev/null
+    setpriv --reuid 65534 --regid 65534 --clear-groups $attack open $n rdonly syscall | sed s/^/nobody-/"
+  problems=()
+  for want in "rdonly-open-syscall:EACCES" "rdwr-open-syscall:EACCES" "mode3-open-syscall:EACCES" \
+    "open-io_uring:ENOSYS" "open-io_uring:ENOSYS" "open-handle:EPERM" "nobody-open-syscall:EACCES"; do
+    l=$(line_of attack-opens "${want%%:*} ")
+    [[ $l == *" ERR ${want#*:}" ]] || problems+=("${want%%:*}: '${l:-no line}', want ERR ${want#*:}")
+  done
+  # Nothing may have reached the driver: a successful open would print OK.
+  grep -q ' OK ' "$work/attack-opens.out" && problems+=("an open of $n succeeded")
+  detail="$(grep -c ' ERR ' "$work/attack-opens.out") opens of $n refused"
+  attack_result ungranted-opens "$t0" "${problems[@]}"
+
+  # ---- device nodes made in the sandbox ----
+  t0=$(now_ms)
+  attack_run attack-mknod -q -- sh -c "
+    $attack mknod $work/attack-u1 $n
+    $attack mknod $work/attack-u0 /dev/infiniband/$granted"
+  made=$(grep -c '^mknod ERR E\(ACCES\|PERM\)$' "$work/attack-mknod.out")
+  detail="$made of 2 mknods refused"
+  attack_result no-device-nodes "$t0" "$( ((made == 2)) || echo "a node was made: $(tr '\n' ' ' <"$work/attack-mknod.out")")" \
+    "$([[ -e $work/attack-u1 ]] && echo "$work/attack-u1 exists")"
+  rm -f "$work/attack-u1" "$work/attack-u0"
+
+  # ---- the supervisor cannot be killed from inside ----
+  t0=$(now_ms)
+  attack_run attack-kill -q -- "$attack" kill-parent
+  l=$(line_of attack-kill kill-parent)
+  detail=$l
+  attack_result supervisor-unkillable "$t0" "$([[ $l == *"serving=OK" ]] || echo "'${l:-no line}'")"
+
+  # ---- what this kernel does not guarantee is said ----
+  t0=$(now_ms)
+  attack_run attack-note -- true
+  l=$(grep -m1 'sandbox:' "$work/attack-note.out")
+  detail=${l:0:90}
+  attack_result kernel-note "$t0" "$([[ $l == *"does not check device ioctls"* ]] || echo "no start-up note on the missing IOCTL_DEV: '${l:-none}'")"
+fi
