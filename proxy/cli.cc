@@ -8,7 +8,7 @@
 #include "proxy/exercise/cuda_dmabuf.h"
 #include "proxy/exercise/device_exerciser.h"
 #include "proxy/exercise/standin_devices.h"
-#include "proxy/supervisor/supervisor.h"
+#include "proxy/run/run_command.h"
 #include "proxy/trace/trace_summary.h"
 
 #include <unistd.h>

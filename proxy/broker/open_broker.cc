@@ -11,7 +11,7 @@
 #include <cstring>
 #include <optional>
 
-#include "proxy/supervisor/process_info.h"
+#include "proxy/engine/process_info.h"
 
 namespace gdrproxy::proxy {
 namespace {

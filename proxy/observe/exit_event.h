@@ -50,7 +50,7 @@ struct gdrproxy_exit_event {
   gp_u32 len1;
   gp_u32 kind;  // GDRPROXY_EVENT_*
   gp_u32 fd;    // rdma_cm writes: the fd written to
-  gp_u32 pad;
+  gp_u32 tgid;  // the caller's process (routes a write to the session watching it)
   unsigned char region0[GDRPROXY_REGION0_MAX];
   unsigned char region1[GDRPROXY_REGION1_MAX];
 };

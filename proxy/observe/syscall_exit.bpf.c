@@ -69,7 +69,7 @@ static __always_inline int report(struct sys_exit_ctx* ctx) {
     e->kind = p->kind == GDRPROXY_EVENT_CM_WRITE ? GDRPROXY_EVENT_CM_WRITE : GDRPROXY_EVENT_RESULT;
     e->fd = p->fd;
     e->enter_ns = p->enter_ns;
-    e->pad = 0;
+    e->tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
     __u32 n0 = p->len0;
     __u32 n1 = p->len1;
     if (n0 > GDRPROXY_REGION0_MAX) n0 = GDRPROXY_REGION0_MAX;

@@ -10,6 +10,7 @@
 #include "proxy/abi/nvidia_abi.h"
 #include "proxy/abi/uverbs_abi.h"
 #include "proxy/policy/default_policy.h"
+#include "proxy/policy/glob.h"
 
 namespace gdrproxy::proxy {
 namespace {
@@ -137,29 +138,6 @@ T fits(uint64_t n) {
     throw WidthError(std::to_string(n) + " does not fit the field's " +
                      std::to_string(sizeof(T) * 8) + " bits");
   return static_cast<T>(n);
-}
-
-// '*' matches any run of characters. Linear in practice: on a mismatch only the last '*' is
-// retried one character further (a recursive matcher is exponential in the number of stars).
-bool glob_match(const char* pat, const char* s) {
-  const char* star = nullptr;
-  const char* resume = nullptr;
-  while (*s) {
-    if (*pat == '*') {
-      star = pat++;
-      resume = s;
-    } else if (*pat == *s) {
-      ++pat;
-      ++s;
-    } else if (star) {
-      pat = star + 1;
-      s = ++resume;
-    } else {
-      return false;
-    }
-  }
-  while (*pat == '*') ++pat;
-  return *pat == 0;
 }
 
 Rule parse_rule(const json& j, const std::string& where) {

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "proxy/exercise/verbs_request.h"
-#include "proxy/supervisor/fd_passing.h"
+#include "proxy/engine/fd_passing.h"
 
 #ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
 #define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)

@@ -1,5 +1,5 @@
 // libFuzzer target for the caller-identity parser (parse_process_identity, the pure part of
-// read_process_identity in proxy/supervisor/process_info.cc). Both texts are the tenant's: it
+// read_process_identity in proxy/engine/process_info.cc). Both texts are the tenant's: it
 // names its threads (comm) and, as root in its own namespaces, shapes what /proc shows.
 //
 // Input: byte 0 is the length of the comm text (clamped to what is there), then comm's bytes,
@@ -18,7 +18,7 @@
 #include <string>
 #include <string_view>
 
-#include "proxy/supervisor/process_info.h"
+#include "proxy/engine/process_info.h"
 
 namespace {
 

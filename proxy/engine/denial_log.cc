@@ -1,5 +1,5 @@
 // See denial_log.h.
-#include "proxy/supervisor/denial_log.h"
+#include "proxy/engine/denial_log.h"
 
 namespace gdrproxy::proxy {
 

@@ -1,7 +1,7 @@
 // A caller's identity from /proc. Every byte here is the tenant's (it names its own threads), so
 // nothing is assumed: a missing field leaves its default, a malformed number reads as 0, and the
 // name is taken raw from /proc/<tid>/comm (printing escapes it; see proxy/trace/escape.h).
-#include "proxy/supervisor/process_info.h"
+#include "proxy/engine/process_info.h"
 
 #include <sys/stat.h>
 

@@ -1,4 +1,4 @@
-#include "proxy/supervisor/seccomp_notify.h"
+#include "proxy/engine/seccomp_notify.h"
 
 #include <fcntl.h>
 

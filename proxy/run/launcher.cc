@@ -1,4 +1,4 @@
-#include "proxy/supervisor/launcher.h"
+#include "proxy/run/launcher.h"
 
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -16,7 +16,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "proxy/supervisor/fd_passing.h"
+#include "proxy/engine/fd_passing.h"
 
 namespace gdrproxy::proxy {
 namespace {

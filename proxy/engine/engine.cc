@@ -1,0 +1,71 @@
+// The Engine's shared parts: NVIDIA driver detection at construction, the observer opened once
+// and served on the loop, and the routing of its events to sessions.
+#include "proxy/engine/engine.h"
+
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "proxy/engine/session.h"
+
+namespace gdrproxy::proxy {
+
+Engine::Engine(DeviceCatalog catalog) : catalog_(std::move(catalog)) {
+  nvidia_.version = detect_nvidia_driver_version();
+  const NvidiaDriverAbi* exact =
+      nvidia_.version ? nvidia_abi_for_version(*nvidia_.version) : nullptr;
+  nvidia_.known = exact != nullptr;
+  nvidia_.abi = exact ? exact : &nvidia_newest_abi();
+  nvidia_.loaded = nvidia_.version || ::access("/proc/driver/nvidia", F_OK) == 0;
+  for (const DeviceNode& n : catalog_.nodes()) {
+    if (n.device_class == DeviceClass::kNvidiaFrontend && n.name == "nvidiactl") {
+      nvidia_.ctl_path = n.path;
+      nvidia_.major = major(n.rdev);
+    }
+  }
+}
+
+Engine::~Engine() = default;
+
+ExitObserver* Engine::observer(std::string& why) {
+  if (!observer_tried_) {
+    observer_tried_ = true;
+    observer_ = ExitObserver::open([this](const gdrproxy_exit_event& e) { on_exit_event(e); },
+                                   observer_why_);
+    if (observer_) arm_observer();
+  }
+  if (!observer_) why = observer_why_;
+  return observer_.get();
+}
+
+void Engine::arm_observer() {
+  if (!ring_)
+    ring_ =
+        std::make_unique<boost::asio::posix::stream_descriptor>(io_, ::dup(observer_->poll_fd()));
+  ring_->async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                    [this](const boost::system::error_code& ec) {
+                      if (ec) return;
+                      observer_->consume();
+                      arm_observer();
+                    });
+}
+
+void Engine::on_exit_event(const gdrproxy_exit_event& e) {
+  if (e.kind == GDRPROXY_EVENT_CM_WRITE) {
+    // The watch was registered for the writer's process, which may be gone by now.
+    const auto it = by_tgid_.find(e.tgid);
+    if (it != by_tgid_.end()) it->second->on_exit_event(e);
+    return;
+  }
+  const auto it = by_seq_.find(e.seq);
+  if (it == by_seq_.end()) return;
+  Session* s = it->second;
+  by_seq_.erase(it);
+  s->on_exit_event(e);
+}
+
+void Engine::forget(Session* s) {
+  std::erase_if(by_seq_, [s](const auto& kv) { return kv.second == s; });
+  std::erase_if(by_tgid_, [s](const auto& kv) { return kv.second == s; });
+}
+
+}  // namespace gdrproxy::proxy

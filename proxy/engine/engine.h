@@ -1,0 +1,77 @@
+// The Engine: what every sandbox served by this process shares. One per process (`gdrproxy run`
+// makes one for its single session; `gdrproxy agent` one for all its containers): the event loop,
+// the device catalog, the NVIDIA driver's identity, the trace sequence numbers, and the BPF exit
+// observer. The idea not to miss: the observer is one for all sessions (N sessions must not put N
+// copies of its programs on every ioctl exit of the host), so its events are routed back to the
+// session that registered them, by trace sequence number or by the process whose fd is watched.
+// Sessions never share mutable state; the engine holds only routing tables to them.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "proxy/abi/nvidia_abi.h"
+#include "proxy/devices/device_catalog.h"
+#include "proxy/observe/exit_observer.h"
+
+namespace gdrproxy::proxy {
+
+class Session;
+
+// The loaded NVIDIA driver, as far as this build can tell.
+struct NvidiaDriver {
+  std::optional<std::string> version;  // the kernel module's, if readable
+  // The tables calls are named and judged with: the driver's own, else the newest known.
+  const NvidiaDriverAbi* abi = nullptr;
+  bool known = false;   // this build has tables for exactly this version
+  bool loaded = false;  // a driver is loaded (its /proc entry exists)
+  std::string ctl_path = "/dev/nvidiactl";
+  unsigned major = 195;  // the frontend's character major
+};
+
+class Engine {
+ public:
+  explicit Engine(DeviceCatalog catalog);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  boost::asio::io_context& io() { return io_; }
+  const DeviceCatalog& catalog() const { return catalog_; }
+  const NvidiaDriver& nvidia() const { return nvidia_; }
+  // Unique across every session of this engine.
+  uint64_t next_seq() { return ++seq_; }
+
+  // The shared observer, loaded on first use; nullptr (and `why`) where the kernel or the
+  // privileges refuse it. Its ring buffer is served on the engine's loop.
+  ExitObserver* observer(std::string& why);
+  ExitObserver* observer_if_open() { return observer_.get(); }
+  // Routing of observer events: the result of trace record `seq`, and write()s on the watched fds
+  // of process `tgid`, go to `s`. Forgotten per entry, or all of a session's at once.
+  void route_seq(uint64_t seq, Session* s) { by_seq_[seq] = s; }
+  void unroute_seq(uint64_t seq) { by_seq_.erase(seq); }
+  void route_tgid(uint32_t tgid, Session* s) { by_tgid_[tgid] = s; }
+  void forget(Session* s);
+
+ private:
+  void arm_observer();
+  void on_exit_event(const gdrproxy_exit_event& e);
+
+  boost::asio::io_context io_;
+  DeviceCatalog catalog_;
+  NvidiaDriver nvidia_;
+  uint64_t seq_ = 0;
+  std::unique_ptr<ExitObserver> observer_;
+  std::string observer_why_;
+  bool observer_tried_ = false;
+  std::unique_ptr<boost::asio::posix::stream_descriptor> ring_;
+  std::map<uint64_t, Session*> by_seq_;
+  std::map<uint32_t, Session*> by_tgid_;
+};
+
+}  // namespace gdrproxy::proxy

@@ -1,0 +1,144 @@
+// A Session: one sandbox's device calls, served from its seccomp listener fds (one for `gdrproxy
+// run`; one per process a runtime starts in a container, for the agent). It owns everything that
+// is that sandbox's: grants, compiled policy, mode, trace sinks, pending results, identities,
+// denial log and counters. The idea not to miss: every notification is answered exactly once,
+// inside an exception boundary, so nothing a tenant sends can leave a caller blocked or take the
+// session (or the engine under it) down; a session ends when every listener has hung up (the
+// last task using its filter exited), and only then.
+#pragma once
+
+#include <linux/seccomp.h>
+
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "proxy/broker/open_broker.h"
+#include "proxy/devices/device_catalog.h"
+#include "proxy/engine/denial_log.h"
+#include "proxy/engine/engine.h"
+#include "proxy/engine/process_info.h"
+#include "proxy/observe/exit_event.h"
+#include "proxy/policy/policy.h"
+#include "proxy/trace/trace_record.h"
+
+namespace gdrproxy::proxy {
+
+struct SessionConfig {
+  std::string name;  // shown in notes: "" for `gdrproxy run`, the container id for the agent
+  Policy policy;
+  Grants grants;
+  Mode mode = Mode::kEnforce;
+  bool trace_text = false;                // text lines on stderr
+  std::optional<std::string> trace_json;  // JSONL file, opened close-on-exec
+  bool quiet = false;                     // no notes on stderr (denial lines stay)
+  // SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP on every listener; nullopt = by CPU count.
+  std::optional<bool> sync_wakeup;
+  // An NVIDIA driver the ABI tables do not know: police NVIDIA calls trace-only rather than
+  // refuse to start in enforce mode.
+  bool allow_unknown_nvidia_driver = false;
+};
+
+// Counters of one session, for --stats and `agent ctl stats`.
+struct SessionStats {
+  uint64_t ioctls = 0, opens = 0, brokered = 0, denied = 0, repeated_denials = 0;
+  uint64_t ns_ioctl = 0, ns_open = 0;  // time spent handling
+  uint64_t handler_faults = 0;         // notifications failed closed by the exception boundary
+  uint64_t observer_lost = 0;          // results lost to a full observer ring buffer
+};
+
+// Every NVIDIA GPU node of `catalog` is granted: device objects then need no GPU check.
+bool every_gpu_granted(const DeviceCatalog& catalog, const Grants& grants);
+
+class Session {
+ public:
+  // Throws std::runtime_error when the configuration cannot be served here (an unknown NVIDIA
+  // driver in enforce mode without allow_unknown_nvidia_driver, an unwritable trace file).
+  Session(Engine& engine, SessionConfig config);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Serves `listener_fd` (taken over: closed with the session). Several listeners may be added
+  // (one per process a runtime started in the same container).
+  void add_listener(int listener_fd);
+  // Called once, on the engine's loop, when every listener has hung up.
+  void on_end(std::function<void()> cb) { on_end_ = std::move(cb); }
+  bool ended() const { return ended_; }
+  // Completes what is still pending (results never observed) and flushes the sinks.
+  void finish(const std::string& why);
+  SessionStats stats() const;
+  const std::string& name() const { return config_.name; }
+  const SessionConfig& config() const { return config_; }
+  bool tracing() const { return config_.trace_text || json_out_ != nullptr; }
+  // The closing lines of `gdrproxy run`: lost results, failed-closed calls, counts.
+  void print_summary(bool with_stats) const;
+
+  // From the engine: the result of one of this session's calls, or a write() it watches.
+  void on_exit_event(const gdrproxy_exit_event& e);
+
+ private:
+  struct Listener {
+    int fd = -1;
+    std::unique_ptr<boost::asio::posix::stream_descriptor> stream;
+    bool hung_up = false;
+  };
+  // The one place a notification is answered; each records that the current one was.
+  int answer_continue(uint64_t id);
+  int answer_error(uint64_t id, int err);
+  int answer_fd(uint64_t id, int srcfd, bool cloexec);
+  void note(const std::string& msg) const;
+  void setup_nvidia();
+  void arm(Listener& l);
+  void on_ready(Listener& l);
+  void check_end();
+  void arm_sweep();
+  void handle(const seccomp_notif& req);
+  void dispatch(const seccomp_notif& req);
+  void handle_ioctl(const seccomp_notif& req, uint64_t t0);
+  void handle_open(const seccomp_notif& req, uint64_t t0);
+  void refuse_ungranted(const seccomp_notif& req, int fd, const DeviceNode& node, DecodedCall call,
+                        const std::string& reason, uint64_t t0);
+  std::string ungranted_gpu(uint32_t instance);
+  void continue_observed(TraceRecord& r, uint64_t id, pid_t tid, uint64_t t0, bool watch_rdma_cm);
+  void finish_call(TraceRecord& r, const DeviceNode& node, const Verdict& v, uint64_t id, pid_t tid,
+                   uint64_t t0);
+  const DeviceNode* device_of_fd(pid_t tid, int fd) const;
+  void on_cm_write(const gdrproxy_exit_event& e);
+  void emit(TraceRecord& r);
+  TraceRecord begin_record(const seccomp_notif& req, const char* syscall);
+  const ProcessIdentity& identity(pid_t tid);
+
+  Engine& engine_;
+  SessionConfig config_;
+  const DeviceCatalog& catalog_;
+  OpenBroker broker_;
+  bool nv_enforce_ = true;
+  bool all_gpus_granted_ = true;
+  ExitObserver* observer_ = nullptr;  // the engine's, when tracing and available
+  std::unique_ptr<FILE, int (*)(FILE*)> json_out_{nullptr, &std::fclose};
+  std::vector<std::unique_ptr<Listener>> listeners_;
+  int nfd_ = -1;  // the listener of the notification being handled
+  bool answered_ = false;
+  bool ended_ = false;
+  std::function<void()> on_end_;
+  boost::asio::steady_timer sweep_;
+  // Records waiting for their result, by seq; and which seq each host tid waits on.
+  std::map<uint64_t, std::pair<TraceRecord, uint64_t>> pending_;  // seq -> (record, t0)
+  std::map<uint32_t, uint64_t> pending_by_tid_;
+  // Identities by host tid, valid while /proc/<tid> keeps its inode (a reused pid gets a new one).
+  std::map<pid_t, std::pair<ino_t, ProcessIdentity>> identities_;
+  DenialLog denials_;
+  // Fds whose writes the observer watches, with their class, recorded when their open returned.
+  std::map<std::pair<uint32_t, uint32_t>, DeviceClass> watched_fds_;
+  SessionStats stats_;
+};
+
+}  // namespace gdrproxy::proxy
