@@ -1,0 +1,64 @@
+// The container process state an OCI runtime sends with a container's seccomp listener fd
+// (runtime-spec config-linux.md, "The Container Process State"), parsed and checked. Whoever can
+// connect to the listener socket writes these bytes: every field is checked for type and range
+// here, before anything uses it, and `why` carries the sender's bytes only escaped. The listener
+// is the fd whose name in `fds` is "seccompFd": found by that name, never by position.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gdrproxy::proxy {
+
+// The name runtimes give the seccomp listener in `fds`.
+inline constexpr std::string_view kSeccompFdName = "seccompFd";
+// The longest container id accepted (runc and crun ids are far shorter; the bound keeps a
+// hostile id out of every map and log line the agent keeps).
+inline constexpr size_t kMaxContainerIdBytes = 1024;
+
+// runtime-spec runtime.md "Lifecycle": runc sends kCreating for a container's init process and
+// kRunning for each `runc exec` process; crun sends kCreating.
+enum class ContainerStatus { kCreating, kCreated, kRunning, kStopped };
+
+const char* container_status_name(ContainerStatus status);
+
+struct ContainerProcessState {
+  // The runtime's spec version ("1.2.0" from runc, "0.2.0" hard-coded by crun): kept, never
+  // checked.
+  std::string oci_version;
+  // Names of the fds that came with the message, in SCM_RIGHTS order.
+  std::vector<std::string> fd_names;
+  // Position of the seccomp listener among the received fds (< fds_received).
+  size_t seccomp_fd_index = 0;
+  // The process the listener belongs to, as the runtime's pid namespace sees it (> 0).
+  pid_t pid = 0;
+  // linux.seccomp.listenerMetadata; empty when absent.
+  std::string metadata;
+
+  // runtime-spec runtime.md "State" of the container the process belongs to.
+  struct RuntimeState {
+    std::string oci_version;
+    std::string id;  // non-empty, at most kMaxContainerIdBytes, any bytes: escape to print
+    ContainerStatus status = ContainerStatus::kCreating;
+    pid_t pid = 0;       // the container's init process; 0 when absent (optional while creating)
+    std::string bundle;  // absolute path; empty when absent
+    std::map<std::string, std::string> annotations;
+  } state;
+};
+
+// Parses and checks one container process state. `fds_received` is how many fds arrived with it:
+// `fds` must name exactly that many, "seccompFd" among them exactly once. Keys this parser does
+// not know are ignored (later spec versions add some). On failure returns nullopt and sets `why`
+// to one printable line naming the field and what was expected ("state.id: expected ..."). Never
+// throws.
+std::optional<ContainerProcessState> parse_container_process_state(std::string_view json,
+                                                                   size_t fds_received,
+                                                                   std::string& why);
+
+}  // namespace gdrproxy::proxy
