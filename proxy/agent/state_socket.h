@@ -1,0 +1,42 @@
+// Receiving one container process state on a connection to the agent's listenerPath socket: the
+// OCI runtime connects, sends one JSON document (possibly over several sendmsg() calls, its fds
+// with the first) and closes. The peer is not trusted: it may never close, send without end, or
+// attach fds where the protocol has none. On every path but success each fd that arrived is
+// closed before returning, and no peer holds the caller past its deadline.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gdrproxy::proxy {
+
+// Runtimes send a few hundred bytes; a larger state is refused.
+inline constexpr size_t kMaxStateBytes = 64 * 1024;
+// The most fds one state may carry (runtimes send one, "seccompFd"); more is refused.
+inline constexpr size_t kMaxStateFds = 16;
+
+struct ReceivedState {
+  std::string json;
+  // In SCM_RIGHTS order, close-on-exec. The caller owns them.
+  std::vector<int> fds;
+};
+
+// Reads `conn_fd` (an accepted AF_UNIX SOCK_STREAM connection) until the peer closes it. The fds
+// are those of the first read that carries any: the kernel may hand over several sendmsg()s'
+// bytes in one read, so "the first message" is the first read with fds. fds arriving with a
+// later read are closed and refused, as are more than kMaxStateFds fds (MSG_CTRUNC) and more
+// than kMaxStateBytes bytes. Gives up when the peer has not closed within `timeout_ms` (> 0) of
+// the call, however it trickles its bytes. On failure returns false with every fd that arrived
+// closed, `why` one line, and `out` untouched; on success fills `out`.
+bool receive_container_state(int conn_fd, ReceivedState& out, std::string& why, int timeout_ms);
+
+// The connecting process's pid, uid and gid as the kernel recorded them at connect()
+// (SO_PEERCRED), translated into the caller's namespaces (pid 0 when the peer's pid namespace is
+// not the caller's or below it); nullopt when getsockopt fails (`conn_fd` is not a UNIX socket).
+std::optional<ucred> peer_credentials(int conn_fd);
+
+}  // namespace gdrproxy::proxy
