@@ -1,10 +1,12 @@
-// `gdrproxy run`, `gdrproxy trace summarize`, `gdrproxy demo` and the hidden helpers the demo and
-// tests use. Each callback parses options and calls into the library; no behaviour lives here.
+// `gdrproxy run`, `gdrproxy agent`, `gdrproxy trace summarize`, `gdrproxy demo` and the hidden
+// helpers the demo and tests use. Each callback parses options and calls into the library; no
+// behaviour lives here.
 #include "proxy/cli.h"
 
 #include <fstream>
 #include <iostream>
 
+#include "proxy/agent/agent.h"
 #include "proxy/exercise/cuda_dmabuf.h"
 #include "proxy/exercise/device_exerciser.h"
 #include "proxy/exercise/standin_devices.h"
@@ -97,6 +99,53 @@ void add_run(CLI::App& app, int& exit_code, const CommandTail& tail) {
   });
 }
 
+void add_agent(CLI::App& app, int& exit_code) {
+  auto* agent = app.add_subcommand(
+      "agent",
+      "Serve the seccomp listeners that OCI runtimes (runc, crun) hand over through\n"
+      "linux.seccomp.listenerPath: one session per container, device calls decoded, policed\n"
+      "and traced as under `gdrproxy run`. What each container gets (devices, policy, mode,\n"
+      "trace) comes from the operator's config, matched on the container id, bundle and\n"
+      "listenerMetadata; a container no rule matches gets no device. Only root may connect.\n"
+      "Runs in the initial pid namespace; stops on SIGTERM/SIGINT (containers' trapped calls then\n"
+      "fail with ENOSYS).\n"
+      "Example: gdrproxy agent --config configs/agent/example.json --trace-dir /run/gdrproxy/traces\n"
+      "Example: gdrproxy agent ctl list");
+  auto opts = std::make_shared<AgentOptions>();
+  auto config = std::make_shared<std::string>();
+  auto trace_dir = std::make_shared<std::string>();
+  agent->add_option("--socket", opts->socket, "Listener socket runtimes connect to")
+      ->capture_default_str();
+  agent->add_option("--ctl-socket", opts->ctl_socket, "Control socket (`gdrproxy agent ctl`)")
+      ->capture_default_str();
+  agent->add_option("--config", *config,
+                    "Agent config (JSON: container rules; see docs/ARCHITECTURE.md). Default: "
+                    "every container gets no device");
+  agent->add_option("--trace-dir", *trace_dir,
+                    "Directory for per-container JSONL traces (rules with \"trace\": true)");
+  agent->add_option("--dev-root", opts->dev_root, "Where the device nodes are")
+      ->capture_default_str();
+  agent->add_flag("-q,--quiet", opts->quiet, "No log lines on stderr");
+  auto* ctl = agent->add_subcommand("ctl", "Ask a running agent: list (containers) or stats");
+  auto command = std::make_shared<std::string>();
+  ctl->add_option("command", *command, "list | stats")
+      ->required()
+      ->check(CLI::IsMember({"list", "stats"}));
+  ctl->add_option("--ctl-socket", opts->ctl_socket, "Control socket")->capture_default_str();
+  ctl->callback([opts, command, &exit_code] { exit_code = agent_ctl(opts->ctl_socket, *command); });
+  agent->callback([ctl, opts, config, trace_dir, &exit_code] {
+    if (ctl->parsed()) return;
+    if (!config->empty()) opts->config = *config;
+    if (!trace_dir->empty()) opts->trace_dir = *trace_dir;
+    try {
+      exit_code = run_agent(*opts);
+    } catch (const std::exception& e) {
+      std::cerr << "gdrproxy agent: " << e.what() << "\n";
+      exit_code = 1;
+    }
+  });
+}
+
 void add_trace(CLI::App& app, int& exit_code) {
   auto* trace =
       app.add_subcommand("trace", "Work with traces written by `gdrproxy run --trace-json`");
@@ -169,6 +218,7 @@ void add_hidden(CLI::App& app, int& exit_code, const CommandTail& tail) {
 
 void register_commands(CLI::App& app, int& exit_code, CommandTail& tail) {
   add_run(app, exit_code, tail);
+  add_agent(app, exit_code);
   add_trace(app, exit_code);
   add_hidden(app, exit_code, tail);
 }

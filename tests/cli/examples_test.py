@@ -16,6 +16,9 @@ Environments (all private, nothing of the host is changed):
           a veth pair named rdma0/rdma1 with addresses from 198.51.100.0/24, and a process in its
           own network namespace standing for the container (its pid replaces 4242).
           `<rootfs>` becomes a temporary directory.
+  agent   `gdrproxy agent ...` in a private mount namespace with tmpfs over /run: the serving
+          example starts and listens on its sockets, each `agent ctl` example answers (exit 0)
+          while it serves, and SIGTERM stops it with exit status 0.
   demo    `gdrproxy demo`: exit status 0.
 
 usage: examples_test.py GDRPROXY SOURCE_DIR
@@ -130,6 +133,8 @@ def environment(words):
         return "node"
     if sub == ["demo"]:
         return "demo"
+    if sub[:1] == ["agent"]:
+        return "agent"
     return None
 
 
@@ -250,11 +255,58 @@ def run_node(examples, work):
 
 # ---- driver -------------------------------------------------------------------------------
 
+# ---- the agent environment (runs inside a private mount namespace) --------------------------
+
+def run_agent(examples, work):
+    """Starts each serving example, checks the ctl examples against it, stops it with SIGTERM."""
+    import signal
+    import time
+    sh("mount -t tmpfs tmpfs /run")
+    os.makedirs("/run/gdrproxy/traces")
+    servers = [(w, e) for w, e in examples if "ctl" not in gdrproxy_words(e)]
+    ctls = [(w, e) for w, e in examples if "ctl" in gdrproxy_words(e)]
+    if not servers:
+        for where, ex in ctls:
+            fail(f"[{where}] {ex}", "no serving agent example to ask")
+        return
+    for where, ex in servers:
+        label = f"[{where}] {ex}"
+        proc = subprocess.Popen([GP] + gdrproxy_words(ex)[1:], cwd=work, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        for _ in range(100):
+            if os.path.exists("/run/gdrproxy/agent.sock") and os.path.exists("/run/gdrproxy/agent.ctl"):
+                break
+            if proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        if proc.poll() is not None:
+            fail(label, f"exited {proc.returncode}: {proc.stdout.read()[-300:]}")
+            continue
+        for cwhere, cex in ctls:
+            r = subprocess.run([GP] + gdrproxy_words(cex)[1:], cwd=work, capture_output=True,
+                               text=True, timeout=30)
+            if r.returncode != 0:
+                fail(f"[{cwhere}] {cex}", f"exit {r.returncode}: {r.stderr[-300:]}")
+            else:
+                ok(f"[{cwhere}] {cex}", "answered")
+        proc.send_signal(signal.SIGTERM)
+        try:
+            rc = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            fail(label, "did not stop on SIGTERM")
+            continue
+        if rc != 0:
+            fail(label, f"exit {rc} on SIGTERM: {proc.stdout.read()[-300:]}")
+        else:
+            ok(label, "served, answered, stopped on SIGTERM")
+
+
 def main():
-    if len(sys.argv) == 5 and sys.argv[3] in ("--engine", "--node"):
+    if len(sys.argv) == 5 and sys.argv[3] in ("--engine", "--node", "--agent"):
         examples = json.loads(os.environ["GDRPROXY_EXAMPLES"])
         work = sys.argv[4]
-        (run_engine if sys.argv[3] == "--engine" else run_node)(examples, work)
+        {"--engine": run_engine, "--node": run_node, "--agent": run_agent}[sys.argv[3]](examples, work)
         sys.exit(1 if failures else 0)
 
     examples, texts = [], set()
@@ -265,7 +317,7 @@ def main():
             examples.append((where, ex))
     if not examples:
         sys.exit("no examples found: the extraction is broken")
-    groups = {"engine": [], "node": [], "demo": []}
+    groups = {"engine": [], "node": [], "agent": [], "demo": []}
     for where, ex in examples:
         env = environment(gdrproxy_words(ex))
         if env is None:
@@ -283,7 +335,9 @@ def main():
         me = os.path.realpath(__file__)
         for env, cmd in (("engine", [GP, "standin", sys.executable, me, GP, SRC, "--engine"]),
                          ("node", ["unshare", "--mount", "--net", "--propagation", "private",
-                                   sys.executable, me, GP, SRC, "--node"])):
+                                   sys.executable, me, GP, SRC, "--node"]),
+                         ("agent", ["unshare", "--mount", "--propagation", "private",
+                                    sys.executable, me, GP, SRC, "--agent"])):
             if groups[env]:
                 r = subprocess.run(cmd + [work], env=dict(os.environ, GDRPROXY_EXAMPLES=json.dumps(
                     groups[env])), timeout=900)

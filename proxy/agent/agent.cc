@@ -1,0 +1,395 @@
+// The agent's listener server, container registry and control socket, on the engine's loop.
+// A connection is one runtime handing over one process's listener; reading it is bounded (2 s,
+// 64 KiB) and only root may connect, so the loop never waits on a tenant. Sessions end when every
+// listener of their container has hung up; the registry then drops them.
+#include "proxy/agent/agent.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+#include "proxy/agent/agent_config.h"
+#include "proxy/agent/container_state.h"
+#include "proxy/agent/state_socket.h"
+#include "proxy/engine/engine.h"
+#include "proxy/engine/session.h"
+#include "proxy/trace/escape.h"
+
+namespace gdrproxy::proxy {
+namespace {
+
+namespace asio = boost::asio;
+using local = asio::local::stream_protocol;
+
+constexpr int kStateTimeoutMs = 2000;
+
+// The agent must see every container's processes with host pids: seccomp reports pids in the
+// listener holder's pid namespace, and the BPF observer reports host tids.
+bool in_initial_pid_namespace() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("NSpid:", 0) == 0) {
+      // One pid: the initial namespace; one more per level of nesting.
+      std::istringstream pids(line.substr(6));
+      int levels = 0;
+      for (std::string p; pids >> p;) ++levels;
+      return levels == 1;
+    }
+  }
+  return true;  // a kernel without NSpid has no pid namespaces to be in
+}
+
+// A file name for a container id: the id where it is plain, else its plain characters plus a
+// hash (ids are the runtime's, but a file name must never climb out of the trace directory).
+std::string file_name_for(const std::string& id) {
+  std::string out;
+  bool changed = id.empty() || id[0] == '.';
+  for (char c : id) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                       c == '.' || c == '_' || c == '-';
+    out += plain ? c : '_';
+    changed = changed || !plain;
+  }
+  if (out.size() > 128) {
+    out.resize(128);
+    changed = true;
+  }
+  if (changed) {
+    char h[20];
+    std::snprintf(h, sizeof h, "-%016zx", std::hash<std::string>{}(id));
+    out += h;
+  }
+  return out;
+}
+
+// Binds a root-only stream socket at `path` (mode 0600 in a 0700 directory we create if
+// missing); a stale socket nobody serves is replaced, a live one is an error.
+local::acceptor bind_root_only(asio::io_context& io, const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash != std::string::npos && slash > 0) {
+    const std::string dir = path.substr(0, slash);
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+      throw std::runtime_error("cannot create " + dir + ": " + std::strerror(errno));
+  }
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) throw std::runtime_error(path + " exists and is not a socket");
+    local::socket probe(io);
+    boost::system::error_code ec;
+    probe.connect(local::endpoint(path), ec);
+    if (!ec) throw std::runtime_error(path + ": another agent is serving it");
+    ::unlink(path.c_str());
+  }
+  const mode_t old = ::umask(0177);
+  local::acceptor a(io);
+  boost::system::error_code ec;
+  a.open(local(), ec);
+  if (!ec) a.bind(local::endpoint(path), ec);
+  ::umask(old);
+  if (!ec) a.listen(64, ec);
+  if (ec) throw std::runtime_error("cannot listen on " + path + ": " + ec.message());
+  ::chmod(path.c_str(), 0600);
+  return a;
+}
+
+struct Container {
+  std::string id;
+  std::string bundle, status, metadata, rule;
+  pid_t pid = -1;
+  int pidfd = -1;
+  unsigned listeners = 0;
+  std::vector<std::string> grants;
+  Mode mode = Mode::kEnforce;
+  std::unique_ptr<Session> session;
+  ~Container() {
+    if (pidfd >= 0) ::close(pidfd);
+  }
+};
+
+class Agent {
+ public:
+  Agent(const AgentOptions& o, AgentConfig config)
+      : opts_(o),
+        config_(std::move(config)),
+        engine_(DeviceCatalog::scan(o.dev_root)),
+        acceptor_(bind_root_only(engine_.io(), o.socket)),
+        ctl_(bind_root_only(engine_.io(), o.ctl_socket)),
+        signals_(engine_.io(), SIGTERM, SIGINT) {}
+
+  ~Agent() {
+    ::unlink(opts_.socket.c_str());
+    ::unlink(opts_.ctl_socket.c_str());
+  }
+
+  int run() {
+    ::signal(SIGPIPE, SIG_IGN);
+    accept();
+    accept_ctl();
+    signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
+      if (ec) return;
+      log("stopping on signal " + std::to_string(sig) + ": " + std::to_string(containers_.size()) +
+          " container(s) lose their listener (their trapped calls fail with ENOSYS)");
+      engine_.io().stop();
+    });
+    log("serving " + opts_.socket + " (control: " + opts_.ctl_socket + ")");
+    engine_.io().run();
+    for (auto& [id, c] : containers_) c->session->finish("the agent stopped");
+    containers_.clear();
+    return 0;
+  }
+
+ private:
+  void log(const std::string& msg) const {
+    if (!opts_.quiet) std::fprintf(stderr, "gdrproxy agent: %s\n", printable(msg).c_str());
+  }
+
+  void accept() {
+    acceptor_.async_accept([this](const boost::system::error_code& ec, local::socket s) {
+      if (ec) return;
+      try {
+        on_connection(s.native_handle());
+      } catch (const std::exception& e) {
+        log(std::string("internal error on a runtime connection, refused: ") + e.what());
+      }
+      accept();
+    });
+  }
+
+  void on_connection(int fd) {
+    const auto cred = peer_credentials(fd);
+    if (!cred || cred->uid != 0) {
+      log("refused a connection from uid " + (cred ? std::to_string(cred->uid) : "?") + " pid " +
+          (cred ? std::to_string(cred->pid) : "?") + ": only root hands over listeners");
+      return;
+    }
+    ReceivedState rs;
+    std::string why;
+    if (!receive_container_state(fd, rs, why, kStateTimeoutMs)) {
+      log("runtime pid " + std::to_string(cred->pid) + ": " + why);
+      return;
+    }
+    // Every received fd is ours to close but the listener, which a session takes over.
+    struct Fds {
+      std::vector<int>& v;
+      ~Fds() {
+        for (int f : v)
+          if (f >= 0) ::close(f);
+      }
+    } fds{rs.fds};
+    const auto st = parse_container_process_state(rs.json, rs.fds.size(), why);
+    if (!st) {
+      log("runtime pid " + std::to_string(cred->pid) + ": " + why);
+      return;
+    }
+    int listener = rs.fds[st->seccomp_fd_index];
+    rs.fds[st->seccomp_fd_index] = -1;
+    if (!adopt(*st, listener)) ::close(listener);
+  }
+
+  // Gives `listener` to its container's session, made on first sight. False: refused (the caller
+  // closes the listener: that container's trapped calls then fail with ENOSYS).
+  bool adopt(const ContainerProcessState& st, int listener) {
+    const std::string& id = st.state.id;
+    // Bind the session to the process, not to the message: it must exist now.
+    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, st.pid, 0));
+    if (pidfd < 0) {
+      log("container " + id + ": process " + std::to_string(st.pid) + " is gone (" +
+          std::strerror(errno) + "): listener closed");
+      return false;
+    }
+    auto it = containers_.find(id);
+    if (it != containers_.end() && !it->second->session->ended()) {
+      ::close(pidfd);
+      Container& c = *it->second;
+      c.session->add_listener(listener);
+      ++c.listeners;
+      log("container " + id + ": process " + std::to_string(st.pid) + " (" +
+          container_status_name(st.state.status) + ") joins its session (" +
+          std::to_string(c.listeners) + " listeners)");
+      return true;
+    }
+    auto c = std::make_unique<Container>();
+    c->id = id;
+    c->bundle = st.state.bundle;
+    c->status = container_status_name(st.state.status);
+    c->metadata = st.metadata;
+    c->pid = st.pid;
+    c->pidfd = pidfd;
+    const ContainerRule& rule = config_.rule_for(id, st.state.bundle, st.metadata);
+    c->rule = rule.origin;
+    SessionConfig cfg;
+    cfg.name = id;
+    try {
+      cfg.policy =
+          rule.policy_file ? Policy::load_file(*rule.policy_file) : Policy::builtin_default();
+      cfg.grants =
+          Grants::from_specs(engine_.catalog(), rule.grants ? rule.grants : cfg.policy.grants());
+      cfg.mode = rule.mode.value_or(cfg.policy.mode().value_or(Mode::kEnforce));
+      if (rule.trace && opts_.trace_dir)
+        cfg.trace_json = *opts_.trace_dir + "/" + file_name_for(id) + ".jsonl";
+      cfg.quiet = opts_.quiet;
+      // Synchronous wake-ups would pull many containers' callers onto the agent's CPUs.
+      cfg.sync_wakeup = false;
+      c->grants = cfg.grants.all() ? std::vector<std::string>{"(all)"} : cfg.grants.names();
+      c->mode = cfg.mode;
+      c->session = std::make_unique<Session>(engine_, std::move(cfg));
+    } catch (const std::exception& e) {
+      log("container " + id + ": " + e.what() + ": listener closed");
+      return false;
+    }
+    c->session->on_end([this, id] {
+      // Not from inside the session's own handler: drop it on the next turn of the loop.
+      asio::post(engine_.io(), [this, id] { drop(id); });
+    });
+    c->session->add_listener(listener);
+    c->listeners = 1;
+    std::string g;
+    for (const auto& n : c->grants) g += (g.empty() ? "" : ",") + n;
+    log("container " + id + ": process " + std::to_string(st.pid) + " (" +
+        container_status_name(st.state.status) + "), rule " + c->rule + ", grants [" + g +
+        "], mode " + (c->mode == Mode::kEnforce ? "enforce" : "trace"));
+    containers_[id] = std::move(c);
+    return true;
+  }
+
+  void drop(const std::string& id) {
+    auto it = containers_.find(id);
+    if (it == containers_.end() || !it->second->session->ended()) return;
+    it->second->session->finish("the container exited before the call returned");
+    const SessionStats s = it->second->session->stats();
+    log("container " + id + " ended: " + std::to_string(s.ioctls) + " ioctl, " +
+        std::to_string(s.opens) + " open, " + std::to_string(s.denied) + " denied");
+    containers_.erase(it);
+  }
+
+  void accept_ctl() {
+    ctl_.async_accept([this](const boost::system::error_code& ec, local::socket s) {
+      if (ec) return;
+      try {
+        on_ctl(s.native_handle());
+      } catch (const std::exception& e) {
+        log(std::string("internal error on a control connection: ") + e.what());
+      }
+      accept_ctl();
+    });
+  }
+
+  void on_ctl(int fd) {
+    const auto cred = peer_credentials(fd);
+    if (!cred || cred->uid != 0) return;
+    // One short command line, read with a deadline.
+    std::string cmd;
+    char buf[256];
+    pollfd p{fd, POLLIN, 0};
+    while (cmd.size() < 256 && ::poll(&p, 1, 1000) == 1) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n <= 0) break;
+      cmd.append(buf, static_cast<size_t>(n));
+      if (cmd.find('\n') != std::string::npos) break;
+    }
+    while (!cmd.empty() && (cmd.back() == '\n' || cmd.back() == ' ')) cmd.pop_back();
+    std::string out;
+    if (cmd == "list" || cmd == "stats") {
+      for (const auto& [id, c] : containers_) {
+        nlohmann::json j;
+        j["id"] = id;
+        if (cmd == "list") {
+          j["pid"] = c->pid;
+          j["status"] = c->status;
+          j["bundle"] = c->bundle;
+          j["rule"] = c->rule;
+          j["grants"] = c->grants;
+          j["mode"] = c->mode == Mode::kEnforce ? "enforce" : "trace";
+          j["listeners"] = c->listeners;
+        } else {
+          const SessionStats s = c->session->stats();
+          j["ioctls"] = s.ioctls;
+          j["opens"] = s.opens;
+          j["brokered"] = s.brokered;
+          j["denied"] = s.denied;
+          j["handler_faults"] = s.handler_faults;
+          j["observer_lost"] = s.observer_lost;
+          j["us_per_ioctl"] = s.ioctls ? double(s.ns_ioctl) / 1e3 / double(s.ioctls) : 0.0;
+          j["us_per_open"] = s.opens ? double(s.ns_open) / 1e3 / double(s.opens) : 0.0;
+        }
+        out += j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+      }
+    } else {
+      out = "{\"error\":\"unknown command; expected list or stats\"}\n";
+    }
+    (void)!::write(fd, out.data(), out.size());
+  }
+
+  const AgentOptions& opts_;
+  AgentConfig config_;
+  Engine engine_;
+  local::acceptor acceptor_;
+  local::acceptor ctl_;
+  asio::signal_set signals_;
+  std::map<std::string, std::unique_ptr<Container>> containers_;
+};
+
+}  // namespace
+
+int run_agent(const AgentOptions& o) {
+  if (!in_initial_pid_namespace())
+    throw std::runtime_error(
+        "gdrproxy agent must run in the initial pid namespace (seccomp and the BPF observer "
+        "report host pids); run it on the host, not in a container");
+  AgentConfig config = o.config ? AgentConfig::load_file(*o.config)
+                                : AgentConfig::from_json_text("{\"version\": 1}", "(no --config)");
+  if (o.trace_dir) {
+    struct stat st;
+    if (::stat(o.trace_dir->c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      throw std::runtime_error("--trace-dir " + *o.trace_dir + " is not a directory");
+  }
+  Agent agent(o, std::move(config));
+  return agent.run();
+}
+
+int agent_ctl(const std::string& ctl_socket, const std::string& command) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (fd < 0 || ctl_socket.size() >= sizeof addr.sun_path) {
+    std::fprintf(stderr, "gdrproxy agent ctl: bad control socket path %s\n", ctl_socket.c_str());
+    return 1;
+  }
+  std::memcpy(addr.sun_path, ctl_socket.c_str(), ctl_socket.size());
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    std::fprintf(stderr, "gdrproxy agent ctl: no agent at %s: %s\n", ctl_socket.c_str(),
+                 std::strerror(errno));
+    ::close(fd);
+    return 1;
+  }
+  const std::string line = command + "\n";
+  (void)!::write(fd, line.data(), line.size());
+  ::shutdown(fd, SHUT_WR);
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) std::fwrite(buf, 1, static_cast<size_t>(n), stdout);
+  ::close(fd);
+  return 0;
+}
+
+}  // namespace gdrproxy::proxy

@@ -1,0 +1,33 @@
+// `gdrproxy agent`: the long-running process OCI runtimes hand their containers' seccomp
+// listeners to (`linux.seccomp.listenerPath`). One Engine, one Session per container: each
+// process the runtime starts in a container (runc: the init process, then one per `runc exec`)
+// arrives on its own connection with its own listener fd, and joins its container's session.
+// The idea not to miss: only root may connect (socket mode 0600, SO_PEERCRED uid 0), and what a
+// container gets comes from the operator's agent config matched on the runtime's report, never
+// from anything the tenant wrote; a container whose session cannot be set up gets its listener
+// closed, so its trapped calls fail with ENOSYS rather than run unpoliced.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace gdrproxy::proxy {
+
+struct AgentOptions {
+  std::string socket = "/run/gdrproxy/agent.sock";     // where runtimes connect
+  std::string ctl_socket = "/run/gdrproxy/agent.ctl";  // `gdrproxy agent ctl`
+  std::optional<std::string> config;                   // nullopt: every container gets no device
+  std::optional<std::string> trace_dir;                // per-container JSONL traces
+  std::string dev_root = "/dev";
+  bool quiet = false;
+};
+
+// Serves until SIGTERM or SIGINT. Throws std::runtime_error for setup errors (bad config, socket
+// in use, not in the initial pid namespace).
+int run_agent(const AgentOptions& options);
+
+// `gdrproxy agent ctl COMMAND`: sends COMMAND (list, stats) to a running agent and prints its
+// answer (one JSON object per line). Returns 0, or 1 when the agent cannot be reached.
+int agent_ctl(const std::string& ctl_socket, const std::string& command);
+
+}  // namespace gdrproxy::proxy

@@ -1,0 +1,126 @@
+// Loading and matching of the agent's container rules. Every key is checked: an unknown key or a
+// value of the wrong type is refused with the file and the field named, because a typo in this
+// file would otherwise hand a container devices it should not have, or none it should.
+#include "proxy/agent/agent_config.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+#include "proxy/policy/glob.h"
+
+namespace gdrproxy::proxy {
+namespace {
+
+using json = nlohmann::json;
+
+[[noreturn]] void bad(const std::string& origin, const std::string& field,
+                      const std::string& what) {
+  throw std::runtime_error(origin + ": " + field + ": " + what);
+}
+
+void only_keys(const json& j, const std::string& origin, const std::string& where,
+               std::initializer_list<const char*> keys) {
+  for (const auto& [k, v] : j.items()) {
+    bool known = false;
+    for (const char* key : keys) known = known || k == key;
+    if (!known) bad(origin, where + k, "unknown key");
+  }
+}
+
+std::optional<std::string> opt_string(const json& j, const char* key, const std::string& origin,
+                                      const std::string& where) {
+  if (!j.contains(key)) return std::nullopt;
+  if (!j[key].is_string()) bad(origin, where + key, "expected a string");
+  return j[key].get<std::string>();
+}
+
+ContainerRule parse_rule(const json& j, const std::string& origin, const std::string& where) {
+  if (!j.is_object()) bad(origin, where, "expected an object");
+  only_keys(j, origin, where + ".", {"match", "grants", "policy", "mode", "trace", "comment"});
+  ContainerRule r;
+  r.origin = where;
+  if (j.contains("match")) {
+    const json& m = j["match"];
+    if (!m.is_object()) bad(origin, where + ".match", "expected an object");
+    only_keys(m, origin, where + ".match.", {"id", "bundle", "metadata"});
+    r.id = opt_string(m, "id", origin, where + ".match.");
+    r.bundle = opt_string(m, "bundle", origin, where + ".match.");
+    r.metadata = opt_string(m, "metadata", origin, where + ".match.");
+  }
+  if (j.contains("grants")) {
+    const json& g = j["grants"];
+    if (!g.is_array()) bad(origin, where + ".grants", "expected an array of device names");
+    std::vector<std::string> names;
+    for (const json& n : g) {
+      if (!n.is_string()) bad(origin, where + ".grants", "expected an array of device names");
+      names.push_back(n.get<std::string>());
+    }
+    r.grants = std::move(names);
+  }
+  r.policy_file = opt_string(j, "policy", origin, where + ".");
+  if (const auto m = opt_string(j, "mode", origin, where + ".")) {
+    if (*m == "enforce")
+      r.mode = Mode::kEnforce;
+    else if (*m == "trace")
+      r.mode = Mode::kTrace;
+    else
+      bad(origin, where + ".mode", "expected \"enforce\" or \"trace\"");
+  }
+  if (j.contains("trace")) {
+    if (!j["trace"].is_boolean()) bad(origin, where + ".trace", "expected true or false");
+    r.trace = j["trace"].get<bool>();
+  }
+  return r;
+}
+
+bool field_matches(const std::optional<std::string>& pattern, const std::string& value) {
+  return !pattern || glob_match(pattern->c_str(), value.c_str());
+}
+
+}  // namespace
+
+AgentConfig AgentConfig::from_json_text(const std::string& text, const std::string& origin) {
+  const json j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) bad(origin, "(file)", "not valid JSON");
+  if (!j.is_object()) bad(origin, "(file)", "expected a JSON object");
+  only_keys(j, origin, "", {"version", "comment", "containers", "default"});
+  if (!j.contains("version") || j["version"] != 1) bad(origin, "version", "expected 1");
+  AgentConfig c;
+  // Without a "default" rule a container no rule matches gets no device.
+  c.fallback.grants = std::vector<std::string>{};
+  c.fallback.origin = "default";
+  if (j.contains("containers")) {
+    if (!j["containers"].is_array()) bad(origin, "containers", "expected an array of rules");
+    for (size_t i = 0; i < j["containers"].size(); ++i)
+      c.containers.push_back(
+          parse_rule(j["containers"][i], origin, "containers[" + std::to_string(i) + "]"));
+  }
+  if (j.contains("default")) {
+    c.fallback = parse_rule(j["default"], origin, "default");
+    if (c.fallback.id || c.fallback.bundle || c.fallback.metadata)
+      bad(origin, "default.match", "the default rule matches every container; it has no match");
+    if (!c.fallback.grants) c.fallback.grants = std::vector<std::string>{};
+  }
+  return c;
+}
+
+AgentConfig AgentConfig::load_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read agent config " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return from_json_text(ss.str(), path);
+}
+
+const ContainerRule& AgentConfig::rule_for(const std::string& id, const std::string& bundle,
+                                           const std::string& metadata) const {
+  for (const ContainerRule& r : containers)
+    if (field_matches(r.id, id) && field_matches(r.bundle, bundle) &&
+        field_matches(r.metadata, metadata))
+      return r;
+  return fallback;
+}
+
+}  // namespace gdrproxy::proxy

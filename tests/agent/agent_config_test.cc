@@ -1,0 +1,67 @@
+// The agent's container rules: first match wins on id, bundle and metadata globs; a container no
+// rule matches gets no device; every unknown key or mistyped value is refused with its field
+// named (a typo must never widen what a container gets).
+#include <gtest/gtest.h>
+
+#include "proxy/agent/agent_config.h"
+
+namespace gdrproxy::proxy {
+namespace {
+
+AgentConfig parse(const std::string& text) {
+  return AgentConfig::from_json_text(text, "agent.json");
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    parse(text);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+TEST(AgentConfig, FirstMatchingRuleWinsAndUnmatchedGetsNoDevice) {
+  const AgentConfig c = parse(R"({"version": 1, "containers": [
+      {"match": {"id": "train-*", "metadata": "job=*"}, "grants": ["uverbs0"], "trace": true},
+      {"match": {"id": "train-*"}, "grants": ["uverbs1"], "mode": "trace"},
+      {"match": {"bundle": "/run/special/*"}, "policy": "/etc/p.json"}]})");
+  EXPECT_EQ(c.rule_for("train-1", "/b", "job=42").origin, "containers[0]");
+  EXPECT_EQ(c.rule_for("train-1", "/b", "").origin, "containers[1]");
+  EXPECT_EQ(c.rule_for("train-1", "/b", "").mode, Mode::kTrace);
+  EXPECT_EQ(c.rule_for("x", "/run/special/x", "").policy_file, "/etc/p.json");
+  const ContainerRule& d = c.rule_for("stranger", "/b", "job=42");
+  EXPECT_EQ(d.origin, "default");
+  ASSERT_TRUE(d.grants);
+  EXPECT_TRUE(d.grants->empty());
+}
+
+TEST(AgentConfig, ADefaultRuleHasNoMatchAndGrantsNothingUnlessItSays) {
+  EXPECT_TRUE(parse(R"({"version": 1, "default": {"mode": "trace"}})").fallback.grants->empty());
+  EXPECT_EQ(*parse(R"({"version": 1, "default": {"grants": ["rdma_cm"]}})").fallback.grants,
+            std::vector<std::string>{"rdma_cm"});
+  EXPECT_NE(error_of(R"({"version": 1, "default": {"match": {"id": "*"}}})").find("default.match"),
+            std::string::npos);
+}
+
+TEST(AgentConfig, MistakesAreRefusedWithTheirField) {
+  EXPECT_NE(error_of(R"({"version": 1, "containers": [{"grant": ["uverbs0"]}]})")
+                .find("agent.json: containers[0].grant: unknown key"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"version": 1, "containers": [{"match": {"name": "x"}}]})")
+                .find("containers[0].match.name: unknown key"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"version": 1, "containers": [{"grants": "uverbs0"}]})")
+                .find("containers[0].grants: expected an array"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"version": 1, "containers": [{"mode": "audit"}]})")
+                .find("containers[0].mode: expected"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"version": 2})").find("version: expected 1"), std::string::npos);
+  EXPECT_NE(error_of("{").find("not valid JSON"), std::string::npos);
+  EXPECT_NE(error_of(R"({"version": 1, "containers": {}})").find("containers: expected an array"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace gdrproxy::proxy

@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# `gdrproxy agent` with runtime_client playing runc and crun, on stand-in device nodes. The idea
+# not to miss: two containers served by one agent at the same time get exactly what the agent's
+# config gives each (never what their annotations ask for), their calls land in their own
+# traces, a process `runc exec`ed into a container joins that container's session, only root
+# may hand over a listener, and a dead agent leaves callers with ENOSYS, never a hang.
+# Usage: agent_test.sh GDRPROXY RUNTIME_CLIENT ATTACK_CLIENT CASE   (needs root; 77 = skipped)
+set -uo pipefail
+GP=$(realpath "$1")
+RC=$(realpath "$2")
+A=$(realpath "$3")
+CASE=$4
+[[ $EUID == 0 ]] || { echo "SKIP [$CASE]: needs root"; exit 77; }
+# Everything runs inside one stand-in /dev (a private mount namespace), agent and clients alike.
+if [[ -z ${GDRPROXY_AGENT_TEST_INNER:-} ]]; then
+  GDRPROXY_AGENT_TEST_INNER=1 exec timeout 120 "$GP" standin "$0" "$@"
+fi
+WORK=$(mktemp -d /tmp/gdrproxy-agent.XXXXXX)
+AGENT_PID=
+trap '[[ -n $AGENT_PID ]] && kill -KILL $AGENT_PID 2>/dev/null; rm -rf "$WORK"' EXIT
+fail() { echo "FAIL [$CASE]: $*" >&2; [[ -f $WORK/agent.log ]] && sed 's/^/  [agent] /' "$WORK/agent.log" >&2; exit 1; }
+expect_in() { grep -qF -- "$2" "$1" || { echo "--- $1:"; cat "$1"; fail "expected '$2' in $1"; }; }
+expect_not_in() { ! grep -qF -- "$2" "$1" || { echo "--- $1:"; cat "$1"; fail "did not expect '$2' in $1"; }; }
+expect_line() {
+  local line
+  line=$(grep -m1 -F -- "$2" "$1") || { echo "--- $1:"; cat "$1"; fail "no '$2' line in $1"; }
+  [[ $line =~ $3 ]] || { echo "--- $1:"; cat "$1"; fail "'$line' does not match /$3/"; }
+}
+
+SOCK=$WORK/run/agent.sock
+CTL=$WORK/run/agent.ctl
+mkdir -p "$WORK/traces"
+cat >"$WORK/agent.json" <<'EOF'
+{"version": 1,
+ "containers": [
+   {"match": {"id": "team-a-*"}, "grants": ["uverbs0"], "trace": true},
+   {"match": {"id": "team-b-*", "metadata": "job=42"}, "grants": ["uverbs1", "rdma_cm"], "trace": true}
+ ]}
+EOF
+start_agent() {
+  "$GP" agent --socket "$SOCK" --ctl-socket "$CTL" --config "$WORK/agent.json" \
+    --trace-dir "$WORK/traces" "$@" >"$WORK/agent.log" 2>&1 &
+  AGENT_PID=$!
+  local i
+  for i in $(seq 100); do [[ -S $SOCK && -S $CTL ]] && return 0; sleep 0.05; done
+  fail "the agent did not start"
+}
+# in_container ID STYLE [--metadata M] -- CMD...: CMD as a container's process.
+in_container() { "$RC" "$SOCK" "$@"; }
+probe() { echo "$A open /dev/infiniband/$1 rdwr syscall | sed s/^/$1-/"; }
+
+case_two_containers_kept_apart() {
+  # Two containers at once, as runc and as crun: each reaches its own grant only, whatever its
+  # annotations say, and each one's calls are in its own trace.
+  start_agent
+  in_container team-a-1 runc-init -- sh -c "$(probe uverbs0); $(probe uverbs1); sleep 0.5" >"$WORK/a.out" 2>&1 &
+  local a=$!
+  in_container team-b-1 crun --metadata job=42 -- sh -c "$(probe uverbs0); $(probe uverbs1); sleep 0.5" >"$WORK/b.out" 2>&1
+  wait $a || fail "container a exit $?"
+  expect_line "$WORK/a.out" "uverbs0-open" " OK ioctl=E(NOTTY|INVAL)"
+  expect_line "$WORK/a.out" "uverbs1-open" " ERR EACCES$"
+  expect_line "$WORK/b.out" "uverbs1-open" " OK ioctl=E(NOTTY|INVAL)"
+  expect_line "$WORK/b.out" "uverbs0-open" " ERR EACCES$"
+  local ta=$WORK/traces/team-a-1.jsonl tb=$WORK/traces/team-b-1.jsonl
+  for i in $(seq 50); do grep -q "team-b-1 ended" "$WORK/agent.log" && grep -q "team-a-1 ended" "$WORK/agent.log" && break; sleep 0.1; done
+  [[ -s $ta && -s $tb ]] || fail "per-container traces missing: $(ls "$WORK/traces")"
+  expect_in "$ta" '"device":"uverbs0"'
+  expect_not_in "$ta" '"device":"uverbs1","decision":"allow'
+  expect_in "$tb" '"device":"uverbs1"'
+  expect_not_in "$tb" '"device":"uverbs0","decision":"allow'
+  expect_in "$WORK/agent.log" "container team-a-1: process"
+  expect_in "$WORK/agent.log" "rule containers[0], grants [uverbs0]"
+  expect_in "$WORK/agent.log" "rule containers[1], grants [uverbs1,rdma_cm]"
+}
+
+case_unmatched_container_gets_no_device() {
+  # No rule matches (and team-b without its metadata does not match either): no device, even
+  # though the annotations ask for everything.
+  start_agent
+  in_container stranger runc-init -- sh -c "$(probe uverbs0)" >"$WORK/s.out" 2>&1 || fail "exit $?"
+  in_container team-b-2 runc-init -- sh -c "$(probe uverbs1)" >"$WORK/b.out" 2>&1 || fail "exit $?"
+  expect_line "$WORK/s.out" "uverbs0-open" " ERR EACCES$"
+  expect_line "$WORK/b.out" "uverbs1-open" " ERR EACCES$"
+  expect_in "$WORK/agent.log" "container stranger: process"
+  expect_in "$WORK/agent.log" "rule default, grants []"
+}
+
+case_exec_joins_its_container() {
+  # runc exec: a second process with its own listener joins the running container's session
+  # (its grants, its counters), and `agent ctl` lists one container with two listeners.
+  start_agent
+  in_container team-a-2 runc-init -- sleep 3 >"$WORK/init.out" 2>&1 &
+  local init=$!
+  for i in $(seq 50); do grep -q "container team-a-2: process" "$WORK/agent.log" && break; sleep 0.1; done
+  in_container team-a-2 runc-exec -- sh -c "$(probe uverbs0); $(probe uverbs1)" >"$WORK/exec.out" 2>&1 || fail "exec exit $?"
+  "$GP" agent ctl --ctl-socket "$CTL" list >"$WORK/list.out" || fail "ctl list failed"
+  "$GP" agent ctl --ctl-socket "$CTL" stats >"$WORK/stats.out" || fail "ctl stats failed"
+  expect_line "$WORK/exec.out" "uverbs0-open" " OK ioctl="
+  expect_line "$WORK/exec.out" "uverbs1-open" " ERR EACCES$"
+  expect_in "$WORK/agent.log" "container team-a-2: process"
+  expect_in "$WORK/agent.log" "(running) joins its session (2 listeners)"
+  [[ $(grep -c '"id":"team-a-2"' "$WORK/list.out") == 1 ]] || { cat "$WORK/list.out"; fail "not one container listed"; }
+  expect_in "$WORK/list.out" '"listeners":2'
+  expect_in "$WORK/stats.out" '"id":"team-a-2"'
+  expect_in "$WORK/stats.out" '"opens":'
+  kill $init 2>/dev/null
+  wait $init
+}
+
+case_only_root_hands_over_listeners() {
+  # The socket is 0600 and the agent checks SO_PEERCRED: an unprivileged process cannot even
+  # connect, so it cannot hand the agent a listener with a forged container id.
+  start_agent
+  [[ $(stat -c %a "$SOCK") == 600 ]] || fail "socket mode $(stat -c %a "$SOCK")"
+  setpriv --reuid 65534 --regid 65534 --clear-groups "$RC" "$SOCK" team-a-9 runc-init -- true >"$WORK/n.out" 2>&1
+  [[ $? == 120 ]] || { cat "$WORK/n.out"; fail "an unprivileged runtime was not refused"; }
+  expect_in "$WORK/n.out" "connect to the agent: Permission denied"
+  expect_not_in "$WORK/agent.log" "team-a-9"
+}
+
+case_dead_agent_fails_closed() {
+  # SIGKILL the agent while a container runs: its trapped calls then fail with ENOSYS (the
+  # kernel's answer when no listener is left), and nothing hangs.
+  start_agent
+  in_container team-a-3 runc-init -- sh -c "sleep 1; $(probe uverbs0)" >"$WORK/c.out" 2>&1 &
+  local c=$!
+  for i in $(seq 50); do grep -q "container team-a-3: process" "$WORK/agent.log" && break; sleep 0.1; done
+  kill -KILL "$AGENT_PID"
+  wait "$AGENT_PID" 2>/dev/null
+  AGENT_PID=
+  wait $c
+  expect_line "$WORK/c.out" "uverbs0-open" " ERR ENOSYS$"
+}
+
+case_bad_config_refused() {
+  # A typo in the operator's file never turns into "every device": the agent refuses to start
+  # and names the field.
+  echo '{"version": 1, "containers": [{"match": {"id": "x"}, "grant": ["uverbs0"]}]}' >"$WORK/agent.json"
+  "$GP" agent --socket "$SOCK" --ctl-socket "$CTL" --config "$WORK/agent.json" >"$WORK/out" 2>&1
+  [[ $? == 1 ]] || fail "exit $?"
+  expect_in "$WORK/out" "containers[0].grant: unknown key"
+}
+
+"case_$CASE"
+echo "PASS [$CASE]"

@@ -1,0 +1,145 @@
+// Plays an OCI runtime towards `gdrproxy agent`, the way runc and crun do it: a child installs a
+// seccomp filter with a listener (gdrproxy's own notify filter, as a container's profile would
+// carry it), the parent connects to the agent's socket and sends the container process state
+// with the listener fd (SCM_RIGHTS on the first of several sendmsg calls), then lets the child
+// exec the command, whose device calls the agent now serves. The idea not to miss: this is the
+// protocol only; what the command may do is decided by the agent, from its own config.
+// Usage: runtime_client SOCKET ID runc-init|runc-exec|crun [--metadata M] -- CMD...
+// Exit status: the command's (128+N if killed by signal N); 120 on a setup failure.
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "proxy/engine/fd_passing.h"
+#include "proxy/sandbox/notify_filter.h"
+
+namespace {
+
+int fail(const char* what) {
+  std::fprintf(stderr, "runtime_client: %s: %s\n", what, std::strerror(errno));
+  return 120;
+}
+
+// The state as each runtime writes it: runc with its spec version and "creating" (init) or
+// "running" (exec); crun with the hard-coded "0.2.0".
+std::string state_json(const std::string& style, const std::string& id, pid_t pid,
+                       const std::string& metadata) {
+  nlohmann::json j;
+  const bool crun = style == "crun";
+  j["ociVersion"] = crun ? "0.2.0" : "1.2.0";
+  j["fds"] = {"seccompFd"};
+  j["pid"] = pid;
+  if (!metadata.empty()) j["metadata"] = metadata;
+  j["state"] = {{"ociVersion", crun ? "0.2.0" : "1.2.0"},
+                {"id", id},
+                {"status", style == "runc-exec" ? "running" : "creating"},
+                {"pid", pid},
+                {"bundle", "/run/test-bundles/" + id},
+                {"annotations", {{"io.example/tenant-wrote-this", "grants=everything"}}}};
+  return j.dump();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::string metadata;
+  size_t dashdash = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--") {
+      dashdash = i;
+      break;
+    }
+    if (args[i] == "--metadata" && i + 1 < args.size()) metadata = args[i + 1];
+  }
+  if (args.size() < 5 || dashdash < 3 || dashdash + 1 >= args.size()) {
+    std::fprintf(stderr,
+                 "usage: runtime_client SOCKET ID runc-init|runc-exec|crun [--metadata M] -- "
+                 "CMD...\n");
+    return 2;
+  }
+  const std::string socket_path = args[0], id = args[1], style = args[2];
+
+  int sp[2], go[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) != 0 || ::pipe2(go, O_CLOEXEC) != 0)
+    return fail("socketpair");
+  const pid_t child = ::fork();
+  if (child < 0) return fail("fork");
+  if (child == 0) {
+    ::close(sp[0]);
+    ::close(go[1]);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int listener = -1;
+    try {
+      // Opens for writing are trapped, as a container profile would (the device cgroup, not
+      // the broker, is the containers' kernel guard): read-only opens such as the loader's
+      // never reach the agent.
+      listener = gdrproxy::proxy::install_notify_filter(gdrproxy::proxy::FilterOptions{});
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "runtime_client: %s\n", e.what());
+      _exit(120);
+    }
+    if (!gdrproxy::proxy::send_fd(sp[1], listener)) _exit(120);
+    ::close(listener);
+    char b;
+    if (::read(go[0], &b, 1) != 1) _exit(120);
+    std::vector<char*> cmd;
+    for (size_t i = dashdash + 1; i < args.size(); ++i) cmd.push_back(args[i].data());
+    cmd.push_back(nullptr);
+    ::execvp(cmd[0], cmd.data());
+    _exit(errno == ENOENT ? 127 : 126);
+  }
+  ::close(sp[1]);
+  ::close(go[0]);
+  std::string why;
+  const int listener = gdrproxy::proxy::recv_fd(sp[0], why);
+  if (listener < 0) {
+    std::fprintf(stderr, "runtime_client: no listener from the child: %s\n", why.c_str());
+    return 120;
+  }
+
+  const int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", socket_path.c_str());
+  if (s < 0 || ::connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+    return fail("connect to the agent");
+  // The message in three pieces, the fd with the first, as the spec allows.
+  const std::string msg = state_json(style, id, child, metadata);
+  const size_t third = msg.size() / 3;
+  const std::string first = msg.substr(0, third);
+  iovec iov{const_cast<char*>(first.data()), first.size()};
+  alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+  msghdr m{};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = ctl;
+  m.msg_controllen = sizeof ctl;
+  cmsghdr* c = CMSG_FIRSTHDR(&m);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &listener, sizeof listener);
+  if (::sendmsg(s, &m, 0) != static_cast<ssize_t>(first.size())) return fail("sendmsg");
+  for (const std::string& part : {msg.substr(third, third), msg.substr(2 * third)})
+    if (::write(s, part.data(), part.size()) != static_cast<ssize_t>(part.size()))
+      return fail("write");
+  ::close(s);
+  // Like runc, keep no copy of the listener: only the agent holds it.
+  ::close(listener);
+  if (::write(go[1], "G", 1) != 1) return fail("start the child");
+  int st = 0;
+  while (::waitpid(child, &st, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
