@@ -16,8 +16,8 @@ packages=(
   libnl-3-dev libnl-route-3-dev iproute2 kmod procps iputils-ping
   # synthetic sysfs consumers (and the python3/bzip2 its tests use for fixtures)
   hwloc libhwloc-dev python3 bzip2
-  # tests
-  libgtest-dev libgmock-dev googletest util-linux
+  # tests (runc and crun: the real OCI runtimes the agent's tests take listeners from)
+  libgtest-dev libgmock-dev googletest util-linux runc crun
   # NVIDIA decoder tests read gzip-compressed ioctl captures
   zlib1g-dev
   # Soft-RoCE VM stage (scripts/rxe-vm.sh): Debian's kernel with rdma_rxe booted under qemu

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 namespace gdrproxy::proxy {
 namespace {
 
@@ -110,6 +112,13 @@ bool receive_container_state(int conn_fd, ReceivedState& out, std::string& why, 
     if (json.size() > kMaxStateBytes) {
       why = "the state is larger than " + std::to_string(kMaxStateBytes) + " bytes: refused";
       return false;
+    }
+    // crun (1.8) keeps the connection open after sending the state: a complete JSON document
+    // with its fds is the whole message, whether or not EOF follows.
+    if (n > 0 && fds_arrived && nlohmann::json::accept(json)) {
+      out.json = std::move(json);
+      out.fds = fds.release();
+      return true;
     }
     if (n == 0) {
       if (json.empty()) {

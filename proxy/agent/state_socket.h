@@ -25,7 +25,9 @@ struct ReceivedState {
   std::vector<int> fds;
 };
 
-// Reads `conn_fd` (an accepted AF_UNIX SOCK_STREAM connection) until the peer closes it. The fds
+// Reads `conn_fd` (an accepted AF_UNIX SOCK_STREAM connection) until the peer closes it, or
+// until what arrived, with its fds, is one complete JSON document (crun keeps the connection
+// open after sending). The fds
 // are those of the first read that carries any: the kernel may hand over several sendmsg()s'
 // bytes in one read, so "the first message" is the first read with fds. fds arriving with a
 // later read are closed and refused, as are more than kMaxStateFds fds (MSG_CTRUNC) and more

@@ -86,6 +86,8 @@ Session::Session(Engine& engine, SessionConfig config)
       config_(std::move(config)),
       catalog_(engine.catalog()),
       broker_(catalog_, config_.grants, config_.policy.open_errno()),
+      log_prefix_(config_.name.empty() ? "gdrproxy: "
+                                       : "gdrproxy: [" + printable(config_.name) + "] "),
       sweep_(engine.io()) {
   if (config_.trace_json) {
     json_out_.reset(std::fopen(config_.trace_json->c_str(), "we"));
@@ -127,12 +129,7 @@ int Session::answer_fd(uint64_t id, int srcfd, bool cloexec) {
 }
 
 void Session::note(const std::string& msg) const {
-  if (config_.quiet) return;
-  if (config_.name.empty())
-    std::fprintf(stderr, "gdrproxy: %s\n", printable(msg).c_str());
-  else
-    std::fprintf(stderr, "gdrproxy: [%s] %s\n", printable(config_.name).c_str(),
-                 printable(msg).c_str());
+  if (!config_.quiet) std::fprintf(stderr, "%s%s\n", log_prefix_.c_str(), printable(msg).c_str());
 }
 
 void Session::setup_nvidia() {
@@ -265,19 +262,19 @@ void Session::print_summary(bool with_stats) const {
   const SessionStats s = stats();
   if (s.observer_lost)
     std::fprintf(stderr,
-                 "gdrproxy: %llu results of allowed calls were lost (the observer's ring buffer "
+                 "%s%llu results of allowed calls were lost (the observer's ring buffer "
                  "was full); their trace records say \"result not observed\"\n",
-                 static_cast<unsigned long long>(s.observer_lost));
+                 log_prefix_.c_str(), static_cast<unsigned long long>(s.observer_lost));
   if (s.handler_faults)
-    std::fprintf(stderr, "gdrproxy: %llu calls failed closed on internal errors (see above)\n",
-                 static_cast<unsigned long long>(s.handler_faults));
+    std::fprintf(stderr, "%s%llu calls failed closed on internal errors (see above)\n",
+                 log_prefix_.c_str(), static_cast<unsigned long long>(s.handler_faults));
   if (with_stats || (tracing() && !config_.quiet))
     std::fprintf(
         stderr,
-        "gdrproxy: served %llu notifications: %llu ioctl, %llu open "
+        "%sserved %llu notifications: %llu ioctl, %llu open "
         "(%llu brokered), %llu denied (%llu repeated denial lines not printed); handler %.1f "
         "us/ioctl, %.1f us/open\n",
-        static_cast<unsigned long long>(s.ioctls + s.opens),
+        log_prefix_.c_str(), static_cast<unsigned long long>(s.ioctls + s.opens),
         static_cast<unsigned long long>(s.ioctls), static_cast<unsigned long long>(s.opens),
         static_cast<unsigned long long>(s.brokered), static_cast<unsigned long long>(s.denied),
         static_cast<unsigned long long>(s.repeated_denials),
@@ -317,13 +314,13 @@ void Session::handle(const seccomp_notif& req) {
     dispatch(req);
   } catch (const std::exception& e) {
     ++stats_.handler_faults;
-    std::fprintf(stderr, "gdrproxy: internal error handling %s of pid %llu, failed closed: %s\n",
-                 req.data.nr == SYS_ioctl ? "an ioctl" : "an open",
+    std::fprintf(stderr, "%sinternal error handling %s of pid %llu, failed closed: %s\n",
+                 log_prefix_.c_str(), req.data.nr == SYS_ioctl ? "an ioctl" : "an open",
                  static_cast<unsigned long long>(req.pid), printable(e.what()).c_str());
   } catch (...) {
     ++stats_.handler_faults;
-    std::fprintf(stderr, "gdrproxy: internal error handling a call of pid %llu, failed closed\n",
-                 static_cast<unsigned long long>(req.pid));
+    std::fprintf(stderr, "%sinternal error handling a call of pid %llu, failed closed\n",
+                 log_prefix_.c_str(), static_cast<unsigned long long>(req.pid));
   }
   // Never leave a caller blocked: whatever path was taken, the notification gets an answer.
   if (!answered_) answer_error(req.id, EPERM);
@@ -452,7 +449,7 @@ void Session::refuse_ungranted(const seccomp_notif& req, int fd, const DeviceNod
   r.err = config_.policy.open_errno();
   r.latency_us = double(monotonic_ns() - t0) / 1e3;
   if (denials_.first(r.who.host_tgid, node.name, r.reason))
-    std::fprintf(stderr, "gdrproxy: denied %s on %s by pid %u (ns pid %u): %s -> %s\n",
+    std::fprintf(stderr, "%sdenied %s on %s by pid %u (ns pid %u): %s -> %s\n", log_prefix_.c_str(),
                  printable(r.call.name).c_str(), node.path.c_str(), r.who.host_tid, r.who.ns_tid,
                  printable(r.reason).c_str(), errno_name(r.err));
   if (tracing()) emit(r);
@@ -493,7 +490,7 @@ void Session::finish_call(TraceRecord& r, const DeviceNode& node, const Verdict&
     r.err = v.err;
     r.latency_us = double(monotonic_ns() - t0) / 1e3;
     if (denials_.first(r.who.host_tgid, node.name, v.reason) && v.log)
-      std::fprintf(stderr, "gdrproxy: denied %s %s by pid %u (ns pid %u): %s -> %s\n",
+      std::fprintf(stderr, "%sdenied %s %s by pid %u (ns pid %u): %s -> %s\n", log_prefix_.c_str(),
                    node.name.c_str(), printable(r.call.name).c_str(), r.who.host_tid, r.who.ns_tid,
                    printable(v.reason).c_str(), errno_name(v.err));
     if (tracing()) emit(r);
@@ -501,7 +498,7 @@ void Session::finish_call(TraceRecord& r, const DeviceNode& node, const Verdict&
   }
   r.decision = v.action == Action::kDeny ? "allow (would deny: trace mode)" : "allow";
   if (v.action == Action::kDeny && v.log)
-    std::fprintf(stderr, "gdrproxy: %s, would deny %s %s: %s\n",
+    std::fprintf(stderr, "%s%s, would deny %s %s: %s\n", log_prefix_.c_str(),
                  config_.mode == Mode::kTrace ? "trace mode" : "driver not in the ABI tables",
                  node.name.c_str(), printable(r.call.name).c_str(), printable(v.reason).c_str());
   if (!tracing()) {
@@ -585,13 +582,13 @@ void Session::handle_open(const seccomp_notif& req, uint64_t t0) {
     r.err = d.err;
     if (d.kind == OpenDecision::Kind::kDeny) {
       if (denials_.first(r.who.host_tgid, d.node->path, d.reason))
-        std::fprintf(stderr, "gdrproxy: denied open of %s (%s) by pid %u (ns pid %u): %s -> %s\n",
-                     quote_text(d.path).c_str(), d.node->path.c_str(), r.who.host_tid, r.who.ns_tid,
-                     printable(d.reason).c_str(), errno_name(d.err));
+        std::fprintf(stderr, "%sdenied open of %s (%s) by pid %u (ns pid %u): %s -> %s\n",
+                     log_prefix_.c_str(), quote_text(d.path).c_str(), d.node->path.c_str(),
+                     r.who.host_tid, r.who.ns_tid, printable(d.reason).c_str(), errno_name(d.err));
     } else if (d.kind == OpenDecision::Kind::kUndecidable) {
       if (denials_.first(r.who.host_tgid, d.path, d.reason))
-        std::fprintf(stderr, "gdrproxy: denied open of %s by pid %u (ns pid %u): %s -> %s\n",
-                     quote_text(d.path).c_str(), r.who.host_tid, r.who.ns_tid,
+        std::fprintf(stderr, "%sdenied open of %s by pid %u (ns pid %u): %s -> %s\n",
+                     log_prefix_.c_str(), quote_text(d.path).c_str(), r.who.host_tid, r.who.ns_tid,
                      printable(d.reason).c_str(), errno_name(d.err));
     }
   } else {
@@ -665,10 +662,10 @@ void Session::on_cm_write(const gdrproxy_exit_event& e) {
       r.reason = v.reason;
       if (denials_.first(who.host_tgid, node->name, "write " + r.call.name))
         std::fprintf(stderr,
-                     "gdrproxy: not enforceable: pid %u (ns pid %u) sent %s to %s as write(), "
+                     "%snot enforceable: pid %u (ns pid %u) sent %s to %s as write(), "
                      "which the policy denies (%s); write() commands are observed, not trapped\n",
-                     who.host_tid, who.ns_tid, printable(r.call.name).c_str(), node->name.c_str(),
-                     printable(v.reason).c_str());
+                     log_prefix_.c_str(), who.host_tid, who.ns_tid, printable(r.call.name).c_str(),
+                     node->name.c_str(), printable(v.reason).c_str());
     }
   } else {
     r.call = decode_rdma_cm_write(kAt, e.len0, mem);

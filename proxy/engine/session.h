@@ -120,6 +120,8 @@ class Session {
   SessionConfig config_;
   const DeviceCatalog& catalog_;
   OpenBroker broker_;
+  // "gdrproxy: ", or "gdrproxy: [<container id>] " in the agent: every line says whose it is.
+  std::string log_prefix_;
   bool nv_enforce_ = true;
   bool all_gpus_granted_ = true;
   ExitObserver* observer_ = nullptr;  // the engine's, when tracing and available

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# `gdrproxy agent` behind the real OCI runtimes: Debian's runc and crun start one container each,
+# at the same time, from hand-written bundles whose config.json carries
+# `linux.seccomp.listenerPath` (notify rules for opens for writing and uverbs ioctls, as the OCI
+# integration's profile will). The idea not to miss: both containers' init processes are PID 1
+# in their own pid namespaces, yet the agent keeps them apart (state, grants, traces), because it
+# keys everything by container and host pid, never by the pid a container sees.
+# Stand-in device nodes (gdrproxy standin) give the containers a uverbs0 and a uverbs1.
+# Usage: oci_runtime_test.sh GDRPROXY ATTACK_CLIENT   (needs root, runc and crun; 77 = skipped)
+set -uo pipefail
+GP=$(realpath "$1")
+A=$(realpath "$2")
+[[ $EUID == 0 ]] || { echo "SKIP: needs root"; exit 77; }
+for rt in runc crun; do
+  command -v $rt >/dev/null || { echo "SKIP: $rt is not installed (scripts/setup.sh installs it)"; exit 77; }
+done
+if [[ -z ${GDRPROXY_OCI_TEST_INNER:-} ]]; then
+  GDRPROXY_OCI_TEST_INNER=1 exec timeout 180 "$GP" standin "$0" "$@"
+fi
+# This host mounts cgroup v1 controllers with cgroup2 beside them ("hybrid"), which crun refuses:
+# inside this test's private mount namespace /sys/fs/cgroup becomes the plain v2 hierarchy (its
+# device guard is a BPF program, which needs no controller).
+if [[ $(stat -f -c %T /sys/fs/cgroup) != cgroup2fs ]]; then
+  mount -t cgroup2 none /sys/fs/cgroup || { echo "SKIP: cannot mount cgroup2 here"; exit 77; }
+fi
+WORK=$(mktemp -d /tmp/gdrproxy-oci.XXXXXX)
+chmod 755 "$WORK"
+AGENT_PID=
+cleanup() {
+  for c in oci-a oci-b; do
+    runc --root "$WORK/runc" delete -f $c >/dev/null 2>&1
+    crun --root "$WORK/crun" delete -f $c >/dev/null 2>&1
+  done
+  [[ -n $AGENT_PID ]] && kill -KILL "$AGENT_PID" 2>/dev/null
+  umount -R "$WORK"/bundle-*/rootfs 2>/dev/null
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; sed 's/^/  [agent] /' "$WORK/agent.log" >&2; exit 1; }
+expect_line() {
+  local line
+  line=$(grep -m1 -F -- "$2" "$1") || { echo "--- $1:"; cat "$1"; fail "no '$2' line in $1"; }
+  [[ $line =~ $3 ]] || { echo "--- $1:"; cat "$1"; fail "'$line' does not match /$3/"; }
+}
+
+SOCK=$WORK/run/agent.sock
+mkdir -p "$WORK/traces"
+cat >"$WORK/agent.json" <<'EOF'
+{"version": 1,
+ "containers": [
+   {"match": {"id": "oci-a", "metadata": "tenant=a"}, "grants": ["uverbs0"], "trace": true},
+   {"match": {"id": "oci-b", "metadata": "tenant=b"}, "grants": ["uverbs1"], "trace": true}]}
+EOF
+"$GP" agent --socket "$SOCK" --ctl-socket "$WORK/run/agent.ctl" --config "$WORK/agent.json" \
+  --trace-dir "$WORK/traces" >"$WORK/agent.log" 2>&1 &
+AGENT_PID=$!
+for i in $(seq 100); do [[ -S $SOCK ]] && break; sleep 0.05; done
+[[ -S $SOCK ]] || fail "the agent did not start"
+
+# bundle NAME METADATA: a bundle whose rootfs is the host's /usr and /etc (read-only binds) plus
+# the build tree, with both stand-in uverbs nodes, and the container's seccomp listener given to
+# the agent.
+bundle() {
+  local b=$WORK/bundle-$1
+  mkdir -p "$b/rootfs"
+  (cd "$b/rootfs" && mkdir -p usr etc proc dev tmp "${A%/*}" && ln -s usr/bin bin && ln -s usr/lib lib &&
+    ln -s usr/lib64 lib64 && ln -s usr/sbin sbin)
+  python3 - "$b/config.json" "$1" "$2" "$SOCK" "$A" <<'PY'
+import json, os, sys
+path, name, metadata, sock, attack = sys.argv[1:]
+dev = lambda p: os.stat(p).st_rdev
+nodes = [("/dev/infiniband/uverbs0", dev("/dev/infiniband/uverbs0")),
+         ("/dev/infiniband/uverbs1", dev("/dev/infiniband/uverbs1"))]
+probe = "; ".join(f"{attack} open {p} rdwr syscall | sed s/^/{p[-7:]}-/" for p, _ in nodes)
+def masked(index, mask, value):
+    return {"index": index, "value": mask, "valueTwo": value, "op": "SCMP_CMP_MASKED_EQ"}
+notify = [{"names": ["openat"], "action": "SCMP_ACT_NOTIFY", "args": [masked(2, 3, m)]} for m in (1, 2, 3)]
+notify += [{"names": ["open"], "action": "SCMP_ACT_NOTIFY", "args": [masked(1, 3, m)]} for m in (1, 2, 3)]
+notify += [{"names": ["ioctl"], "action": "SCMP_ACT_NOTIFY", "args": [masked(1, 0xff00, 0x1b00)]}]
+bind = lambda src: {"destination": src, "type": "bind", "source": src, "options": ["rbind", "ro"]}
+config = {
+  "ociVersion": "1.0.2",
+  "process": {"terminal": False, "user": {"uid": 0, "gid": 0}, "cwd": "/",
+              "args": ["sh", "-c", probe + "; echo pid=$$"],
+              "env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"], "noNewPrivileges": True},
+  "root": {"path": "rootfs", "readonly": True},
+  "hostname": name,
+  "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"},
+             {"destination": "/dev", "type": "tmpfs", "source": "tmpfs",
+              "options": ["nosuid", "strictatime", "mode=755", "size=65536k"]},
+             {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid"]},
+             bind("/usr"), bind("/etc"), bind(os.path.dirname(attack))],
+  "linux": {
+    "namespaces": [{"type": t} for t in ("pid", "mount", "ipc", "uts", "network")],
+    "devices": [{"path": p, "type": "c", "major": os.major(d), "minor": os.minor(d),
+                 "fileMode": 0o666, "uid": 0, "gid": 0} for p, d in nodes],
+    "resources": {"devices": [{"allow": False, "access": "rwm"}] + [
+        {"allow": True, "type": "c", "major": os.major(d), "minor": os.minor(d), "access": "rw"}
+        for _, d in nodes]},
+    "seccomp": {"defaultAction": "SCMP_ACT_ALLOW", "architectures": ["SCMP_ARCH_X86_64"],
+                "listenerPath": sock, "listenerMetadata": metadata, "syscalls": notify},
+  },
+}
+json.dump(config, open(path, "w"), indent=1)
+PY
+}
+bundle oci-a tenant=a
+bundle oci-b tenant=b
+
+# Both at once. crun runs without a cgroup manager: it raises RLIMIT_MEMLOCK before loading its
+# device BPF program, which needs CAP_SYS_RESOURCE, and the machines this runs on may not give it
+# (runc's device program loads without it). The device cgroup is the OCI integration's to test.
+runc --root "$WORK/runc" run --bundle "$WORK/bundle-oci-a" oci-a >"$WORK/a.out" 2>&1 &
+a=$!
+crun --root "$WORK/crun" --cgroup-manager=disabled run --bundle "$WORK/bundle-oci-b" oci-b >"$WORK/b.out" 2>&1
+b_rc=$?
+wait $a
+a_rc=$?
+[[ $a_rc == 0 ]] || { cat "$WORK/a.out"; fail "runc container exit $a_rc"; }
+[[ $b_rc == 0 ]] || { cat "$WORK/b.out"; fail "crun container exit $b_rc"; }
+expect_line "$WORK/a.out" "uverbs0-open" " OK ioctl="
+expect_line "$WORK/a.out" "uverbs1-open" " ERR EACCES$"
+expect_line "$WORK/b.out" "uverbs1-open" " OK ioctl="
+expect_line "$WORK/b.out" "uverbs0-open" " ERR EACCES$"
+expect_line "$WORK/a.out" "pid=" "^pid=1$"
+expect_line "$WORK/b.out" "pid=" "^pid=1$"
+for i in $(seq 50); do
+  [[ $(grep -c " ended:" "$WORK/agent.log") == 2 ]] && break
+  sleep 0.1
+done
+[[ $(grep -c " ended:" "$WORK/agent.log") == 2 ]] || fail "both sessions should have ended"
+grep -q 'container oci-a: process .*grants \[uverbs0\]' "$WORK/agent.log" || fail "runc's container did not get its rule"
+grep -q 'container oci-b: process .*grants \[uverbs1\]' "$WORK/agent.log" || fail "crun's container did not get its rule"
+ta=$WORK/traces/oci-a.jsonl tb=$WORK/traces/oci-b.jsonl
+# has TRACE DEVICE DECISION: a record of that device with that decision.
+has() { jq -e -s --arg d "$2" --arg x "$3" 'any(.[]; .device == $d and .decision == $x)' "$1" >/dev/null; }
+has "$ta" uverbs1 deny || { cat "$ta"; fail "oci-a's trace lacks its denial"; }
+has "$tb" uverbs0 deny || { cat "$tb"; fail "oci-b's trace lacks its denial"; }
+has "$ta" uverbs0 allow || { cat "$ta"; fail "oci-a's trace lacks its granted open"; }
+has "$tb" uverbs1 allow || { cat "$tb"; fail "oci-b's trace lacks its granted open"; }
+! has "$ta" uverbs0 deny || fail "oci-a's trace holds oci-b's call"
+! has "$tb" uverbs1 deny || fail "oci-b's trace holds oci-a's call"
+echo "PASS: runc and crun containers (both PID 1) kept apart: $(tr '\n' ' ' <"$WORK/a.out" | cut -c1-60)..."
