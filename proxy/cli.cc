@@ -109,7 +109,8 @@ void add_agent(CLI::App& app, int& exit_code) {
       "listenerMetadata; a container no rule matches gets no device. Only root may connect.\n"
       "Runs in the initial pid namespace; stops on SIGTERM/SIGINT (containers' trapped calls then\n"
       "fail with ENOSYS).\n"
-      "Example: gdrproxy agent --config configs/agent/example.json --trace-dir /run/gdrproxy/traces\n"
+      "Example: gdrproxy agent --config configs/agent/example.json --trace-dir "
+      "/run/gdrproxy/traces\n"
       "Example: gdrproxy agent ctl list");
   auto opts = std::make_shared<AgentOptions>();
   auto config = std::make_shared<std::string>();

@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "proxy/exercise/verbs_request.h"
 #include "proxy/engine/fd_passing.h"
+#include "proxy/exercise/verbs_request.h"
 
 #ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
 #define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
