@@ -331,6 +331,8 @@ class Agent {
           j["observer_lost"] = s.observer_lost;
           j["us_per_ioctl"] = s.ioctls ? double(s.ns_ioctl) / 1e3 / double(s.ioctls) : 0.0;
           j["us_per_open"] = s.opens ? double(s.ns_open) / 1e3 / double(s.opens) : 0.0;
+          j["p50_us"] = double(s.p50_ns) / 1e3;
+          j["p99_us"] = double(s.p99_ns) / 1e3;
         }
         out += j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
       }

@@ -255,6 +255,8 @@ SessionStats Session::stats() const {
   s.denied = denials_.total();
   s.repeated_denials = denials_.repeats();
   s.observer_lost = observer_ ? observer_->lost() : 0;
+  s.p50_ns = latency_.quantile_ns(0.5);
+  s.p99_ns = latency_.quantile_ns(0.99);
   return s;
 }
 
@@ -273,13 +275,14 @@ void Session::print_summary(bool with_stats) const {
         stderr,
         "%sserved %llu notifications: %llu ioctl, %llu open "
         "(%llu brokered), %llu denied (%llu repeated denial lines not printed); handler %.1f "
-        "us/ioctl, %.1f us/open\n",
+        "us/ioctl, %.1f us/open, p50 %.1f us, p99 %.1f us\n",
         log_prefix_.c_str(), static_cast<unsigned long long>(s.ioctls + s.opens),
         static_cast<unsigned long long>(s.ioctls), static_cast<unsigned long long>(s.opens),
         static_cast<unsigned long long>(s.brokered), static_cast<unsigned long long>(s.denied),
         static_cast<unsigned long long>(s.repeated_denials),
         s.ioctls ? double(s.ns_ioctl) / 1e3 / double(s.ioctls) : 0.0,
-        s.opens ? double(s.ns_open) / 1e3 / double(s.opens) : 0.0);
+        s.opens ? double(s.ns_open) / 1e3 / double(s.opens) : 0.0, double(s.p50_ns) / 1e3,
+        double(s.p99_ns) / 1e3);
   else if (s.denied && !config_.quiet)
     note(std::to_string(s.denied) + " device call(s) denied" +
          (s.repeated_denials ? " (" + std::to_string(s.repeated_denials) +
@@ -333,6 +336,7 @@ void Session::dispatch(const seccomp_notif& req) {
       ++stats_.ioctls;
       handle_ioctl(req, t0);
       stats_.ns_ioctl += monotonic_ns() - t0;
+      latency_.record(monotonic_ns() - t0);
       return;
     case SYS_open:
     case SYS_openat:
@@ -341,6 +345,7 @@ void Session::dispatch(const seccomp_notif& req) {
       ++stats_.opens;
       handle_open(req, t0);
       stats_.ns_open += monotonic_ns() - t0;
+      latency_.record(monotonic_ns() - t0);
       return;
     default:
       answer_continue(req.id);
