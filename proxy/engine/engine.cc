@@ -2,6 +2,8 @@
 // and served on the loop, and the routing of its events to sessions.
 #include "proxy/engine/engine.h"
 
+#include <linux/seccomp.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -10,6 +12,11 @@
 namespace gdrproxy::proxy {
 
 Engine::Engine(DeviceCatalog catalog) : catalog_(std::move(catalog)) {
+  seccomp_notif_sizes sizes{};
+  notif_size_ = sizeof(seccomp_notif);
+  if (::syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) == 0 &&
+      sizes.seccomp_notif > notif_size_)
+    notif_size_ = sizes.seccomp_notif;
   nvidia_.version = detect_nvidia_driver_version();
   const NvidiaDriverAbi* exact =
       nvidia_.version ? nvidia_abi_for_version(*nvidia_.version) : nullptr;

@@ -44,6 +44,9 @@ class Engine {
   boost::asio::io_context& io() { return io_; }
   const DeviceCatalog& catalog() const { return catalog_; }
   const NvidiaDriver& nvidia() const { return nvidia_; }
+  // The kernel's sizes of the notification structs (SECCOMP_GET_NOTIF_SIZES): a notification is
+  // received into a buffer of the larger of the kernel's and this build's size.
+  size_t notif_size() const { return notif_size_; }
   // Unique across every session of this engine.
   uint64_t next_seq() { return ++seq_; }
 
@@ -66,6 +69,7 @@ class Engine {
   DeviceCatalog catalog_;
   NvidiaDriver nvidia_;
   uint64_t seq_ = 0;
+  size_t notif_size_ = 0;
   std::unique_ptr<ExitObserver> observer_;
   std::string observer_why_;
   bool observer_tried_ = false;

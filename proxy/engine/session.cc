@@ -88,7 +88,8 @@ Session::Session(Engine& engine, SessionConfig config)
       broker_(catalog_, config_.grants, config_.policy.open_errno()),
       log_prefix_(config_.name.empty() ? "gdrproxy: "
                                        : "gdrproxy: [" + printable(config_.name) + "] "),
-      sweep_(engine.io()) {
+      sweep_(engine.io()),
+      recv_buf_((engine.notif_size() + 7) / 8) {
   if (config_.trace_json) {
     json_out_.reset(std::fopen(config_.trace_json->c_str(), "we"));
     if (!json_out_)
@@ -192,7 +193,9 @@ void Session::on_ready(Listener& l) {
       if (p.revents & POLLHUP) l.hung_up = true;
       break;
     }
-    seccomp_notif req{};
+    // Zeroed before each RECV, as the kernel requires; as large as the kernel's struct.
+    std::fill(recv_buf_.begin(), recv_buf_.end(), 0);
+    auto& req = *reinterpret_cast<seccomp_notif*>(recv_buf_.data());
     if (::ioctl(l.fd, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) {
       if (errno == EINTR || errno == ENOENT) continue;  // ENOENT: the caller died meanwhile
       note(std::string("SECCOMP_IOCTL_NOTIF_RECV: ") + std::strerror(errno));

@@ -134,6 +134,7 @@ class Session {
   bool ended_ = false;
   std::function<void()> on_end_;
   boost::asio::steady_timer sweep_;
+  std::vector<uint64_t> recv_buf_;  // one notification (engine.notif_size() bytes, 8-aligned)
   // Records waiting for their result, by seq; and which seq each host tid waits on.
   std::map<uint64_t, std::pair<TraceRecord, uint64_t>> pending_;  // seq -> (record, t0)
   std::map<uint32_t, uint64_t> pending_by_tid_;
