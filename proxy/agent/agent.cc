@@ -277,8 +277,11 @@ class Agent {
     if (it == containers_.end() || !it->second->session->ended()) return;
     it->second->session->finish("the container exited before the call returned");
     const SessionStats s = it->second->session->stats();
+    char lat[64];
+    std::snprintf(lat, sizeof lat, ", handler p50 %.1f us, p99 %.1f us", double(s.p50_ns) / 1e3,
+                  double(s.p99_ns) / 1e3);
     log("container " + id + " ended: " + std::to_string(s.ioctls) + " ioctl, " +
-        std::to_string(s.opens) + " open, " + std::to_string(s.denied) + " denied");
+        std::to_string(s.opens) + " open, " + std::to_string(s.denied) + " denied" + lat);
     containers_.erase(it);
   }
 
