@@ -123,17 +123,26 @@ case_only_root_hands_over_listeners() {
 }
 
 case_dead_agent_fails_closed() {
-  # SIGKILL the agent while a container runs: its trapped calls then fail with ENOSYS (the
-  # kernel's answer when no listener is left), and nothing hangs.
+  # SIGKILL the agent while a container runs 64 processes issuing trapped ioctls: every trapped
+  # call then fails with ENOSYS (the kernel's answer when no listener is left), the 64 finish,
+  # and nothing hangs (the container is bounded by a timeout that must not fire).
+  local bench
+  bench=$(realpath "$(dirname "$RC")/../bench/ioctl_bench")
   start_agent
-  in_container team-a-3 runc-init -- sh -c "sleep 1; $(probe uverbs0)" >"$WORK/c.out" 2>&1 &
+  timeout 60 "$RC" "$SOCK" team-a-3 runc-init -- sh -c "
+    for i in \$(seq 64); do $bench client 50000 /dev/infiniband/uverbs0 >/dev/null & done
+    sleep 1.5; $(probe uverbs0); wait; echo all-64-done" >"$WORK/c.out" 2>&1 &
   local c=$!
   for i in $(seq 50); do grep -q "container team-a-3: process" "$WORK/agent.log" && break; sleep 0.1; done
+  sleep 0.5
   kill -KILL "$AGENT_PID"
   wait "$AGENT_PID" 2>/dev/null
   AGENT_PID=
   wait $c
+  local rc=$?
+  [[ $rc != 124 ]] || fail "the container hung after the agent died"
   expect_line "$WORK/c.out" "uverbs0-open" " ERR ENOSYS$"
+  expect_in "$WORK/c.out" "all-64-done"
 }
 
 case_bad_config_refused() {
