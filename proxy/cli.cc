@@ -126,6 +126,13 @@ void add_agent(CLI::App& app, int& exit_code) {
                     "Directory for per-container JSONL traces (rules with \"trace\": true)");
   agent->add_option("--dev-root", opts->dev_root, "Where the device nodes are")
       ->capture_default_str();
+  agent
+      ->add_option("--blocking-deadline-ms", opts->blocking_deadline_ms,
+                   "An open whose path lookup or host open (which can block on a container's "
+                   "filesystem) has not finished by then fails with EIO; the container's session "
+                   "is marked degraded")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 600000u));
   agent->add_flag("-q,--quiet", opts->quiet, "No log lines on stderr");
   auto* ctl = agent->add_subcommand("ctl", "Ask a running agent: list (containers) or stats");
   auto command = std::make_shared<std::string>();

@@ -250,6 +250,7 @@ class Agent {
       cfg.quiet = opts_.quiet;
       // Synchronous wake-ups would pull many containers' callers onto the agent's CPUs.
       cfg.sync_wakeup = false;
+      cfg.blocking_deadline_ms = opts_.blocking_deadline_ms;
       c->grants = cfg.grants.all() ? std::vector<std::string>{"(all)"} : cfg.grants.names();
       c->mode = cfg.mode;
       c->session = std::make_unique<Session>(engine_, std::move(cfg));
@@ -336,6 +337,8 @@ class Agent {
           j["us_per_open"] = s.opens ? double(s.ns_open) / 1e3 / double(s.opens) : 0.0;
           j["p50_us"] = double(s.p50_ns) / 1e3;
           j["p99_us"] = double(s.p99_ns) / 1e3;
+          j["deadline_failures"] = s.deadline_failures;
+          j["degraded"] = s.degraded;
         }
         out += j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
       }

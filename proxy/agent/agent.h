@@ -19,6 +19,9 @@ struct AgentOptions {
   std::optional<std::string> config;                   // nullopt: every container gets no device
   std::optional<std::string> trace_dir;                // per-container JSONL traces
   std::string dev_root = "/dev";
+  // An open whose path lookup or host open has not finished by then fails with EIO and marks
+  // its container's session degraded (a hung FUSE mount must cost that container, not others).
+  unsigned blocking_deadline_ms = 2000;
   bool quiet = false;
 };
 

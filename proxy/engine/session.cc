@@ -19,6 +19,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
@@ -85,7 +86,8 @@ Session::Session(Engine& engine, SessionConfig config)
     : engine_(engine),
       config_(std::move(config)),
       catalog_(engine.catalog()),
-      broker_(catalog_, config_.grants, config_.policy.open_errno()),
+      broker_ctx_(
+          std::make_shared<BrokerContext>(catalog_, config_.grants, config_.policy.open_errno())),
       log_prefix_(config_.name.empty() ? "gdrproxy: "
                                        : "gdrproxy: [" + printable(config_.name) + "] "),
       sweep_(engine.io()),
@@ -98,6 +100,7 @@ Session::Session(Engine& engine, SessionConfig config)
   }
   setup_nvidia();
   all_gpus_granted_ = every_gpu_granted(catalog_, config_.grants);
+  if (config_.blocking_deadline_ms > 0) worker_ = std::make_unique<BlockingWorker>();
   if (tracing()) {
     std::string why;
     observer_ = engine_.observer(why);
@@ -316,6 +319,7 @@ TraceRecord Session::begin_record(const seccomp_notif& req, const char* syscall)
 
 void Session::handle(const seccomp_notif& req) {
   answered_ = false;
+  deferred_ = false;
   try {
     dispatch(req);
   } catch (const std::exception& e) {
@@ -329,7 +333,7 @@ void Session::handle(const seccomp_notif& req) {
                  log_prefix_.c_str(), static_cast<unsigned long long>(req.pid));
   }
   // Never leave a caller blocked: whatever path was taken, the notification gets an answer.
-  if (!answered_) answer_error(req.id, EPERM);
+  if (!answered_ && !deferred_) answer_error(req.id, EPERM);
 }
 
 void Session::dispatch(const seccomp_notif& req) {
@@ -346,9 +350,10 @@ void Session::dispatch(const seccomp_notif& req) {
     case SYS_openat2:
     case SYS_creat:
       ++stats_.opens;
-      handle_open(req, t0);
-      stats_.ns_open += monotonic_ns() - t0;
-      latency_.record(monotonic_ns() - t0);
+      if (handle_open(req, t0)) {  // else counted when the worker's answer is given
+        stats_.ns_open += monotonic_ns() - t0;
+        latency_.record(monotonic_ns() - t0);
+      }
       return;
     default:
       answer_continue(req.id);
@@ -539,15 +544,111 @@ void Session::continue_observed(TraceRecord& r, uint64_t id, pid_t tid, uint64_t
   emit(r);
 }
 
-void Session::handle_open(const seccomp_notif& req, uint64_t t0) {
-  ProcessMemory mem(static_cast<pid_t>(req.pid));
+// An open handed to the worker: what it decided, and whether the call has been answered (by
+// the decision or by the deadline, whichever came first on the loop).
+struct Session::OpenJob {
+  seccomp_notif req{};
+  int nfd = -1;
+  uint64_t t0 = 0;
+  bool read_ok = false;
   OpenCall call;
-  if (!OpenBroker::read_call(static_cast<pid_t>(req.pid), req.data.nr,
-                             reinterpret_cast<const uint64_t*>(req.data.args), call, mem)) {
+  OpenDecision d;
+  bool answered = false;
+  std::unique_ptr<asio::steady_timer> deadline;
+};
+
+bool Session::handle_open(const seccomp_notif& req, uint64_t t0) {
+  if (!worker_) {
+    ProcessMemory mem(static_cast<pid_t>(req.pid));
+    OpenCall call;
+    const bool read_ok =
+        OpenBroker::read_call(static_cast<pid_t>(req.pid), req.data.nr,
+                              reinterpret_cast<const uint64_t*>(req.data.args), call, mem);
+    OpenDecision d;
+    if (read_ok) d = broker_ctx_->broker.decide(call, mem);
+    complete_open(req, read_ok, call, d, t0);
+    return true;
+  }
+  auto job = std::make_shared<OpenJob>();
+  job->req = req;
+  job->nfd = nfd_;
+  job->t0 = t0;
+  job->deadline = std::make_unique<asio::steady_timer>(engine_.io());
+  const std::weak_ptr<bool> alive = alive_;
+  asio::io_context& io = engine_.io();
+  const bool queued = worker_->submit([job, ctx = broker_ctx_, alive, &io, this] {
+    // On the worker thread: only the job and the broker context are touched here.
+    ProcessMemory mem(static_cast<pid_t>(job->req.pid));
+    job->read_ok = OpenBroker::read_call(static_cast<pid_t>(job->req.pid), job->req.data.nr,
+                                         reinterpret_cast<const uint64_t*>(job->req.data.args),
+                                         job->call, mem);
+    if (job->read_ok) job->d = ctx->broker.decide(job->call, mem);
+    asio::post(io, [job, alive, this] {
+      if (alive.expired()) {
+        if (job->d.host_fd >= 0) ::close(job->d.host_fd);
+        return;
+      }
+      finish_offloaded_open(job);
+    });
+  });
+  if (!queued) {
+    answer_error(req.id, EIO);
+    note("the worker of this session has " + std::to_string(BlockingWorker::kMaxQueued) +
+         " opens waiting: an open by pid " + std::to_string(req.pid) + " failed closed (EIO)");
+    return true;
+  }
+  job->deadline->expires_after(std::chrono::milliseconds(config_.blocking_deadline_ms));
+  job->deadline->async_wait([job, alive, this](const boost::system::error_code& ec) {
+    if (ec || alive.expired() || job->answered) return;
+    on_deadline(job);
+  });
+  deferred_ = true;
+  return false;
+}
+
+void Session::on_deadline(const std::shared_ptr<OpenJob>& job) {
+  job->answered = true;
+  notif_error(job->nfd, job->req.id, EIO);
+  ++stats_.deadline_failures;
+  const bool first = !stats_.degraded;
+  stats_.degraded = true;
+  if (first || denials_.first(0, "deadline", std::to_string(job->req.pid)))
+    std::fprintf(stderr,
+                 "%san open by pid %u was not decided within %u ms (its path lookup or the host "
+                 "open is blocked: a hung filesystem?): failed closed (EIO); the session is "
+                 "degraded, other sessions are not affected\n",
+                 log_prefix_.c_str(), job->req.pid, config_.blocking_deadline_ms);
+}
+
+void Session::finish_offloaded_open(const std::shared_ptr<OpenJob>& job) {
+  if (job->answered) {  // the deadline answered it: drop the late decision
+    if (job->d.host_fd >= 0) ::close(job->d.host_fd);
+    job->d.host_fd = -1;
+    return;
+  }
+  job->answered = true;
+  job->deadline->cancel();
+  nfd_ = job->nfd;
+  answered_ = false;
+  try {
+    complete_open(job->req, job->read_ok, job->call, job->d, job->t0);
+  } catch (const std::exception& e) {
+    ++stats_.handler_faults;
+    std::fprintf(stderr, "%sinternal error handling an open of pid %llu, failed closed: %s\n",
+                 log_prefix_.c_str(), static_cast<unsigned long long>(job->req.pid),
+                 printable(e.what()).c_str());
+  }
+  if (!answered_) answer_error(job->req.id, EPERM);
+  stats_.ns_open += monotonic_ns() - job->t0;
+  latency_.record(monotonic_ns() - job->t0);
+}
+
+void Session::complete_open(const seccomp_notif& req, bool read_ok, const OpenCall& call,
+                            OpenDecision& d, uint64_t t0) {
+  if (!read_ok) {
     answer_continue(req.id);
     return;
   }
-  OpenDecision d = broker_.decide(call, mem);
   // The brokered host fd is closed on every way out of here, a throw included.
   struct CloseOnExit {
     int& fd;

@@ -22,6 +22,7 @@
 
 #include "proxy/broker/open_broker.h"
 #include "proxy/devices/device_catalog.h"
+#include "proxy/engine/blocking_worker.h"
 #include "proxy/engine/denial_log.h"
 #include "proxy/engine/engine.h"
 #include "proxy/engine/latency_histogram.h"
@@ -45,6 +46,10 @@ struct SessionConfig {
   // An NVIDIA driver the ABI tables do not know: police NVIDIA calls trace-only rather than
   // refuse to start in enforce mode.
   bool allow_unknown_nvidia_driver = false;
+  // > 0: work that can block on the tenant (an open's path resolution, the host open) runs on a
+  // worker thread of the session, and a call not decided within this many ms fails with EIO (the
+  // session is then marked degraded). 0: it runs inline on the loop (`gdrproxy run`, one tenant).
+  unsigned blocking_deadline_ms = 0;
 };
 
 // Counters of one session, for --stats and `agent ctl stats`.
@@ -54,6 +59,8 @@ struct SessionStats {
   uint64_t handler_faults = 0;         // notifications failed closed by the exception boundary
   uint64_t observer_lost = 0;          // results lost to a full observer ring buffer
   uint64_t p50_ns = 0, p99_ns = 0;     // handler latency of every notification (+0/-19 %)
+  uint64_t deadline_failures = 0;      // calls failed closed (EIO) at their deadline
+  bool degraded = false;               // some blocking work did not finish in time
 };
 
 // Every NVIDIA GPU node of `catalog` is granted: device objects then need no GPU check.
@@ -105,7 +112,13 @@ class Session {
   void handle(const seccomp_notif& req);
   void dispatch(const seccomp_notif& req);
   void handle_ioctl(const seccomp_notif& req, uint64_t t0);
-  void handle_open(const seccomp_notif& req, uint64_t t0);
+  // True when the open was answered here; false when it went to the worker.
+  bool handle_open(const seccomp_notif& req, uint64_t t0);
+  struct OpenJob;
+  void complete_open(const seccomp_notif& req, bool read_ok, const OpenCall& call, OpenDecision& d,
+                     uint64_t t0);
+  void finish_offloaded_open(const std::shared_ptr<OpenJob>& job);
+  void on_deadline(const std::shared_ptr<OpenJob>& job);
   void refuse_ungranted(const seccomp_notif& req, int fd, const DeviceNode& node, DecodedCall call,
                         const std::string& reason, uint64_t t0);
   std::string ungranted_gpu(uint32_t instance);
@@ -121,7 +134,15 @@ class Session {
   Engine& engine_;
   SessionConfig config_;
   const DeviceCatalog& catalog_;
-  OpenBroker broker_;
+  // The broker with its own copy of the grants, shared with the worker's jobs (a job stuck in
+  // the kernel may outlive the session).
+  struct BrokerContext {
+    Grants grants;
+    OpenBroker broker;
+    BrokerContext(const DeviceCatalog& c, const Grants& g, int err)
+        : grants(g), broker(c, grants, err) {}
+  };
+  std::shared_ptr<const BrokerContext> broker_ctx_;
   // "gdrproxy: ", or "gdrproxy: [<container id>] " in the agent: every line says whose it is.
   std::string log_prefix_;
   bool nv_enforce_ = true;
@@ -131,7 +152,10 @@ class Session {
   std::vector<std::unique_ptr<Listener>> listeners_;
   int nfd_ = -1;  // the listener of the notification being handled
   bool answered_ = false;
+  bool deferred_ = false;  // the notification being handled went to the worker
   bool ended_ = false;
+  std::unique_ptr<BlockingWorker> worker_;  // when config_.blocking_deadline_ms > 0
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // expires with the session
   std::function<void()> on_end_;
   boost::asio::steady_timer sweep_;
   std::vector<uint64_t> recv_buf_;  // one notification (engine.notif_size() bytes, 8-aligned)

@@ -13,6 +13,24 @@ CASE=$4
 [[ $EUID == 0 ]] || { echo "SKIP [$CASE]: needs root"; exit 77; }
 # Everything runs inside one stand-in /dev (a private mount namespace), agent and clients alike.
 if [[ -z ${GDRPROXY_AGENT_TEST_INNER:-} ]]; then
+  # The hung FUSE filesystem is mounted out here: the stand-in /dev has no /dev/fuse (it stands
+  # in for rdma_cm there); the mount is copied into the stand-in's mount namespace.
+  if [[ $CASE == hung_filesystem_costs_only_its_container ]]; then
+    fuse=$(dirname "$RC")/hang_fuse
+    [[ -x $fuse ]] || { echo "SKIP [$CASE]: no hang_fuse (libfuse3-dev missing)"; exit 77; }
+    mnt=$(mktemp -d /tmp/gdrproxy-hang.XXXXXX)
+    "$fuse" "$mnt" 2>"$mnt.log" &
+    fpid=$!
+    for i in $(seq 100); do grep -q " $mnt fuse" /proc/mounts && break; sleep 0.05; done
+    grep -q " $mnt fuse" /proc/mounts || { echo "FAIL [$CASE]: FUSE did not mount: $(cat "$mnt.log")"; exit 1; }
+    GDRPROXY_AGENT_TEST_INNER=1 HANG_MNT=$mnt timeout 120 "$GP" standin "$0" "$@"
+    rc=$?
+    umount -l "$mnt"
+    kill -KILL $fpid 2>/dev/null
+    rmdir "$mnt"
+    rm -f "$mnt.log"
+    exit $rc
+  fi
   GDRPROXY_AGENT_TEST_INNER=1 exec timeout 120 "$GP" standin "$0" "$@"
 fi
 WORK=$(mktemp -d /tmp/gdrproxy-agent.XXXXXX)
@@ -143,6 +161,33 @@ case_dead_agent_fails_closed() {
   [[ $rc != 124 ]] || fail "the container hung after the agent died"
   expect_line "$WORK/c.out" "uverbs0-open" " ERR ENOSYS$"
   expect_in "$WORK/c.out" "all-64-done"
+}
+
+case_hung_filesystem_costs_only_its_container() {
+  # A container's open walks into a FUSE mount that never answers a lookup (the agent resolves
+  # the path as root, on a worker of that container's session): the call fails with EIO at the
+  # agent's deadline and the session is marked degraded, while another container served by the
+  # same agent at the same time gets its opens answered at once.
+  local mnt=$HANG_MNT i
+  start_agent --blocking-deadline-ms 4000
+  in_container team-a-4 runc-init -- sh -c "
+    echo x > $mnt/hang/file; echo a-rc=\$?; date +%s%N" >"$WORK/a.out" 2>&1 &
+  local a=$!
+  for i in $(seq 50); do grep -q "container team-a-4: process" "$WORK/agent.log" && break; sleep 0.1; done
+  sleep 0.3
+  in_container team-b-4 crun --metadata job=42 -- sh -c "
+    for i in 1 2 3 4 5; do $(probe uverbs1); done; date +%s%N" >"$WORK/b.out" 2>&1 || fail "b exit $?"
+  wait $a
+  local a_end b_end
+  a_end=$(tail -1 "$WORK/a.out") b_end=$(tail -1 "$WORK/b.out")
+  expect_in "$WORK/a.out" "Input/output error"
+  expect_in "$WORK/a.out" "a-rc=2"
+  [[ $(grep -c "uverbs1-open-syscall OK" "$WORK/b.out") == 5 ]] || { cat "$WORK/b.out"; fail "the other container's opens were not served"; }
+  (( b_end < a_end )) || fail "the other container waited for the hung one ($b_end >= $a_end)"
+  expect_in "$WORK/agent.log" "[team-a-4] an open by pid"
+  expect_in "$WORK/agent.log" "was not decided within 4000 ms"
+  expect_not_in "$WORK/agent.log" "[team-b-4] an open"
+  cat "$WORK/a.out" "$WORK/b.out" | grep -v "^uverbs"
 }
 
 case_bad_config_refused() {
