@@ -115,6 +115,7 @@ void add_agent(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<AgentOptions>();
   auto config = std::make_shared<std::string>();
   auto trace_dir = std::make_shared<std::string>();
+  auto fd_store = std::make_shared<std::string>();
   agent->add_option("--socket", opts->socket, "Listener socket runtimes connect to")
       ->capture_default_str();
   agent->add_option("--ctl-socket", opts->ctl_socket, "Control socket (`gdrproxy agent ctl`)")
@@ -124,6 +125,10 @@ void add_agent(CLI::App& app, int& exit_code) {
                     "every container gets no device");
   agent->add_option("--trace-dir", *trace_dir,
                     "Directory for per-container JSONL traces (rules with \"trace\": true)");
+  agent->add_option("--fd-store", *fd_store,
+                    "Keep every container's listener in a holder process at this socket (started "
+                    "if none runs), so that a restarted agent re-attaches running containers; "
+                    "their trapped calls wait for it meanwhile instead of failing with ENOSYS");
   agent->add_option("--dev-root", opts->dev_root, "Where the device nodes are")
       ->capture_default_str();
   agent
@@ -141,10 +146,11 @@ void add_agent(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"list", "stats"}));
   ctl->add_option("--ctl-socket", opts->ctl_socket, "Control socket")->capture_default_str();
   ctl->callback([opts, command, &exit_code] { exit_code = agent_ctl(opts->ctl_socket, *command); });
-  agent->callback([ctl, opts, config, trace_dir, &exit_code] {
+  agent->callback([ctl, opts, config, trace_dir, fd_store, &exit_code] {
     if (ctl->parsed()) return;
     if (!config->empty()) opts->config = *config;
     if (!trace_dir->empty()) opts->trace_dir = *trace_dir;
+    if (!fd_store->empty()) opts->fd_store = *fd_store;
     try {
       exit_code = run_agent(*opts);
     } catch (const std::exception& e) {

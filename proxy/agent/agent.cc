@@ -29,6 +29,7 @@
 
 #include "proxy/agent/agent_config.h"
 #include "proxy/agent/container_state.h"
+#include "proxy/agent/fd_store.h"
 #include "proxy/agent/state_socket.h"
 #include "proxy/engine/engine.h"
 #include "proxy/engine/session.h"
@@ -134,7 +135,9 @@ class Agent {
         engine_(DeviceCatalog::scan(o.dev_root)),
         acceptor_(bind_root_only(engine_.io(), o.socket)),
         ctl_(bind_root_only(engine_.io(), o.ctl_socket)),
-        signals_(engine_.io(), SIGTERM, SIGINT) {}
+        signals_(engine_.io(), SIGTERM, SIGINT) {
+    if (o.fd_store) store_.emplace(FdStoreClient::connect_or_start(*o.fd_store));
+  }
 
   ~Agent() {
     ::unlink(opts_.socket.c_str());
@@ -151,6 +154,7 @@ class Agent {
           " container(s) lose their listener (their trapped calls fail with ENOSYS)");
       engine_.io().stop();
     });
+    reattach();
     log("serving " + opts_.socket + " (control: " + opts_.ctl_socket + ")");
     engine_.io().run();
     for (auto& [id, c] : containers_) c->session->finish("the agent stopped");
@@ -203,7 +207,32 @@ class Agent {
     }
     int listener = rs.fds[st->seccomp_fd_index];
     rs.fds[st->seccomp_fd_index] = -1;
-    if (!adopt(*st, listener)) ::close(listener);
+    if (!adopt(*st, listener)) {
+      ::close(listener);
+      return;
+    }
+    if (store_) store_->put(rs.json, listener);
+  }
+
+  // The listeners a previous agent left in the fd store: each container comes back as if its
+  // runtime had just handed it over; one whose process is gone is dropped from the store.
+  void reattach() {
+    if (!store_) return;
+    for (StoredListener& l : store_->take_all()) {
+      std::string why;
+      const auto st = parse_container_process_state(l.state_json, 1, why);
+      if (!st) {
+        ::close(l.fd);
+        log("fd store: " + why);
+        continue;
+      }
+      if (!adopt(*st, l.fd)) {
+        ::close(l.fd);
+        store_->drop(st->state.id);
+        continue;
+      }
+      log("container " + st->state.id + ": re-attached from the fd store " + store_->path());
+    }
   }
 
   // Gives `listener` to its container's session, made on first sight. False: refused (the caller
@@ -284,6 +313,7 @@ class Agent {
     log("container " + id + " ended: " + std::to_string(s.ioctls) + " ioctl, " +
         std::to_string(s.opens) + " open, " + std::to_string(s.denied) + " denied" + lat);
     containers_.erase(it);
+    if (store_) store_->drop(id);
   }
 
   void accept_ctl() {
@@ -355,6 +385,7 @@ class Agent {
   local::acceptor ctl_;
   asio::signal_set signals_;
   std::map<std::string, std::unique_ptr<Container>> containers_;
+  std::optional<FdStoreClient> store_;
 };
 
 }  // namespace

@@ -18,6 +18,9 @@ struct AgentOptions {
   std::string ctl_socket = "/run/gdrproxy/agent.ctl";  // `gdrproxy agent ctl`
   std::optional<std::string> config;                   // nullopt: every container gets no device
   std::optional<std::string> trace_dir;                // per-container JSONL traces
+  // Keep each listener in a holder process at this socket, so that a restarted agent re-attaches
+  // every running container (trapped calls wait for it meanwhile instead of failing with ENOSYS).
+  std::optional<std::string> fd_store;
   std::string dev_root = "/dev";
   // An open whose path lookup or host open has not finished by then fails with EIO and marks
   // its container's session degraded (a hung FUSE mount must cost that container, not others).

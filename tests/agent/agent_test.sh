@@ -190,6 +190,32 @@ case_hung_filesystem_costs_only_its_container() {
   cat "$WORK/a.out" "$WORK/b.out" | grep -v "^uverbs"
 }
 
+case_restart_with_fd_store_reattaches() {
+  # With --fd-store a holder process keeps each container's listener: a SIGKILLed agent's
+  # container is not failed (its call made while no agent runs waits), and the next agent
+  # re-attaches it with the same grants and answers that call.
+  local store=$WORK/run/fds.sock c i
+  trap 'pkill -KILL -f -- "--fd-store $WORK/run/fds.sock" 2>/dev/null; [[ -n $AGENT_PID ]] && kill -KILL $AGENT_PID 2>/dev/null; rm -rf "$WORK"' EXIT
+  start_agent --fd-store "$store"
+  in_container team-a-5 runc-init -- sh -c "sleep 1; $(probe uverbs0); $(probe uverbs1)" >"$WORK/c.out" 2>&1 &
+  c=$!
+  for i in $(seq 50); do grep -q "container team-a-5: process" "$WORK/agent.log" && break; sleep 0.1; done
+  kill -KILL "$AGENT_PID"
+  wait "$AGENT_PID" 2>/dev/null
+  AGENT_PID=
+  # The container calls at 1 s, with no agent: the call must wait, not fail.
+  sleep 2
+  kill -0 $c 2>/dev/null || { cat "$WORK/c.out"; fail "the container did not wait for the next agent"; }
+  rm -f "$SOCK" "$CTL"
+  start_agent --fd-store "$store"
+  wait $c || { cat "$WORK/c.out"; fail "container exit $?"; }
+  expect_line "$WORK/c.out" "uverbs0-open" " OK ioctl="
+  expect_line "$WORK/c.out" "uverbs1-open" " ERR EACCES$"
+  expect_in "$WORK/agent.log" "container team-a-5: re-attached from the fd store"
+  for i in $(seq 50); do grep -q "team-a-5 ended" "$WORK/agent.log" && break; sleep 0.1; done
+  expect_in "$WORK/agent.log" "container team-a-5 ended"
+}
+
 case_bad_config_refused() {
   # A typo in the operator's file never turns into "every device": the agent refuses to start
   # and names the field.
