@@ -151,7 +151,9 @@ class Agent {
     signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
       if (ec) return;
       log("stopping on signal " + std::to_string(sig) + ": " + std::to_string(containers_.size()) +
-          " container(s) lose their listener (their trapped calls fail with ENOSYS)");
+          (store_ ? " container(s) stay in the fd store for the next agent (their trapped calls "
+                    "wait)"
+                  : " container(s) lose their listener (their trapped calls fail with ENOSYS)"));
       engine_.io().stop();
     });
     reattach();
