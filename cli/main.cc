@@ -9,6 +9,7 @@
 #include "cli/demo.h"
 #include "netns/cli.h"
 #include "proxy/cli.h"
+#include "proxy/exercise/cli_helpers.h"
 #include "sysfs/cli.h"
 
 int main(int argc, char** argv) {
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   gdrproxy::proxy::register_commands(app, exit_code, tail);
+  gdrproxy::proxy::register_test_helpers(app, exit_code, tail);
   gdrproxy::sysfs::register_commands(app, exit_code);
   gdrproxy::netns::register_commands(app, exit_code);
   gdrproxy::cli::register_demo(app, exit_code);

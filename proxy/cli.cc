@@ -1,15 +1,12 @@
-// `gdrproxy run`, `gdrproxy agent`, `gdrproxy trace summarize`, `gdrproxy demo` and the hidden
-// helpers the demo and tests use. Each callback parses options and calls into the library; no
-// behaviour lives here.
+// `gdrproxy run`, `gdrproxy agent` and `gdrproxy trace summarize` (the hidden helpers the demo and
+// tests use are in proxy/exercise/cli_helpers.cc). Each callback parses options and calls into
+// the library; no behaviour lives here.
 #include "proxy/cli.h"
 
 #include <fstream>
 #include <iostream>
 
 #include "proxy/agent/agent.h"
-#include "proxy/exercise/cuda_dmabuf.h"
-#include "proxy/exercise/device_exerciser.h"
-#include "proxy/exercise/standin_devices.h"
 #include "proxy/run/run_command.h"
 #include "proxy/trace/trace_summary.h"
 
@@ -17,13 +14,6 @@
 
 namespace gdrproxy::proxy {
 namespace {
-
-// The command a subcommand starts: the positional words before "--", then every word after it
-// (getopt's meaning of "--"). The words after "--" never reached the option parser.
-std::vector<std::string> command_words(std::vector<std::string> before, const CommandTail& tail) {
-  if (tail.words) before.insert(before.end(), tail.words->begin(), tail.words->end());
-  return before;
-}
 
 void add_run(CLI::App& app, int& exit_code, const CommandTail& tail) {
   auto* run = app.add_subcommand(
@@ -183,58 +173,19 @@ void add_trace(CLI::App& app, int& exit_code) {
   });
 }
 
-void add_hidden(CLI::App& app, int& exit_code, const CommandTail& tail) {
-  auto* ex = app.add_subcommand("exercise", "Issue a representative sequence of device ioctls");
-  ex->group("");  // hidden: a tool for demo, doctor and tests
-  auto kind = std::make_shared<std::string>();
-  auto paths = std::make_shared<std::vector<std::string>>();
-  ex->add_option("kind", *kind)->required()->check(CLI::IsMember({"uverbs", "nvidia", "cuda"}));
-  ex->add_option("paths", *paths)->required();
-  ex->callback([kind, paths, &exit_code] {
-    if (*kind == "uverbs") {
-      exit_code = exercise_uverbs(paths->at(0), std::cout);
-    } else if (*kind == "cuda") {
-      exit_code = exercise_cuda_dmabuf(paths->at(0), std::cout);
-    } else {
-      exit_code = exercise_nvidia(paths->at(0), paths->size() > 1 ? paths->at(1) : "", std::cout);
-    }
-  });
-  auto* standin = app.add_subcommand("standin", "Run a command with stand-in device nodes");
-  standin->group("");
-  standin->prefix_command();  // everything after the subcommand is the command line
-  standin->callback([standin, &tail, &exit_code] {
-    // A prefix command: its words before "--" are the command, and the "--" was the command's.
-    std::vector<std::string> words = standin->remaining();
-    if (!words.empty() && tail.words) words.push_back("--");
-    auto argv = std::make_shared<std::vector<std::string>>(command_words(words, tail));
-    if (argv->empty()) {
-      std::cerr << "gdrproxy standin: no command\n";
-      exit_code = 125;
-      return;
-    }
-    try {
-      enter_standin_dev();
-    } catch (const std::exception& e) {
-      std::cerr << "gdrproxy standin: " << e.what() << "\n";
-      exit_code = 125;
-      return;
-    }
-    std::vector<char*> a;
-    for (auto& s : *argv) a.push_back(s.data());
-    a.push_back(nullptr);
-    ::execvp(a[0], a.data());
-    std::perror("gdrproxy standin: exec");
-    exit_code = 127;
-  });
-}
-
 }  // namespace
+
+// The command a subcommand starts: the positional words before "--", then every word after it
+// (getopt's meaning of "--"). The words after "--" never reached the option parser.
+std::vector<std::string> command_words(std::vector<std::string> before, const CommandTail& tail) {
+  if (tail.words) before.insert(before.end(), tail.words->begin(), tail.words->end());
+  return before;
+}
 
 void register_commands(CLI::App& app, int& exit_code, CommandTail& tail) {
   add_run(app, exit_code, tail);
   add_agent(app, exit_code);
   add_trace(app, exit_code);
-  add_hidden(app, exit_code, tail);
 }
 
 }  // namespace gdrproxy::proxy

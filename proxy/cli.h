@@ -23,4 +23,7 @@ inline const std::vector<std::string> kCommandSubcommands = {"run", "standin"};
 // subcommand's callback stores its process exit status in `exit_code`.
 void register_commands(CLI::App& app, int& exit_code, CommandTail& tail);
 
+// The command a subcommand starts: the positional words before "--", then every word after it.
+std::vector<std::string> command_words(std::vector<std::string> before, const CommandTail& tail);
+
 }  // namespace gdrproxy::proxy
