@@ -55,6 +55,11 @@ void add_run(CLI::App& app, int& exit_code, const CommandTail& tail) {
                   "auto (write when Landlock is available)")
       ->check(CLI::IsMember({"auto", "write", "all"}));
   run->add_flag("-q,--quiet", opts->quiet, "No informational notes on stderr");
+  run->add_flag("--broker-pidfd-getfd", opts->broker_pidfd_getfd,
+                "Let the sandbox's processes take each other's fds with pidfd_getfd (CUDA IPC "
+                "by fd, NCCL's cuMem handles): gdrproxy performs the call when the target is a "
+                "process of this sandbox; without it the call needs CAP_SYS_PTRACE, which the "
+                "sandbox lacks");
   run->add_flag("--keep-caps", opts->keep_caps,
                 "Keep every capability in the sandbox (by default those device work does not\n"
                 "need are dropped: CAP_MKNOD, CAP_SYS_RAWIO, CAP_SYS_ADMIN, CAP_SYS_PTRACE, ...)");

@@ -355,6 +355,9 @@ void Session::dispatch(const seccomp_notif& req) {
         latency_.record(monotonic_ns() - t0);
       }
       return;
+    case SYS_pidfd_getfd:
+      handle_pidfd_getfd(req, t0);
+      return;
     default:
       answer_continue(req.id);
   }
@@ -542,6 +545,92 @@ void Session::continue_observed(TraceRecord& r, uint64_t id, pid_t tid, uint64_t
   answer_continue(id);
   r.note = "result not observed";
   emit(r);
+}
+
+namespace {
+
+// The pid (in our pid namespace) a pidfd refers to, from /proc/self/fdinfo; -1 when it is not a
+// pidfd or its process is gone.
+pid_t pid_of_pidfd(int fd) {
+  std::ifstream in("/proc/self/fdinfo/" + std::to_string(fd));
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("Pid:", 0) == 0)
+      return static_cast<pid_t>(std::strtol(line.c_str() + 4, nullptr, 10));
+  return -1;
+}
+
+ino_t pid_namespace_of(pid_t pid) {
+  struct stat st {};
+  return ::stat(("/proc/" + std::to_string(pid) + "/ns/pid").c_str(), &st) == 0 ? st.st_ino : 0;
+}
+
+}  // namespace
+
+// pidfd_getfd(pidfd, targetfd, flags) for the caller: the target is the process behind the
+// caller's pidfd (copied out of the caller), and must belong to this sandbox's pid namespace;
+// the supervisor then takes the fd with its own rights and installs it in the caller.
+void Session::handle_pidfd_getfd(const seccomp_notif& req, uint64_t t0) {
+  const int caller_pidfd_nr = static_cast<int>(req.data.args[0]);
+  const int target_fd = static_cast<int>(req.data.args[1]);
+  TraceRecord r = begin_record(req, "pidfd_getfd");
+  r.call.name = "pidfd_getfd";
+  r.call.args = {{"pidfd", std::to_string(caller_pidfd_nr)},
+                 {"targetfd", std::to_string(target_fd)}};
+  auto finish = [&](int err, const std::string& reason) {
+    answer_error(req.id, err);
+    r.decision = "deny";
+    r.ret = -1;
+    r.err = err;
+    r.reason = reason;
+    if (denials_.first(r.who.host_tgid, "pidfd_getfd", reason))
+      std::fprintf(stderr, "%sdenied pidfd_getfd by pid %u (ns pid %u): %s -> %s\n",
+                   log_prefix_.c_str(), r.who.host_tid, r.who.ns_tid, printable(reason).c_str(),
+                   errno_name(err));
+  };
+  const ino_t own = pid_namespace_of(::getpid());
+  int caller = -1, target = -1, got = -1;
+  struct Closer {
+    int* fds[3];
+    ~Closer() {
+      for (int* f : fds)
+        if (*f >= 0) ::close(*f);
+    }
+  } closer{{&caller, &target, &got}};
+  if (!config_.broker_pidfd_getfd || req.data.args[2] != 0) {
+    finish(EINVAL, "pidfd_getfd is not brokered with these flags");
+  } else if (!pidns_ || *pidns_ == own) {
+    finish(EPERM, "this sandbox has no pid namespace of its own to broker pidfd_getfd within");
+  } else if ((caller = static_cast<int>(::syscall(SYS_pidfd_open, req.pid, 0))) < 0) {
+    finish(ESRCH, "the caller is gone");
+  } else if ((target = static_cast<int>(::syscall(SYS_pidfd_getfd, caller, caller_pidfd_nr, 0))) <
+             0) {
+    finish(EBADF, "the caller's fd " + std::to_string(caller_pidfd_nr) + " cannot be read");
+  } else {
+    const pid_t tpid = pid_of_pidfd(target);
+    const ino_t tns = tpid > 0 ? pid_namespace_of(tpid) : 0;
+    // The pidfd pins the process: if it still signals as alive after the namespace was read,
+    // the namespace read was of that process and not of a reused pid.
+    const bool alive = tpid > 0 && ::syscall(SYS_pidfd_send_signal, target, 0, nullptr, 0) == 0;
+    if (tpid <= 0 || !alive) {
+      finish(tpid == -1 ? ESRCH : EBADF,
+             "fd " + std::to_string(caller_pidfd_nr) + " is not a pidfd of a living process");
+    } else if (tns != *pidns_) {
+      finish(EPERM, "pid " + std::to_string(tpid) + " is outside this sandbox");
+    } else if (!notif_id_valid(nfd_, req.id)) {
+      return;
+    } else if ((got = static_cast<int>(::syscall(SYS_pidfd_getfd, target, target_fd, 0))) < 0) {
+      finish(errno, "pidfd_getfd on pid " + std::to_string(tpid) + " failed");
+    } else {
+      const int fd = answer_fd(req.id, got, true);  // pidfd_getfd always sets O_CLOEXEC
+      r.decision = "broker";
+      r.ret = fd >= 0 ? fd : -1;
+      if (fd < 0) r.err = -fd;
+      ++stats_.brokered;
+    }
+  }
+  r.latency_us = double(monotonic_ns() - t0) / 1e3;
+  if (tracing()) emit(r);
 }
 
 // An open handed to the worker: what it decided, and whether the call has been answered (by

@@ -50,6 +50,9 @@ struct SessionConfig {
   // worker thread of the session, and a call not decided within this many ms fails with EIO (the
   // session is then marked degraded). 0: it runs inline on the loop (`gdrproxy run`, one tenant).
   unsigned blocking_deadline_ms = 0;
+  // Perform trapped pidfd_getfd calls whose target is a process of this sandbox (its pid
+  // namespace, set_pid_namespace) with the supervisor's rights, and inject the fd.
+  bool broker_pidfd_getfd = false;
 };
 
 // Counters of one session, for --stats and `agent ctl stats`.
@@ -78,6 +81,9 @@ class Session {
   // Serves `listener_fd` (taken over: closed with the session). Several listeners may be added
   // (one per process a runtime started in the same container).
   void add_listener(int listener_fd);
+  // The sandbox's own pid namespace (the inode of /proc/<pid>/ns/pid of its first process): the
+  // processes pidfd_getfd may be brokered between. Unset, or the supervisor's own: none.
+  void set_pid_namespace(ino_t ns) { pidns_ = ns; }
   // Called once, on the engine's loop, when every listener has hung up.
   void on_end(std::function<void()> cb) { on_end_ = std::move(cb); }
   bool ended() const { return ended_; }
@@ -112,6 +118,7 @@ class Session {
   void handle(const seccomp_notif& req);
   void dispatch(const seccomp_notif& req);
   void handle_ioctl(const seccomp_notif& req, uint64_t t0);
+  void handle_pidfd_getfd(const seccomp_notif& req, uint64_t t0);
   // True when the open was answered here; false when it went to the worker.
   bool handle_open(const seccomp_notif& req, uint64_t t0);
   struct OpenJob;
@@ -147,6 +154,7 @@ class Session {
   std::string log_prefix_;
   bool nv_enforce_ = true;
   bool all_gpus_granted_ = true;
+  std::optional<ino_t> pidns_;
   ExitObserver* observer_ = nullptr;  // the engine's, when tracing and available
   std::unique_ptr<FILE, int (*)(FILE*)> json_out_{nullptr, &std::fclose};
   std::vector<std::unique_ptr<Listener>> listeners_;

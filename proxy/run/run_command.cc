@@ -6,6 +6,7 @@
 
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -61,6 +62,7 @@ LaunchSpec sandbox_spec(const RunOptions& o, const SessionConfig& config,
   // The NVIDIA driver lets a process allocate any GPU it holds an fd of, even an fd Landlock
   // makes useless for ioctls; io_uring opens are the one way to such an fd around the broker.
   spec.filter.refuse_io_uring = !every_gpu_granted(catalog, config.grants);
+  spec.filter.trap_pidfd_getfd = config.broker_pidfd_getfd;
   spec.pid_namespace = can_bind_lifetime();
   spec.quiet = o.quiet;
   spec.keep_caps = o.keep_caps;
@@ -98,6 +100,7 @@ int run_supervised(const RunOptions& o) {
   config.quiet = o.quiet;
   config.sync_wakeup = o.sync_wakeup;
   config.allow_unknown_nvidia_driver = o.allow_unknown_nvidia_driver;
+  config.broker_pidfd_getfd = o.broker_pidfd_getfd;
   Session session(engine, std::move(config));
   const LaunchSpec spec = sandbox_spec(o, session.config(), engine.catalog());
 
@@ -116,6 +119,11 @@ int run_supervised(const RunOptions& o) {
     if (child_done && session.ended()) io.stop();
   };
   session.on_end(maybe_stop);
+  {
+    struct stat st {};
+    if (::stat(("/proc/" + std::to_string(l.pid) + "/ns/pid").c_str(), &st) == 0)
+      session.set_pid_namespace(st.st_ino);
+  }
   session.add_listener(l.notify_fd);
 
   // Reaping: the command's status, and every orphan re-parented to us.

@@ -32,6 +32,9 @@ struct RunOptions {
   // to start in enforce mode (--allow-unknown-nvidia-driver).
   bool allow_unknown_nvidia_driver = false;
   bool keep_caps = false;  // --keep-caps: keep every capability in the sandbox
+  // --broker-pidfd-getfd: processes of the sandbox may take each other's fds with pidfd_getfd
+  // (performed by gdrproxy; the sandbox lacks CAP_SYS_PTRACE for it).
+  bool broker_pidfd_getfd = false;
 };
 
 // Returns the command's exit status (128+signal if it was killed). Throws std::runtime_error for

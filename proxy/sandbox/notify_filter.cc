@@ -113,6 +113,8 @@ int install_notify_filter(const FilterOptions& options) {
   for (uint32_t raw : {0x7ffu, 0x30000001u, 0x30000002u})
     trap_ioctl(c, {0xffffffff, raw}, "ioctl uvm init");
 
+  if (options.trap_pidfd_getfd)
+    check(seccomp_rule_add(c.ctx, SCMP_ACT_NOTIFY, SCMP_SYS(pidfd_getfd), 0), "pidfd_getfd");
   if (options.open_trap == OpenTrap::kAllOpens) {
     for (int nr : {SCMP_SYS(open), SCMP_SYS(openat), SCMP_SYS(creat), SCMP_SYS(openat2)})
       check(seccomp_rule_add(c.ctx, SCMP_ACT_NOTIFY, nr, 0), "open");

@@ -30,6 +30,9 @@ struct FilterOptions {
   // Refuse io_uring (ENOSYS) even where Landlock checks device ioctls: set when some NVIDIA GPU
   // is not granted, because its driver counts any open fd of a GPU node as access to that GPU.
   bool refuse_io_uring = false;
+  // Trap pidfd_getfd so the supervisor performs it for processes of the same sandbox (opt-in:
+  // `run --broker-pidfd-getfd`; without CAP_SYS_PTRACE the sandbox's own call fails).
+  bool trap_pidfd_getfd = false;
 };
 
 // One ioctl-request comparison of the filter: (request & mask) == value.
