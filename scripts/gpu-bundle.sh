@@ -10,6 +10,8 @@ cp build/gdrproxy "$dir/"
 strip "$dir/gdrproxy"
 # The security tests' attack client, for the real-NVIDIA attacks of tests/gpu/run.sh.
 cp build/tests/security/attack_client "$dir/" && strip "$dir/attack_client"
+# The agent tests' runtime stand-in, for tests/gpu/agent_sessions.sh.
+cp build/tests/agent/runtime_client "$dir/" && strip "$dir/runtime_client"
 # Everything outside glibc and libstdc++ (those are newer on the GPU image).
 ldd build/gdrproxy | awk '/=> \//{print $3}' | grep -vE '/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s)\.so' |
   while read -r lib; do cp -L "$lib" "$dir/lib/"; done

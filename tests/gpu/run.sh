@@ -141,6 +141,10 @@ for ((i = 0; i < rounds; i++)); do
 done
 median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
+echo "== 8 concurrent CUDA processes, each its own session of one agent (tests/gpu/agent_sessions.sh)"
+agent8=$(ROUNDS=$rounds tests/gpu/agent_sessions.sh "$bundle" 2>&1 | tail -1)
+echo "$agent8"
+
 echo
 echo "== summary ($(date -u +%F), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1))"
 printf "%-10s %-8s %8s %7s %9s %10s %10s %10s\n" workload status trapped denied native_s enforce/n trace/n notes
@@ -158,4 +162,5 @@ echo "topology native vs proxied: $topo"
 echo "RM_ALLOC type-byte variants under a denying policy: $attacks"
 echo "ungranted GPU by device instance, and io_uring, refused: $gpu_grant"
 echo "NCCL topology with the synthetic /sys vs the host's: $sysfs_topo"
+echo "agent: $agent8 (goal <= 1.05)"
 echo "goals: enforce/native <= 1.02, trace/native <= 1.10"
