@@ -134,13 +134,23 @@ void add_agent(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(1u, 600000u));
   agent->add_flag("-q,--quiet", opts->quiet, "No log lines on stderr");
-  auto* ctl = agent->add_subcommand("ctl", "Ask a running agent: list (containers) or stats");
+  auto* ctl = agent->add_subcommand(
+      "ctl",
+      "Ask a running agent: list (containers), stats (counts, p50/p99 handler latency), drain\n"
+      "(take no new container or process, stop when the last container ends: for upgrades) or\n"
+      "drain ID (no new process joins that container)");
   auto command = std::make_shared<std::string>();
-  ctl->add_option("command", *command, "list | stats")
+  auto id = std::make_shared<std::string>();
+  ctl->add_option("command", *command, "list | stats | drain")
       ->required()
-      ->check(CLI::IsMember({"list", "stats"}));
+      ->check(CLI::IsMember({"list", "stats", "drain"}));
+  ctl->add_option("id", *id, "Container id (drain only)");
   ctl->add_option("--ctl-socket", opts->ctl_socket, "Control socket")->capture_default_str();
-  ctl->callback([opts, command, &exit_code] { exit_code = agent_ctl(opts->ctl_socket, *command); });
+  ctl->callback([opts, command, id, &exit_code] {
+    if (!id->empty() && *command != "drain")
+      throw CLI::ValidationError("id", "only drain takes one");
+    exit_code = agent_ctl(opts->ctl_socket, id->empty() ? *command : *command + " " + *id);
+  });
   agent->callback([ctl, opts, config, trace_dir, fd_store, &exit_code] {
     if (ctl->parsed()) return;
     if (!config->empty()) opts->config = *config;

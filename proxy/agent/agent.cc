@@ -119,6 +119,7 @@ struct Container {
   pid_t pid = -1;
   int pidfd = -1;
   unsigned listeners = 0;
+  bool draining = false;  // `ctl drain ID`: no new process joins; served until its last exits
   std::vector<std::string> grants;
   Mode mode = Mode::kEnforce;
   std::unique_ptr<Session> session;
@@ -249,6 +250,13 @@ class Agent {
       return false;
     }
     auto it = containers_.find(id);
+    if (draining_ || (it != containers_.end() && it->second->draining)) {
+      ::close(pidfd);
+      log("container " + id + ": process " + std::to_string(st.pid) +
+          " refused: " + (draining_ ? "the agent is draining" : "the container is draining") +
+          " (its trapped calls fail with ENOSYS)");
+      return false;
+    }
     if (it != containers_.end() && !it->second->session->ended()) {
       ::close(pidfd);
       Container& c = *it->second;
@@ -316,6 +324,10 @@ class Agent {
         std::to_string(s.opens) + " open, " + std::to_string(s.denied) + " denied" + lat);
     containers_.erase(it);
     if (store_) store_->drop(id);
+    if (draining_ && containers_.empty()) {
+      log("drained: the last container ended, stopping");
+      engine_.io().stop();
+    }
   }
 
   void accept_ctl() {
@@ -357,6 +369,7 @@ class Agent {
           j["grants"] = c->grants;
           j["mode"] = c->mode == Mode::kEnforce ? "enforce" : "trace";
           j["listeners"] = c->listeners;
+          j["draining"] = c->draining || draining_;
         } else {
           const SessionStats s = c->session->stats();
           j["ioctls"] = s.ioctls;
@@ -374,8 +387,26 @@ class Agent {
         }
         out += j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
       }
+    } else if (cmd == "drain") {
+      draining_ = true;
+      log("draining: no new container or process is taken; stopping when the last of " +
+          std::to_string(containers_.size()) + " container(s) ends");
+      out = "{\"draining\":true,\"containers\":" + std::to_string(containers_.size()) + "}\n";
+      if (containers_.empty()) engine_.io().stop();
+    } else if (cmd.rfind("drain ", 0) == 0) {
+      const std::string id = cmd.substr(6);
+      auto it = containers_.find(id);
+      if (it == containers_.end()) {
+        out = "{\"error\":\"no such container\"}\n";
+      } else {
+        it->second->draining = true;
+        log("container " + id + ": draining (no new process joins it)");
+        out = "{\"draining\":true,\"id\":" +
+              nlohmann::json(id).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+              "}\n";
+      }
     } else {
-      out = "{\"error\":\"unknown command; expected list or stats\"}\n";
+      out = "{\"error\":\"unknown command; expected list, stats, drain or drain ID\"}\n";
     }
     (void)!::write(fd, out.data(), out.size());
   }
@@ -388,6 +419,7 @@ class Agent {
   asio::signal_set signals_;
   std::map<std::string, std::unique_ptr<Container>> containers_;
   std::optional<FdStoreClient> store_;
+  bool draining_ = false;  // `ctl drain`: no new container or process; stop when none is left
 };
 
 }  // namespace

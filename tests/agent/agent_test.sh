@@ -216,6 +216,33 @@ case_restart_with_fd_store_reattaches() {
   expect_in "$WORK/agent.log" "container team-a-5 ended"
 }
 
+case_drain_stops_after_the_last_container() {
+  # `ctl drain ID` keeps a container's running processes served but lets no new one join it;
+  # `ctl drain` takes no new container and stops the agent (exit 0) when the last one ends.
+  start_agent
+  in_container team-a-8 runc-init -- sh -c "sleep 1.5; $(probe uverbs0)" >"$WORK/c.out" 2>&1 &
+  local c=$! i
+  for i in $(seq 50); do grep -q "container team-a-8: process" "$WORK/agent.log" && break; sleep 0.1; done
+  "$GP" agent ctl --ctl-socket "$CTL" drain team-a-8 >"$WORK/d1.out" || fail "ctl drain ID failed"
+  expect_in "$WORK/d1.out" '"draining":true'
+  in_container team-a-8 runc-exec -- sh -c "$(probe uverbs0)" >"$WORK/e.out" 2>&1
+  expect_line "$WORK/e.out" "uverbs0-open" " ERR ENOSYS$"
+  "$GP" agent ctl --ctl-socket "$CTL" drain >"$WORK/d2.out" || fail "ctl drain failed"
+  in_container team-a-9 runc-init -- sh -c "$(probe uverbs0)" >"$WORK/n.out" 2>&1
+  expect_line "$WORK/n.out" "uverbs0-open" " ERR ENOSYS$"
+  wait $c
+  expect_line "$WORK/c.out" "uverbs0-open" " OK ioctl="
+  for i in $(seq 50); do kill -0 "$AGENT_PID" 2>/dev/null || break; sleep 0.1; done
+  kill -0 "$AGENT_PID" 2>/dev/null && fail "the drained agent did not stop"
+  wait "$AGENT_PID"
+  local rc=$?
+  AGENT_PID=
+  [[ $rc == 0 ]] || fail "the drained agent exited $rc"
+  expect_in "$WORK/agent.log" "team-a-9: process"
+  expect_in "$WORK/agent.log" "refused: the agent is draining"
+  expect_in "$WORK/agent.log" "drained: the last container ended, stopping"
+}
+
 case_bad_config_refused() {
   # A typo in the operator's file never turns into "every device": the agent refuses to start
   # and names the field.
