@@ -1,13 +1,20 @@
 #include "proxy/sandbox/notify_filter.h"
 
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <seccomp.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "proxy/abi/nvidia_abi.h"
 #include "proxy/abi/uverbs_abi.h"
@@ -59,6 +66,41 @@ void install_refusal_filter(const FilterOptions& options) {
     check(seccomp_rule_add(c.ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(io_uring_setup), 0),
           "io_uring_setup");
   check(seccomp_load(c.ctx), "load refusals");
+}
+
+// Loads the notify filter and returns its listener. libseccomp 2.5 cannot ask for
+// SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, so the filter is exported as BPF and loaded with
+// seccomp(2): once the supervisor has received a call, only a fatal signal interrupts the
+// caller's wait. Without it a signal (Go's SIGURG preemption, timers) withdraws a call being
+// handled and the restarted call is handled again (a brokered open twice). Kernels before 5.19
+// lack the flag: the filter is then loaded without it.
+int load_with_listener(scmp_filter_ctx ctx) {
+  const int mfd = ::memfd_create("gdrproxy-filter", MFD_CLOEXEC);
+  if (mfd < 0) throw std::runtime_error(std::string("memfd_create: ") + std::strerror(errno));
+  std::vector<sock_filter> prog;
+  const int rc = seccomp_export_bpf(ctx, mfd);
+  const off_t size = rc == 0 ? ::lseek(mfd, 0, SEEK_END) : -1;
+  if (size > 0 && size % sizeof(sock_filter) == 0) {
+    prog.resize(static_cast<size_t>(size) / sizeof(sock_filter));
+    if (::pread(mfd, prog.data(), static_cast<size_t>(size), 0) != size) prog.clear();
+  }
+  ::close(mfd);
+  if (prog.empty() || prog.size() > BPF_MAXINSNS)
+    throw std::runtime_error("seccomp filter: export failed");
+  sock_fprog fprog{static_cast<unsigned short>(prog.size()), prog.data()};
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+    throw std::runtime_error(std::string("no_new_privs: ") + std::strerror(errno));
+  long fd =
+      ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &fprog);
+  if (fd < 0 && errno == EINVAL)
+    fd = ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &fprog);
+  if (fd < 0) throw std::runtime_error(std::string("seccomp load: ") + std::strerror(errno));
+  if (::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC) != 0) {
+    ::close(static_cast<int>(fd));
+    throw std::runtime_error("seccomp: listener fd");
+  }
+  return static_cast<int>(fd);
 }
 
 void trap_ioctl(const Ctx& c, IoctlMatch m, const char* what) {
@@ -131,11 +173,7 @@ int install_notify_filter(const FilterOptions& options) {
     check(seccomp_rule_add(c.ctx, SCMP_ACT_NOTIFY, SCMP_SYS(creat), 0), "creat");
     check(seccomp_rule_add(c.ctx, SCMP_ACT_NOTIFY, SCMP_SYS(openat2), 0), "openat2");
   }
-  check(seccomp_load(c.ctx), "load");
-  // Keep our own descriptor: the library's copy belongs to its context.
-  int fd = fcntl(seccomp_notify_fd(c.ctx), F_DUPFD_CLOEXEC, 3);
-  if (fd < 0) throw std::runtime_error("seccomp: no listener fd");
-  return fd;
+  return load_with_listener(c.ctx);
 }
 
 }  // namespace gdrproxy::proxy
