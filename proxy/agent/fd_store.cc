@@ -18,6 +18,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "proxy/engine/fd_passing.h"
+
 namespace gdrproxy::proxy {
 namespace {
 
@@ -44,21 +46,7 @@ int connect_to(const std::string& path) {
 }
 
 bool send_packet(int s, const std::string& data, int fd) {
-  iovec iov{const_cast<char*>(data.data()), data.size()};
-  alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
-  msghdr m{};
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  if (fd >= 0) {
-    m.msg_control = ctl;
-    m.msg_controllen = sizeof ctl;
-    cmsghdr* c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-  }
-  return ::sendmsg(s, &m, MSG_NOSIGNAL) == static_cast<ssize_t>(data.size());
+  return send_with_fd(s, data, fd, MSG_NOSIGNAL);
 }
 
 // One packet and its fd (-1 if none); false at EOF, on error or after `timeout_ms`.

@@ -6,24 +6,31 @@
 
 #include <cstring>
 #include <string>
+#include <string_view>
 
 namespace gdrproxy::proxy {
 
-inline bool send_fd(int sock, int fd) {
-  char byte = 'F';
-  iovec iov{&byte, 1};
+// Sends `data` in one sendmsg, with `fd` attached (SCM_RIGHTS) unless it is negative.
+inline bool send_with_fd(int sock, std::string_view data, int fd, int flags = 0) {
+  iovec iov{const_cast<char*>(data.data()), data.size()};
   alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
   msghdr m{};
   m.msg_iov = &iov;
   m.msg_iovlen = 1;
-  m.msg_control = ctl;
-  m.msg_controllen = sizeof ctl;
-  cmsghdr* c = CMSG_FIRSTHDR(&m);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-  return ::sendmsg(sock, &m, 0) == 1;
+  if (fd >= 0) {
+    m.msg_control = ctl;
+    m.msg_controllen = sizeof ctl;
+    cmsghdr* c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  }
+  return ::sendmsg(sock, &m, flags) == static_cast<ssize_t>(data.size());
+}
+
+inline bool send_fd(int sock, int fd) {
+  return send_with_fd(sock, "F", fd);
 }
 
 // Receives an fd, or (returning -1) the text the peer sent instead, e.g. why its setup failed.

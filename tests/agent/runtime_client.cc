@@ -118,19 +118,7 @@ int main(int argc, char** argv) {
   const std::string msg = state_json(style, id, child, metadata);
   const size_t third = msg.size() / 3;
   const std::string first = msg.substr(0, third);
-  iovec iov{const_cast<char*>(first.data()), first.size()};
-  alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
-  msghdr m{};
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  m.msg_control = ctl;
-  m.msg_controllen = sizeof ctl;
-  cmsghdr* c = CMSG_FIRSTHDR(&m);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &listener, sizeof listener);
-  if (::sendmsg(s, &m, 0) != static_cast<ssize_t>(first.size())) return fail("sendmsg");
+  if (!gdrproxy::proxy::send_with_fd(s, first, listener)) return fail("sendmsg");
   for (const std::string& part : {msg.substr(third, third), msg.substr(2 * third)})
     if (::write(s, part.data(), part.size()) != static_cast<ssize_t>(part.size()))
       return fail("write");

@@ -32,6 +32,8 @@
 #include <string>
 #include <vector>
 
+#include "proxy/engine/fd_passing.h"
+
 namespace {
 
 constexpr unsigned long kFibmap = 1;  // FIBMAP, _IO(0x00, 1) (linux/fs.h clashes with sys/mount.h)
@@ -157,20 +159,8 @@ int recv_one_fd(const char* sock_path) {
   if (::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(s, 1) != 0) return -1;
   const int c = ::accept(s, nullptr, nullptr);
   if (c < 0) return -1;
-  char byte;
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
-  msghdr m{};
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  m.msg_control = ctl;
-  m.msg_controllen = sizeof ctl;
-  if (::recvmsg(c, &m, 0) <= 0) return -1;
-  cmsghdr* cm = CMSG_FIRSTHDR(&m);
-  if (!cm || cm->cmsg_type != SCM_RIGHTS) return -1;
-  int fd;
-  std::memcpy(&fd, CMSG_DATA(cm), sizeof fd);
-  return fd;
+  std::string not_fd;
+  return gdrproxy::proxy::recv_fd(c, not_fd);
 }
 
 uint32_t ioc(uint32_t dir, uint32_t type, uint32_t nr, uint32_t size) {
