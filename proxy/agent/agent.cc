@@ -147,8 +147,8 @@ class Agent {
 
   int run() {
     ::signal(SIGPIPE, SIG_IGN);
-    accept();
-    accept_ctl();
+    accept(acceptor_, &Agent::on_connection, "a runtime connection, refused");
+    accept(ctl_, &Agent::on_ctl, "a control connection");
     signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
       if (ec) return;
       log("stopping on signal " + std::to_string(sig) + ": " + std::to_string(containers_.size()) +
@@ -170,16 +170,19 @@ class Agent {
     if (!opts_.quiet) std::fprintf(stderr, "gdrproxy agent: %s\n", printable(msg).c_str());
   }
 
-  void accept() {
-    acceptor_.async_accept([this](const boost::system::error_code& ec, local::socket s) {
-      if (ec) return;
-      try {
-        on_connection(s.native_handle());
-      } catch (const std::exception& e) {
-        log(std::string("internal error on a runtime connection, refused: ") + e.what());
-      }
-      accept();
-    });
+  // Serves `acceptor` with `handle` for each connection, on the loop; a handler's exception is
+  // logged and costs that connection only.
+  void accept(local::acceptor& acceptor, void (Agent::*handle)(int), const char* what) {
+    acceptor.async_accept(
+        [this, &acceptor, handle, what](const boost::system::error_code& ec, local::socket s) {
+          if (ec) return;
+          try {
+            (this->*handle)(s.native_handle());
+          } catch (const std::exception& e) {
+            log(std::string("internal error on ") + what + ": " + e.what());
+          }
+          accept(acceptor, handle, what);
+        });
   }
 
   void on_connection(int fd) {
@@ -328,18 +331,6 @@ class Agent {
       log("drained: the last container ended, stopping");
       engine_.io().stop();
     }
-  }
-
-  void accept_ctl() {
-    ctl_.async_accept([this](const boost::system::error_code& ec, local::socket s) {
-      if (ec) return;
-      try {
-        on_ctl(s.native_handle());
-      } catch (const std::exception& e) {
-        log(std::string("internal error on a control connection: ") + e.what());
-      }
-      accept_ctl();
-    });
   }
 
   void on_ctl(int fd) {

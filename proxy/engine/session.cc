@@ -336,24 +336,27 @@ void Session::handle(const seccomp_notif& req) {
   if (!answered_ && !deferred_) answer_error(req.id, EPERM);
 }
 
+void Session::record_latency(uint64_t& total_ns, uint64_t t0) {
+  const uint64_t ns = monotonic_ns() - t0;
+  total_ns += ns;
+  latency_.record(ns);
+}
+
 void Session::dispatch(const seccomp_notif& req) {
   const uint64_t t0 = monotonic_ns();
   switch (req.data.nr) {
     case SYS_ioctl:
       ++stats_.ioctls;
       handle_ioctl(req, t0);
-      stats_.ns_ioctl += monotonic_ns() - t0;
-      latency_.record(monotonic_ns() - t0);
+      record_latency(stats_.ns_ioctl, t0);
       return;
     case SYS_open:
     case SYS_openat:
     case SYS_openat2:
     case SYS_creat:
       ++stats_.opens;
-      if (handle_open(req, t0)) {  // else counted when the worker's answer is given
-        stats_.ns_open += monotonic_ns() - t0;
-        latency_.record(monotonic_ns() - t0);
-      }
+      // An open handed to the worker is timed when its answer is given.
+      if (handle_open(req, t0)) record_latency(stats_.ns_open, t0);
       return;
     case SYS_pidfd_getfd:
       handle_pidfd_getfd(req, t0);
@@ -728,8 +731,7 @@ void Session::finish_offloaded_open(const std::shared_ptr<OpenJob>& job) {
                  printable(e.what()).c_str());
   }
   if (!answered_) answer_error(job->req.id, EPERM);
-  stats_.ns_open += monotonic_ns() - job->t0;
-  latency_.record(monotonic_ns() - job->t0);
+  record_latency(stats_.ns_open, job->t0);
 }
 
 void Session::complete_open(const seccomp_notif& req, bool read_ok, const OpenCall& call,

@@ -117,6 +117,8 @@ class Session {
   void arm_sweep();
   void handle(const seccomp_notif& req);
   void dispatch(const seccomp_notif& req);
+  // Adds the time since t0 to `total_ns` and to the latency histogram (one clock read).
+  void record_latency(uint64_t& total_ns, uint64_t t0);
   void handle_ioctl(const seccomp_notif& req, uint64_t t0);
   void handle_pidfd_getfd(const seccomp_notif& req, uint64_t t0);
   // True when the open was answered here; false when it went to the worker.
