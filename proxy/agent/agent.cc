@@ -28,10 +28,12 @@
 #include <stdexcept>
 
 #include "proxy/agent/agent_config.h"
+#include "proxy/agent/bundle_check.h"
 #include "proxy/agent/container_state.h"
 #include "proxy/agent/fd_store.h"
 #include "proxy/agent/state_socket.h"
 #include "proxy/engine/engine.h"
+#include "proxy/engine/process_info.h"
 #include "proxy/engine/session.h"
 #include "proxy/trace/escape.h"
 
@@ -117,16 +119,26 @@ struct Container {
   std::string id;
   std::string bundle, status, metadata, rule;
   pid_t pid = -1;
-  int pidfd = -1;
+  // What the agent verified of the init process (through its pidfd), not what the runtime said:
+  // every process that later joins the container must be in this pid namespace.
+  ino_t pidns = 0;
+  std::string cgroup;
+  std::optional<std::string> group;  // the rule's pidfd_getfd_group
   unsigned listeners = 0;
   bool draining = false;  // `ctl drain ID`: no new process joins; served until its last exits
   std::vector<std::string> grants;
   Mode mode = Mode::kEnforce;
   std::unique_ptr<Session> session;
-  ~Container() {
-    if (pidfd >= 0) ::close(pidfd);
-  }
 };
+
+// The pid namespace and cgroup of the process behind `pidfd` (whose pid is `pid`), read through
+// /proc and confirmed afterwards: the pidfd still signals as alive, so the reads were of that
+// process and not of a reused pid. False when it is gone.
+bool verified_facts(int pidfd, pid_t pid, ino_t& pidns, std::string& cgroup) {
+  pidns = pid_namespace_of(pid);
+  cgroup = cgroup_of(pid);
+  return pidns != 0 && ::syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0) == 0;
+}
 
 class Agent {
  public:
@@ -245,28 +257,51 @@ class Agent {
   // closes the listener: that container's trapped calls then fail with ENOSYS).
   bool adopt(const ContainerProcessState& st, int listener) {
     const std::string& id = st.state.id;
-    // Bind the session to the process, not to the message: it must exist now.
+    const std::string who = "container " + id + ": process " + std::to_string(st.pid);
+    // Bind the session to the process, not to the message: it must exist now...
     const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, st.pid, 0));
     if (pidfd < 0) {
-      log("container " + id + ": process " + std::to_string(st.pid) + " is gone (" +
-          std::strerror(errno) + "): listener closed");
+      log(who + " is gone (" + std::strerror(errno) + "): listener closed");
+      return false;
+    }
+    struct PidfdOwner {
+      int fd;
+      ~PidfdOwner() {
+        if (fd >= 0) ::close(fd);
+      }
+    } owned{pidfd};
+    ino_t pidns = 0;
+    std::string cgroup;
+    if (!verified_facts(pidfd, st.pid, pidns, cgroup)) {
+      log(who + " exited while it was being checked: listener closed");
+      return false;
+    }
+    // ...and to its bundle: the bundle's config.json must hand its listener to this agent, with
+    // the metadata the rules will match on.
+    std::string why;
+    if (!bundle_hands_listener_to(st.state.bundle, opts_.socket, st.metadata, why)) {
+      log(who + " refused: " + why + " (its trapped calls fail with ENOSYS)");
       return false;
     }
     auto it = containers_.find(id);
     if (draining_ || (it != containers_.end() && it->second->draining)) {
-      ::close(pidfd);
-      log("container " + id + ": process " + std::to_string(st.pid) +
-          " refused: " + (draining_ ? "the agent is draining" : "the container is draining") +
+      log(who + " refused: " + (draining_ ? "the agent is draining" : "the container is draining") +
           " (its trapped calls fail with ENOSYS)");
       return false;
     }
     if (it != containers_.end() && !it->second->session->ended()) {
-      ::close(pidfd);
       Container& c = *it->second;
+      // `runc exec` enters the container's namespaces: a process elsewhere that names this
+      // container is not one of its processes, whatever the message says.
+      if (pidns != c.pidns || st.state.bundle != c.bundle) {
+        log(who + " refused: it claims container " + id + " but " +
+            (pidns != c.pidns ? "lives in another pid namespace" : "comes from another bundle") +
+            " (its trapped calls fail with ENOSYS)");
+        return false;
+      }
       c.session->add_listener(listener);
       ++c.listeners;
-      log("container " + id + ": process " + std::to_string(st.pid) + " (" +
-          container_status_name(st.state.status) + ") joins its session (" +
+      log(who + " (" + container_status_name(st.state.status) + ") joins its session (" +
           std::to_string(c.listeners) + " listeners)");
       return true;
     }
@@ -276,9 +311,11 @@ class Agent {
     c->status = container_status_name(st.state.status);
     c->metadata = st.metadata;
     c->pid = st.pid;
-    c->pidfd = pidfd;
+    c->pidns = pidns;
+    c->cgroup = cgroup;
     const ContainerRule& rule = config_.rule_for(id, st.state.bundle, st.metadata);
     c->rule = rule.origin;
+    c->group = rule.pidfd_getfd_group;
     SessionConfig cfg;
     cfg.name = id;
     try {
@@ -293,6 +330,7 @@ class Agent {
       // Synchronous wake-ups would pull many containers' callers onto the agent's CPUs.
       cfg.sync_wakeup = false;
       cfg.blocking_deadline_ms = opts_.blocking_deadline_ms;
+      cfg.broker_pidfd_getfd = rule.broker_pidfd_getfd;
       c->grants = cfg.grants.all() ? std::vector<std::string>{"(all)"} : cfg.grants.names();
       c->mode = cfg.mode;
       c->session = std::make_unique<Session>(engine_, std::move(cfg));
@@ -300,17 +338,32 @@ class Agent {
       log("container " + id + ": " + e.what() + ": listener closed");
       return false;
     }
+    c->session->set_pid_namespace(pidns);
+    if (c->group) {
+      // Another container of the same group, alive now, owns that pid namespace.
+      c->session->set_peer_namespaces([this, group = *c->group, id](ino_t ns) {
+        for (const auto& [other_id, other] : containers_)
+          if (other_id != id && other->group == group && other->pidns == ns &&
+              !other->session->ended())
+            return true;
+        return false;
+      });
+    }
     c->session->on_end([this, id] {
       // Not from inside the session's own handler: drop it on the next turn of the loop.
       asio::post(engine_.io(), [this, id] { drop(id); });
     });
+    c->session->watch_init(pidfd);
+    owned.fd = -1;
     c->session->add_listener(listener);
     c->listeners = 1;
     std::string g;
     for (const auto& n : c->grants) g += (g.empty() ? "" : ",") + n;
-    log("container " + id + ": process " + std::to_string(st.pid) + " (" +
-        container_status_name(st.state.status) + "), rule " + c->rule + ", grants [" + g +
-        "], mode " + (c->mode == Mode::kEnforce ? "enforce" : "trace"));
+    log(who + " (" + container_status_name(st.state.status) + "), rule " + c->rule + ", grants [" +
+        g + "], mode " + (c->mode == Mode::kEnforce ? "enforce" : "trace") +
+        (rule.broker_pidfd_getfd
+             ? ", pidfd_getfd brokered" + (c->group ? " in group " + *c->group : std::string())
+             : std::string()));
     containers_[id] = std::move(c);
     return true;
   }
@@ -354,6 +407,8 @@ class Agent {
         j["id"] = id;
         if (cmd == "list") {
           j["pid"] = c->pid;
+          j["pidns"] = c->pidns;
+          j["cgroup"] = c->cgroup;
           j["status"] = c->status;
           j["bundle"] = c->bundle;
           j["rule"] = c->rule;

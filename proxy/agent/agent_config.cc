@@ -38,7 +38,9 @@ std::optional<std::string> opt_string(const json& j, const char* key, const std:
 
 ContainerRule parse_rule(const json& j, const std::string& origin, const std::string& where) {
   if (!j.is_object()) bad(origin, where, "expected an object");
-  only_keys(j, origin, where + ".", {"match", "grants", "policy", "mode", "trace", "comment"});
+  only_keys(j, origin, where + ".",
+            {"match", "grants", "policy", "mode", "trace", "broker_pidfd_getfd",
+             "pidfd_getfd_group", "comment"});
   ContainerRule r;
   r.origin = where;
   if (j.contains("match")) {
@@ -72,6 +74,16 @@ ContainerRule parse_rule(const json& j, const std::string& origin, const std::st
     if (!j["trace"].is_boolean()) bad(origin, where + ".trace", "expected true or false");
     r.trace = j["trace"].get<bool>();
   }
+  if (j.contains("broker_pidfd_getfd")) {
+    if (!j["broker_pidfd_getfd"].is_boolean())
+      bad(origin, where + ".broker_pidfd_getfd", "expected true or false");
+    r.broker_pidfd_getfd = j["broker_pidfd_getfd"].get<bool>();
+  }
+  r.pidfd_getfd_group = opt_string(j, "pidfd_getfd_group", origin, where + ".");
+  if (r.pidfd_getfd_group && r.pidfd_getfd_group->empty())
+    bad(origin, where + ".pidfd_getfd_group", "expected a non-empty group name");
+  if (r.pidfd_getfd_group && !r.broker_pidfd_getfd)
+    bad(origin, where + ".pidfd_getfd_group", "a group needs \"broker_pidfd_getfd\": true");
   return r;
 }
 

@@ -8,7 +8,8 @@
 //  "containers": [
 //    {"match": {"id": "train-*", "bundle": "/run/containers/*", "metadata": "gdrproxy=job42*"},
 //     "grants": ["uverbs0", "nvidiactl", "nvidia0", "nvidia-uvm"],
-//     "policy": "/etc/gdrproxy/policy.json", "mode": "enforce", "trace": true}],
+//     "policy": "/etc/gdrproxy/policy.json", "mode": "enforce", "trace": true,
+//     "broker_pidfd_getfd": true, "pidfd_getfd_group": "job42"}],
 //  "default": {"grants": [], "mode": "enforce"}}
 #pragma once
 
@@ -28,7 +29,11 @@ struct ContainerRule {
   std::optional<std::string> policy_file;  // nullopt = the built-in default policy
   std::optional<Mode> mode;                // nullopt = the policy's, else enforce
   bool trace = false;                      // write <trace-dir>/<id>.jsonl
-  std::string origin;                      // "containers[2]" or "default", for notes
+  // Perform the container's trapped pidfd_getfd calls whose target is one of its own processes
+  // (its pid namespace) or, with a group, a process of another container in the same group.
+  bool broker_pidfd_getfd = false;
+  std::optional<std::string> pidfd_getfd_group;
+  std::string origin;  // "containers[2]" or "default", for notes
 };
 
 struct AgentConfig {

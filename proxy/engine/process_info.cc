@@ -67,4 +67,17 @@ ProcessIdentity read_process_identity(pid_t host_tid) {
   return id;
 }
 
+ino_t pid_namespace_of(pid_t pid) {
+  struct stat st {};
+  return ::stat(("/proc/" + std::to_string(pid) + "/ns/pid").c_str(), &st) == 0 ? st.st_ino : 0;
+}
+
+std::string cgroup_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("0::", 0) == 0) return line.substr(3);
+  return "";
+}
+
 }  // namespace gdrproxy::proxy

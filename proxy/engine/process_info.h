@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "proxy/trace/trace_record.h"
@@ -22,5 +23,11 @@ ProcessIdentity read_process_identity(pid_t host_tid);
 // a missing field stays 0, a malformed number reads as 0, and comm is `comm` minus one trailing
 // newline. host_tid and pidns are left 0 (they do not come from these texts).
 ProcessIdentity parse_process_identity(std::string_view status, std::string_view comm);
+
+// The inode of /proc/<pid>/ns/pid (the pid namespace's identity); 0 when unreadable.
+ino_t pid_namespace_of(pid_t pid);
+// The cgroup v2 path of /proc/<pid>/cgroup ("/system.slice/x.scope"); "" when unreadable or the
+// process is only in v1 hierarchies.
+std::string cgroup_of(pid_t pid);
 
 }  // namespace gdrproxy::proxy

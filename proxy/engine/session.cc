@@ -213,6 +213,10 @@ void Session::on_ready(Listener& l) {
     arm(l);
 }
 
+void Session::watch_init(int pidfd) {
+  init_ = std::make_unique<asio::posix::stream_descriptor>(engine_.io(), pidfd);
+}
+
 void Session::check_end() {
   if (ended_) return;
   for (auto& l : listeners_) {
@@ -224,6 +228,21 @@ void Session::check_end() {
     if (!l->hung_up) return;
   }
   if (listeners_.empty()) return;
+  // Every filter's last task is gone; a readable pidfd says the init process is too (it may be
+  // a zombie a moment longer than its listener: wait for it, never for the listeners again).
+  if (init_ && !init_exited_) {
+    pollfd p{init_->native_handle(), POLLIN, 0};
+    if (::poll(&p, 1, 0) != 1) {
+      init_->async_wait(asio::posix::stream_descriptor::wait_read,
+                        [this](const boost::system::error_code& ec) {
+                          if (ec) return;
+                          init_exited_ = true;
+                          check_end();
+                        });
+      return;
+    }
+    init_exited_ = true;
+  }
   ended_ = true;
   sweep_.cancel();
   if (on_end_) on_end_();
@@ -563,11 +582,6 @@ pid_t pid_of_pidfd(int fd) {
   return -1;
 }
 
-ino_t pid_namespace_of(pid_t pid) {
-  struct stat st {};
-  return ::stat(("/proc/" + std::to_string(pid) + "/ns/pid").c_str(), &st) == 0 ? st.st_ino : 0;
-}
-
 }  // namespace
 
 // pidfd_getfd(pidfd, targetfd, flags) for the caller: the target is the process behind the
@@ -618,8 +632,9 @@ void Session::handle_pidfd_getfd(const seccomp_notif& req, uint64_t t0) {
     if (tpid <= 0 || !alive) {
       finish(tpid == -1 ? ESRCH : EBADF,
              "fd " + std::to_string(caller_pidfd_nr) + " is not a pidfd of a living process");
-    } else if (tns != *pidns_) {
-      finish(EPERM, "pid " + std::to_string(tpid) + " is outside this sandbox");
+    } else if (tns != *pidns_ && (tns == own || !is_peer_ || !is_peer_(tns))) {
+      finish(EPERM, "pid " + std::to_string(tpid) + " is outside this sandbox" +
+                        (is_peer_ ? " and its group" : ""));
     } else if (!notif_id_valid(nfd_, req.id)) {
       return;
     } else if ((got = static_cast<int>(::syscall(SYS_pidfd_getfd, target, target_fd, 0))) < 0) {

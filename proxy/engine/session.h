@@ -4,7 +4,8 @@
 // denial log and counters. The idea not to miss: every notification is answered exactly once,
 // inside an exception boundary, so nothing a tenant sends can leave a caller blocked or take the
 // session (or the engine under it) down; a session ends when every listener has hung up (the
-// last task using its filter exited), and only then.
+// last task using its filter exited) and, where it has one, its init process has exited (its
+// pidfd is readable), and only then.
 #pragma once
 
 #include <linux/seccomp.h>
@@ -84,6 +85,13 @@ class Session {
   // The sandbox's own pid namespace (the inode of /proc/<pid>/ns/pid of its first process): the
   // processes pidfd_getfd may be brokered between. Unset, or the supervisor's own: none.
   void set_pid_namespace(ino_t ns) { pidns_ = ns; }
+  // More pid namespaces whose processes this session's pidfd_getfd may reach (the operator's
+  // group of sessions: one job's ranks on one node). Asked at each call, so members that come
+  // and go are seen; never the supervisor's own namespace, whatever it answers.
+  void set_peer_namespaces(std::function<bool(ino_t)> is_peer) { is_peer_ = std::move(is_peer); }
+  // The sandbox's init process (taken over): the session ends only once it has exited, as well
+  // as every listener having hung up.
+  void watch_init(int pidfd);
   // Called once, on the engine's loop, when every listener has hung up.
   void on_end(std::function<void()> cb) { on_end_ = std::move(cb); }
   bool ended() const { return ended_; }
@@ -157,6 +165,9 @@ class Session {
   bool nv_enforce_ = true;
   bool all_gpus_granted_ = true;
   std::optional<ino_t> pidns_;
+  std::function<bool(ino_t)> is_peer_;
+  std::unique_ptr<boost::asio::posix::stream_descriptor> init_;  // pidfd of the init process
+  bool init_exited_ = false;
   ExitObserver* observer_ = nullptr;  // the engine's, when tracing and available
   std::unique_ptr<FILE, int (*)(FILE*)> json_out_{nullptr, &std::fclose};
   std::vector<std::unique_ptr<Listener>> listeners_;

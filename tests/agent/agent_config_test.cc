@@ -63,5 +63,25 @@ TEST(AgentConfig, MistakesAreRefusedWithTheirField) {
             std::string::npos);
 }
 
+TEST(AgentConfig, PidfdGetfdBrokeringIsOptInAndAGroupNeedsIt) {
+  const AgentConfig c = parse(R"({"version": 1, "containers": [
+      {"match": {"id": "rank-*"}, "broker_pidfd_getfd": true, "pidfd_getfd_group": "job42"},
+      {"match": {"id": "solo"}, "broker_pidfd_getfd": true}]})");
+  EXPECT_TRUE(c.rule_for("rank-0", "/b", "").broker_pidfd_getfd);
+  EXPECT_EQ(c.rule_for("rank-0", "/b", "").pidfd_getfd_group, "job42");
+  EXPECT_FALSE(c.rule_for("solo", "/b", "").pidfd_getfd_group);
+  EXPECT_FALSE(c.rule_for("other", "/b", "").broker_pidfd_getfd);
+  EXPECT_NE(error_of(R"({"version": 1, "containers": [{"pidfd_getfd_group": "job42"}]})")
+                .find("containers[0].pidfd_getfd_group: a group needs"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"version": 1, "containers": [{"broker_pidfd_getfd": "yes"}]})")
+                .find("containers[0].broker_pidfd_getfd: expected true or false"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"version": 1, "containers": [{"broker_pidfd_getfd": true,
+                                                       "pidfd_getfd_group": ""}]})")
+                .find("expected a non-empty group name"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace gdrproxy::proxy

@@ -3,7 +3,9 @@
 # not to miss: two containers served by one agent at the same time get exactly what the agent's
 # config gives each (never what their annotations ask for), their calls land in their own
 # traces, a process `runc exec`ed into a container joins that container's session, only root
-# may hand over a listener, and a dead agent leaves callers with ENOSYS, never a hang.
+# may hand over a listener, a state the agent cannot tie to its bundle and pid namespace is
+# refused, pidfd_getfd is brokered within a container or its operator-declared group only, and a
+# dead agent leaves callers with ENOSYS, never a hang.
 # Usage: agent_test.sh GDRPROXY RUNTIME_CLIENT ATTACK_CLIENT CASE   (needs root; 77 = skipped)
 set -uo pipefail
 GP=$(realpath "$1")
@@ -52,7 +54,9 @@ cat >"$WORK/agent.json" <<'EOF'
 {"version": 1,
  "containers": [
    {"match": {"id": "team-a-*"}, "grants": ["uverbs0"], "trace": true},
-   {"match": {"id": "team-b-*", "metadata": "job=42"}, "grants": ["uverbs1", "rdma_cm"], "trace": true}
+   {"match": {"id": "team-b-*", "metadata": "job=42"}, "grants": ["uverbs1", "rdma_cm"], "trace": true},
+   {"match": {"id": "solo-*"}, "broker_pidfd_getfd": true, "trace": true},
+   {"match": {"id": "job7-*"}, "broker_pidfd_getfd": true, "pidfd_getfd_group": "job7", "trace": true}
  ]}
 EOF
 start_agent() {
@@ -63,8 +67,30 @@ start_agent() {
   for i in $(seq 100); do [[ -S $SOCK && -S $CTL ]] && return 0; sleep 0.05; done
   fail "the agent did not start"
 }
-# in_container ID STYLE [--metadata M] -- CMD...: CMD as a container's process.
-in_container() { "$RC" "$SOCK" "$@"; }
+# bundle_for ID [METADATA]: the container's bundle, as its user made it: config.json hands the
+# listener to the agent's socket with that metadata (made once: `runc exec` reuses it).
+bundle_for() {
+  local b=$WORK/bundles/$1
+  if [[ ! -f $b/config.json ]]; then
+    mkdir -p "$b"
+    jq -n --arg s "$SOCK" --arg m "${2:-}" \
+      '{ociVersion: "1.2.0", linux: {seccomp: {defaultAction: "SCMP_ACT_ALLOW", listenerPath: $s, listenerMetadata: $m}}}' \
+      >"$b/config.json"
+  fi
+  echo "$b"
+}
+# in_container ID STYLE [--metadata M] [runtime_client options] -- CMD...: CMD as a container's
+# process, from the container's bundle.
+in_container() {
+  local id=$1 style=$2 meta= a
+  shift 2
+  local -a rest=("$@")
+  for ((a = 0; a < ${#rest[@]}; a++)); do
+    [[ ${rest[a]} == -- ]] && break
+    [[ ${rest[a]} == --metadata ]] && meta=${rest[a + 1]}
+  done
+  "$RC" "$SOCK" "$id" "$style" --bundle "$(bundle_for "$id" "$meta")" "$@"
+}
 probe() { echo "$A open /dev/infiniband/$1 rdwr syscall | sed s/^/$1-/"; }
 # has TRACE DEVICE DECISION: a record of that device with that decision.
 has() { jq -e -s --arg d "$2" --arg x "$3" 'any(.[]; .device == $d and .decision == $x)' "$1" >/dev/null; }
@@ -241,6 +267,75 @@ case_drain_stops_after_the_last_container() {
   expect_in "$WORK/agent.log" "team-a-9: process"
   expect_in "$WORK/agent.log" "refused: the agent is draining"
   expect_in "$WORK/agent.log" "drained: the last container ended, stopping"
+}
+
+case_unverifiable_states_refused() {
+  # The message alone binds nothing: a bundle whose config.json hands its listener elsewhere, a
+  # metadata the bundle does not say (it would select another rule), and a `runc exec` of a
+  # container from outside that container's pid namespace are each refused, and the refused
+  # process's trapped calls fail with ENOSYS.
+  start_agent
+  mkdir -p "$WORK/elsewhere"
+  jq -n '{linux: {seccomp: {listenerPath: "/run/other-agent.sock"}}}' >"$WORK/elsewhere/config.json"
+  "$RC" "$SOCK" team-a-10 runc-init --bundle "$WORK/elsewhere" -- sh -c "$(probe uverbs0)" >"$WORK/1.out" 2>&1
+  expect_line "$WORK/1.out" "uverbs0-open" " ERR ENOSYS$"
+  expect_in "$WORK/agent.log" "hands its listener to /run/other-agent.sock, not to this agent's"
+  bundle_for team-b-10 job=7 >/dev/null
+  in_container team-b-10 crun --metadata job=42 -- sh -c "$(probe uverbs1)" >"$WORK/2.out" 2>&1
+  expect_line "$WORK/2.out" "uverbs1-open" " ERR ENOSYS$"
+  expect_in "$WORK/agent.log" 'the runtime sent metadata "job=42" but'
+  # A container with its own pid namespace; an "exec" from the host's claims it.
+  in_container team-a-11 runc-init --pidns -- sleep 3 >"$WORK/init.out" 2>&1 &
+  local init=$! i
+  for i in $(seq 50); do grep -q "container team-a-11: process" "$WORK/agent.log" && break; sleep 0.1; done
+  in_container team-a-11 runc-exec -- sh -c "$(probe uverbs0)" >"$WORK/3.out" 2>&1
+  expect_line "$WORK/3.out" "uverbs0-open" " ERR ENOSYS$"
+  expect_in "$WORK/agent.log" "claims container team-a-11 but lives in another pid namespace"
+  kill $init 2>/dev/null
+  wait $init
+}
+
+case_pidfd_getfd_brokered_within_container_and_group() {
+  # Each container is its own pid namespace and traps pidfd_getfd. Within a container the agent
+  # performs it (the trace says "broker"); a container reaching into another is refused unless
+  # the operator put both in one group (job7-*), and then it is brokered too.
+  local F i
+  F=$(realpath "$(dirname "$A")/fd_share")
+  start_agent
+  # take_from SERVER_CONTAINER_FILE ID: container ID is handed a pidfd of the process serving
+  # in another container and asks it for the served fd.
+  take_from() {
+    local spid sfd hostpid
+    read -r spid sfd <"$1"
+    hostpid=$(pgrep -f "fd_share serve $1\$" | head -1)
+    [[ -n $hostpid ]] || fail "no server process for $1"
+    python3 -c 'import os, sys
+pidfd = os.pidfd_open(int(sys.argv[1])); os.set_inheritable(pidfd, True)
+os.execvp(sys.argv[2], sys.argv[2:] + [str(pidfd)])' "$hostpid" "$RC" "$SOCK" "$2" runc-init \
+      --bundle "$(bundle_for "$2")" --pidns --trap-pidfd-getfd -- "$F" take-pidfd "$sfd"
+  }
+  local servers=()
+  for id in solo-1 job7-1; do
+    in_container $id runc-init --pidns --trap-pidfd-getfd -- sh -c "
+      $F serve $WORK/$id.p & s=\$!
+      for i in \$(seq 100); do [ -s $WORK/$id.p ] && break; sleep 0.05; done
+      read pid fd < $WORK/$id.p; $F take \$pid \$fd; sleep 4; kill \$s" >"$WORK/$id.out" 2>&1 &
+    servers+=($!)
+  done
+  for i in $(seq 100); do [[ -s $WORK/solo-1.p && -s $WORK/job7-1.p ]] && break; sleep 0.05; done
+  take_from "$WORK/solo-1.p" solo-2 >"$WORK/cross.out" 2>&1
+  take_from "$WORK/job7-1.p" job7-2 >"$WORK/group.out" 2>&1
+  wait "${servers[@]}"
+  expect_in "$WORK/solo-1.out" "took: shared-by-"
+  expect_in "$WORK/job7-1.out" "took: shared-by-"
+  jq -e -s 'any(.[]; .syscall == "pidfd_getfd" and .decision == "broker" and .result >= 0)' \
+    "$WORK/traces/solo-1.jsonl" >/dev/null || fail "no brokered pidfd_getfd in solo-1's trace"
+  expect_in "$WORK/cross.out" "take ERR EPERM"
+  expect_in "$WORK/agent.log" "[solo-2] denied pidfd_getfd by pid"
+  expect_in "$WORK/agent.log" "is outside this sandbox -> EPERM"
+  expect_in "$WORK/group.out" "took: shared-by-"
+  jq -e -s 'any(.[]; .syscall == "pidfd_getfd" and .decision == "broker" and .result >= 0)' \
+    "$WORK/traces/job7-2.jsonl" >/dev/null || fail "no brokered pidfd_getfd in job7-2's trace"
 }
 
 case_bad_config_refused() {

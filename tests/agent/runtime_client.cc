@@ -4,9 +4,16 @@
 // with the listener fd (SCM_RIGHTS on the first of several sendmsg calls), then lets the child
 // exec the command, whose device calls the agent now serves. The idea not to miss: this is the
 // protocol only; what the command may do is decided by the agent, from its own config.
-// Usage: runtime_client SOCKET ID runc-init|runc-exec|crun [--metadata M] -- CMD...
+// Usage: runtime_client SOCKET ID runc-init|runc-exec|crun [--metadata M] [--bundle DIR]
+//                       [--pidns] [--trap-pidfd-getfd] -- CMD...
+//   --bundle DIR        report DIR as the bundle as it is; without it a bundle is made in $TMPDIR
+//                       whose config.json hands the listener to SOCKET with metadata M (as the
+//                       user's bundle would), and removed at the end
+//   --pidns             the command is pid 1 of a new pid namespace, as in a container
+//   --trap-pidfd-getfd  the filter traps pidfd_getfd too (for a brokering agent)
 // Exit status: the command's (128+N if killed by signal N); 120 on a setup failure.
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -15,7 +22,10 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -33,7 +43,7 @@ int fail(const char* what) {
 // The state as each runtime writes it: runc with its spec version and "creating" (init) or
 // "running" (exec); crun with the hard-coded "0.2.0".
 std::string state_json(const std::string& style, const std::string& id, pid_t pid,
-                       const std::string& metadata) {
+                       const std::string& metadata, const std::string& bundle) {
   nlohmann::json j;
   const bool crun = style == "crun";
   j["ociVersion"] = crun ? "0.2.0" : "1.2.0";
@@ -44,7 +54,7 @@ std::string state_json(const std::string& style, const std::string& id, pid_t pi
                 {"id", id},
                 {"status", style == "runc-exec" ? "running" : "creating"},
                 {"pid", pid},
-                {"bundle", "/run/test-bundles/" + id},
+                {"bundle", bundle},
                 {"annotations", {{"io.example/tenant-wrote-this", "grants=everything"}}}};
   return j.dump();
 }
@@ -53,22 +63,56 @@ std::string state_json(const std::string& style, const std::string& id, pid_t pi
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  std::string metadata;
+  std::string metadata, bundle;
+  bool new_pidns = false, trap_pidfd_getfd = false;
   size_t dashdash = 0;
-  for (size_t i = 0; i < args.size(); ++i) {
+  for (size_t i = 3; i < args.size(); ++i) {
     if (args[i] == "--") {
       dashdash = i;
       break;
     }
-    if (args[i] == "--metadata" && i + 1 < args.size()) metadata = args[i + 1];
+    if (args[i] == "--metadata" && i + 1 < args.size()) {
+      metadata = args[++i];
+    } else if (args[i] == "--bundle" && i + 1 < args.size()) {
+      bundle = args[++i];
+    } else if (args[i] == "--pidns") {
+      new_pidns = true;
+    } else if (args[i] == "--trap-pidfd-getfd") {
+      trap_pidfd_getfd = true;
+    } else {
+      dashdash = 0;
+      break;
+    }
   }
   if (args.size() < 5 || dashdash < 3 || dashdash + 1 >= args.size()) {
     std::fprintf(stderr,
-                 "usage: runtime_client SOCKET ID runc-init|runc-exec|crun [--metadata M] -- "
-                 "CMD...\n");
+                 "usage: runtime_client SOCKET ID runc-init|runc-exec|crun [--metadata M] "
+                 "[--bundle DIR] [--pidns] [--trap-pidfd-getfd] -- CMD...\n");
     return 2;
   }
   const std::string socket_path = args[0], id = args[1], style = args[2];
+  // The user's bundle, as runc is given one: its config.json names the agent's socket.
+  std::string made_bundle;
+  if (bundle.empty()) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/runtime-client-bundle.XXXXXX";
+    if (!::mkdtemp(tmpl.data())) return fail("mkdtemp");
+    made_bundle = bundle = tmpl;
+    nlohmann::json cfg;
+    cfg["ociVersion"] = "1.2.0";
+    cfg["linux"]["seccomp"] = {{"defaultAction", "SCMP_ACT_ALLOW"},
+                               {"listenerPath", socket_path},
+                               {"listenerMetadata", metadata}};
+    std::ofstream(bundle + "/config.json") << cfg.dump(2) << "\n";
+  }
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      if (!dir.empty()) std::filesystem::remove_all(dir);
+    }
+  } cleanup{made_bundle};
+  // The next child is pid 1 of a new pid namespace, as a container's init is.
+  if (new_pidns && ::unshare(CLONE_NEWPID) != 0) return fail("unshare(CLONE_NEWPID)");
 
   int sp[2], go[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) != 0 || ::pipe2(go, O_CLOEXEC) != 0)
@@ -84,7 +128,9 @@ int main(int argc, char** argv) {
       // Opens for writing are trapped, as a container profile would (the device cgroup, not
       // the broker, is the containers' kernel guard): read-only opens such as the loader's
       // never reach the agent.
-      listener = gdrproxy::proxy::install_notify_filter(gdrproxy::proxy::FilterOptions{});
+      gdrproxy::proxy::FilterOptions filter;
+      filter.trap_pidfd_getfd = trap_pidfd_getfd;
+      listener = gdrproxy::proxy::install_notify_filter(filter);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "runtime_client: %s\n", e.what());
       _exit(120);
@@ -115,7 +161,7 @@ int main(int argc, char** argv) {
   if (s < 0 || ::connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
     return fail("connect to the agent");
   // The message in three pieces, the fd with the first, as the spec allows.
-  const std::string msg = state_json(style, id, child, metadata);
+  const std::string msg = state_json(style, id, child, metadata, bundle);
   const size_t third = msg.size() / 3;
   const std::string first = msg.substr(0, third);
   if (!gdrproxy::proxy::send_with_fd(s, first, listener)) return fail("sendmsg");
