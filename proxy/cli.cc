@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "proxy/agent/agent.h"
+#include "proxy/oci/oci_command.h"
 #include "proxy/run/run_command.h"
 #include "proxy/trace/trace_summary.h"
 
@@ -200,6 +201,7 @@ std::vector<std::string> command_words(std::vector<std::string> before, const Co
 void register_commands(CLI::App& app, int& exit_code, CommandTail& tail) {
   add_run(app, exit_code, tail);
   add_agent(app, exit_code);
+  add_oci_commands(app, exit_code);
   add_trace(app, exit_code);
 }
 

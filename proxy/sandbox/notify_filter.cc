@@ -1,3 +1,4 @@
+// Installs `gdrproxy run`'s two seccomp filters from the rule lists of notify_rules.h.
 #include "proxy/sandbox/notify_filter.h"
 
 #include <fcntl.h>
@@ -16,9 +17,6 @@
 #include <string>
 #include <vector>
 
-#include "proxy/abi/nvidia_abi.h"
-#include "proxy/abi/uverbs_abi.h"
-
 namespace gdrproxy::proxy {
 namespace {
 
@@ -32,39 +30,26 @@ void check(int rc, const char* what) {
     throw std::runtime_error(std::string("seccomp filter: ") + what + ": " + std::strerror(-rc));
 }
 
-constexpr uint32_t kNrMask = 0x000000ff;
-constexpr uint32_t kNrSizeMask = 0x3fff00ff;  // _IOC_NR and _IOC_SIZE; type and dir ignored
-constexpr uint32_t kTypeMask = 0x0000ff00;
+// Adds `rules` to `ctx`: refused ones with their errno, trapped ones as SCMP_ACT_NOTIFY.
+void add_rules(scmp_filter_ctx ctx, const std::vector<SyscallRule>& rules) {
+  for (const SyscallRule& r : rules) {
+    const int nr = seccomp_syscall_resolve_name(r.syscall.c_str());
+    if (nr == __NR_SCMP_ERROR) throw std::runtime_error("seccomp filter: no syscall " + r.syscall);
+    const uint32_t action = r.errno_value ? SCMP_ACT_ERRNO(r.errno_value) : SCMP_ACT_NOTIFY;
+    const int rc = r.arg ? seccomp_rule_add(ctx, action, nr, 1,
+                                            SCMP_CMP(r.arg->index, SCMP_CMP_MASKED_EQ, r.arg->mask,
+                                                     r.arg->value))
+                         : seccomp_rule_add(ctx, action, nr, 0);
+    check(rc, r.syscall.c_str());
+  }
+}
 
 // Answers with errno, never notifies: for calls no sandbox makes, or none may make here.
 void install_refusal_filter(const FilterOptions& options) {
   Ctx c{seccomp_init(SCMP_ACT_ALLOW)};
   if (!c.ctx) throw std::runtime_error("seccomp_init failed");
   check(seccomp_attr_set(c.ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ERRNO(ENOSYS)), "badarch");
-  // A page nobody serves would block the supervisor's reads of the caller's memory for good.
-  check(seccomp_rule_add(c.ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(userfaultfd), 0), "userfaultfd");
-  // An open by inode (root with CAP_DAC_READ_SEARCH) may land outside the root of the mount it
-  // is decoded in; Landlock then judges it by that mount's root, which for a device node
-  // bind-mounted on its own (stand-ins, container runtimes' per-device binds) is a granted node.
-  // Device work never needs it.
-  check(seccomp_rule_add(c.ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(open_by_handle_at), 0),
-        "open_by_handle_at");
-  if (options.refuse_unbrokered_opens) {
-    // Without a kernel check of device ioctls, the broker is the only guard of an open: refuse
-    // the opens it never sees (io_uring), and those it cannot decide race-free (openat2 keeps
-    // its flags in caller memory; access mode 3 needs no Landlock right).
-    // ENOSYS makes io_uring and openat2 users fall back to plain calls.
-    check(seccomp_rule_add(c.ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0), "openat2");
-    check(seccomp_rule_add(c.ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(open), 1,
-                           SCMP_A1(SCMP_CMP_MASKED_EQ, O_ACCMODE, O_ACCMODE)),
-          "open mode 3");
-    check(seccomp_rule_add(c.ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(openat), 1,
-                           SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE, O_ACCMODE)),
-          "openat mode 3");
-  }
-  if (options.refuse_unbrokered_opens || options.refuse_io_uring)
-    check(seccomp_rule_add(c.ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(io_uring_setup), 0),
-          "io_uring_setup");
+  add_rules(c.ctx, refusal_rules(options));
   check(seccomp_load(c.ctx), "load refusals");
 }
 
@@ -103,42 +88,7 @@ int load_with_listener(scmp_filter_ctx ctx) {
   return static_cast<int>(fd);
 }
 
-void trap_ioctl(const Ctx& c, IoctlMatch m, const char* what) {
-  check(seccomp_rule_add(c.ctx, SCMP_ACT_NOTIFY, SCMP_SYS(ioctl), 1,
-                         SCMP_A1(SCMP_CMP_MASKED_EQ, m.mask, m.value)),
-        what);
-}
-
 }  // namespace
-
-std::vector<IoctlMatch> nvidia_frontend_matches() {
-  std::vector<IoctlMatch> out{{kTypeMask, uint32_t{kNvIoctlType} << 8}};
-  auto add = [&](IoctlMatch m) {
-    if (std::none_of(out.begin(), out.end(),
-                     [&](const IoctlMatch& o) { return o.mask == m.mask && o.value == m.value; }))
-      out.push_back(m);
-  };
-  for (const NvidiaDriverAbi* abi : nvidia_known_abis()) {
-    for (const NvEscape& e : abi->escapes) {
-      // Arrays (CARD_INFO, ATTACH_GPUS_TO_FD) and escapes whose size no table fixes: any size.
-      if (e.elem_size != 0 || e.param_size == 0) {
-        add({kNrMask, e.nr});
-        continue;
-      }
-      add({kNrSizeMask, (uint32_t{e.param_size} << 16) | e.nr});
-      if (e.alt_param_size) add({kNrSizeMask, (uint32_t{e.alt_param_size} << 16) | e.nr});
-    }
-  }
-  // A number-only comparison makes the size-keyed ones of the same number redundant.
-  std::vector<uint32_t> any_size;
-  for (const IoctlMatch& m : out)
-    if (m.mask == kNrMask) any_size.push_back(m.value);
-  std::erase_if(out, [&](const IoctlMatch& m) {
-    return m.mask == kNrSizeMask &&
-           std::find(any_size.begin(), any_size.end(), m.value & kNrMask) != any_size.end();
-  });
-  return out;
-}
 
 int install_notify_filter(const FilterOptions& options) {
   install_refusal_filter(options);
@@ -147,32 +97,7 @@ int install_notify_filter(const FilterOptions& options) {
   // Foreign-ABI syscalls (i386, x32) would bypass the x86-64 rules: refuse them.
   check(seccomp_attr_set(c.ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ERRNO(ENOSYS)), "badarch");
 
-  trap_ioctl(c, {kTypeMask, uint32_t{uverbs::kIoctlType} << 8}, "ioctl uverbs");
-  for (const IoctlMatch& m : nvidia_frontend_matches()) trap_ioctl(c, m, "ioctl nvidia");
-  // UVM uses raw numbers: small ones (1..80 today), plus INITIALIZE/DEINITIALIZE...
-  trap_ioctl(c, {0xffffff00, 0}, "ioctl uvm");
-  // ...and UVM_IS_8_SUPPORTED (2047), above the small range.
-  for (uint32_t raw : {0x7ffu, 0x30000001u, 0x30000002u})
-    trap_ioctl(c, {0xffffffff, raw}, "ioctl uvm init");
-
-  if (options.trap_pidfd_getfd)
-    check(seccomp_rule_add(c.ctx, SCMP_ACT_NOTIFY, SCMP_SYS(pidfd_getfd), 0), "pidfd_getfd");
-  if (options.open_trap == OpenTrap::kAllOpens) {
-    for (int nr : {SCMP_SYS(open), SCMP_SYS(openat), SCMP_SYS(creat), SCMP_SYS(openat2)})
-      check(seccomp_rule_add(c.ctx, SCMP_ACT_NOTIFY, nr, 0), "open");
-  } else {
-    for (uint64_t mode : {uint64_t{O_WRONLY}, uint64_t{O_RDWR}, uint64_t{O_ACCMODE}}) {
-      check(seccomp_rule_add(c.ctx, SCMP_ACT_NOTIFY, SCMP_SYS(open), 1,
-                             SCMP_A1(SCMP_CMP_MASKED_EQ, O_ACCMODE, mode)),
-            "open");
-      check(seccomp_rule_add(c.ctx, SCMP_ACT_NOTIFY, SCMP_SYS(openat), 1,
-                             SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE, mode)),
-            "openat");
-    }
-    // creat() always opens for writing; openat2 keeps its flags in a struct the filter can't see.
-    check(seccomp_rule_add(c.ctx, SCMP_ACT_NOTIFY, SCMP_SYS(creat), 0), "creat");
-    check(seccomp_rule_add(c.ctx, SCMP_ACT_NOTIFY, SCMP_SYS(openat2), 0), "openat2");
-  }
+  add_rules(c.ctx, notify_rules(options));
   return load_with_listener(c.ctx);
 }
 

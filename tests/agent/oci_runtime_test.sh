@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # `gdrproxy agent` behind the real OCI runtimes: Debian's runc and crun start one container each,
-# at the same time, from hand-written bundles whose config.json carries
-# `linux.seccomp.listenerPath` (notify rules for opens for writing and uverbs ioctls, as the OCI
-# integration's profile will). The idea not to miss: both containers' init processes are PID 1
-# in their own pid namespaces, yet the agent keeps them apart (state, grants, traces), because it
-# keys everything by container and host pid, never by the pid a container sees.
+# at the same time, from hand-written bundles whose config.json carries the profile of
+# `gdrproxy oci seccomp` merged into a deny-by-default base that allows ioctl and openat
+# unconditionally (the case libseccomp would let swallow the notify rules). The idea not to
+# miss: both containers' init processes are PID 1 in their own pid namespaces, yet the agent
+# keeps them apart (state, grants, traces), because it keys everything by container and host pid,
+# never by the pid a container sees; and each container's device ioctls reach its trace, so the
+# runtimes built the notify rules as the profile meant.
 # Stand-in device nodes (gdrproxy standin) give the containers a uverbs0 and a uverbs1.
 # Usage: oci_runtime_test.sh GDRPROXY ATTACK_CLIENT   (needs root, runc and crun; 77 = skipped)
 set -uo pipefail
 GP=$(realpath "$1")
 A=$(realpath "$2")
+BENCH=$(realpath "$(dirname "$A")/../bench/ioctl_bench")
 [[ $EUID == 0 ]] || { echo "SKIP: needs root"; exit 77; }
 for rt in runc crun; do
   command -v $rt >/dev/null || { echo "SKIP: $rt is not installed (scripts/setup.sh installs it)"; exit 77; }
@@ -57,7 +60,20 @@ AGENT_PID=$!
 for i in $(seq 100); do [[ -S $SOCK ]] && break; sleep 0.05; done
 [[ -S $SOCK ]] || fail "the agent did not start"
 
-# bundle NAME METADATA: a bundle whose rootfs is the host's /usr and /etc (read-only binds) plus
+# A deny-by-default base in Docker's format: every x86-64 syscall this machine's headers name,
+# less a few no container needs, allowed unconditionally in one entry (ioctl and openat among
+# them).
+python3 - "$WORK/base.json" <<'PY'
+import json, re, sys
+names = sorted(set(re.findall(r"#define __NR_(\w+) ", open("/usr/include/x86_64-linux-gnu/asm/unistd_64.h").read())))
+denied = {"reboot", "kexec_load", "kexec_file_load", "swapon", "swapoff", "init_module", "finit_module"}
+json.dump({"defaultAction": "SCMP_ACT_ERRNO", "defaultErrnoRet": 1,
+           "archMap": [{"architecture": "SCMP_ARCH_X86_64", "subArchitectures": ["SCMP_ARCH_X86"]}],
+           "syscalls": [{"names": [n for n in names if n not in denied], "action": "SCMP_ACT_ALLOW"}]},
+          open(sys.argv[1], "w"))
+PY
+
+# bundle NAME METADATA RUNTIME: a bundle whose rootfs is the host's /usr and /etc (read-only binds) plus
 # the build tree, with both stand-in uverbs nodes, and the container's seccomp listener given to
 # the agent.
 bundle() {
@@ -65,18 +81,16 @@ bundle() {
   mkdir -p "$b/rootfs"
   (cd "$b/rootfs" && mkdir -p usr etc proc dev tmp "${A%/*}" && ln -s usr/bin bin && ln -s usr/lib lib &&
     ln -s usr/lib64 lib64 && ln -s usr/sbin sbin)
-  python3 - "$b/config.json" "$1" "$2" "$SOCK" "$A" <<'PY'
+  "$GP" oci seccomp --base "$WORK/base.json" --listener "$SOCK" --metadata "$2" --runtime "$3" \
+    >"$b/seccomp.json" || fail "gdrproxy oci seccomp failed"
+  python3 - "$b/config.json" "$1" "$2" "$SOCK" "$A" "$b/seccomp.json" "$BENCH" <<'PY'
 import json, os, sys
-path, name, metadata, sock, attack = sys.argv[1:]
+path, name, metadata, sock, attack, seccomp, bench = sys.argv[1:]
 dev = lambda p: os.stat(p).st_rdev
 nodes = [("/dev/infiniband/uverbs0", dev("/dev/infiniband/uverbs0")),
          ("/dev/infiniband/uverbs1", dev("/dev/infiniband/uverbs1"))]
-probe = "; ".join(f"{attack} open {p} rdwr syscall | sed s/^/{p[-7:]}-/" for p, _ in nodes)
-def masked(index, mask, value):
-    return {"index": index, "value": mask, "valueTwo": value, "op": "SCMP_CMP_MASKED_EQ"}
-notify = [{"names": ["openat"], "action": "SCMP_ACT_NOTIFY", "args": [masked(2, 3, m)]} for m in (1, 2, 3)]
-notify += [{"names": ["open"], "action": "SCMP_ACT_NOTIFY", "args": [masked(1, 3, m)]} for m in (1, 2, 3)]
-notify += [{"names": ["ioctl"], "action": "SCMP_ACT_NOTIFY", "args": [masked(1, 0xff00, 0x1b00)]}]
+probe = "; ".join(f"{attack} open {p} rdwr syscall | sed s/^/{p[-7:]}-/; {bench} client 3 {p} >/dev/null 2>&1"
+                  for p, _ in nodes)
 bind = lambda src: {"destination": src, "type": "bind", "source": src, "options": ["rbind", "ro"]}
 config = {
   "ociVersion": "1.0.2",
@@ -89,7 +103,7 @@ config = {
              {"destination": "/dev", "type": "tmpfs", "source": "tmpfs",
               "options": ["nosuid", "strictatime", "mode=755", "size=65536k"]},
              {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid"]},
-             bind("/usr"), bind("/etc"), bind(os.path.dirname(attack))],
+             bind("/usr"), bind("/etc"), bind(os.path.dirname(attack)), bind(os.path.dirname(bench))],
   "linux": {
     "namespaces": [{"type": t} for t in ("pid", "mount", "ipc", "uts", "network")],
     "devices": [{"path": p, "type": "c", "major": os.major(d), "minor": os.minor(d),
@@ -97,15 +111,14 @@ config = {
     "resources": {"devices": [{"allow": False, "access": "rwm"}] + [
         {"allow": True, "type": "c", "major": os.major(d), "minor": os.minor(d), "access": "rw"}
         for _, d in nodes]},
-    "seccomp": {"defaultAction": "SCMP_ACT_ALLOW", "architectures": ["SCMP_ARCH_X86_64"],
-                "listenerPath": sock, "listenerMetadata": metadata, "syscalls": notify},
+    "seccomp": json.load(open(seccomp)),
   },
 }
 json.dump(config, open(path, "w"), indent=1)
 PY
 }
-bundle oci-a tenant=a
-bundle oci-b tenant=b
+bundle oci-a tenant=a runc
+bundle oci-b tenant=b crun
 
 # Both at once. crun runs without a cgroup manager: it raises RLIMIT_MEMLOCK before loading its
 # device BPF program, which needs CAP_SYS_RESOURCE, and the machines this runs on may not give it
@@ -138,6 +151,11 @@ has "$ta" uverbs1 deny || { cat "$ta"; fail "oci-a's trace lacks its denial"; }
 has "$tb" uverbs0 deny || { cat "$tb"; fail "oci-b's trace lacks its denial"; }
 has "$ta" uverbs0 allow || { cat "$ta"; fail "oci-a's trace lacks its granted open"; }
 has "$tb" uverbs1 allow || { cat "$tb"; fail "oci-b's trace lacks its granted open"; }
+# The probe's ioctl on its granted node was trapped (the base's ALLOW of ioctl did not hide it).
+jq -e -s 'any(.[]; .device == "uverbs0" and .syscall == "ioctl")' "$ta" >/dev/null ||
+  { cat "$ta"; fail "oci-a's uverbs ioctl was not trapped: the runtime's filter lacks the notify rule"; }
+jq -e -s 'any(.[]; .device == "uverbs1" and .syscall == "ioctl")' "$tb" >/dev/null ||
+  { cat "$tb"; fail "oci-b's uverbs ioctl was not trapped: the runtime's filter lacks the notify rule"; }
 ! has "$ta" uverbs0 deny || fail "oci-a's trace holds oci-b's call"
 ! has "$tb" uverbs1 deny || fail "oci-b's trace holds oci-a's call"
 echo "PASS: runc and crun containers (both PID 1) kept apart: $(tr '\n' ' ' <"$WORK/a.out" | cut -c1-60)..."

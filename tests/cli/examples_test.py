@@ -19,6 +19,9 @@ Environments (all private, nothing of the host is changed):
   agent   `gdrproxy agent ...` in a private mount namespace with tmpfs over /run: the serving
           example starts and listens on its sockets, each `agent ctl` example answers (exit 0)
           while it serves, and SIGTERM stops it with exit status 0.
+  oci     `gdrproxy oci seccomp ...`: exit status 0 and a profile that carries the example's
+          listener and metadata and notifies ioctls (or, with --pfc, pseudo filter code with a
+          NOTIFY action on ioctl).
   demo    `gdrproxy demo`: exit status 0.
 
 usage: examples_test.py GDRPROXY SOURCE_DIR
@@ -135,7 +138,34 @@ def environment(words):
         return "demo"
     if sub[:1] == ["agent"]:
         return "agent"
+    if sub == ["oci", "seccomp"]:
+        return "oci"
     return None
+
+
+def check_oci(where, ex, work):
+    words = gdrproxy_words(ex)
+    label = f"[{where}] {ex}"
+    r = subprocess.run([GP] + words[1:], cwd=work, capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        return fail(label, f"exit {r.returncode}: {r.stderr[-300:]}")
+    if "--pfc" in words:
+        part = r.stdout[r.stdout.find('filter for syscall "ioctl"'):]
+        if 'filter for syscall "ioctl"' not in r.stdout or "action 0x7fc00000" not in part:
+            return fail(label, "no NOTIFY action on ioctl in the pseudo filter code")
+        return ok(label, "pseudo filter code notifies ioctls")
+    try:
+        profile = json.loads(r.stdout)
+    except ValueError as e:
+        return fail(label, f"not JSON: {e}")
+    want = {"--listener": "listenerPath", "--metadata": "listenerMetadata"}
+    for flag, key in want.items():
+        if flag in words and profile.get(key) != words[words.index(flag) + 1]:
+            return fail(label, f"{key} is {profile.get(key)!r}")
+    if not any(e.get("action") == "SCMP_ACT_NOTIFY" and "ioctl" in e.get("names", [])
+               for e in profile.get("syscalls", [])):
+        return fail(label, "no notify rule for ioctl")
+    ok(label, "profile with its listener, metadata and ioctl notify rules")
 
 
 # ---- the engine environment (runs inside `gdrproxy standin`) --------------------------------
@@ -317,7 +347,7 @@ def main():
             examples.append((where, ex))
     if not examples:
         sys.exit("no examples found: the extraction is broken")
-    groups = {"engine": [], "node": [], "agent": [], "demo": []}
+    groups = {"engine": [], "node": [], "agent": [], "oci": [], "demo": []}
     for where, ex in examples:
         env = environment(gdrproxy_words(ex))
         if env is None:
@@ -343,6 +373,8 @@ def main():
                     groups[env])), timeout=900)
                 if r.returncode != 0:
                     failures.append(f"{env} examples failed (above)")
+        for where, ex in groups["oci"]:
+            check_oci(where, ex, work)
         for where, ex in groups["demo"]:
             r = subprocess.run([GP, "demo"], cwd=work, capture_output=True, text=True, timeout=120)
             if r.returncode != 0:

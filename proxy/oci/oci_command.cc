@@ -1,0 +1,120 @@
+// `gdrproxy oci seccomp`: prints a container's seccomp profile (OCI `linux.seccomp` form) or, with
+// --pfc, what libseccomp compiles it to, so an operator can read what the runtime will load.
+#include "proxy/oci/oci_command.h"
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "proxy/oci/profile_compiler.h"
+#include "proxy/oci/seccomp_profile.h"
+
+namespace gdrproxy::proxy {
+namespace {
+
+struct SeccompArgs {
+  std::string base, listener = "/run/gdrproxy/agent.sock", metadata, runtime = "runc";
+  std::string wait_killable = "auto", caps, kernel_release;
+  bool metadata_set = false, broker_pidfd_getfd = false, pfc = false;
+};
+
+std::string find_in_path(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "/usr/sbin:/usr/bin:/sbin:/bin");
+  for (std::string d; std::getline(dirs, d, ':');)
+    if (::access((d + "/" + name).c_str(), X_OK) == 0) return d + "/" + name;
+  return "";
+}
+
+int print_profile(const SeccompArgs& a) {
+  ProfileOptions o;
+  o.listener_path = a.listener;
+  if (a.metadata_set) o.metadata = a.metadata;
+  o.filter.trap_pidfd_getfd = a.broker_pidfd_getfd;
+  o.kernel_release = a.kernel_release;
+  if (a.caps.empty()) {
+    o.caps = docker_default_caps();
+  } else {
+    std::stringstream ss(a.caps);
+    for (std::string c; std::getline(ss, c, ',');)
+      if (!c.empty()) o.caps.push_back(c.rfind("CAP_", 0) == 0 ? c : "CAP_" + c);
+  }
+  if (a.wait_killable == "auto") {
+    const std::string rt = find_in_path(a.runtime);
+    o.wait_killable_recv = !rt.empty() && runtime_supports_wait_killable_recv(rt);
+  } else {
+    o.wait_killable_recv = a.wait_killable == "yes";
+  }
+  nlohmann::json base;  // null: no base
+  if (!a.base.empty()) {
+    std::ifstream in(a.base);
+    if (!in) throw std::runtime_error("cannot read base profile " + a.base);
+    const auto j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded()) throw std::runtime_error(a.base + ": not valid JSON");
+    // A whole config.json: its linux.seccomp.
+    const bool config = j.is_object() && j.contains("linux") && j["linux"].contains("seccomp");
+    base = resolve_base_profile(config ? j["linux"]["seccomp"] : j, o, a.base);
+  }
+  const nlohmann::json profile = merge_profile(base, o);
+  if (a.pfc)
+    std::cout << profile_to_pfc(profile);
+  else
+    std::cout << profile.dump(2) << "\n";
+  return 0;
+}
+
+}  // namespace
+
+void add_oci_commands(CLI::App& app, int& exit_code) {
+  auto* oci =
+      app.add_subcommand("oci", "What gdrproxy writes into OCI bundles for `gdrproxy agent`");
+  oci->require_subcommand(1);
+  auto* sec = oci->add_subcommand(
+      "seccomp",
+      "Print a container's seccomp profile (OCI linux.seccomp form): the base profile merged\n"
+      "with gdrproxy's notify rules (device ioctls, opens for writing, pidfd_getfd when\n"
+      "brokered), its refusals, listenerPath and listenerMetadata. A base's unconditional ALLOW\n"
+      "of a trapped syscall (ioctl, openat) is rewritten under an always-true condition, because\n"
+      "libseccomp drops conditional rules next to an unconditional one. Architectures are\n"
+      "reduced to the native one.\n"
+      "Example: gdrproxy oci seccomp --listener /run/gdrproxy/agent.sock --metadata job=42\n"
+      "Example: gdrproxy oci seccomp --broker-pidfd-getfd --pfc");
+  auto a = std::make_shared<SeccompArgs>();
+  sec->add_option("--base", a->base,
+                  "Base profile: Docker/Podman format (archMap, includes/excludes resolved for "
+                  "this machine), an OCI linux.seccomp object, or a whole config.json. Default: "
+                  "none (default action ALLOW)");
+  sec->add_option("--listener", a->listener, "linux.seccomp.listenerPath (the agent's socket)")
+      ->capture_default_str();
+  auto* meta = sec->add_option("--metadata", a->metadata,
+                               "linux.seccomp.listenerMetadata (what agent rules match on)");
+  sec->add_flag("--broker-pidfd-getfd", a->broker_pidfd_getfd,
+                "Trap pidfd_getfd for the agent to perform (rules with \"broker_pidfd_getfd\")");
+  sec->add_option("--caps", a->caps,
+                  "The container's capabilities, comma-separated, for the base's includes and "
+                  "excludes. Default: Docker's default set");
+  sec->add_option("--wait-killable-recv", a->wait_killable,
+                  "Add SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV: auto = when the kernel (>= 5.19) "
+                  "and the runtime (--runtime) both know it")
+      ->check(CLI::IsMember({"auto", "yes", "no"}))
+      ->capture_default_str();
+  sec->add_option("--kernel-release", a->kernel_release,
+                  "Kernel release for the base's minKernel conditions (a profile made for another "
+                  "machine). Default: the running kernel's");
+  sec->add_option("--runtime", a->runtime, "The runtime the profile is for (name or path)")
+      ->capture_default_str();
+  sec->add_flag("--pfc", a->pfc, "Print libseccomp's pseudo filter code of the profile instead");
+  sec->callback([a, meta, &exit_code] {
+    a->metadata_set = meta->count() > 0;
+    try {
+      exit_code = print_profile(*a);
+    } catch (const std::exception& e) {
+      std::cerr << "gdrproxy oci seccomp: " << e.what() << "\n";
+      exit_code = 1;
+    }
+  });
+}
+
+}  // namespace gdrproxy::proxy

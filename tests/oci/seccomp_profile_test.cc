@@ -1,0 +1,235 @@
+// The container profile of `gdrproxy oci seccomp`: how a base is resolved and merged, and, on the
+// real kernel, what the compiled filter does. The idea not to miss: a merged profile is only
+// right if the *compiled* filter notifies the device calls and lets everything else the base
+// allowed through; the behaviour test loads it in a child with a listener and counts what the
+// listener receives.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <map>
+
+#include "proxy/engine/fd_passing.h"
+#include "proxy/oci/profile_compiler.h"
+#include "proxy/oci/seccomp_profile.h"
+
+namespace gdrproxy::proxy {
+namespace {
+
+using json = nlohmann::json;
+
+json docker_base() {
+  return json::parse(R"({"defaultAction": "SCMP_ACT_ERRNO", "defaultErrnoRet": 1,
+    "archMap": [{"architecture": "SCMP_ARCH_X86_64", "subArchitectures": ["SCMP_ARCH_X86"]}],
+    "syscalls": [
+      {"names": ["read", "ioctl", "openat", "userfaultfd"], "action": "SCMP_ACT_ALLOW"},
+      {"names": ["ptrace"], "action": "SCMP_ACT_ALLOW", "includes": {"caps": ["CAP_SYS_PTRACE"]}},
+      {"names": ["sethostname"], "action": "SCMP_ACT_ALLOW", "excludes": {"caps": ["CAP_SYS_ADMIN"]}},
+      {"names": ["clone3"], "action": "SCMP_ACT_ERRNO", "errnoRet": 38, "includes": {"minKernel": "5.3"}},
+      {"names": ["pidfd_getfd"], "action": "SCMP_ACT_ERRNO"}]})");
+}
+
+ProfileOptions options() {
+  ProfileOptions o;
+  o.listener_path = "/run/gdrproxy/agent.sock";
+  o.metadata = "job=42";
+  o.kernel_release = "6.1.0-13-amd64";
+  return o;
+}
+
+// The entries of `profile` that name `syscall`.
+std::vector<json> entries_for(const json& profile, const std::string& syscall) {
+  std::vector<json> out;
+  for (const json& e : profile["syscalls"])
+    for (const json& n : e["names"])
+      if (n == syscall) out.push_back(e);
+  return out;
+}
+
+TEST(OciSeccomp, DockerFormatIsResolvedForThisMachineAndItsCaps) {
+  ProfileOptions o = options();
+  o.caps = {"CAP_CHOWN"};
+  const json r = resolve_base_profile(docker_base(), o, "base.json");
+  EXPECT_TRUE(entries_for(r, "ptrace").empty());        // needs CAP_SYS_PTRACE
+  EXPECT_EQ(entries_for(r, "sethostname").size(), 1u);  // excluded only with CAP_SYS_ADMIN
+  EXPECT_EQ(entries_for(r, "clone3").size(), 1u);       // 6.1 >= 5.3
+  o.caps = {"CAP_SYS_PTRACE", "CAP_SYS_ADMIN"};
+  o.kernel_release = "5.2.0";
+  const json r2 = resolve_base_profile(docker_base(), o, "base.json");
+  EXPECT_EQ(entries_for(r2, "ptrace").size(), 1u);
+  EXPECT_TRUE(entries_for(r2, "sethostname").empty());
+  EXPECT_TRUE(entries_for(r2, "clone3").empty());
+  EXPECT_FALSE(r2.contains("archMap"));
+}
+
+TEST(OciSeccomp, UnconditionalAllowOfATrappedSyscallIsRewrittenUnderAnAlwaysTrueCondition) {
+  const json m = merge_profile(resolve_base_profile(docker_base(), options(), "b"), options());
+  bool allow_rewritten = false, notify = false;
+  for (const json& e : entries_for(m, "ioctl")) {
+    ASSERT_TRUE(e.contains("args")) << e.dump();  // nothing unconditional left on ioctl
+    if (e["action"] == "SCMP_ACT_ALLOW") {
+      allow_rewritten = e["names"].size() == 1 && e["args"][0]["op"] == "SCMP_CMP_GE" &&
+                        e["args"][0]["value"] == 0;
+    }
+    notify = notify || e["action"] == "SCMP_ACT_NOTIFY";
+  }
+  EXPECT_TRUE(allow_rewritten);
+  EXPECT_TRUE(notify);
+  // read stays in an entry of its own, unconditional.
+  ASSERT_EQ(entries_for(m, "read").size(), 1u);
+  EXPECT_FALSE(entries_for(m, "read")[0].contains("args"));
+  // The base's ALLOW of userfaultfd gives way to the refusal.
+  ASSERT_EQ(entries_for(m, "userfaultfd").size(), 1u);
+  EXPECT_EQ(entries_for(m, "userfaultfd")[0]["action"], "SCMP_ACT_ERRNO");
+  EXPECT_EQ(m["listenerPath"], "/run/gdrproxy/agent.sock");
+  EXPECT_EQ(m["listenerMetadata"], "job=42");
+  EXPECT_EQ(m["architectures"], json::array({"SCMP_ARCH_X86_64"}));
+}
+
+TEST(OciSeccomp, BrokeredPidfdGetfdReplacesTheBaseRefusal) {
+  ProfileOptions o = options();
+  const json plain = merge_profile(resolve_base_profile(docker_base(), o, "b"), o);
+  ASSERT_EQ(entries_for(plain, "pidfd_getfd").size(), 1u);
+  EXPECT_EQ(entries_for(plain, "pidfd_getfd")[0]["action"], "SCMP_ACT_ERRNO");
+  o.filter.trap_pidfd_getfd = true;
+  const json brokered = merge_profile(resolve_base_profile(docker_base(), o, "b"), o);
+  ASSERT_EQ(entries_for(brokered, "pidfd_getfd").size(), 1u);
+  EXPECT_EQ(entries_for(brokered, "pidfd_getfd")[0]["action"], "SCMP_ACT_NOTIFY");
+}
+
+TEST(OciSeccomp, MalformedBaseIsRefusedWithItsField) {
+  auto error_of = [](const char* text) -> std::string {
+    try {
+      resolve_base_profile(json::parse(text), options(), "base.json");
+    } catch (const std::runtime_error& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  };
+  EXPECT_NE(error_of(R"({"syscalls": []})").find("base.json: defaultAction"), std::string::npos);
+  EXPECT_NE(error_of(R"({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["x"]}]})")
+                .find("syscalls[0].action"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"defaultAction": "SCMP_ACT_ALLOW",
+                         "syscalls": [{"names": [], "action": "SCMP_ACT_ALLOW"}]})")
+                .find("syscalls[0].names"),
+            std::string::npos);
+}
+
+// Loads `profile` in a child, runs `calls` there, and returns how many notifications of each
+// syscall number the listener received (each answered with ENOTTY) and the child's results.
+struct Observed {
+  std::map<int, int> notified;
+  std::string results;
+};
+
+Observed run_under(const json& profile, const std::function<std::string()>& calls) {
+  const std::vector<sock_filter> prog = profile_to_bpf(profile);
+  int sp[2], out[2];
+  EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+  EXPECT_EQ(::pipe2(out, O_CLOEXEC), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    sock_fprog fp{static_cast<unsigned short>(prog.size()), const_cast<sock_filter*>(prog.data())};
+    const long fd =
+        ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &fp);
+    if (fd < 0 || !send_fd(sp[1], static_cast<int>(fd))) _exit(3);
+    const std::string r = calls();
+    (void)!::write(out[1], r.data(), r.size());
+    _exit(0);
+  }
+  ::close(sp[1]);
+  ::close(out[1]);
+  std::string why;
+  const int listener = recv_fd(sp[0], why);
+  Observed o;
+  EXPECT_GE(listener, 0) << why;
+  // Serve until the child is done (its result pipe closes).
+  for (;;) {
+    pollfd p[2] = {{listener, POLLIN, 0}, {out[0], POLLIN, 0}};
+    if (::poll(p, 2, 5000) <= 0) break;
+    if (p[0].revents & POLLIN) {
+      seccomp_notif req{};
+      if (::ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) == 0) {
+        ++o.notified[req.data.nr];
+        seccomp_notif_resp resp{};
+        resp.id = req.id;
+        resp.error = -ENOTTY;
+        ::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+      }
+      continue;
+    }
+    if (p[1].revents) {
+      char buf[512];
+      ssize_t n;
+      while ((n = ::read(out[0], buf, sizeof buf)) > 0)
+        o.results.append(buf, static_cast<size_t>(n));
+      break;
+    }
+  }
+  int st = 0;
+  ::waitpid(child, &st, 0);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << st;
+  ::close(listener);
+  ::close(out[0]);
+  ::close(sp[0]);
+  return o;
+}
+
+std::string errno_of(long rc) {
+  return rc < 0 ? std::string(strerrorname_np(errno)) : "OK";
+}
+
+TEST(OciSeccomp, CompiledMergedProfileNotifiesDeviceCallsAndKeepsTheBaseForTheRest) {
+  json base = docker_base();
+  // What the child itself needs after loading, beyond the base's read/ioctl/openat.
+  base["syscalls"].push_back({{"names",
+                               {"write", "close", "exit_group", "exit", "getpid", "sendmsg", "brk",
+                                "mmap", "munmap", "mremap", "futex"}},
+                              {"action", "SCMP_ACT_ALLOW"}});
+  const json m = merge_profile(resolve_base_profile(base, options(), "b"), options());
+  const Observed o = run_under(m, [] {
+    std::string r;
+    const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);  // read-only: not trapped
+    r += "ro-open=" + std::string(null >= 0 ? "OK" : strerrorname_np(errno)) + ";";
+    int v = 0;
+    r += "fioclex=" + errno_of(::ioctl(null, FIOCLEX)) + ";";              // allowed by the base
+    r += "uverbs-ioctl=" + errno_of(::ioctl(null, 0xc0181b01, &v)) + ";";  // notified
+    r += "rw-open=" + errno_of(::open("/dev/null", O_RDWR | O_CLOEXEC)) + ";";  // notified
+    r += "getppid=" + errno_of(::syscall(SYS_getppid)) + ";";  // the base's default ERRNO
+    r += "userfaultfd=" + errno_of(::syscall(SYS_userfaultfd, 0)) + ";";
+    return r;
+  });
+  EXPECT_EQ(o.results,
+            "ro-open=OK;fioclex=OK;uverbs-ioctl=ENOTTY;rw-open=ENOTTY;getppid=EPERM;"
+            "userfaultfd=EPERM;");
+  EXPECT_EQ(o.notified.at(SYS_ioctl), 1);
+  EXPECT_EQ(o.notified.at(SYS_openat), 1);
+  EXPECT_EQ(o.notified.size(), 2u);
+}
+
+TEST(OciSeccomp, WithoutTheRewriteLibseccompWouldDropTheTraps) {
+  // The reason for the rewrite, kept true: the base's unconditional ALLOW next to the notify
+  // rules compiles to "ALLOW ioctl", and the uverbs ioctl is never notified.
+  json m = merge_profile(resolve_base_profile(docker_base(), options(), "b"), options());
+  m["syscalls"].push_back({{"names", {"ioctl"}}, {"action", "SCMP_ACT_ALLOW"}});
+  const std::string pfc = profile_to_pfc(m);
+  const auto at = pfc.find("filter for syscall \"ioctl\"");
+  ASSERT_NE(at, std::string::npos);
+  const std::string ioctl_part = pfc.substr(at, pfc.find("# filter for syscall", at + 1) - at);
+  EXPECT_EQ(ioctl_part.find("0x7fc00000"), std::string::npos) << ioctl_part;  // no NOTIFY left
+}
+
+}  // namespace
+}  // namespace gdrproxy::proxy
