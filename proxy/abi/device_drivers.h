@@ -33,6 +33,11 @@ inline constexpr GuardedDriver kGuardedDrivers[] = {
     {"nvidia-nvlink", false, DeviceClass::kUnknown},
 };
 
+// Majors the kernel fixes for these drivers (IB_UVERBS_MAJOR, NV_MAJOR_DEVICE_NUMBER): a
+// container's device cgroup denies them even on a host where the driver is not loaded yet.
+inline constexpr unsigned kUverbsMajor = 231;
+inline constexpr unsigned kNvidiaFrontendMajor = 195;
+
 // The frontend's fixed minors (nv.c): nvidiactl is 255, nvidia-modeset 254; GPUs are 0..253.
 inline constexpr unsigned kNvidiaCtlMinor = 255;
 inline constexpr unsigned kNvidiaModesetMinor = 254;

@@ -13,6 +13,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -35,6 +36,7 @@
 #include "proxy/engine/engine.h"
 #include "proxy/engine/process_info.h"
 #include "proxy/engine/session.h"
+#include "proxy/oci/container_grants.h"
 #include "proxy/trace/escape.h"
 
 namespace gdrproxy::proxy {
@@ -321,8 +323,20 @@ class Agent {
     try {
       cfg.policy =
           rule.policy_file ? Policy::load_file(*rule.policy_file) : Policy::builtin_default();
-      cfg.grants =
-          Grants::from_specs(engine_.catalog(), rule.grants ? rule.grants : cfg.policy.grants());
+      std::optional<std::vector<std::string>> names =
+          rule.grants ? rule.grants : cfg.policy.grants();
+      if (rule.grants_from_metadata) {
+        // The bundle's own choice (checked against its config.json above), within the rule's.
+        const auto asked = grants_in_metadata(st.metadata);
+        if (!asked) throw std::runtime_error("its metadata has no gdrproxy-grants line");
+        if (rule.grants)
+          for (const std::string& n : *asked)
+            if (std::find(rule.grants->begin(), rule.grants->end(), n) == rule.grants->end())
+              throw std::runtime_error("its metadata asks for " + n + ", which rule " +
+                                       rule.origin + " does not allow");
+        names = *asked;
+      }
+      cfg.grants = Grants::from_specs(engine_.catalog(), names);
       cfg.mode = rule.mode.value_or(cfg.policy.mode().value_or(Mode::kEnforce));
       if (rule.trace && opts_.trace_dir)
         cfg.trace_json = *opts_.trace_dir + "/" + file_name_for(id) + ".jsonl";

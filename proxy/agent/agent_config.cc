@@ -39,8 +39,8 @@ std::optional<std::string> opt_string(const json& j, const char* key, const std:
 ContainerRule parse_rule(const json& j, const std::string& origin, const std::string& where) {
   if (!j.is_object()) bad(origin, where, "expected an object");
   only_keys(j, origin, where + ".",
-            {"match", "grants", "policy", "mode", "trace", "broker_pidfd_getfd",
-             "pidfd_getfd_group", "comment"});
+            {"match", "grants", "grants_from_metadata", "policy", "mode", "trace",
+             "broker_pidfd_getfd", "pidfd_getfd_group", "comment"});
   ContainerRule r;
   r.origin = where;
   if (j.contains("match")) {
@@ -78,6 +78,11 @@ ContainerRule parse_rule(const json& j, const std::string& origin, const std::st
     if (!j["broker_pidfd_getfd"].is_boolean())
       bad(origin, where + ".broker_pidfd_getfd", "expected true or false");
     r.broker_pidfd_getfd = j["broker_pidfd_getfd"].get<bool>();
+  }
+  if (j.contains("grants_from_metadata")) {
+    if (!j["grants_from_metadata"].is_boolean())
+      bad(origin, where + ".grants_from_metadata", "expected true or false");
+    r.grants_from_metadata = j["grants_from_metadata"].get<bool>();
   }
   r.pidfd_getfd_group = opt_string(j, "pidfd_getfd_group", origin, where + ".");
   if (r.pidfd_getfd_group && r.pidfd_getfd_group->empty())

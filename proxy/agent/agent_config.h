@@ -32,6 +32,10 @@ struct ContainerRule {
   // Perform the container's trapped pidfd_getfd calls whose target is one of its own processes
   // (its pid namespace) or, with a group, a process of another container in the same group.
   bool broker_pidfd_getfd = false;
+  // Take the grants from the gdrproxy-grants line of listenerMetadata (written by `gdrproxy oci
+  // prepare` or the runtime shim into the bundle's config.json, which the agent checks the
+  // metadata against); `grants`, when given, is then the ceiling: a name outside it is refused.
+  bool grants_from_metadata = false;
   std::optional<std::string> pidfd_getfd_group;
   std::string origin;  // "containers[2]" or "default", for notes
 };

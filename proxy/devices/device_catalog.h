@@ -38,6 +38,9 @@ class DeviceCatalog {
   const DeviceNode* find(dev_t rdev) const;
   const DeviceNode* find_by_name(const std::string& name_or_path) const;
   const std::vector<DeviceNode>& nodes() const { return nodes_; }
+  // One entry per guarded driver this host has registered: its rdev holds the driver's major
+  // (and, for a misc driver, its minor).
+  const std::vector<DeviceNode>& drivers() const { return drivers_; }
   // Directories whose every entry is a guarded device (no Landlock rule is given for them).
   const std::vector<std::string>& guarded_dirs() const { return guarded_dirs_; }
 

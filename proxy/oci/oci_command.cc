@@ -7,6 +7,7 @@
 #include <memory>
 #include <sstream>
 
+#include "proxy/oci/bundle_prepare.h"
 #include "proxy/oci/profile_compiler.h"
 #include "proxy/oci/seccomp_profile.h"
 
@@ -106,6 +107,51 @@ void add_oci_commands(CLI::App& app, int& exit_code) {
   sec->add_option("--runtime", a->runtime, "The runtime the profile is for (name or path)")
       ->capture_default_str();
   sec->add_flag("--pfc", a->pfc, "Print libseccomp's pseudo filter code of the profile instead");
+  auto* prep = oci->add_subcommand(
+      "prepare",
+      "Edit BUNDLE/config.json for a container served by `gdrproxy agent`, from one grant set:\n"
+      "the seccomp profile (its own, or --base, merged as `oci seccomp` does) with the agent's\n"
+      "listener and the grants in listenerMetadata (gdrproxy-grants=...), /dev nodes for the\n"
+      "granted devices only, and device cgroup rules that deny every RDMA and NVIDIA device but\n"
+      "the granted uverbs and rdma_cm nodes (NVIDIA fds are opened by the agent). For people who\n"
+      "drive runc or crun by hand; the agent's rule for the container needs\n"
+      "\"grants_from_metadata\": true.\n"
+      "Example: gdrproxy oci prepare /run/bundles/job42 --grant uverbs0,rdma_cm");
+  auto bundle = std::make_shared<std::string>();
+  auto grant = std::make_shared<std::vector<std::string>>();
+  auto pa = std::make_shared<SeccompArgs>();
+  auto dev_root = std::make_shared<std::string>("/dev");
+  prep->add_option("bundle", *bundle, "The bundle directory (holds config.json)")->required();
+  prep->add_option("--grant", *grant, "Devices the container gets (names or /dev paths)")
+      ->delimiter(',');
+  prep->add_option("--base", pa->base, "Base profile instead of the bundle's own linux.seccomp");
+  prep->add_option("--listener", pa->listener, "The agent's socket")->capture_default_str();
+  auto* pmeta = prep->add_option("--metadata", pa->metadata,
+                                 "More listenerMetadata lines (key=value) for the agent's rules");
+  prep->add_flag("--broker-pidfd-getfd", pa->broker_pidfd_getfd, "Trap pidfd_getfd for the agent");
+  prep->add_option("--runtime", pa->runtime, "The runtime the profile is for")
+      ->capture_default_str();
+  prep->add_option("--dev-root", *dev_root, "Where the host's device nodes are")
+      ->capture_default_str();
+  prep->callback([bundle, grant, pa, pmeta, dev_root, &exit_code] {
+    try {
+      PrepareOptions o;
+      o.grants = *grant;
+      o.dev_root = *dev_root;
+      if (!pa->base.empty()) o.base = pa->base;
+      o.profile.listener_path = pa->listener;
+      if (pmeta->count()) o.profile.metadata = pa->metadata;
+      o.profile.filter.trap_pidfd_getfd = pa->broker_pidfd_getfd;
+      o.profile.caps = docker_default_caps();
+      const std::string rt = find_in_path(pa->runtime);
+      o.profile.wait_killable_recv = !rt.empty() && runtime_supports_wait_killable_recv(rt);
+      std::cout << "gdrproxy oci prepare: " << prepare_bundle(*bundle, o) << "\n";
+      exit_code = 0;
+    } catch (const std::exception& e) {
+      std::cerr << "gdrproxy oci prepare: " << e.what() << "\n";
+      exit_code = 1;
+    }
+  });
   sec->callback([a, meta, &exit_code] {
     a->metadata_set = meta->count() > 0;
     try {

@@ -56,6 +56,7 @@ cat >"$WORK/agent.json" <<'EOF'
    {"match": {"id": "team-a-*"}, "grants": ["uverbs0"], "trace": true},
    {"match": {"id": "team-b-*", "metadata": "job=42"}, "grants": ["uverbs1", "rdma_cm"], "trace": true},
    {"match": {"id": "solo-*"}, "broker_pidfd_getfd": true, "trace": true},
+   {"match": {"id": "meta-*"}, "grants": ["uverbs0", "rdma_cm"], "grants_from_metadata": true},
    {"match": {"id": "job7-*"}, "broker_pidfd_getfd": true, "pidfd_getfd_group": "job7", "trace": true}
  ]}
 EOF
@@ -336,6 +337,22 @@ os.execvp(sys.argv[2], sys.argv[2:] + [str(pidfd)])' "$hostpid" "$RC" "$SOCK" "$
   expect_in "$WORK/group.out" "took: shared-by-"
   jq -e -s 'any(.[]; .syscall == "pidfd_getfd" and .decision == "broker" and .result >= 0)' \
     "$WORK/traces/job7-2.jsonl" >/dev/null || fail "no brokered pidfd_getfd in job7-2's trace"
+}
+
+case_grants_from_metadata_within_the_rule() {
+  # A rule with grants_from_metadata takes the bundle's gdrproxy-grants line (the metadata the
+  # agent checked against the bundle's config.json), within the rule's grants; a line asking for
+  # more is refused whole, and so is a container whose metadata has no such line.
+  start_agent
+  in_container meta-1 runc-init --metadata gdrproxy-grants=uverbs0 -- sh -c "$(probe uverbs0); $(probe uverbs1)" >"$WORK/1.out" 2>&1
+  expect_line "$WORK/1.out" "uverbs0-open" " OK ioctl="
+  expect_line "$WORK/1.out" "uverbs1-open" " ERR EACCES$"
+  in_container meta-2 runc-init --metadata gdrproxy-grants=uverbs0,uverbs1 -- sh -c "$(probe uverbs0)" >"$WORK/2.out" 2>&1
+  expect_line "$WORK/2.out" "uverbs0-open" " ERR ENOSYS$"
+  expect_in "$WORK/agent.log" "its metadata asks for uverbs1, which rule containers[3] does not allow"
+  in_container meta-3 runc-init --metadata job=1 -- sh -c "$(probe uverbs0)" >"$WORK/3.out" 2>&1
+  expect_line "$WORK/3.out" "uverbs0-open" " ERR ENOSYS$"
+  expect_in "$WORK/agent.log" "its metadata has no gdrproxy-grants line"
 }
 
 case_bad_config_refused() {

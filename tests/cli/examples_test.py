@@ -19,9 +19,11 @@ Environments (all private, nothing of the host is changed):
   agent   `gdrproxy agent ...` in a private mount namespace with tmpfs over /run: the serving
           example starts and listens on its sockets, each `agent ctl` example answers (exit 0)
           while it serves, and SIGTERM stops it with exit status 0.
-  oci     `gdrproxy oci seccomp ...`: exit status 0 and a profile that carries the example's
-          listener and metadata and notifies ioctls (or, with --pfc, pseudo filter code with a
-          NOTIFY action on ioctl).
+  oci     `gdrproxy oci ...`, under stand-in device nodes. seccomp: exit status 0 and a profile
+          that carries the example's listener and metadata and notifies ioctls (or, with --pfc,
+          pseudo filter code with a NOTIFY action on ioctl). prepare: the bundle path becomes a
+          fresh bundle with a minimal config.json, which must come out with the example's grants
+          in listenerMetadata and their nodes in linux.devices.
   demo    `gdrproxy demo`: exit status 0.
 
 usage: examples_test.py GDRPROXY SOURCE_DIR
@@ -138,14 +140,37 @@ def environment(words):
         return "demo"
     if sub[:1] == ["agent"]:
         return "agent"
-    if sub == ["oci", "seccomp"]:
+    if sub in (["oci", "seccomp"], ["oci", "prepare"]):
         return "oci"
     return None
+
+
+def run_oci(examples, work):
+    """Runs inside gdrproxy standin."""
+    for where, ex in examples:
+        check_oci(where, ex, work)
 
 
 def check_oci(where, ex, work):
     words = gdrproxy_words(ex)
     label = f"[{where}] {ex}"
+    if words[1:3] == ["oci", "prepare"]:
+        bundle = tempfile.mkdtemp(dir=work)
+        with open(os.path.join(bundle, "config.json"), "w") as f:
+            json.dump({"ociVersion": "1.0.2", "linux": {}}, f)
+        words = words[:3] + [bundle] + words[4:]
+        r = subprocess.run([GP] + words[1:], cwd=work, capture_output=True, text=True, timeout=60)
+        if r.returncode != 0:
+            return fail(label, f"exit {r.returncode}: {r.stderr[-300:]}")
+        config = json.load(open(os.path.join(bundle, "config.json")))
+        grants = words[words.index("--grant") + 1].split(",") if "--grant" in words else []
+        meta = config["linux"]["seccomp"].get("listenerMetadata", "")
+        paths = [d["path"] for d in config["linux"].get("devices", [])]
+        if f"gdrproxy-grants={','.join(grants)}" not in meta.split("\n"):
+            return fail(label, f"listenerMetadata is {meta!r}")
+        if len(paths) != len(grants):
+            return fail(label, f"device nodes {paths} for grants {grants}")
+        return ok(label, f"bundle prepared: {', '.join(paths)}")
     r = subprocess.run([GP] + words[1:], cwd=work, capture_output=True, text=True, timeout=60)
     if r.returncode != 0:
         return fail(label, f"exit {r.returncode}: {r.stderr[-300:]}")
@@ -333,10 +358,11 @@ def run_agent(examples, work):
 
 
 def main():
-    if len(sys.argv) == 5 and sys.argv[3] in ("--engine", "--node", "--agent"):
+    if len(sys.argv) == 5 and sys.argv[3] in ("--engine", "--node", "--agent", "--oci"):
         examples = json.loads(os.environ["GDRPROXY_EXAMPLES"])
         work = sys.argv[4]
-        {"--engine": run_engine, "--node": run_node, "--agent": run_agent}[sys.argv[3]](examples, work)
+        {"--engine": run_engine, "--node": run_node, "--agent": run_agent,
+         "--oci": run_oci}[sys.argv[3]](examples, work)
         sys.exit(1 if failures else 0)
 
     examples, texts = [], set()
@@ -367,14 +393,13 @@ def main():
                          ("node", ["unshare", "--mount", "--net", "--propagation", "private",
                                    sys.executable, me, GP, SRC, "--node"]),
                          ("agent", ["unshare", "--mount", "--propagation", "private",
-                                    sys.executable, me, GP, SRC, "--agent"])):
+                                    sys.executable, me, GP, SRC, "--agent"]),
+                         ("oci", [GP, "standin", sys.executable, me, GP, SRC, "--oci"])):
             if groups[env]:
                 r = subprocess.run(cmd + [work], env=dict(os.environ, GDRPROXY_EXAMPLES=json.dumps(
                     groups[env])), timeout=900)
                 if r.returncode != 0:
                     failures.append(f"{env} examples failed (above)")
-        for where, ex in groups["oci"]:
-            check_oci(where, ex, work)
         for where, ex in groups["demo"]:
             r = subprocess.run([GP, "demo"], cwd=work, capture_output=True, text=True, timeout=120)
             if r.returncode != 0:

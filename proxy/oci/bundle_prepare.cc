@@ -1,0 +1,93 @@
+// Editing a bundle for the agent (see bundle_prepare.h): read, derive every part from the grant
+// set, write back atomically.
+#include "proxy/oci/bundle_prepare.h"
+
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+#include "proxy/devices/device_catalog.h"
+#include "proxy/oci/container_grants.h"
+
+namespace gdrproxy::proxy {
+namespace {
+
+using json = nlohmann::json;
+
+json read_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  const json j = json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw std::runtime_error(path + " is not a JSON object");
+  return j;
+}
+
+}  // namespace
+
+std::string prepare_bundle(const std::string& bundle, const PrepareOptions& o) {
+  const std::string path = bundle + "/config.json";
+  json config = read_json(path);
+  const DeviceCatalog catalog = DeviceCatalog::scan(o.dev_root);
+  const ContainerGrants grants = ContainerGrants::resolve(catalog, o.grants);
+
+  ProfileOptions p = o.profile;
+  p.metadata = metadata_with_grants(p.metadata.value_or(""), grants.names());
+  json& linux = config["linux"];
+  if (!linux.is_object()) linux = json::object();
+  json base;  // null: none
+  if (o.base) {
+    const json b = read_json(*o.base);
+    base = resolve_base_profile(b.contains("linux") ? b["linux"]["seccomp"] : b, p, *o.base);
+  } else if (linux.contains("seccomp") && linux["seccomp"].is_object()) {
+    json own = linux["seccomp"];
+    // A profile prepared before: start again from its base, not from our own rules.
+    if (own.contains("listenerPath"))
+      throw std::runtime_error(path + " already hands its seccomp listener to " +
+                               own["listenerPath"].dump() + "; pass --base to replace its profile");
+    base = resolve_base_profile(own, p, path);
+  }
+  linux["seccomp"] = merge_profile(base, p);
+
+  // /dev: the granted nodes, and no node of a guarded device that is not granted.
+  json devices =
+      linux.contains("devices") && linux["devices"].is_array() ? linux["devices"] : json::array();
+  json kept = json::array();
+  for (const json& d : devices) {
+    const bool guarded =
+        d.contains("major") && d.contains("minor") &&
+        catalog.find(makedev(d["major"].get<unsigned>(), d["minor"].get<unsigned>())) != nullptr;
+    if (!guarded) kept.push_back(d);
+  }
+  for (const json& d : grants.spec_devices()) kept.push_back(d);
+  linux["devices"] = kept;
+  json& resources = linux["resources"];
+  if (!resources.is_object()) resources = json::object();
+  json rules = resources.contains("devices") && resources["devices"].is_array()
+                   ? resources["devices"]
+                   : json::array();
+  for (const json& r : grants.cgroup_rules(catalog)) rules.push_back(r);
+  resources["devices"] = rules;
+
+  const std::string tmp = path + ".gdrproxy-tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << config.dump(2) << "\n";
+    if (!out) throw std::runtime_error("cannot write " + tmp);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot replace " + path);
+  }
+  std::string names;
+  for (const auto& n : grants.names()) names += (names.empty() ? "" : ",") + n;
+  return path + ": grants [" + names + "], listener " + p.listener_path + ", " +
+         std::to_string(grants.spec_devices().size()) + " device node(s), " +
+         std::to_string(grants.cgroup_rules(catalog).size()) + " device cgroup rule(s)";
+}
+
+}  // namespace gdrproxy::proxy

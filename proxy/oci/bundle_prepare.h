@@ -1,0 +1,28 @@
+// `gdrproxy oci prepare BUNDLE`: edits a bundle's config.json so that runc or crun start the
+// container under `gdrproxy agent` with exactly its grant set: the seccomp profile with the
+// agent's listener, nodes in /dev for the granted devices only, and the device cgroup as the
+// kernel guard. The idea not to miss: every part is derived from one ContainerGrants object, and
+// the grant names travel to the agent in listenerMetadata, which the agent ties to this very
+// config.json before it reads them.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "proxy/oci/seccomp_profile.h"
+
+namespace gdrproxy::proxy {
+
+struct PrepareOptions {
+  std::vector<std::string> grants;  // device names or /dev paths
+  ProfileOptions profile;           // listener, extra metadata, traps, caps
+  std::optional<std::string> base;  // base profile file; default: the bundle's own seccomp
+  std::string dev_root = "/dev";
+};
+
+// Edits <bundle>/config.json in place (written to a temporary file and renamed). Returns a one-
+// line summary. Throws std::runtime_error naming the bundle and what is wrong.
+std::string prepare_bundle(const std::string& bundle, const PrepareOptions& options);
+
+}  // namespace gdrproxy::proxy

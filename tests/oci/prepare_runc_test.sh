@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# `gdrproxy oci prepare` with Debian's runc and `gdrproxy agent`, on stand-in device nodes. The
+# idea not to miss: one grant set decides everything the container gets. Prepared with uverbs0
+# only, the container's /dev/infiniband holds uverbs0 alone, its uverbs0 ioctls are trapped and
+# traced by the agent (which took the grants from the metadata it checked against the bundle),
+# and the device cgroup, the containers' kernel guard, refuses at open a node of the uverbs major
+# that a root tenant with CAP_MKNOD makes itself (EPERM from the cgroup; without it the open would
+# reach the missing driver: ENXIO), while an ordinary node it makes opens.
+# Usage: prepare_runc_test.sh GDRPROXY ATTACK_CLIENT   (root, runc; 77 = skipped)
+set -uo pipefail
+GP=$(realpath "$1")
+A=$(realpath "$2")
+BENCH=$(realpath "$(dirname "$A")/../bench/ioctl_bench")
+[[ $EUID == 0 ]] || { echo "SKIP: needs root"; exit 77; }
+command -v runc >/dev/null || { echo "SKIP: runc is not installed (scripts/setup.sh installs it)"; exit 77; }
+if [[ -z ${GDRPROXY_OCI_TEST_INNER:-} ]]; then
+  GDRPROXY_OCI_TEST_INNER=1 exec timeout 120 "$GP" standin "$0" "$@"
+fi
+# runc's device guard on cgroup v2 is a BPF program: a plain v2 hierarchy in this private mount
+# namespace is enough (this host may mount v1 controllers beside cgroup2).
+if [[ $(stat -f -c %T /sys/fs/cgroup) != cgroup2fs ]]; then
+  mount -t cgroup2 none /sys/fs/cgroup || { echo "SKIP: cannot mount cgroup2 here"; exit 77; }
+fi
+WORK=$(mktemp -d /tmp/gdrproxy-prepare.XXXXXX)
+chmod 755 "$WORK"
+AGENT_PID=
+trap 'runc --root "$WORK/runc" delete -f prep-1 >/dev/null 2>&1; [[ -n $AGENT_PID ]] && kill -KILL $AGENT_PID 2>/dev/null; rm -rf "$WORK"' EXIT
+fail() { echo "FAIL: $*" >&2; sed 's/^/  [agent] /' "$WORK/agent.log" >&2; exit 1; }
+expect() { grep -qE -- "$2" "$1" || { echo "--- $1:"; cat "$1"; fail "expected /$2/ in $1"; }; }
+
+SOCK=$WORK/run/agent.sock
+mkdir -p "$WORK/traces"
+# The rule's grants are the ceiling; the bundle's metadata picks within it.
+cat >"$WORK/agent.json" <<'JSON'
+{"version": 1, "containers": [
+  {"match": {"id": "prep-*"}, "grants": ["uverbs0", "uverbs1", "rdma_cm"],
+   "grants_from_metadata": true, "trace": true}]}
+JSON
+"$GP" agent --socket "$SOCK" --ctl-socket "$WORK/run/agent.ctl" --config "$WORK/agent.json" \
+  --trace-dir "$WORK/traces" >"$WORK/agent.log" 2>&1 &
+AGENT_PID=$!
+for i in $(seq 100); do [[ -S $SOCK ]] && break; sleep 0.05; done
+[[ -S $SOCK ]] || fail "the agent did not start"
+
+b=$WORK/bundle
+mkdir -p "$b/rootfs"
+(cd "$b/rootfs" && mkdir -p usr etc proc dev tmp "${A%/*}" "${BENCH%/*}" && ln -s usr/bin bin &&
+  ln -s usr/lib lib && ln -s usr/lib64 lib64 && ln -s usr/sbin sbin)
+python3 - "$b/config.json" "$A" "$BENCH" <<'PY'
+import json, os, sys
+path, attack, bench = sys.argv[1:]
+probe = "; ".join(f"{attack} open /dev/infiniband/{d} rdwr syscall | sed s/^/{d}-/" for d in ("uverbs0", "uverbs1"))
+script = (f"echo ib: $(ls /dev/infiniband); {probe}; {bench} client 3 /dev/infiniband/uverbs0 >/dev/null; "
+          "mknod /tmp/u1 c 231 1; head -c1 /tmp/u1; echo open-uverbs-rc=$?; "
+          "mknod /tmp/n c 1 3 && head -c1 /tmp/n; echo open-null-rc=$?")
+caps = ["CAP_MKNOD", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_SETUID", "CAP_SETGID"]
+bind = lambda src: {"destination": src, "type": "bind", "source": src, "options": ["rbind", "ro"]}
+config = {
+  "ociVersion": "1.0.2",
+  "process": {"terminal": False, "user": {"uid": 0, "gid": 0}, "cwd": "/", "args": ["sh", "-c", script],
+              "env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"], "noNewPrivileges": True,
+              "capabilities": {k: caps for k in ("bounding", "effective", "permitted")}},
+  "root": {"path": "rootfs", "readonly": True},
+  "hostname": "prep",
+  "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"},
+             {"destination": "/dev", "type": "tmpfs", "source": "tmpfs",
+              "options": ["nosuid", "strictatime", "mode=755", "size=65536k"]},
+             {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid"]},
+             bind("/usr"), bind("/etc"), bind(os.path.dirname(attack)), bind(os.path.dirname(bench))],
+  "linux": {"namespaces": [{"type": t} for t in ("pid", "mount", "ipc", "uts", "network")],
+            # A permissive base (every device allowed): only prepare's rules can refuse 231:1.
+            "resources": {"devices": [{"allow": True, "access": "rwm"}]}},
+}
+json.dump(config, open(path, "w"), indent=1)
+PY
+"$GP" oci prepare "$b" --grant uverbs0 --listener "$SOCK" >"$WORK/prepare.out" 2>&1 ||
+  { cat "$WORK/prepare.out"; fail "oci prepare failed"; }
+expect "$WORK/prepare.out" "grants \[uverbs0\]"
+jq -e '.linux.seccomp.listenerMetadata == "gdrproxy-grants=uverbs0"' "$b/config.json" >/dev/null ||
+  fail "the grants are not in listenerMetadata"
+
+runc --root "$WORK/runc" run --bundle "$b" prep-1 >"$WORK/c.out" 2>&1
+rc=$?
+[[ $rc == 0 ]] || { cat "$WORK/c.out"; fail "runc exit $rc"; }
+expect "$WORK/c.out" "^ib: uverbs0$"
+expect "$WORK/c.out" "^uverbs0-open.* OK ioctl="
+expect "$WORK/c.out" "^uverbs1-open.* ERR ENOENT"
+expect "$WORK/c.out" "/tmp/u1.*Operation not permitted"
+expect "$WORK/c.out" "^open-uverbs-rc=1$"
+expect "$WORK/c.out" "^open-null-rc=0$"
+for i in $(seq 50); do grep -q "prep-1 ended" "$WORK/agent.log" && break; sleep 0.1; done
+grep -q "container prep-1: process .*grants \[uverbs0\]" "$WORK/agent.log" || fail "the agent did not take the grants from the metadata"
+jq -e -s 'any(.[]; .device == "uverbs0" and .syscall == "ioctl")' "$WORK/traces/prep-1.jsonl" >/dev/null ||
+  { cat "$WORK/traces/prep-1.jsonl"; fail "the container's uverbs0 ioctls are not in its trace"; }
+echo "PASS: prepared container: $(tr '\n' ' ' <"$WORK/c.out" | cut -c1-120)"
