@@ -2,6 +2,7 @@
 // subcommands; this file only builds the root and runs the parser.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -17,6 +18,20 @@ int main(int argc, char** argv) {
   // sees it (see proxy::CommandTail).
   // Other subcommands get their "--" as CLI11 reads it.
   std::vector<std::string> own(argv, argv + argc);
+  // Installed as gdrproxy-runtime (what a container engine calls as its OCI runtime): every
+  // argument is the runtime's; the shim's own settings come from /etc/gdrproxy/runtime.json, or
+  // the file GDRPROXY_RUNTIME_CONFIG names.
+  const std::string self = own[0].substr(own[0].rfind('/') + 1);
+  if (self == "gdrproxy-runtime") {
+    std::vector<std::string> as_sub = {own[0], "runtime"};
+    if (const char* c = std::getenv("GDRPROXY_RUNTIME_CONFIG")) {
+      as_sub.push_back("--config");
+      as_sub.push_back(c);
+    }
+    as_sub.push_back("--");
+    as_sub.insert(as_sub.end(), own.begin() + 1, own.end());
+    own = std::move(as_sub);
+  }
   gdrproxy::proxy::CommandTail tail;
   const auto& runs = gdrproxy::proxy::kCommandSubcommands;
   const bool runs_command =

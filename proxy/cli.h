@@ -17,7 +17,7 @@ struct CommandTail {
 };
 
 // The subcommands that start a command, and so own the words after "--".
-inline const std::vector<std::string> kCommandSubcommands = {"run", "standin"};
+inline const std::vector<std::string> kCommandSubcommands = {"run", "standin", "runtime"};
 
 // Adds the engine's subcommands (run, trace, and the hidden helpers) to the root app. A
 // subcommand's callback stores its process exit status in `exit_code`.

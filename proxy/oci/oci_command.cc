@@ -9,6 +9,7 @@
 
 #include "proxy/oci/bundle_prepare.h"
 #include "proxy/oci/profile_compiler.h"
+#include "proxy/oci/runtime_shim.h"
 #include "proxy/oci/seccomp_profile.h"
 
 namespace gdrproxy::proxy {
@@ -19,15 +20,6 @@ struct SeccompArgs {
   std::string wait_killable = "auto", caps, kernel_release;
   bool metadata_set = false, broker_pidfd_getfd = false, pfc = false;
 };
-
-std::string find_in_path(const std::string& name) {
-  if (name.find('/') != std::string::npos) return name;
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path ? path : "/usr/sbin:/usr/bin:/sbin:/bin");
-  for (std::string d; std::getline(dirs, d, ':');)
-    if (::access((d + "/" + name).c_str(), X_OK) == 0) return d + "/" + name;
-  return "";
-}
 
 int print_profile(const SeccompArgs& a) {
   ProfileOptions o;
@@ -43,8 +35,7 @@ int print_profile(const SeccompArgs& a) {
       if (!c.empty()) o.caps.push_back(c.rfind("CAP_", 0) == 0 ? c : "CAP_" + c);
   }
   if (a.wait_killable == "auto") {
-    const std::string rt = find_in_path(a.runtime);
-    o.wait_killable_recv = !rt.empty() && runtime_supports_wait_killable_recv(rt);
+    o.wait_killable_recv = runtime_supports_wait_killable_recv(a.runtime);
   } else {
     o.wait_killable_recv = a.wait_killable == "yes";
   }
@@ -143,8 +134,7 @@ void add_oci_commands(CLI::App& app, int& exit_code) {
       if (pmeta->count()) o.profile.metadata = pa->metadata;
       o.profile.filter.trap_pidfd_getfd = pa->broker_pidfd_getfd;
       o.profile.caps = docker_default_caps();
-      const std::string rt = find_in_path(pa->runtime);
-      o.profile.wait_killable_recv = !rt.empty() && runtime_supports_wait_killable_recv(rt);
+      o.profile.wait_killable_recv = runtime_supports_wait_killable_recv(pa->runtime);
       std::cout << "gdrproxy oci prepare: " << prepare_bundle(*bundle, o) << "\n";
       exit_code = 0;
     } catch (const std::exception& e) {
@@ -160,6 +150,35 @@ void add_oci_commands(CLI::App& app, int& exit_code) {
       std::cerr << "gdrproxy oci seccomp: " << e.what() << "\n";
       exit_code = 1;
     }
+  });
+}
+
+void add_runtime_command(CLI::App& app, int& exit_code,
+                         const std::optional<std::vector<std::string>>& runtime_args) {
+  auto* rt = app.add_subcommand(
+      "runtime",
+      "The OCI runtime for container engines (podman --runtime, containerd's BinaryName), also\n"
+      "installed as a link named gdrproxy-runtime: on create and run it prepares the bundle as\n"
+      "`gdrproxy oci prepare` does, for the devices the container asks for in linux.devices\n"
+      "(--device, CDI), each of which must be within the \"grants\" of /etc/gdrproxy/runtime.json\n"
+      "(else the container is not started); then it execs the real runtime with the same\n"
+      "arguments. Other verbs pass through untouched. Annotations are never read.\n"
+      "Example: gdrproxy runtime --runtime runc -- list");
+  auto o = std::make_shared<ShimOptions>();
+  auto runtime = std::make_shared<std::string>();
+  auto grants = std::make_shared<std::vector<std::string>>();
+  rt->add_option("--runtime", *runtime,
+                 "runc, crun or a path (default: the config's \"runtime\", else runc)");
+  rt->add_option("--config", o->config_path, "Operator config: runtime, listener, grants, base")
+      ->capture_default_str();
+  auto* g = rt->add_option("--grant", *grants, "Grant these devices instead of linux.devices")
+                ->delimiter(',');
+  rt->callback([o, runtime, grants, g, &runtime_args, &exit_code] {
+    if (!runtime_args || runtime_args->empty())
+      throw CLI::ValidationError("runtime", "give the runtime's arguments after --");
+    if (!runtime->empty()) o->runtime = *runtime;
+    if (g->count()) o->grants = *grants;
+    exit_code = run_runtime_shim(*o, *runtime_args);
   });
 }
 

@@ -2,13 +2,16 @@
 #include "proxy/oci/seccomp_profile.h"
 
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 
 namespace gdrproxy::proxy {
@@ -209,8 +212,16 @@ json merge_profile(const json& base_in, const ProfileOptions& o) {
   return out;
 }
 
-bool runtime_supports_wait_killable_recv(const std::string& path) {
+bool runtime_supports_wait_killable_recv(const std::string& runtime) {
   if (kernel_version(running_kernel()) < std::pair<int, int>{5, 19}) return false;
+  std::string path = runtime;
+  if (runtime.find('/') == std::string::npos) {
+    path.clear();
+    const char* env = std::getenv("PATH");
+    std::stringstream dirs(env ? env : "/usr/sbin:/usr/bin:/sbin:/bin");
+    for (std::string d; path.empty() && std::getline(dirs, d, ':');)
+      if (::access((d + "/" + runtime).c_str(), X_OK) == 0) path = d + "/" + runtime;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return false;
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -43,8 +43,9 @@ nlohmann::json resolve_base_profile(const nlohmann::json& base, const ProfileOpt
 // a foreign-ABI syscall would reach a device under numbers the agent does not decode.
 nlohmann::json merge_profile(const nlohmann::json& base, const ProfileOptions& options);
 
-// Whether the runtime binary at `path` names SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (runc >= 1.5
-// does; older runtimes refuse a flag they do not know), and the running kernel is >= 5.19.
-bool runtime_supports_wait_killable_recv(const std::string& path);
+// Whether the runtime (a path, or a name looked up in PATH) names
+// SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (runc >= 1.5 does; older runtimes refuse a flag they do
+// not know), and the running kernel is >= 5.19.
+bool runtime_supports_wait_killable_recv(const std::string& runtime);
 
 }  // namespace gdrproxy::proxy

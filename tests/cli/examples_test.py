@@ -24,6 +24,8 @@ Environments (all private, nothing of the host is changed):
           pseudo filter code with a NOTIFY action on ioctl). prepare: the bundle path becomes a
           fresh bundle with a minimal config.json, which must come out with the example's grants
           in listenerMetadata and their nodes in linux.devices.
+  runtime `gdrproxy runtime ... -- ARGS`: a verb the shim passes through behaves exactly like
+          the runtime run with ARGS directly (exit status and standard output).
   demo    `gdrproxy demo`: exit status 0.
 
 usage: examples_test.py GDRPROXY SOURCE_DIR
@@ -142,6 +144,8 @@ def environment(words):
         return "agent"
     if sub in (["oci", "seccomp"], ["oci", "prepare"]):
         return "oci"
+    if sub[:1] == ["runtime"]:
+        return "runtime"
     return None
 
 
@@ -373,7 +377,7 @@ def main():
             examples.append((where, ex))
     if not examples:
         sys.exit("no examples found: the extraction is broken")
-    groups = {"engine": [], "node": [], "agent": [], "oci": [], "demo": []}
+    groups = {"engine": [], "node": [], "agent": [], "oci": [], "runtime": [], "demo": []}
     for where, ex in examples:
         env = environment(gdrproxy_words(ex))
         if env is None:
@@ -400,6 +404,18 @@ def main():
                     groups[env])), timeout=900)
                 if r.returncode != 0:
                     failures.append(f"{env} examples failed (above)")
+        for where, ex in groups["runtime"]:
+            words = gdrproxy_words(ex)
+            rt = words[words.index("--runtime") + 1] if "--runtime" in words else "runc"
+            direct = [rt] + words[words.index("--") + 1:]
+            native = subprocess.run(direct, cwd=work, capture_output=True, text=True, timeout=60)
+            shim = subprocess.run([GP] + words[1:], cwd=work, capture_output=True, text=True,
+                                  timeout=60)
+            if (shim.returncode, shim.stdout) != (native.returncode, native.stdout):
+                fail(f"[{where}] {ex}", f"exit {shim.returncode} vs {native.returncode} directly; "
+                                        f"{shim.stdout[:200]!r} vs {native.stdout[:200]!r}")
+            else:
+                ok(f"[{where}] {ex}", f"exit {native.returncode} and output as {rt} directly")
         for where, ex in groups["demo"]:
             r = subprocess.run([GP, "demo"], cwd=work, capture_output=True, text=True, timeout=120)
             if r.returncode != 0:

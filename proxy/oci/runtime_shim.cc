@@ -1,0 +1,172 @@
+// The runtime shim (see runtime_shim.h): find the verb and bundle, derive the grant set, prepare,
+// exec the real runtime.
+#include "proxy/oci/runtime_shim.h"
+
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <stdexcept>
+
+#include "proxy/devices/device_catalog.h"
+#include "proxy/oci/bundle_prepare.h"
+#include "proxy/policy/glob.h"
+#include "proxy/trace/escape.h"
+
+namespace gdrproxy::proxy {
+namespace {
+
+using json = nlohmann::json;
+
+// Global options of runc and crun that take a value (given as "--opt value" or "--opt=value").
+const std::set<std::string> kValueOptions = {
+    "--root", "--log", "--log-format", "--criu", "--rootless", "--cgroup-manager", "--log-level"};
+
+struct ShimConfig {
+  std::string runtime = "runc";
+  std::string listener = "/run/gdrproxy/agent.sock";
+  std::vector<std::string> grants;  // globs: the most a container may ask for
+  std::optional<std::string> base, metadata;
+  bool broker_pidfd_getfd = false;
+  bool found = false;
+};
+
+ShimConfig load_config(const std::string& path) {
+  ShimConfig c;
+  std::ifstream in(path);
+  if (!in) return c;  // no file: no device may be granted
+  const json j = json::parse(in, nullptr, false);
+  auto bad = [&](const std::string& what) { throw std::runtime_error(path + ": " + what); };
+  if (j.is_discarded() || !j.is_object()) bad("not a JSON object");
+  for (const auto& [k, v] : j.items())
+    if (k != "version" && k != "runtime" && k != "listener" && k != "grants" && k != "base" &&
+        k != "metadata" && k != "broker_pidfd_getfd" && k != "comment")
+      bad(k + ": unknown key");
+  if (j.value("version", 0) != 1) bad("version: expected 1");
+  auto str = [&](const char* k, std::string& out) {
+    if (!j.contains(k)) return;
+    if (!j[k].is_string()) bad(std::string(k) + ": expected a string");
+    out = j[k].get<std::string>();
+  };
+  str("runtime", c.runtime);
+  str("listener", c.listener);
+  std::string s;
+  if (j.contains("base")) c.base = (str("base", s), s);
+  if (j.contains("metadata")) c.metadata = (str("metadata", s), s);
+  if (j.contains("grants")) {
+    if (!j["grants"].is_array()) bad("grants: expected an array of device names or globs");
+    for (const json& g : j["grants"]) {
+      if (!g.is_string()) bad("grants: expected an array of device names or globs");
+      c.grants.push_back(g.get<std::string>());
+    }
+  }
+  if (j.contains("broker_pidfd_getfd")) {
+    if (!j["broker_pidfd_getfd"].is_boolean()) bad("broker_pidfd_getfd: expected true or false");
+    c.broker_pidfd_getfd = j["broker_pidfd_getfd"].get<bool>();
+  }
+  c.found = true;
+  return c;
+}
+
+// The catalogued devices the bundle's linux.devices asks for, by grant name.
+std::vector<std::string> requested_devices(const std::string& bundle,
+                                           const DeviceCatalog& catalog) {
+  std::ifstream in(bundle + "/config.json");
+  if (!in) throw std::runtime_error("cannot read " + bundle + "/config.json");
+  const json j = json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    throw std::runtime_error(bundle + "/config.json is not a JSON object");
+  std::vector<std::string> out;
+  if (!j.contains("linux") || !j["linux"].contains("devices") || !j["linux"]["devices"].is_array())
+    return out;
+  for (const json& d : j["linux"]["devices"]) {
+    if (!d.is_object() || !d.contains("major") || !d.contains("minor") || !d["major"].is_number() ||
+        !d["minor"].is_number())
+      continue;
+    const DeviceNode* n =
+        catalog.find(makedev(d["major"].get<unsigned>(), d["minor"].get<unsigned>()));
+    if (!n) continue;
+    if (!n->brokerable)
+      throw std::runtime_error("linux.devices holds " + printable(n->path) +
+                               ", which can never be granted");
+    out.push_back(n->name);
+  }
+  return out;
+}
+
+}  // namespace
+
+RuntimeCall parse_runtime_args(const std::vector<std::string>& args) {
+  RuntimeCall call;
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.empty() || a[0] != '-') break;
+    if (kValueOptions.count(a)) ++i;  // its value
+  }
+  if (i >= args.size()) return call;
+  call.verb = args[i];
+  for (size_t k = i + 1; k < args.size(); ++k) {
+    const std::string& a = args[k];
+    if ((a == "--bundle" || a == "-b") && k + 1 < args.size()) {
+      call.bundle = args[k + 1];
+      ++k;
+    } else if (a.rfind("--bundle=", 0) == 0) {
+      call.bundle = a.substr(9);
+    }
+  }
+  return call;
+}
+
+int run_runtime_shim(const ShimOptions& o, const std::vector<std::string>& runtime_args) {
+  std::string runtime = o.runtime.value_or("");
+  try {
+    const ShimConfig config = load_config(o.config_path);
+    if (runtime.empty()) runtime = config.runtime;
+    const RuntimeCall call = parse_runtime_args(runtime_args);
+    if (call.verb == "create" || call.verb == "run") {
+      const DeviceCatalog catalog = DeviceCatalog::scan();
+      const std::vector<std::string> asked =
+          o.grants ? *o.grants : requested_devices(call.bundle, catalog);
+      for (const std::string& name : asked) {
+        bool allowed = false;
+        for (const std::string& g : config.grants)
+          allowed = allowed || glob_match(g.c_str(), name.c_str());
+        if (!allowed)
+          throw std::runtime_error(
+              "the container asks for device " + printable(name) + ", which " + o.config_path +
+              (config.found ? " does not grant (its \"grants\")" : " does not exist to grant"));
+      }
+      PrepareOptions p;
+      p.grants = asked;
+      p.base = config.base;
+      p.profile.listener_path = config.listener;
+      p.profile.metadata = config.metadata;
+      p.profile.filter.trap_pidfd_getfd = config.broker_pidfd_getfd;
+      p.profile.caps = docker_default_caps();
+      p.profile.wait_killable_recv = runtime_supports_wait_killable_recv(runtime);
+      std::fprintf(stderr, "gdrproxy runtime: %s\n",
+                   printable(prepare_bundle(call.bundle, p)).c_str());
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gdrproxy runtime: %s: not starting the container\n",
+                 printable(e.what()).c_str());
+    return 1;
+  }
+  std::vector<char*> argv;
+  argv.push_back(runtime.data());
+  std::vector<std::string> copy = runtime_args;
+  for (auto& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  ::execvp(runtime.c_str(), argv.data());
+  std::fprintf(stderr, "gdrproxy runtime: cannot execute %s: %s\n", printable(runtime).c_str(),
+               std::strerror(errno));
+  return errno == ENOENT ? 127 : 126;
+}
+
+}  // namespace gdrproxy::proxy

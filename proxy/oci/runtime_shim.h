@@ -1,0 +1,37 @@
+// `gdrproxy runtime [--runtime runc|crun|PATH] [--config FILE] [--grant ...] -- RUNTIME-ARGS...`,
+// also installable as `gdrproxy-runtime` (a link to the binary): the OCI runtime a container
+// engine (podman --runtime, containerd's runc shim BinaryName) calls. On `create` and `run` it
+// prepares the bundle for `gdrproxy agent` (bundle_prepare.h) and then execs the real runtime;
+// every other verb passes through untouched. The idea not to miss: the grant set is the devices
+// the container already asks for in linux.devices (what --device or CDI put there), each of which
+// must be within the operator's /etc/gdrproxy/runtime.json; a device outside it stops the
+// container before the runtime starts, and annotations are never read.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gdrproxy::proxy {
+
+inline constexpr const char* kRuntimeConfigPath = "/etc/gdrproxy/runtime.json";
+
+struct ShimOptions {
+  std::optional<std::string> runtime;  // else the config's "runtime", else runc
+  std::string config_path = kRuntimeConfigPath;
+  std::optional<std::vector<std::string>> grants;  // --grant: instead of linux.devices
+};
+
+// The verb and bundle of a runtime command line (global options skipped); bundle defaults to
+// ".". verb is "" when there is none.
+struct RuntimeCall {
+  std::string verb;
+  std::string bundle = ".";
+};
+RuntimeCall parse_runtime_args(const std::vector<std::string>& args);
+
+// Prepares (for create/run) and execs the runtime; returns only on failure, with the exit
+// status to use (1: refused or failed to prepare, 127: runtime not found).
+int run_runtime_shim(const ShimOptions& options, const std::vector<std::string>& runtime_args);
+
+}  // namespace gdrproxy::proxy
