@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "proxy/agent/agent.h"
+#include "proxy/oci/hook_command.h"
 #include "proxy/oci/oci_command.h"
 #include "proxy/run/run_command.h"
 #include "proxy/trace/trace_summary.h"
@@ -203,6 +204,7 @@ void register_commands(CLI::App& app, int& exit_code, CommandTail& tail) {
   add_agent(app, exit_code);
   add_oci_commands(app, exit_code);
   add_runtime_command(app, exit_code, tail.words);
+  add_hook_commands(app, exit_code);
   add_trace(app, exit_code);
 }
 

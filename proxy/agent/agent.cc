@@ -64,29 +64,6 @@ bool in_initial_pid_namespace() {
   return true;  // a kernel without NSpid has no pid namespaces to be in
 }
 
-// A file name for a container id: the id where it is plain, else its plain characters plus a
-// hash (ids are the runtime's, but a file name must never climb out of the trace directory).
-std::string file_name_for(const std::string& id) {
-  std::string out;
-  bool changed = id.empty() || id[0] == '.';
-  for (char c : id) {
-    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                       c == '.' || c == '_' || c == '-';
-    out += plain ? c : '_';
-    changed = changed || !plain;
-  }
-  if (out.size() > 128) {
-    out.resize(128);
-    changed = true;
-  }
-  if (changed) {
-    char h[20];
-    std::snprintf(h, sizeof h, "-%016zx", std::hash<std::string>{}(id));
-    out += h;
-  }
-  return out;
-}
-
 // Binds a root-only stream socket at `path` (mode 0600 in a 0700 directory we create if
 // missing); a stale socket nobody serves is replaced, a live one is an error.
 local::acceptor bind_root_only(asio::io_context& io, const std::string& path) {
@@ -339,7 +316,7 @@ class Agent {
       cfg.grants = Grants::from_specs(engine_.catalog(), names);
       cfg.mode = rule.mode.value_or(cfg.policy.mode().value_or(Mode::kEnforce));
       if (rule.trace && opts_.trace_dir)
-        cfg.trace_json = *opts_.trace_dir + "/" + file_name_for(id) + ".jsonl";
+        cfg.trace_json = *opts_.trace_dir + "/" + container_file_name(id) + ".jsonl";
       cfg.quiet = opts_.quiet;
       // Synchronous wake-ups would pull many containers' callers onto the agent's CPUs.
       cfg.sync_wakeup = false;

@@ -3,10 +3,13 @@
 #include "proxy/agent/container_state.h"
 
 #include <cstdint>
+#include <cstdio>
 #include <exception>
+#include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <string>
 
 #include "proxy/trace/escape.h"
 
@@ -119,7 +122,18 @@ void check_fds(const Checker& check, const json& doc, size_t fds_received,
   out.seccomp_fd_index = *seccomp_at;
 }
 
-// `state`, runtime-spec runtime.md "State". Its id was read first, by check_document.
+// state.id: read first, so that every later message names the container.
+std::string checked_id(const Checker& check, const json& state) {
+  const json* id = member(state, "id");
+  if (id == nullptr || !id->is_string() || id->get_ref<const std::string&>().empty() ||
+      id->get_ref<const std::string&>().size() > kMaxContainerIdBytes)
+    check.expected(
+        "state.id",
+        "a non-empty string of at most " + std::to_string(kMaxContainerIdBytes) + " bytes", id);
+  return id->get<std::string>();
+}
+
+// `state`, runtime-spec runtime.md "State". Its id was read first, by checked_id.
 void check_runtime_state(const Checker& check, const json& state,
                          ContainerProcessState::RuntimeState& out) {
   out.oci_version = required_string(check, state, "ociVersion", "state.ociVersion");
@@ -172,13 +186,7 @@ ContainerProcessState check_document(const json& doc, size_t fds_received) {
   const json* state = member(doc, "state");
   if (state == nullptr || !state->is_object())
     check.expected("state", "an object (the container's state)", state);
-  const json* id = member(*state, "id");
-  if (id == nullptr || !id->is_string() || id->get_ref<const std::string&>().empty() ||
-      id->get_ref<const std::string&>().size() > kMaxContainerIdBytes)
-    check.expected(
-        "state.id",
-        "a non-empty string of at most " + std::to_string(kMaxContainerIdBytes) + " bytes", id);
-  out.state.id = id->get<std::string>();
+  out.state.id = checked_id(check, *state);
   check.name_container(out.state.id);
 
   out.oci_version = required_string(check, doc, "ociVersion", "ociVersion");
@@ -228,6 +236,31 @@ const char* container_status_name(ContainerStatus status) {
   return "unknown";
 }
 
+std::optional<ContainerProcessState::RuntimeState> parse_runtime_state(std::string_view json_text,
+                                                                       std::string& why) {
+  json doc;
+  try {
+    doc = json::parse(json_text.begin(), json_text.end());
+  } catch (const std::exception& e) {
+    why = std::string("container state: not JSON: ") + parse_error_text(e.what());
+    return std::nullopt;
+  }
+  try {
+    Checker check;
+    if (!doc.is_object()) check.expected("state", "a JSON object", &doc);
+    ContainerProcessState::RuntimeState out;
+    out.id = checked_id(check, doc);
+    check.name_container(out.id);
+    check_runtime_state(check, doc, out);
+    return out;
+  } catch (const Refusal& e) {
+    why = e.what();
+  } catch (const std::exception& e) {
+    why = std::string("container state: ") + printable(e.what());
+  }
+  return std::nullopt;
+}
+
 std::optional<ContainerProcessState> parse_container_process_state(std::string_view json_text,
                                                                    size_t fds_received,
                                                                    std::string& why) {
@@ -255,6 +288,27 @@ std::optional<ContainerProcessState> parse_container_process_state(std::string_v
     why = std::string(kWhat) + ": checking failed";
   }
   return std::nullopt;
+}
+
+std::string container_file_name(const std::string& id) {
+  std::string out;
+  bool changed = id.empty() || id[0] == '.';
+  for (char c : id) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                       c == '.' || c == '_' || c == '-';
+    out += plain ? c : '_';
+    changed = changed || !plain;
+  }
+  if (out.size() > 128) {
+    out.resize(128);
+    changed = true;
+  }
+  if (changed) {
+    char h[20];
+    std::snprintf(h, sizeof h, "-%016zx", std::hash<std::string>{}(id));
+    out += h;
+  }
+  return out;
 }
 
 }  // namespace gdrproxy::proxy

@@ -61,4 +61,13 @@ std::optional<ContainerProcessState> parse_container_process_state(std::string_v
                                                                    size_t fds_received,
                                                                    std::string& why);
 
+// Parses and checks the runtime's state of a container alone (what OCI hooks get on stdin), with
+// the same checks and messages as the `state` member above. Never throws.
+std::optional<ContainerProcessState::RuntimeState> parse_runtime_state(std::string_view json,
+                                                                       std::string& why);
+
+// A file name for a container id (trace files, hook state directories): the id where it is
+// plain, else its plain characters plus a hash; never "", ".", ".." or anything with a '/'.
+std::string container_file_name(const std::string& id);
+
 }  // namespace gdrproxy::proxy

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -73,6 +74,27 @@ std::string prepare_bundle(const std::string& bundle, const PrepareOptions& o) {
   for (const json& r : grants.cgroup_rules(catalog)) rules.push_back(r);
   resources["devices"] = rules;
 
+  if (!o.rails.empty()) {
+    // The hooks run this very binary, by its absolute path (hooks resolve in the runtime's
+    // namespace, never through PATH).
+    std::error_code ec;
+    const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+    if (ec) throw std::runtime_error("cannot find this executable for the hooks");
+    std::string rails;
+    for (const auto& r : o.rails) rails += (rails.empty() ? "" : ",") + r;
+    json create = {
+        {"path", self},
+        {"args",
+         {"gdrproxy", "hook", "create-runtime", "--rails", rails, "--profile", o.rail_profile}}};
+    if (o.allow_plain_rails) create["args"].push_back("--allow-plain-rails");
+    json& hooks = config["hooks"];
+    if (!hooks.is_object()) hooks = json::object();
+    for (const char* k : {"createRuntime", "poststop"})
+      if (!hooks[k].is_array()) hooks[k] = json::array();
+    hooks["createRuntime"].push_back(create);
+    hooks["poststop"].push_back({{"path", self}, {"args", {"gdrproxy", "hook", "poststop"}}});
+  }
+
   const std::string tmp = path + ".gdrproxy-tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
@@ -87,7 +109,8 @@ std::string prepare_bundle(const std::string& bundle, const PrepareOptions& o) {
   for (const auto& n : grants.names()) names += (names.empty() ? "" : ",") + n;
   return path + ": grants [" + names + "], listener " + p.listener_path + ", " +
          std::to_string(grants.spec_devices().size()) + " device node(s), " +
-         std::to_string(grants.cgroup_rules(catalog).size()) + " device cgroup rule(s)";
+         std::to_string(grants.cgroup_rules(catalog).size()) + " device cgroup rule(s)" +
+         (o.rails.empty() ? "" : ", " + std::to_string(o.rails.size()) + " rail(s) by hooks");
 }
 
 }  // namespace gdrproxy::proxy

@@ -19,6 +19,11 @@ struct PrepareOptions {
   ProfileOptions profile;           // listener, extra metadata, traps, caps
   std::optional<std::string> base;  // base profile file; default: the bundle's own seccomp
   std::string dev_root = "/dev";
+  // RoCE rails the container gets: createRuntime and poststop hooks (`gdrproxy hook`) that move
+  // them into its network namespace with `rail_profile` and give them back.
+  std::vector<std::string> rails;
+  std::string rail_profile = "multirail";
+  bool allow_plain_rails = false;  // rails without an RDMA device (test rigs)
 };
 
 // Edits <bundle>/config.json in place (written to a temporary file and renamed). Returns a one-

@@ -122,13 +122,26 @@ void add_oci_commands(CLI::App& app, int& exit_code) {
   prep->add_flag("--broker-pidfd-getfd", pa->broker_pidfd_getfd, "Trap pidfd_getfd for the agent");
   prep->add_option("--runtime", pa->runtime, "The runtime the profile is for")
       ->capture_default_str();
+  auto rails = std::make_shared<std::vector<std::string>>();
+  auto rail_profile = std::make_shared<std::string>("multirail");
+  auto plain = std::make_shared<bool>(false);
+  prep->add_option("--rails", *rails,
+                   "RoCE rails to move into the container's network namespace (createRuntime and "
+                   "poststop hooks running `gdrproxy hook`)")
+      ->delimiter(',');
+  prep->add_option("--rail-profile", *rail_profile, "netns profile for the rails")
+      ->capture_default_str();
+  prep->add_flag("--allow-plain-rails", *plain, "Rails need not back an RDMA device (test rigs)");
   prep->add_option("--dev-root", *dev_root, "Where the host's device nodes are")
       ->capture_default_str();
-  prep->callback([bundle, grant, pa, pmeta, dev_root, &exit_code] {
+  prep->callback([bundle, grant, pa, pmeta, dev_root, rails, rail_profile, plain, &exit_code] {
     try {
       PrepareOptions o;
       o.grants = *grant;
       o.dev_root = *dev_root;
+      o.rails = *rails;
+      o.rail_profile = *rail_profile;
+      o.allow_plain_rails = *plain;
       if (!pa->base.empty()) o.base = pa->base;
       o.profile.listener_path = pa->listener;
       if (pmeta->count()) o.profile.metadata = pa->metadata;

@@ -26,6 +26,8 @@ Environments (all private, nothing of the host is changed):
           in listenerMetadata and their nodes in linux.devices.
   runtime `gdrproxy runtime ... -- ARGS`: a verb the shim passes through behaves exactly like
           the runtime run with ARGS directly (exit status and standard output).
+  hook    `gdrproxy hook poststop --id ID` for a container that never had rails moved, with a
+          private --state-dir: exit status 0 (nothing to give back).
   demo    `gdrproxy demo`: exit status 0.
 
 usage: examples_test.py GDRPROXY SOURCE_DIR
@@ -146,6 +148,8 @@ def environment(words):
         return "oci"
     if sub[:1] == ["runtime"]:
         return "runtime"
+    if sub == ["hook", "poststop"]:
+        return "hook"
     return None
 
 
@@ -377,7 +381,8 @@ def main():
             examples.append((where, ex))
     if not examples:
         sys.exit("no examples found: the extraction is broken")
-    groups = {"engine": [], "node": [], "agent": [], "oci": [], "runtime": [], "demo": []}
+    groups = {"engine": [], "node": [], "agent": [], "oci": [], "runtime": [], "hook": [],
+              "demo": []}
     for where, ex in examples:
         env = environment(gdrproxy_words(ex))
         if env is None:
@@ -416,6 +421,14 @@ def main():
                                         f"{shim.stdout[:200]!r} vs {native.stdout[:200]!r}")
             else:
                 ok(f"[{where}] {ex}", f"exit {native.returncode} and output as {rt} directly")
+        for where, ex in groups["hook"]:
+            words = gdrproxy_words(ex) + ["--state-dir", os.path.join(work, "hookstate")]
+            r = subprocess.run([GP] + words[1:], cwd=work, capture_output=True, text=True,
+                               timeout=60)
+            if r.returncode != 0:
+                fail(f"[{where}] {ex}", f"exit {r.returncode}: {r.stderr[-300:]}")
+            else:
+                ok(f"[{where}] {ex}", "exit 0, nothing to give back")
         for where, ex in groups["demo"]:
             r = subprocess.run([GP, "demo"], cwd=work, capture_output=True, text=True, timeout=120)
             if r.returncode != 0:

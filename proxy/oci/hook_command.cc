@@ -1,0 +1,217 @@
+// The rail hooks (see hook_command.h): state from stdin, pidfd-pinned target, exclusive journal
+// directory, move with rollback, a usable RoCE GID on every rail that backs an RDMA device.
+#include "proxy/oci/hook_command.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+#include "netns/move.h"
+#include "netns/rdma_sysfs.h"
+#include "netns/restore.h"
+#include "proxy/agent/container_state.h"
+#include "proxy/trace/escape.h"
+
+namespace gdrproxy::proxy {
+namespace {
+
+constexpr size_t kMaxStateBytes = 1 << 20;
+constexpr int kStdinTimeoutMs = 10000;
+
+struct HookArgs {
+  std::string state_dir = "/run/gdrproxy";
+  std::vector<std::string> rails;
+  std::string profile = "multirail";
+  std::string id;  // poststop by hand
+  bool allow_plain_rails = false;
+};
+
+// The state on stdin: bounded in size and time (a runtime writes it and closes the pipe).
+std::string read_stdin() {
+  std::string out;
+  char buf[4096];
+  pollfd p{0, POLLIN, 0};
+  while (out.size() <= kMaxStateBytes) {
+    if (::poll(&p, 1, kStdinTimeoutMs) != 1)
+      throw std::runtime_error("no container state on stdin");
+    const ssize_t n = ::read(0, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw std::runtime_error(std::string("reading stdin: ") + std::strerror(errno));
+    if (n == 0) return out;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  throw std::runtime_error("container state on stdin is over 1 MiB");
+}
+
+ContainerProcessState::RuntimeState state_from_stdin() {
+  std::string why;
+  const auto st = parse_runtime_state(read_stdin(), why);
+  if (!st) throw std::runtime_error(why);
+  return *st;
+}
+
+std::string journal_dir(const HookArgs& a, const std::string& id) {
+  return a.state_dir + "/" + container_file_name(id);
+}
+
+// The path the journal names the container's network namespace by, for poststop to find it
+// again: the bundle's own network namespace path when it has one (a pinned namespace outlives
+// the container, and with it the virtual rails in it), else /proc/<pid>/ns/net (gone with the
+// container; physical NICs then return to the initial namespace, where restore finds them).
+std::string stable_target(const ContainerProcessState::RuntimeState& st, int nsfd) {
+  const std::string proc_path = "/proc/" + std::to_string(st.pid) + "/ns/net";
+  if (st.bundle.empty()) return proc_path;
+  std::ifstream in(st.bundle + "/config.json");
+  const auto j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.contains("linux") || !j["linux"].contains("namespaces") ||
+      !j["linux"]["namespaces"].is_array())
+    return proc_path;
+  for (const auto& ns : j["linux"]["namespaces"]) {
+    if (!ns.is_object() || ns.value("type", "") != "network" || !ns.contains("path") ||
+        !ns["path"].is_string())
+      continue;
+    const std::string path = ns["path"].get<std::string>();
+    struct stat want {
+    }, got{};
+    if (::fstat(nsfd, &want) == 0 && ::stat(path.c_str(), &got) == 0 && want.st_dev == got.st_dev &&
+        want.st_ino == got.st_ino)
+      return path;
+    throw std::runtime_error("container " + printable(st.id) +
+                             ": its bundle names network namespace " + printable(path) +
+                             ", but its process is in another one");
+  }
+  return proc_path;
+}
+
+int create_runtime(const HookArgs& a) {
+  const auto st = state_from_stdin();
+  const std::string who = "container " + printable(st.id);
+  if (st.pid <= 0) throw std::runtime_error(who + ": the state has no pid");
+  if (a.rails.empty()) throw std::runtime_error("no --rails to move");
+  // Pin the container's process, open its network namespace, and check the process is still
+  // the one pinned: the namespace is then the container's, not a reused pid's.
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, st.pid, 0));
+  if (pidfd < 0) throw std::runtime_error(who + ": process " + std::to_string(st.pid) + " is gone");
+  const int nsfd =
+      ::open(("/proc/" + std::to_string(st.pid) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC);
+  const bool alive = ::syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0) == 0;
+  ::close(pidfd);
+  if (nsfd < 0 || !alive) {
+    if (nsfd >= 0) ::close(nsfd);
+    throw std::runtime_error(who + ": cannot open the network namespace of process " +
+                             std::to_string(st.pid));
+  }
+  struct NsFd {
+    int fd;
+    ~NsFd() { ::close(fd); }
+  } ns{nsfd};
+  ::mkdir(a.state_dir.c_str(), 0700);
+  const std::string dir = journal_dir(a, st.id);
+  if (::mkdir(dir.c_str(), 0700) != 0)
+    throw std::runtime_error(
+        who + ": " + dir + ": " + std::strerror(errno) +
+        (errno == EEXIST ? " (another hook is moving its rails, or an earlier move was never "
+                           "given back: gdrproxy hook poststop --id ID)"
+                         : ""));
+  netns::MoveOptions m;
+  m.target_path = stable_target(st, nsfd);
+  m.ifaces = a.rails;
+  m.profile = a.profile;
+  m.journal = dir + "/netns.journal";
+  try {
+    netns::move_rails(m, std::cerr);
+  } catch (...) {
+    // move_rails rolled back; nothing is left to give back.
+    std::filesystem::remove_all(dir);
+    throw;
+  }
+  // Each rail that backs an RDMA device must keep a RoCE v2 IPv4 GID: without one NCCL's IB
+  // plugin finds no usable GID for it inside the container.
+  std::string problem;
+  const auto devs = netns::enumerate_rdma_netdevs("/sys");
+  for (const std::string& rail : a.rails) {
+    bool backed = false, usable = false;
+    for (const auto& d : devs)
+      if (d.netdev == rail) {
+        backed = true;
+        usable = usable || netns::roce_v2_ipv4_gid_index(d, {}) >= 0;
+      }
+    if (!backed && !a.allow_plain_rails)
+      problem = "rail " + rail + " backs no RDMA device (--allow-plain-rails to move it anyway)";
+    else if (backed && !usable)
+      problem = "rail " + rail + " has no RoCE v2 IPv4 GID after the move";
+    else if (!backed)
+      std::cerr << "gdrproxy hook: " << who << ": rail " << rail << " backs no RDMA device\n";
+    if (!problem.empty()) break;
+  }
+  if (!problem.empty()) {
+    netns::restore_command(m.journal, std::cerr);
+    std::filesystem::remove_all(dir);
+    throw std::runtime_error(who + ": " + problem + "; rails given back");
+  }
+  return 0;
+}
+
+int poststop(const HookArgs& a) {
+  const std::string id = a.id.empty() ? state_from_stdin().id : a.id;
+  const std::string dir = journal_dir(a, id);
+  const std::string journal = dir + "/netns.journal";
+  struct stat sb {};
+  if (::stat(journal.c_str(), &sb) != 0 && ::stat((journal + ".done").c_str(), &sb) != 0) {
+    std::filesystem::remove_all(dir);
+    return 0;  // nothing was moved, or it was given back already
+  }
+  const int problems = netns::restore_command(journal, std::cerr);
+  if (problems == 0) std::filesystem::remove_all(dir);
+  return problems == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+void add_hook_commands(CLI::App& app, int& exit_code) {
+  auto* hook = app.add_subcommand(
+      "hook",
+      "OCI hooks for containers served by `gdrproxy agent` (the container's state on stdin):\n"
+      "create-runtime moves the rails into the container's network namespace with a profile\n"
+      "(journal in /run/gdrproxy/<id>/), poststop gives them back exactly. `gdrproxy oci\n"
+      "prepare --rails` writes both into a bundle.");
+  hook->require_subcommand(1);
+  auto a = std::make_shared<HookArgs>();
+  auto* create = hook->add_subcommand("create-runtime", "Move the rails into the container");
+  create->add_option("--rails", a->rails, "Interfaces to move")->delimiter(',')->required();
+  create->add_option("--profile", a->profile, "netns profile for the moved rails")
+      ->capture_default_str();
+  create->add_flag("--allow-plain-rails", a->allow_plain_rails,
+                   "Move rails that back no RDMA device (test rigs); by default such a rail fails");
+  create->add_option("--state-dir", a->state_dir, "Where journals live")->capture_default_str();
+  auto* post = hook->add_subcommand(
+      "poststop",
+      "Give the container's rails back (safe to run again, and by hand later).\n"
+      "Example: gdrproxy hook poststop --id job42");
+  post->add_option("--id", a->id, "Container id (default: from the state on stdin)");
+  post->add_option("--state-dir", a->state_dir, "Where journals live")->capture_default_str();
+  auto run = [a, &exit_code](int (*fn)(const HookArgs&), const char* name) {
+    try {
+      exit_code = fn(*a);
+    } catch (const std::exception& e) {
+      std::cerr << "gdrproxy hook " << name << ": " << printable(e.what()) << "\n";
+      exit_code = 1;
+    }
+  };
+  create->callback([run] { run(create_runtime, "create-runtime"); });
+  post->callback([run] { run(poststop, "poststop"); });
+}
+
+}  // namespace gdrproxy::proxy

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# `gdrproxy oci prepare --rails` with Debian's runc: the createRuntime hook moves two veth rails
+# into the container's network namespace with the multirail ARP profile, and after `runc kill -9`
+# and `runc delete` the poststop hook gives them back. The idea not to miss: the "host" here is a
+# network namespace this test made, and after the container is gone its addresses, routes, rules
+# and the rails' sysctls must read back byte for byte as before. The rails are plain veths (no
+# RDMA device exists here): --allow-plain-rails, named as such. A veth dies with the namespace it
+# is in (a physical NIC would return to the initial namespace), so the container's network
+# namespace is a pinned one (linux.namespaces path), as engines that set up networking use.
+# Usage: rails_hooks_test.sh GDRPROXY ATTACK_CLIENT   (root, runc; 77 = skipped)
+set -uo pipefail
+GP=$(realpath "$1")
+A=$(realpath "$2")
+[[ $EUID == 0 ]] || { echo "SKIP: needs root"; exit 77; }
+command -v runc >/dev/null || { echo "SKIP: runc is not installed (scripts/setup.sh installs it)"; exit 77; }
+if [[ -z ${GDRPROXY_OCI_TEST_INNER:-} ]]; then
+  # A network namespace of our own is the host; stand-in device nodes in a mount namespace.
+  GDRPROXY_OCI_TEST_INNER=1 exec timeout 120 unshare --net "$GP" standin "$0" "$@"
+fi
+if [[ $(stat -f -c %T /sys/fs/cgroup) != cgroup2fs ]]; then
+  mount -t cgroup2 none /sys/fs/cgroup || { echo "SKIP: cannot mount cgroup2 here"; exit 77; }
+fi
+WORK=$(mktemp -d /tmp/gdrproxy-rails.XXXXXX)
+chmod 755 "$WORK"
+AGENT_PID=
+ID=rails-$$
+trap 'runc --root "$WORK/runc" delete -f $ID >/dev/null 2>&1; [[ -n $AGENT_PID ]] && kill -KILL $AGENT_PID 2>/dev/null; umount "$WORK/ctr.net" 2>/dev/null; rm -rf "$WORK"' EXIT
+fail() { echo "FAIL: $*" >&2; sed 's/^/  [agent] /' "$WORK/agent.log" >&2; exit 1; }
+expect() { grep -qE -- "$2" "$1" || { echo "--- $1:"; cat "$1"; fail "expected /$2/ in $1"; }; }
+
+ip link set lo up
+for r in 0 1; do
+  ip link add rail$r type veth peer name rail${r}p
+  ip addr add 198.51.100.1$r/24 dev rail$r
+  ip link set rail$r up
+  ip link set rail${r}p up
+done
+snapshot() {
+  ip -d addr show
+  ip route show table all | sort  # the set of routes; the kernel orders its own link-local ones by when a link came up
+  ip rule show
+  sysctl -a 2>/dev/null | grep -E '\.rail[01]\.' | sort
+}
+# Wait out IPv6 duplicate address detection, so that both snapshots see settled addresses.
+for i in $(seq 50); do [[ -z $(ip -6 addr show tentative) ]] && break; sleep 0.1; done
+snapshot >"$WORK/before.txt"
+
+SOCK=$WORK/run/agent.sock
+echo '{"version": 1, "containers": [{"match": {"id": "rails-*"}, "grants": ["uverbs0"], "grants_from_metadata": true}]}' >"$WORK/agent.json"
+"$GP" agent --socket "$SOCK" --ctl-socket "$WORK/run/agent.ctl" --config "$WORK/agent.json" >"$WORK/agent.log" 2>&1 &
+AGENT_PID=$!
+for i in $(seq 100); do [[ -S $SOCK ]] && break; sleep 0.05; done
+[[ -S $SOCK ]] || fail "the agent did not start"
+
+touch "$WORK/ctr.net"
+unshare --net="$WORK/ctr.net" true || fail "cannot pin a network namespace"
+b=$WORK/bundle
+mkdir -p "$b/rootfs"
+(cd "$b/rootfs" && mkdir -p usr etc proc dev tmp sys && ln -s usr/bin bin && ln -s usr/lib lib &&
+  ln -s usr/lib64 lib64 && ln -s usr/sbin sbin)
+python3 - "$b/config.json" "$WORK/ctr.net" <<'PY'
+import json, sys
+script = ("ip -o -4 addr show; echo arp_ignore=$(cat /proc/sys/net/ipv4/conf/rail0/arp_ignore); "
+          "echo up; sleep 60")
+bind = lambda src: {"destination": src, "type": "bind", "source": src, "options": ["rbind", "ro"]}
+json.dump({
+  "ociVersion": "1.0.2",
+  "process": {"terminal": False, "user": {"uid": 0, "gid": 0}, "cwd": "/", "args": ["sh", "-c", script],
+              "env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"], "noNewPrivileges": True},
+  "root": {"path": "rootfs", "readonly": True},
+  "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"},
+             {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "mode=755"]},
+             bind("/usr"), bind("/etc")],
+  "linux": {"namespaces": [{"type": t} for t in ("pid", "mount", "ipc", "uts")] +
+                          [{"type": "network", "path": sys.argv[2]}],
+            "resources": {"devices": [{"allow": False, "access": "rwm"}]}},
+}, open(sys.argv[1], "w"), indent=1)
+PY
+"$GP" oci prepare "$b" --grant uverbs0 --listener "$SOCK" --rails rail0,rail1 --allow-plain-rails \
+  >"$WORK/prepare.out" 2>&1 || { cat "$WORK/prepare.out"; fail "oci prepare failed"; }
+expect "$WORK/prepare.out" "2 rail\(s\) by hooks"
+
+runc --root "$WORK/runc" run -d --bundle "$b" "$ID" >"$WORK/c.out" 2>"$WORK/runc.err" ||
+  { cat "$WORK/runc.err"; fail "runc run -d failed"; }
+for i in $(seq 100); do grep -q "^up$" "$WORK/c.out" && break; sleep 0.1; done
+expect "$WORK/c.out" "rail0 +inet 198\.51\.100\.10/24"
+expect "$WORK/c.out" "rail1 +inet 198\.51\.100\.11/24"
+expect "$WORK/c.out" "^arp_ignore=1$"
+ip link show rail0 >/dev/null 2>&1 && fail "rail0 is still on the host while the container runs"
+runc --root "$WORK/runc" kill "$ID" KILL
+for i in $(seq 50); do [[ $(runc --root "$WORK/runc" state "$ID" 2>/dev/null | jq -r .status) == stopped ]] && break; sleep 0.1; done
+runc --root "$WORK/runc" delete "$ID" 2>>"$WORK/runc.err" || { cat "$WORK/runc.err"; fail "runc delete failed"; }
+for i in $(seq 50); do [[ -z $(ip -6 addr show tentative) ]] && break; sleep 0.1; done
+snapshot >"$WORK/after.txt"
+diff -u "$WORK/before.txt" "$WORK/after.txt" || { cat "$WORK/runc.err"; fail "the host's network state differs after the container"; }
+[[ ! -e /run/gdrproxy/$ID ]] || fail "the journal directory /run/gdrproxy/$ID was left behind"
+# A second poststop (by hand, later) finds nothing to do.
+"$GP" hook poststop --id "$ID" || fail "a repeated poststop failed"
+echo "PASS: rails moved with the multirail profile and given back byte for byte"
