@@ -15,6 +15,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -118,23 +119,34 @@ int create_runtime(const HookArgs& a) {
     ~NsFd() { ::close(fd); }
   } ns{nsfd};
   ::mkdir(a.state_dir.c_str(), 0700);
+  // One directory per container (several hooks, one per NIC a CDI spec names, share it), one
+  // journal per hook, claimed with O_EXCL: two hooks never write the same journal.
   const std::string dir = journal_dir(a, st.id);
-  if (::mkdir(dir.c_str(), 0700) != 0)
+  struct stat ds {};
+  if ((::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) || ::lstat(dir.c_str(), &ds) != 0 ||
+      !S_ISDIR(ds.st_mode) || ds.st_uid != ::geteuid())
+    throw std::runtime_error(who + ": " + dir + " is not a directory of ours");
+  std::string rails;
+  for (const auto& r : a.rails) rails += (rails.empty() ? "" : "+") + r;
+  const std::string claim = dir + "/netns-" + rails + ".claim";
+  const int cfd = ::open(claim.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (cfd < 0)
     throw std::runtime_error(
-        who + ": " + dir + ": " + std::strerror(errno) +
-        (errno == EEXIST ? " (another hook is moving its rails, or an earlier move was never "
+        who + ": " + claim + ": " + std::strerror(errno) +
+        (errno == EEXIST ? " (another hook is moving these rails, or an earlier move was never "
                            "given back: gdrproxy hook poststop --id ID)"
                          : ""));
+  ::close(cfd);
   netns::MoveOptions m;
   m.target_path = stable_target(st, nsfd);
   m.ifaces = a.rails;
   m.profile = a.profile;
-  m.journal = dir + "/netns.journal";
+  m.journal = dir + "/netns-" + rails + ".journal";
   try {
     netns::move_rails(m, std::cerr);
   } catch (...) {
     // move_rails rolled back; nothing is left to give back.
-    std::filesystem::remove_all(dir);
+    ::unlink(claim.c_str());
     throw;
   }
   // Each rail that backs an RDMA device must keep a RoCE v2 IPv4 GID: without one NCCL's IB
@@ -158,7 +170,9 @@ int create_runtime(const HookArgs& a) {
   }
   if (!problem.empty()) {
     netns::restore_command(m.journal, std::cerr);
-    std::filesystem::remove_all(dir);
+    ::unlink(m.journal.c_str());
+    ::unlink((m.journal + ".done").c_str());
+    ::unlink(claim.c_str());
     throw std::runtime_error(who + ": " + problem + "; rails given back");
   }
   return 0;
@@ -167,14 +181,19 @@ int create_runtime(const HookArgs& a) {
 int poststop(const HookArgs& a) {
   const std::string id = a.id.empty() ? state_from_stdin().id : a.id;
   const std::string dir = journal_dir(a, id);
-  const std::string journal = dir + "/netns.journal";
-  struct stat sb {};
-  if (::stat(journal.c_str(), &sb) != 0 && ::stat((journal + ".done").c_str(), &sb) != 0) {
-    std::filesystem::remove_all(dir);
-    return 0;  // nothing was moved, or it was given back already
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return 0;  // nothing was moved, or given back
+  // Every hook's journal (a completed restore leaves NAME.journal.done, which restore reads).
+  std::set<std::string> journals;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    std::string name = e.path().string();
+    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".done") == 0)
+      name.resize(name.size() - 5);
+    if (name.size() > 8 && name.compare(name.size() - 8, 8, ".journal") == 0) journals.insert(name);
   }
-  const int problems = netns::restore_command(journal, std::cerr);
-  if (problems == 0) std::filesystem::remove_all(dir);
+  int problems = 0;
+  for (const std::string& j : journals) problems += netns::restore_command(j, std::cerr);
+  if (problems == 0) std::filesystem::remove_all(dir, ec);
   return problems == 0 ? 0 : 1;
 }
 

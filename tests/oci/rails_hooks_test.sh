@@ -87,6 +87,10 @@ expect "$WORK/c.out" "rail0 +inet 198\.51\.100\.10/24"
 expect "$WORK/c.out" "rail1 +inet 198\.51\.100\.11/24"
 expect "$WORK/c.out" "^arp_ignore=1$"
 ip link show rail0 >/dev/null 2>&1 && fail "rail0 is still on the host while the container runs"
+# A second hook for the same container and rails finds the journal claimed and changes nothing.
+runc --root "$WORK/runc" state "$ID" | "$GP" hook create-runtime --rails rail0,rail1 \
+  --allow-plain-rails >"$WORK/again.out" 2>&1 && fail "a second create-runtime hook was let through"
+expect "$WORK/again.out" "another hook is moving these rails"
 runc --root "$WORK/runc" kill "$ID" KILL
 for i in $(seq 50); do [[ $(runc --root "$WORK/runc" state "$ID" 2>/dev/null | jq -r .status) == stopped ]] && break; sleep 0.1; done
 runc --root "$WORK/runc" delete "$ID" 2>>"$WORK/runc.err" || { cat "$WORK/runc.err"; fail "runc delete failed"; }
