@@ -203,6 +203,7 @@ void register_commands(CLI::App& app, int& exit_code, CommandTail& tail) {
   add_run(app, exit_code, tail);
   add_agent(app, exit_code);
   add_oci_commands(app, exit_code);
+  add_cdi_command(app, exit_code);
   add_runtime_command(app, exit_code, tail.words);
   add_hook_commands(app, exit_code);
   add_trace(app, exit_code);

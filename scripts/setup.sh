@@ -18,6 +18,8 @@ packages=(
   hwloc libhwloc-dev python3 bzip2
   # tests (runc and crun: the real OCI runtimes the agent's tests take listeners from)
   libgtest-dev libgmock-dev googletest util-linux runc crun
+  # the CDI spec schema check (tests/oci/cdi_test.sh)
+  python3-jsonschema
   # a FUSE filesystem that hangs (the agent's stall test)
   fuse3 libfuse3-dev
   # NVIDIA decoder tests read gzip-compressed ioctl captures

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "proxy/oci/bundle_prepare.h"
+#include "proxy/oci/cdi_spec.h"
 #include "proxy/oci/profile_compiler.h"
 #include "proxy/oci/runtime_shim.h"
 #include "proxy/oci/seccomp_profile.h"
@@ -192,6 +193,47 @@ void add_runtime_command(CLI::App& app, int& exit_code,
     if (!runtime->empty()) o->runtime = *runtime;
     if (g->count()) o->grants = *grants;
     exit_code = run_runtime_shim(*o, *runtime_args);
+  });
+}
+
+void add_cdi_command(CLI::App& app, int& exit_code) {
+  auto* cdi = app.add_subcommand("cdi", "Container Device Interface specs for container engines");
+  cdi->require_subcommand(1);
+  auto* gen = cdi->add_subcommand(
+      "generate",
+      "Print (or write) a CDI spec of kind gdrproxy.dev/device: gpu<N> and the UUID of each\n"
+      "NVIDIA GPU, each RDMA device by name (its uverbs node and rdma_cm, and for a RoCE port\n"
+      "the hooks that move its netdev into the container with the ARP profile and give it\n"
+      "back), and all. Use as podman --device gdrproxy.dev/device=mlx5_0, with gdrproxy runtime\n"
+      "(CDI cannot set the seccomp listener).\n"
+      "Example: gdrproxy cdi generate --output /etc/cdi/gdrproxy.json");
+  auto o = std::make_shared<CdiOptions>();
+  auto output = std::make_shared<std::string>();
+  gen->add_option("--output", *output, "Write here (atomically) instead of stdout");
+  gen->add_option("--sysfs-root", o->sysfs_root, "Where sysfs is")->capture_default_str();
+  gen->add_option("--proc-root", o->proc_root, "Where /proc is (the NVIDIA driver's GPU list)")
+      ->capture_default_str();
+  gen->add_option("--cdi-version", o->cdi_version, "cdiVersion (0.5.0 for podman 4.x)")
+      ->capture_default_str();
+  gen->add_option("--rail-profile", o->rail_profile, "netns profile of the NICs' rails")
+      ->capture_default_str();
+  gen->callback([o, output, &exit_code] {
+    try {
+      const std::string text = generate_cdi_spec(*o).dump(2) + "\n";
+      if (output->empty()) {
+        std::cout << text;
+      } else {
+        const std::string tmp = *output + ".tmp";
+        std::ofstream(tmp) << text;
+        if (std::rename(tmp.c_str(), output->c_str()) != 0)
+          throw std::runtime_error("cannot write " + *output);
+        std::cerr << "gdrproxy cdi generate: wrote " << *output << "\n";
+      }
+      exit_code = 0;
+    } catch (const std::exception& e) {
+      std::cerr << "gdrproxy cdi generate: " << e.what() << "\n";
+      exit_code = 1;
+    }
   });
 }
 

@@ -28,6 +28,8 @@ Environments (all private, nothing of the host is changed):
           the runtime run with ARGS directly (exit status and standard output).
   hook    `gdrproxy hook poststop --id ID` for a container that never had rails moved, with a
           private --state-dir: exit status 0 (nothing to give back).
+  cdi     `gdrproxy cdi generate ...` with its --output in a temporary directory: exit status 0
+          and a JSON spec of kind gdrproxy.dev/device with an "all" device.
   demo    `gdrproxy demo`: exit status 0.
 
 usage: examples_test.py GDRPROXY SOURCE_DIR
@@ -150,6 +152,8 @@ def environment(words):
         return "runtime"
     if sub == ["hook", "poststop"]:
         return "hook"
+    if sub == ["cdi", "generate"]:
+        return "cdi"
     return None
 
 
@@ -382,7 +386,7 @@ def main():
     if not examples:
         sys.exit("no examples found: the extraction is broken")
     groups = {"engine": [], "node": [], "agent": [], "oci": [], "runtime": [], "hook": [],
-              "demo": []}
+              "cdi": [], "demo": []}
     for where, ex in examples:
         env = environment(gdrproxy_words(ex))
         if env is None:
@@ -429,6 +433,24 @@ def main():
                 fail(f"[{where}] {ex}", f"exit {r.returncode}: {r.stderr[-300:]}")
             else:
                 ok(f"[{where}] {ex}", "exit 0, nothing to give back")
+        for where, ex in groups["cdi"]:
+            words = gdrproxy_words(ex)
+            out = os.path.join(work, "cdi.json")
+            if "--output" in words:
+                words[words.index("--output") + 1] = out
+            else:
+                words += ["--output", out]
+            r = subprocess.run([GP] + words[1:], cwd=work, capture_output=True, text=True,
+                               timeout=60)
+            try:
+                spec = json.load(open(out)) if r.returncode == 0 else {}
+            except (OSError, ValueError):
+                spec = {}
+            if spec.get("kind") != "gdrproxy.dev/device" or not any(
+                    d.get("name") == "all" for d in spec.get("devices", [])):
+                fail(f"[{where}] {ex}", f"exit {r.returncode}: {r.stderr[-300:]}")
+            else:
+                ok(f"[{where}] {ex}", f"spec with {len(spec['devices'])} device(s)")
         for where, ex in groups["demo"]:
             r = subprocess.run([GP, "demo"], cwd=work, capture_output=True, text=True, timeout=120)
             if r.returncode != 0:

@@ -1,0 +1,149 @@
+// Building the CDI spec (see cdi_spec.h) from sysfs and the NVIDIA driver's /proc files.
+#include "proxy/oci/cdi_spec.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <vector>
+
+#include "netns/rdma_sysfs.h"
+
+namespace gdrproxy::proxy {
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+struct Gpu {
+  unsigned minor = 0;
+  std::string uuid, bdf;
+};
+
+// The driver's own view of each GPU: "Device Minor:" and "GPU UUID:" of its information file.
+std::vector<Gpu> nvidia_gpus(const std::string& proc_root) {
+  std::vector<Gpu> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(proc_root + "/driver/nvidia/gpus", ec)) {
+    std::ifstream in(e.path() / "information");
+    Gpu g;
+    g.bdf = e.path().filename().string();
+    bool have_minor = false;
+    for (std::string line; std::getline(in, line);) {
+      auto value = [&](const char* key) -> std::optional<std::string> {
+        if (line.rfind(key, 0) != 0) return std::nullopt;
+        std::string v = line.substr(std::string(key).size());
+        v.erase(0, v.find_first_not_of(" \t"));
+        return v;
+      };
+      if (auto v = value("Device Minor:")) {
+        g.minor = static_cast<unsigned>(std::stoul(*v));
+        have_minor = true;
+      }
+      if (auto v = value("GPU UUID:")) g.uuid = *v;
+    }
+    if (have_minor) out.push_back(g);
+  }
+  std::sort(out.begin(), out.end(), [](const Gpu& a, const Gpu& b) { return a.minor < b.minor; });
+  return out;
+}
+
+json node(const std::string& path) {
+  return {{"path", path}};
+}
+
+void add_node(json& edits, const std::string& path) {
+  json& nodes = edits["deviceNodes"];
+  if (!nodes.is_array()) nodes = json::array();
+  for (const json& n : nodes)
+    if (n["path"] == path) return;
+  nodes.push_back(node(path));
+}
+
+void add_hook(json& edits, const json& hook) {
+  json& hooks = edits["hooks"];
+  if (!hooks.is_array()) hooks = json::array();
+  if (std::find(hooks.begin(), hooks.end(), hook) == hooks.end()) hooks.push_back(hook);
+}
+
+// "1.1.0" -> 10100, for comparing versions.
+int version_number(const std::string& v) {
+  int a = 0, b = 0, c = 0;
+  if (std::sscanf(v.c_str(), "%d.%d.%d", &a, &b, &c) < 2)
+    throw std::runtime_error("CDI version " + v + " is not MAJOR.MINOR.PATCH");
+  return a * 10000 + b * 100 + c;
+}
+
+}  // namespace
+
+json generate_cdi_spec(const CdiOptions& o) {
+  // Hooks (0.3.0) and deviceNodes are all this spec uses: versions from 0.3.0 on can carry it.
+  if (version_number(o.cdi_version) < version_number("0.3.0"))
+    throw std::runtime_error("CDI version " + o.cdi_version +
+                             " is older than 0.3.0, which the hooks need");
+  std::string self = o.gdrproxy_path;
+  if (self.empty()) {
+    std::error_code ec;
+    self = fs::read_symlink("/proc/self/exe", ec).string();
+  }
+  json devices = json::array();
+  json all = json::object();
+  auto add_device = [&](const std::string& name, const json& edits) {
+    devices.push_back({{"name", name}, {"containerEdits", edits}});
+    for (const json& n : edits.value("deviceNodes", json::array())) add_node(all, n["path"]);
+    for (const json& h : edits.value("hooks", json::array())) add_hook(all, h);
+  };
+
+  for (const Gpu& g : nvidia_gpus(o.proc_root)) {
+    json edits = json::object();
+    add_node(edits, "/dev/nvidia" + std::to_string(g.minor));
+    for (const char* common : {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"})
+      add_node(edits, common);
+    add_device("gpu" + std::to_string(g.minor), edits);
+    if (!g.uuid.empty()) add_device(g.uuid, edits);
+  }
+
+  // RDMA devices by ibdev, each with its uverbs node; RoCE ports' netdevs are its rails.
+  std::map<std::string, std::vector<std::string>> rails;
+  for (const auto& d : netns::enumerate_rdma_netdevs(o.sysfs_root)) {
+    auto& r = rails[d.ibdev];
+    if (std::find(r.begin(), r.end(), d.netdev) == r.end()) r.push_back(d.netdev);
+  }
+  std::error_code ec;
+  std::vector<std::string> ibdevs;
+  for (const auto& e : fs::directory_iterator(o.sysfs_root + "/class/infiniband", ec))
+    ibdevs.push_back(e.path().filename().string());
+  std::sort(ibdevs.begin(), ibdevs.end());
+  for (const std::string& ib : ibdevs) {
+    std::string uverbs;
+    for (const auto& e : fs::directory_iterator(
+             o.sysfs_root + "/class/infiniband/" + ib + "/device/infiniband_verbs", ec))
+      uverbs = e.path().filename().string();
+    if (uverbs.empty()) continue;  // no verbs interface: nothing a container can use
+    json edits = json::object();
+    add_node(edits, "/dev/infiniband/" + uverbs);
+    add_node(edits, "/dev/infiniband/rdma_cm");
+    const auto it = rails.find(ib);
+    if (it != rails.end() && !it->second.empty()) {
+      std::string list;
+      for (const auto& n : it->second) list += (list.empty() ? "" : ",") + n;
+      add_hook(
+          edits,
+          {{"hookName", "createRuntime"},
+           {"path", self},
+           {"args",
+            {"gdrproxy", "hook", "create-runtime", "--rails", list, "--profile", o.rail_profile}}});
+      add_hook(
+          edits,
+          {{"hookName", "poststop"}, {"path", self}, {"args", {"gdrproxy", "hook", "poststop"}}});
+    }
+    add_device(ib, edits);
+  }
+  add_device("all", all);
+  return {{"cdiVersion", o.cdi_version}, {"kind", kCdiKind}, {"devices", devices}};
+}
+
+}  // namespace gdrproxy::proxy
