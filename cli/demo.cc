@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "netns/demo.h"
+#include "proxy/base/unique_fd.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/exercise/standin_devices.h"
 #include "proxy/sandbox/landlock_guard.h"
@@ -65,19 +66,20 @@ int spawn_annotated(const std::vector<std::string>& args,
                     const std::function<void(const std::string&)>& after_line) {
   int p[2];
   if (::pipe2(p, O_CLOEXEC) != 0) return spawn(args);
+  UniqueFd read_end(p[0]), write_end(p[1]);
   std::cout.flush();
   std::fflush(stdout);
   pid_t pid = ::fork();
   if (pid == 0) {
-    ::dup2(p[1], 1);
-    ::dup2(p[1], 2);
+    ::dup2(write_end.get(), 1);
+    ::dup2(write_end.get(), 2);
     exec_args(args);
   }
-  ::close(p[1]);
+  write_end.reset();
   std::string pending;
   char buf[4096];
   for (;;) {
-    ssize_t n = ::read(p[0], buf, sizeof(buf));
+    ssize_t n = ::read(read_end.get(), buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     pending.append(buf, n);
@@ -88,7 +90,7 @@ int spawn_annotated(const std::vector<std::string>& args,
       after_line(line);
     }
   }
-  ::close(p[0]);
+  read_end.reset();
   if (!pending.empty()) {
     std::cout << pending << "\n";
     after_line(pending);
@@ -102,17 +104,17 @@ int spawn_annotated(const std::vector<std::string>& args,
 // Why libibverbs lists no device here, from what this host shows: libibverbs asks the kernel's
 // RDMA netlink first and falls back to /sys/class/infiniband_verbs; it never looks at /dev.
 std::string why_no_verbs_devices(bool standin) {
-  int fd = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_RDMA);
+  const bool rdma_netlink =
+      static_cast<bool>(UniqueFd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_RDMA)));
   const int e = errno;
-  if (fd >= 0) ::close(fd);
   std::error_code ec;
   const bool sysfs = std::filesystem::exists("/sys/class/infiniband_verbs", ec);
   std::string out =
       "  ^ why: libibverbs finds devices through the kernel, not through /dev. Here the kernel's "
       "RDMA\n    netlink ";
-  out += fd >= 0 ? std::string("answers")
-                 : std::string("is missing (socket(NETLINK_RDMA): ") + std::strerror(e) +
-                       ": this kernel has no RDMA\n    core loaded)";
+  out += rdma_netlink ? std::string("answers")
+                      : std::string("is missing (socket(NETLINK_RDMA): ") + std::strerror(e) +
+                            ": this kernel has no RDMA\n    core loaded)";
   out += std::string(" and /sys/class/infiniband_verbs is ") + (sysfs ? "present" : "absent") +
          ", so it has no device to list.\n";
   if (standin)

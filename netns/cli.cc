@@ -6,10 +6,10 @@
 #include <iostream>
 #include <sstream>
 
-#include "netns/error.h"
 #include "netns/move.h"
 #include "netns/restore.h"
 #include "netns/select.h"
+#include "proxy/base/error.h"
 
 namespace gdrproxy::netns {
 namespace {
@@ -27,7 +27,7 @@ template <typename Fn>
 void run_reporting(int& exit_code, Fn fn) {
   try {
     exit_code = fn();
-  } catch (const NetnsError& e) {
+  } catch (const Error& e) {
     std::cerr << "gdrproxy netns: " << e.what() << "\n";
     exit_code = 1;
   } catch (const std::exception& e) {
@@ -63,7 +63,7 @@ void add_move(CLI::App& netns, int& exit_code) {
   cmd->callback([opts, ifaces, bootstrap, &exit_code] {
     run_reporting(exit_code, [&] {
       if (!opts->target_pid && opts->target_path.empty())
-        throw NetnsError("give the target with --pid or --netns");
+        throw Error("give the target with --pid or --netns");
       opts->ifaces = split_list(*ifaces);
       opts->bootstrap_addrs = split_list(*bootstrap);
       move_rails(*opts, std::cerr);
@@ -122,12 +122,12 @@ void add_select(CLI::App& netns, int& exit_code) {
       if (!peer->empty()) opts->peer = split_list(*peer);
       if (!peer_json->empty()) {
         std::ifstream in(*peer_json);
-        if (!in) throw NetnsError("cannot read peer list " + *peer_json);
+        if (!in) throw Error("cannot read peer list " + *peer_json);
         Json j;
         try {
           j = Json::parse(in);
         } catch (const std::exception& e) {
-          throw NetnsError("peer list " + *peer_json + " is not JSON: " + e.what());
+          throw Error("peer list " + *peer_json + " is not JSON: " + e.what());
         }
         opts->peer = peer_names_from_json(j, *peer_json);
       }

@@ -6,10 +6,10 @@
 
 #include <set>
 
-#include "netns/error.h"
 #include "netns/fault.h"
 #include "netns/link_ops.h"
 #include "netns/sysctl.h"
+#include "proxy/base/error.h"
 
 namespace gdrproxy::netns {
 namespace {
@@ -33,7 +33,7 @@ std::string bare(const std::string& prefixed) {
 void configure_link(const NlSocket& sock, const Json& iface) {
   const std::string name = iface.at("name");
   LinkPtr link = find_link(sock, name);
-  if (!link) throw NetnsError(name + ": not found after the move");
+  if (!link) throw Error(name + ": not found after the move");
   unsigned mtu = iface.at("mtu");
   if (rtnl_link_get_mtu(link.get()) != mtu) set_mtu(sock, link.get(), mtu);
   step_done(name + ": MTU");
@@ -57,13 +57,13 @@ void configure_routes(const NlSocket& sock, const Json& routes, const std::strin
     for (const auto& r : pending) {
       try {
         add_route(sock, links.get(), r, exist_ok);
-      } catch (const NetnsError& e) {
+      } catch (const Error& e) {
         failed.push_back(r);
         last_error = e.what();
       }
     }
     if (failed.size() == pending.size() || pass > routes.size())
-      throw NetnsError(ifname + ": " + last_error);
+      throw Error(ifname + ": " + last_error);
     pending = failed;
   }
   step_done(ifname + ": routes");
@@ -73,8 +73,8 @@ void configure_rules(const NlSocket& sock, const Json& rules, const std::string&
   for (const auto& r : rules) {
     try {
       add_rule(sock, r);
-    } catch (const NetnsError& e) {
-      throw NetnsError(ifname + ": " + e.what());
+    } catch (const Error& e) {
+      throw Error(ifname + ": " + e.what());
     }
   }
   step_done(ifname + ": rules");

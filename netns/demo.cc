@@ -30,12 +30,13 @@
 #include <thread>
 #include <vector>
 
-#include "netns/error.h"
 #include "netns/link_ops.h"
 #include "netns/netns_fd.h"
 #include "netns/nl.h"
 #include "netns/records.h"
 #include "netns/sysctl.h"
+#include "proxy/base/error.h"
+#include "proxy/base/unique_fd.h"
 
 namespace gdrproxy::netns {
 namespace {
@@ -96,10 +97,9 @@ int run_shown(const std::vector<std::string>& args) {
 void disable_ipv6_here() {
   for (const char* p : {"/proc/sys/net/ipv6/conf/all/disable_ipv6",
                         "/proc/sys/net/ipv6/conf/default/disable_ipv6"}) {
-    int fd = ::open(p, O_WRONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    (void)!::write(fd, "1\n", 2);
-    ::close(fd);
+    UniqueFd fd(::open(p, O_WRONLY | O_CLOEXEC));
+    if (!fd) continue;
+    (void)!::write(fd.get(), "1\n", 2);
   }
 }
 
@@ -108,49 +108,43 @@ void disable_ipv6_here() {
 class Container {
  public:
   Container() {
-    int ready[2], hold[2];
-    if (::pipe2(ready, O_CLOEXEC) != 0) throw_errno("pipe", errno);
-    if (::pipe2(hold, O_CLOEXEC) != 0) {
-      int e = errno;
-      ::close(ready[0]);
-      ::close(ready[1]);
-      throw_errno("pipe", e);
-    }
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("pipe", errno);
+    UniqueFd ready_r(fds[0]), ready_w(fds[1]);
+    if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("pipe", errno);
+    UniqueFd hold_r(fds[0]);
+    hold_.reset(fds[1]);
     const pid_t parent = ::getpid();
     std::cout.flush();
     std::fflush(stdout);
     pid_ = ::fork();
     if (pid_ == 0) {
+      // The child leaves through _exit only: no destructor runs there.
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent) ::_exit(1);
-      ::close(ready[0]);
-      ::close(hold[1]);
+      ready_r.reset();
+      hold_.reset();
       char ok = ::unshare(CLONE_NEWNET) == 0 ? 1 : 0;
       if (ok) disable_ipv6_here();
-      (void)!::write(ready[1], &ok, 1);
-      ::close(ready[1]);
+      (void)!::write(ready_w.get(), &ok, 1);
+      ready_w.reset();
       char c;
-      while (::read(hold[0], &c, 1) < 0 && errno == EINTR) {
+      while (::read(hold_r.get(), &c, 1) < 0 && errno == EINTR) {
       }
       ::_exit(0);
     }
     int fork_errno = errno;
-    ::close(ready[1]);
-    ::close(hold[0]);
-    hold_ = hold[1];
-    if (pid_ < 0) {
-      ::close(ready[0]);
-      ::close(hold_);
-      throw_errno("fork", fork_errno);
-    }
+    ready_w.reset();
+    hold_r.reset();
+    if (pid_ < 0) throw_errno("fork", fork_errno);  // hold_ and ready_r close as it unwinds
     char ok = 0;
     ssize_t n;
-    while ((n = ::read(ready[0], &ok, 1)) < 0 && errno == EINTR) {
+    while ((n = ::read(ready_r.get(), &ok, 1)) < 0 && errno == EINTR) {
     }
-    ::close(ready[0]);
+    ready_r.reset();
     if (n != 1 || !ok) {
       end();
-      throw NetnsError("the stand-in container could not get a network namespace of its own");
+      throw Error("the stand-in container could not get a network namespace of its own");
     }
   }
   ~Container() { end(); }
@@ -160,15 +154,14 @@ class Container {
 
  private:
   void end() {
-    if (hold_ >= 0) ::close(hold_);
-    hold_ = -1;
+    hold_.reset();
     if (pid_ > 0)
       while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
       }
     pid_ = -1;
   }
   pid_t pid_ = -1;
-  int hold_ = -1;
+  UniqueFd hold_;  // the child waits for this pipe to close
 };
 
 // --- the stand-in rails and their constructed sysfs --------------------------------------------
@@ -201,7 +194,7 @@ void create_rails(const NlSocket& sock) {
         rc);
   for (const auto& r : kRails) {
     LinkPtr link = find_link(sock, r.netdev);
-    if (!link) throw NetnsError(std::string(r.netdev) + ": missing right after it was created");
+    if (!link) throw Error(std::string(r.netdev) + ": missing right after it was created");
     set_mtu(sock, link.get(), kMtu);
     set_up(sock, link.get(), true);
     add_addr(sock, rtnl_link_get_ifindex(link.get()), r.netdev, addr_record(r.addr));
@@ -223,7 +216,7 @@ void write_file(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());
   std::ofstream out(p);
   out << text;
-  if (!out) throw NetnsError("cannot write " + p.string());
+  if (!out) throw Error("cannot write " + p.string());
 }
 
 // <root>/class/infiniband/rxeN -> ../../devices/virtual/infiniband/rxeN, one Ethernet port whose
@@ -234,7 +227,7 @@ void build_sysfs(const fs::path& root, const NlSocket& sock) {
   for (const auto& r : kRails) {
     LinkPtr link = find_link(sock, r.netdev);
     nl_addr* mac = link ? rtnl_link_get_addr(link.get()) : nullptr;
-    if (!mac || nl_addr_get_len(mac) != 6) throw NetnsError(std::string(r.netdev) + ": no MAC");
+    if (!mac || nl_addr_get_len(mac) != 6) throw Error(std::string(r.netdev) + ": no MAC");
     const auto* m = static_cast<const unsigned char*>(nl_addr_get_binary_addr(mac));
     std::array<unsigned char, 16> ll{
         0xfe, 0x80, 0,    0,    0,    0,    0,   0, static_cast<unsigned char>(m[0] ^ 2),
@@ -243,7 +236,7 @@ void build_sysfs(const fs::path& root, const NlSocket& sock) {
     v4[10] = v4[11] = 0xff;
     std::string ip(r.addr);
     ip = ip.substr(0, ip.find('/'));
-    if (::inet_pton(AF_INET, ip.c_str(), &v4[12]) != 1) throw NetnsError("bad address " + ip);
+    if (::inet_pton(AF_INET, ip.c_str(), &v4[12]) != 1) throw Error("bad address " + ip);
     const std::string ibdev = r.ibdev;
     const fs::path dev = root / "devices/virtual/infiniband" / ibdev;
     fs::create_directories(dev);

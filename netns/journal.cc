@@ -10,7 +10,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "netns/error.h"
+#include "proxy/base/error.h"
+#include "proxy/base/unique_fd.h"
 
 namespace gdrproxy::netns {
 namespace {
@@ -23,34 +24,22 @@ std::string read_first_line(const std::string& path) {
 }
 
 void write_all_fsync(const std::string& path, const std::string& data) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) throw_errno("cannot create journal " + path, errno);
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!fd) throw_errno("cannot create journal " + path, errno);
   size_t off = 0;
   while (off < data.size()) {
-    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    ssize_t n = ::write(fd.get(), data.data() + off, data.size() - off);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int e = errno;
-      ::close(fd);
-      throw_errno("cannot write journal " + path, e);
-    }
+    if (n < 0) throw_errno("cannot write journal " + path, errno);
     off += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0) {
-    int e = errno;
-    ::close(fd);
-    throw_errno("cannot fsync journal " + path, e);
-  }
-  ::close(fd);
+  if (::fsync(fd.get()) != 0) throw_errno("cannot fsync journal " + path, errno);
 }
 
 void fsync_dir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) throw_errno("cannot open journal directory " + dir, errno);
-  int rc = ::fsync(fd);
-  int e = errno;
-  ::close(fd);
-  if (rc != 0) throw_errno("cannot fsync journal directory " + dir, e);
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) throw_errno("cannot open journal directory " + dir, errno);
+  if (::fsync(fd.get()) != 0) throw_errno("cannot fsync journal directory " + dir, errno);
 }
 
 }  // namespace
@@ -89,28 +78,28 @@ void write_journal(const std::string& path, Json doc) {
 
 Json load_journal(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw NetnsError("cannot read journal " + path + ": " + std::strerror(errno));
+  if (!in) throw_errno("cannot read journal " + path, errno);
   Json doc;
   try {
     doc = Json::parse(in);
   } catch (const std::exception& e) {
-    throw NetnsError("journal " + path + " is corrupt (not JSON): " + e.what());
+    throw Error("journal " + path + " is corrupt (not JSON): " + e.what());
   }
   if (!doc.is_object() || doc.value("format", "") != kJournalFormat)
-    throw NetnsError("journal " + path + " is not a " + std::string(kJournalFormat) + " journal");
+    throw Error("journal " + path + " is not a " + std::string(kJournalFormat) + " journal");
   if (doc.value("checksum", "") != journal_checksum(doc))
-    throw NetnsError("journal " + path + " is corrupt: checksum mismatch");
+    throw Error("journal " + path + " is corrupt: checksum mismatch");
   Json here = host_identity();
   const Json& then = doc.at("host");
   if (then.value("machine_id", "") != here["machine_id"] ||
       then.value("hostname", "") != here["hostname"])
-    throw NetnsError("journal " + path + " was written on another host (" +
-                     then.value("hostname", "?") + ", machine-id " + then.value("machine_id", "?") +
-                     "); this is " + here["hostname"].get<std::string>());
+    throw Error("journal " + path + " was written on another host (" + then.value("hostname", "?") +
+                ", machine-id " + then.value("machine_id", "?") + "); this is " +
+                here["hostname"].get<std::string>());
   if (then.value("boot_id", "") != here["boot_id"])
-    throw NetnsError("journal " + path + " was written before a reboot (boot " +
-                     then.value("boot_id", "?") +
-                     "): the interfaces and namespaces it describes no longer exist");
+    throw Error("journal " + path + " was written before a reboot (boot " +
+                then.value("boot_id", "?") +
+                "): the interfaces and namespaces it describes no longer exist");
   return doc;
 }
 

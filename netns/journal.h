@@ -26,7 +26,7 @@ std::string journal_checksum(const Json& doc);
 // renames it into place: after a crash the journal is either absent or complete.
 void write_journal(const std::string& path, Json doc);
 
-// Reads and validates: format, checksum, host and boot. Throws NetnsError naming `path`.
+// Reads and validates: format, checksum, host and boot. Throws gdrproxy::Error naming `path`.
 Json load_journal(const std::string& path);
 
 // Where a completed restore moves the journal (kept so a second restore is a no-op re-check).

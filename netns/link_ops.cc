@@ -3,7 +3,7 @@
 
 #include <net/if.h>
 
-#include "netns/error.h"
+#include "proxy/base/error.h"
 
 namespace gdrproxy::netns {
 namespace {

@@ -10,7 +10,6 @@
 #include <set>
 
 #include "netns/configure.h"
-#include "netns/error.h"
 #include "netns/fault.h"
 #include "netns/guard.h"
 #include "netns/journal.h"
@@ -18,6 +17,7 @@
 #include "netns/profile.h"
 #include "netns/restore.h"
 #include "netns/sysctl.h"
+#include "proxy/base/error.h"
 
 namespace gdrproxy::netns {
 namespace {
@@ -35,19 +35,19 @@ Json snapshot_iface(const NlSocket& hsock, const NlSocket& tsock, const NetnsFd&
   LinkPtr link = find_link(hsock, name);
   if (!link) {
     if (find_link(tsock, name))
-      throw NetnsError(name + ": already in the target network namespace " + target.describe());
-    throw NetnsError(name + ": no such interface in this network namespace (" + host.id().str() +
-                     "); it may be in another namespace already");
+      throw Error(name + ": already in the target network namespace " + target.describe());
+    throw Error(name + ": no such interface in this network namespace (" + host.id().str() +
+                "); it may be in another namespace already");
   }
   if (rtnl_link_get_flags(link.get()) & IFF_LOOPBACK)
-    throw NetnsError(name + ": refusing to move a loopback interface");
+    throw Error(name + ": refusing to move a loopback interface");
   if (find_link(tsock, name))
-    throw NetnsError(name + ": the target network namespace " + target.describe() +
-                     " already has an interface of that name");
+    throw Error(name + ": the target network namespace " + target.describe() +
+                " already has an interface of that name");
   if (!opts.allow_bootstrap) {
     if (auto why = bootstrap_reason(hsock, name, opts.bootstrap_addrs))
-      throw NetnsError(name + ": refusing to move it: it " + *why +
-                       " (pass --allow-bootstrap to move it anyway)");
+      throw Error(name + ": refusing to move it: it " + *why +
+                  " (pass --allow-bootstrap to move it anyway)");
   }
   int ifindex = rtnl_link_get_ifindex(link.get());
   Json rec;
@@ -82,22 +82,21 @@ Json routes_for_target(const Json& routes, const std::set<std::string>& moved, s
 }  // namespace
 
 void move_rails(const MoveOptions& opts, std::ostream& log) {
-  if (opts.ifaces.empty()) throw NetnsError("no interfaces given (--ifaces)");
-  if (opts.journal.empty()) throw NetnsError("no journal file given (--journal)");
+  if (opts.ifaces.empty()) throw Error("no interfaces given (--ifaces)");
+  if (opts.journal.empty()) throw Error("no journal file given (--journal)");
   std::set<std::string> moved(opts.ifaces.begin(), opts.ifaces.end());
-  if (moved.size() != opts.ifaces.size())
-    throw NetnsError("an interface is named twice in --ifaces");
+  if (moved.size() != opts.ifaces.size()) throw Error("an interface is named twice in --ifaces");
   if (std::filesystem::exists(opts.journal))
-    throw NetnsError("journal " + opts.journal +
-                     " already exists: an earlier move was not restored (run `gdrproxy netns "
-                     "restore --journal " +
-                     opts.journal + "` first)");
+    throw Error("journal " + opts.journal +
+                " already exists: an earlier move was not restored (run `gdrproxy netns "
+                "restore --journal " +
+                opts.journal + "` first)");
 
   NetnsFd host = NetnsFd::current();
   NetnsFd target =
       opts.target_pid ? NetnsFd::open_pid(opts.target_pid) : NetnsFd::open_path(opts.target_path);
   if (target.id() == host.id())
-    throw NetnsError("target " + target.describe() + " is the current network namespace");
+    throw Error("target " + target.describe() + " is the current network namespace");
   ArpProfile profile = load_profile(opts.profile, opts.profile_dir);
 
   NlSocket hsock;
@@ -133,7 +132,7 @@ void move_rails(const MoveOptions& opts, std::ostream& log) {
     for (const auto& rec : ifaces) {
       const std::string name = rec["name"];
       LinkPtr link = find_link(hsock, name);
-      if (!link) throw NetnsError(name + ": disappeared before it could be moved");
+      if (!link) throw Error(name + ": disappeared before it could be moved");
       move_link(hsock, link.get(), target);
       step_done(name + ": moved into " + target.describe());
       configure_link(tsock, rec);
@@ -156,10 +155,10 @@ void move_rails(const MoveOptions& opts, std::ostream& log) {
     int problems = restore_from_journal(doc, log);
     if (problems == 0) {
       std::filesystem::remove(opts.journal);
-      throw NetnsError(cause + " (rolled back: the host is as before)");
+      throw Error(cause + " (rolled back: the host is as before)");
     }
-    throw NetnsError(cause + "; rollback left " + std::to_string(problems) +
-                     " interface(s) unrestored, journal kept at " + opts.journal);
+    throw Error(cause + "; rollback left " + std::to_string(problems) +
+                " interface(s) unrestored, journal kept at " + opts.journal);
   }
   log << "moved " << ifaces.size() << " interface(s) into " << target.describe()
       << " with ARP profile " << profile.name << "; journal " << opts.journal << "\n";

@@ -25,7 +25,7 @@ struct MoveOptions {
   std::vector<std::string> bootstrap_addrs;  // interfaces carrying these are refused too
 };
 
-// Throws NetnsError (after rolling back) on failure. Progress notes go to `log`.
+// Throws gdrproxy::Error (after rolling back) on failure. Progress notes go to `log`.
 void move_rails(const MoveOptions& opts, std::ostream& log);
 
 }  // namespace gdrproxy::netns

@@ -15,6 +15,8 @@
 #include <string>
 #include <thread>
 
+#include "proxy/base/unique_fd.h"
+
 namespace gdrproxy::netns {
 
 // (device, inode) of an nsfs file: the identity of a namespace while it exists.
@@ -29,20 +31,19 @@ class NetnsFd {
  public:
   NetnsFd() = default;
   // Opens a network namespace file (/run/netns/NAME, /proc/PID/ns/net, a bind mount).
-  // Throws NetnsError naming `path` if it cannot be opened or is not a network namespace.
+  // Throws gdrproxy::Error naming `path` if it cannot be opened or is not a network namespace.
   static NetnsFd open_path(const std::string& path);
   static NetnsFd open_pid(pid_t pid);
   // The namespace of the calling thread.
   static NetnsFd current();
 
-  NetnsFd(NetnsFd&& other) noexcept;
-  NetnsFd& operator=(NetnsFd&& other) noexcept;
+  NetnsFd(NetnsFd&& other) noexcept = default;
+  NetnsFd& operator=(NetnsFd&& other) noexcept = default;
   NetnsFd(const NetnsFd&) = delete;
   NetnsFd& operator=(const NetnsFd&) = delete;
-  ~NetnsFd();
 
-  int fd() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
+  int fd() const { return fd_.get(); }
+  bool valid() const { return static_cast<bool>(fd_); }
   const NetnsId& id() const { return id_; }
   const std::string& describe() const { return describe_; }
 
@@ -52,10 +53,10 @@ class NetnsFd {
   auto run_inside(Fn&& fn) const -> decltype(fn());
 
  private:
-  NetnsFd(int fd, std::string describe);
+  NetnsFd(UniqueFd fd, std::string describe);
   void enter_on_this_thread() const;
 
-  int fd_ = -1;
+  UniqueFd fd_;
   NetnsId id_;
   std::string describe_;
 };

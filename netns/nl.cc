@@ -7,16 +7,16 @@
 #include <netlink/utils.h>
 #include <sys/socket.h>
 
-#include "netns/error.h"
+#include "proxy/base/error.h"
 
 namespace gdrproxy::netns {
 
 void throw_nl(const std::string& what, int nl_error) {
-  throw NetnsError(what + ": " + nl_geterror(nl_error));
+  throw Error(what + ": " + nl_geterror(nl_error));
 }
 
 NlSocket::NlSocket() : sock_(nl_socket_alloc()) {
-  if (!sock_) throw NetnsError("cannot allocate a netlink socket");
+  if (!sock_) throw Error("cannot allocate a netlink socket");
   if (int rc = nl_connect(sock_.get(), NETLINK_ROUTE); rc < 0)
     throw_nl("cannot connect rtnetlink", rc);
 }
@@ -52,7 +52,7 @@ ObjList NlSocket::dump(int rtm_type, const char* what) const {
   if (int rc = nl_rtgen_request(get(), rtm_type, AF_UNSPEC, NLM_F_DUMP); rc < 0)
     throw_nl(std::string("cannot dump ") + what, rc);
   NlPtr<nl_cb, nl_cb_put> cb(nl_cb_clone(nl_socket_get_cb(get())));
-  if (!cb) throw NetnsError("cannot allocate a netlink callback");
+  if (!cb) throw Error("cannot allocate a netlink callback");
   nl_cb_set(cb.get(), NL_CB_VALID, NL_CB_CUSTOM, on_valid, &out);
   if (int rc = nl_recvmsgs(get(), cb.get()); rc < 0)
     throw_nl(std::string("cannot dump ") + what, rc);

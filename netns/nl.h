@@ -62,7 +62,7 @@ class NlSocket {
   NlPtr<nl_sock, nl_socket_free> sock_;
 };
 
-// libnl error code -> "<what>: <libnl message>" NetnsError.
+// libnl error code -> "<what>: <libnl message>" gdrproxy::Error.
 [[noreturn]] void throw_nl(const std::string& what, int nl_error);
 
 // "192.0.2.1/24", "fe80::1/64", "" for null. Prefix always written so parse_addr round-trips.

@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "netns/error.h"
 #include "netns/sysctl.h"
+#include "proxy/base/error.h"
 
 namespace gdrproxy::netns {
 
@@ -29,8 +29,8 @@ ArpProfile profile_from_json(const Json& j, const std::string& origin) {
     for (const auto& [key, value] : j.at("sysctls").items()) {
       const auto& known = journaled_sysctl_keys();
       if (std::find(known.begin(), known.end(), key) == known.end())
-        throw NetnsError("unknown sysctl '" + key +
-                         "' (known: arp_announce arp_ignore arp_filter rp_filter)");
+        throw Error("unknown sysctl '" + key +
+                    "' (known: arp_announce arp_ignore arp_filter rp_filter)");
       p.sysctls[key] = value.get<int>();
     }
     if (j.contains("source_routing") && !j["source_routing"].is_null()) {
@@ -38,17 +38,17 @@ ArpProfile profile_from_json(const Json& j, const std::string& origin) {
       p.table_base = j["source_routing"].at("table_base").get<unsigned>();
       p.rule_priority_base = j["source_routing"].at("rule_priority_base").get<unsigned>();
     }
-  } catch (const NetnsError& e) {
-    throw NetnsError("ARP profile " + origin + ": " + e.what());
+  } catch (const Error& e) {
+    throw Error("ARP profile " + origin + ": " + e.what());
   } catch (const std::exception& e) {
-    throw NetnsError("ARP profile " + origin + " is malformed: " + e.what());
+    throw Error("ARP profile " + origin + " is malformed: " + e.what());
   }
   bool strict = (p.sysctls.count("rp_filter") && p.sysctls["rp_filter"] == 1) ||
                 (p.sysctls.count("arp_filter") && p.sysctls["arp_filter"] == 1);
   if (strict && !p.source_routing)
-    throw NetnsError("ARP profile " + origin +
-                     ": rp_filter=1 or arp_filter=1 without source_routing drops replies on "
-                     "every rail but one");
+    throw Error("ARP profile " + origin +
+                ": rp_filter=1 or arp_filter=1 without source_routing drops replies on "
+                "every rail but one");
   p.raw = j;
   return p;
 }
@@ -68,16 +68,16 @@ ArpProfile load_profile(const std::string& name_or_path, const std::string& expl
     if (path.empty()) {
       std::string searched;
       for (const auto& dir : profile_search_dirs(explicit_dir)) searched += " " + dir;
-      throw NetnsError("ARP profile '" + name_or_path + "' not found in:" + searched);
+      throw Error("ARP profile '" + name_or_path + "' not found in:" + searched);
     }
   }
   std::ifstream in(path);
-  if (!in) throw NetnsError("cannot read ARP profile " + path);
+  if (!in) throw Error("cannot read ARP profile " + path);
   Json j;
   try {
     j = Json::parse(in);
   } catch (const std::exception& e) {
-    throw NetnsError("ARP profile " + path + " is not valid JSON: " + e.what());
+    throw Error("ARP profile " + path + " is not valid JSON: " + e.what());
   }
   return profile_from_json(j, path);
 }

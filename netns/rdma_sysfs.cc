@@ -7,7 +7,7 @@
 #include <map>
 #include <tuple>
 
-#include "netns/error.h"
+#include "proxy/base/error.h"
 
 namespace gdrproxy::netns {
 namespace fs = std::filesystem;
@@ -54,7 +54,7 @@ std::vector<RdmaNetdev> enumerate_rdma_netdevs(const std::string& sysfs_root) {
   fs::path cls = fs::path(sysfs_root) / "class" / "infiniband";
   std::error_code ec;
   if (!fs::exists(cls, ec)) return {};
-  if (!fs::is_directory(cls, ec)) throw NetnsError(cls.string() + " is not a directory");
+  if (!fs::is_directory(cls, ec)) throw Error(cls.string() + " is not a directory");
   std::map<std::tuple<std::string, unsigned, std::string>, RdmaNetdev> found;
   for (const auto& devdir : entries(cls)) {
     const std::string ibdev = devdir.filename();

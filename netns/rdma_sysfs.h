@@ -32,7 +32,7 @@ struct RdmaNetdev {
 };
 
 // Every (netdev, ibdev, port) under `sysfs_root`, ordered by ibdev, port, netdev.
-// Throws NetnsError if <root>/class/infiniband cannot be read (a missing directory means no
+// Throws gdrproxy::Error if <root>/class/infiniband cannot be read (a missing directory means no
 // RDMA devices and gives an empty list).
 std::vector<RdmaNetdev> enumerate_rdma_netdevs(const std::string& sysfs_root);
 

@@ -8,7 +8,7 @@
 #include <netlink/errno.h>
 #include <netlink/route/nexthop.h>
 
-#include "netns/error.h"
+#include "proxy/base/error.h"
 
 namespace gdrproxy::netns {
 namespace {
@@ -197,8 +197,8 @@ void add_route(const NlSocket& sock, nl_cache* links, const Json& rec, bool exis
   for (const auto& h : rec.at("nexthops")) {
     int ifindex = ifindex_by_name(links, h.at("ifname"));
     if (ifindex == 0)
-      throw NetnsError("route " + describe(rec) + ": interface " + h["ifname"].get<std::string>() +
-                       " is not in this network namespace");
+      throw Error("route " + describe(rec) + ": interface " + h["ifname"].get<std::string>() +
+                  " is not in this network namespace");
     rtnl_nexthop* nh = rtnl_route_nh_alloc();
     rtnl_route_nh_set_ifindex(nh, ifindex);
     if (h.contains("gateway"))

@@ -7,9 +7,9 @@
 #include <set>
 
 #include "netns/configure.h"
-#include "netns/error.h"
 #include "netns/journal.h"
 #include "netns/link_ops.h"
+#include "proxy/base/error.h"
 
 namespace gdrproxy::netns {
 namespace {
@@ -24,7 +24,7 @@ std::optional<NetnsFd> open_target(const Json& target, std::ostream& log) {
     if (ns.id() == want) return ns;
     log << "note: " << ns.describe() << " is now " << ns.id().str() << ", not the target "
         << want.str() << " of the move: that namespace is gone\n";
-  } catch (const NetnsError& e) {
+  } catch (const Error& e) {
     log << "note: target network namespace is gone (" << e.what() << ")\n";
   }
   return std::nullopt;
@@ -50,10 +50,10 @@ void bring_back(const NlSocket& hsock, const NetnsFd& host, const NetnsFd* targe
     }
   }
   if (!link)
-    throw NetnsError(name + ": not found in this network namespace nor in the target (MAC " +
-                     rec.value("mac", "?") +
-                     "); it no longer exists (a virtual interface is destroyed with its "
-                     "namespace)");
+    throw Error(name + ": not found in this network namespace nor in the target (MAC " +
+                rec.value("mac", "?") +
+                "); it no longer exists (a virtual interface is destroyed with its "
+                "namespace)");
   const std::string now = rtnl_link_get_name(link.get());
   if (now != name) {
     // The kernel names an interface it takes back "devN" when the old name is taken.
@@ -109,8 +109,8 @@ int restore_from_journal(const Json& doc, std::ostream& log) {
   NetnsId origin{doc.at("origin_netns").at("dev").get<unsigned long>(),
                  doc.at("origin_netns").at("ino").get<unsigned long>()};
   if (!(host.id() == origin))
-    throw NetnsError("the journal was written in network namespace " + origin.str() +
-                     "; run restore there (this is " + host.id().str() + ")");
+    throw Error("the journal was written in network namespace " + origin.str() +
+                "; run restore there (this is " + host.id().str() + ")");
   NlSocket hsock;
   std::optional<NetnsFd> target = open_target(doc.at("target"), log);
   std::optional<NlSocket> tsock;
@@ -124,7 +124,7 @@ int restore_from_journal(const Json& doc, std::ostream& log) {
         for (const auto& r : rec.value(key, Json::array())) {
           try {
             delete_rule(*tsock, r);
-          } catch (const NetnsError& e) {
+          } catch (const Error& e) {
             log << "warning: in " << target->describe() << ": " << e.what() << "\n";
           }
         }
@@ -142,14 +142,14 @@ int restore_from_journal(const Json& doc, std::ostream& log) {
     try {
       bring_back(hsock, host, target ? &*target : nullptr, tsock ? &*tsock : nullptr, rec, log);
       back.insert(rec.at("name"));
-    } catch (const NetnsError& e) {
+    } catch (const Error& e) {
       log << "error: " << e.what() << "\n";
       ++problems;
     }
   }
   try {
     readdress_in_order(hsock, doc.at("ifaces"), want, order, back, log);
-  } catch (const NetnsError& e) {
+  } catch (const Error& e) {
     log << "error: " << e.what() << "\n";
     ++problems;
   }
@@ -160,7 +160,7 @@ int restore_from_journal(const Json& doc, std::ostream& log) {
         configure_routes(hsock, rec.at("routes"), name, true);
         configure_rules(hsock, rec.at("rules"), name);
         configure_sysctls(host, name, rec.at("sysctls"));
-      } catch (const NetnsError& e) {
+      } catch (const Error& e) {
         log << "error: " << e.what() << "\n";
         ++problems;
       }
@@ -168,7 +168,7 @@ int restore_from_journal(const Json& doc, std::ostream& log) {
       // Rules outlive their interface; re-adding them is still right.
       try {
         configure_rules(hsock, rec.at("rules"), rec.at("name"));
-      } catch (const NetnsError& e) {
+      } catch (const Error& e) {
         log << "error: " << e.what() << "\n";
       }
     }

@@ -6,8 +6,8 @@
 #include <set>
 #include <sstream>
 
-#include "netns/error.h"
 #include "netns/guard.h"
+#include "proxy/base/error.h"
 
 namespace gdrproxy::netns {
 namespace {
@@ -26,15 +26,15 @@ Selection select_rails_from(const std::vector<RdmaNetdev>& candidates, const Liv
     try {
       exclude.emplace(opts.exclude_regex, std::regex::ECMAScript);
     } catch (const std::regex_error& e) {
-      throw NetnsError("bad exclusion regex '" + opts.exclude_regex + "': " + e.what());
+      throw Error("bad exclusion regex '" + opts.exclude_regex + "': " + e.what());
     }
   }
   for (const auto& name : opts.include) {
     bool known = std::any_of(candidates.begin(), candidates.end(),
                              [&](const RdmaNetdev& c) { return c.netdev == name; });
     if (!known)
-      throw NetnsError(name + ": not backed by any RDMA device under " + opts.sysfs_root +
-                       "/class/infiniband (the include-list names RDMA netdevs)");
+      throw Error(name + ": not backed by any RDMA device under " + opts.sysfs_root +
+                  "/class/infiniband (the include-list names RDMA netdevs)");
   }
   for (const auto& c : candidates) {
     const bool included = contains(opts.include, c.netdev);
@@ -62,8 +62,8 @@ Selection select_rails_from(const std::vector<RdmaNetdev>& candidates, const Liv
     if (auto b = live.bootstrap.find(c.netdev);
         b != live.bootstrap.end() && !opts.allow_bootstrap) {
       if (included)
-        throw NetnsError(c.netdev + ": refusing to select it: it " + b->second +
-                         " (pass --allow-bootstrap to select it anyway)");
+        throw Error(c.netdev + ": refusing to select it: it " + b->second +
+                    " (pass --allow-bootstrap to select it anyway)");
       sel.notes.push_back(c.netdev + ": " + b->second + "; skipped (--allow-bootstrap selects it)");
       continue;
     }
@@ -137,8 +137,8 @@ std::vector<std::string> peer_names_from_json(const Json& j, const std::string& 
   try {
     for (const auto& r : j.at("rails")) names.push_back(r.at("netdev"));
   } catch (const std::exception& e) {
-    throw NetnsError("peer list " + origin +
-                     " is not `gdrproxy netns select --json` output: " + e.what());
+    throw Error("peer list " + origin +
+                " is not `gdrproxy netns select --json` output: " + e.what());
   }
   return names;
 }

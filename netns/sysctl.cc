@@ -6,14 +6,15 @@
 
 #include <cerrno>
 
-#include "netns/error.h"
+#include "proxy/base/error.h"
+#include "proxy/base/unique_fd.h"
 
 namespace gdrproxy::netns {
 namespace {
 
 std::string conf_path(const std::string& ifname, const std::string& key) {
   if (ifname.find('/') != std::string::npos || key.find('/') != std::string::npos)
-    throw NetnsError("bad sysctl name " + ifname + "/" + key);
+    throw Error("bad sysctl name " + ifname + "/" + key);
   return "/proc/sys/net/ipv4/conf/" + ifname + "/" + key;
 }
 
@@ -27,25 +28,22 @@ const std::vector<std::string>& journaled_sysctl_keys() {
 
 int read_conf_sysctl(const std::string& ifname, const std::string& key) {
   std::string path = conf_path(ifname, key);
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw_errno("cannot read " + path, errno);
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) throw_errno("cannot read " + path, errno);
   char buf[32] = {};
-  ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
-  int e = errno;
-  ::close(fd);
-  if (n <= 0) throw_errno("cannot read " + path, n < 0 ? e : EIO);
+  ssize_t n = ::read(fd.get(), buf, sizeof(buf) - 1);
+  if (n <= 0) throw_errno("cannot read " + path, n < 0 ? errno : EIO);
   return std::stoi(buf);
 }
 
 void write_conf_sysctl(const std::string& ifname, const std::string& key, int value) {
   std::string path = conf_path(ifname, key);
-  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) throw_errno("cannot write " + path, errno);
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd) throw_errno("cannot write " + path, errno);
   std::string text = std::to_string(value) + "\n";
-  ssize_t n = ::write(fd, text.data(), text.size());
-  int e = errno;
-  ::close(fd);
-  if (n != static_cast<ssize_t>(text.size())) throw_errno("cannot write " + path, n < 0 ? e : EIO);
+  ssize_t n = ::write(fd.get(), text.data(), text.size());
+  if (n != static_cast<ssize_t>(text.size()))
+    throw_errno("cannot write " + path, n < 0 ? errno : EIO);
 }
 
 }  // namespace gdrproxy::netns

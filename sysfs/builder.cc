@@ -13,6 +13,8 @@
 #include <set>
 #include <thread>
 
+#include "proxy/base/error.h"
+#include "proxy/base/unique_fd.h"
 #include "sysfs/bdf.h"
 #include "sysfs/fsio.h"
 
@@ -34,7 +36,7 @@ class TreeWriter {
     std::string parent = dirname_of(rel);
     if (!parent.empty() && parent != "/") dir(parent);
     if (::mkdirat(root_, rel.c_str(), 0755) != 0 && errno != EEXIST)
-      throw BuildError("build: cannot mkdir " + rel + ": " + std::strerror(errno));
+      throw_errno("build: cannot mkdir " + rel, errno);
     made_.insert(rel);
     ++res_.dirs;
   }
@@ -51,7 +53,7 @@ class TreeWriter {
     auto it = prototypes_.find(data);
     if (it == prototypes_.end()) {
       std::string err = create_one({Op::kFile, rel, data}, root_, rel);
-      if (!err.empty()) throw BuildError(err);
+      if (!err.empty()) throw Error(err);
       prototypes_.emplace(data, rel);
     } else {
       ops_.push_back({Op::kHardLink, rel, it->second});
@@ -71,7 +73,7 @@ class TreeWriter {
     for (const auto& [name, value] : m) shared_file(dir_rel + "/" + name, value);
   }
 
-  // Creates every queued file and link; throws BuildError naming the first entry that failed.
+  // Creates every queued file and link; throws Error naming the first entry that failed.
   void flush() {
     unsigned n = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
     if (ops_.size() < 512) n = 1;
@@ -89,7 +91,7 @@ class TreeWriter {
     for (auto& t : threads) t.join();
     ops_.clear();
     for (const auto& e : errors)
-      if (!e.empty()) throw BuildError(e);
+      if (!e.empty()) throw Error(e);
   }
 
  private:
@@ -288,26 +290,25 @@ std::string port_dir_in_tree(const Snapshot& s, const IbDevice& d, const IbPort&
 }
 
 BuildResult build_tree(const Snapshot& s, const Selection& sel, const BuildOptions& opt) {
-  if (opt.out.empty()) throw BuildError("build: no output directory given");
+  if (opt.out.empty()) throw Error("build: no output directory given");
   std::string out = opt.out;
   while (out.size() > 1 && out.back() == '/') out.pop_back();
   if (exists_nofollow(out) && !opt.force)
-    throw BuildError("build: " + out + " already exists (use --force to replace it atomically)");
+    throw Error("build: " + out + " already exists (use --force to replace it atomically)");
   std::string parent = dirname_of(out);
   if (parent.empty()) parent = ".";
   std::string tmpl = join(parent, "." + basename_of(out) + ".tmp-XXXXXX");
   std::vector<char> buf(tmpl.begin(), tmpl.end());
   buf.push_back('\0');
   if (!::mkdtemp(buf.data()))
-    throw BuildError("build: cannot create a temporary directory next to " + out + ": " +
-                     std::strerror(errno));
+    throw_errno("build: cannot create a temporary directory next to " + out, errno);
   std::string tmp(buf.data());
   ::chmod(tmp.c_str(), 0755);
   BuildResult res;
   res.notes = sel.notes;
   try {
     UniqueFd root(::open(tmp.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!root) throw BuildError("build: cannot open " + tmp + ": " + std::strerror(errno));
+    if (!root) throw_errno("build: cannot open " + tmp, errno);
     TreeWriter w(root.get(), res);
     for (const char* d :
          {"devices", "bus/pci/devices", "bus/pci/drivers", "class/pci_bus", "class/infiniband",
@@ -332,13 +333,13 @@ BuildResult build_tree(const Snapshot& s, const Selection& sel, const BuildOptio
           (errno == ENOTEMPTY || errno == EEXIST || errno == EISDIR || errno == ENOTDIR))) {
       int e = errno;
       remove_tree(tmp, nullptr);
-      throw BuildError("build: cannot rename " + tmp + " to " + out + ": " + std::strerror(e));
+      throw_errno("build: cannot rename " + tmp + " to " + out, e);
     }
     // Swap the complete new tree with the old one in one step, then remove the old one.
     if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, out.c_str(), RENAME_EXCHANGE) != 0) {
       int e = errno;
       remove_tree(tmp, nullptr);
-      throw BuildError("build: cannot replace " + out + ": " + std::strerror(e));
+      throw_errno("build: cannot replace " + out, e);
     }
     std::string err;
     if (!remove_tree(tmp, &err)) res.notes.push_back("old tree left at " + tmp + ": " + err);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "proxy/base/error.h"
 #include "sysfs/selection.h"
 #include "sysfs/snapshot.h"
 
@@ -29,11 +30,7 @@ struct BuildResult {
   std::vector<std::string> notes;  // selection decisions and static-value caveats
 };
 
-struct BuildError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// Throws BuildError (naming the path that failed); on error nothing is left at `out`.
+// Throws gdrproxy::Error (naming the path that failed); on error nothing is left at `out`.
 BuildResult build_tree(const Snapshot& s, const Selection& sel, const BuildOptions& opt);
 
 // The path of an RDMA port directory inside a built tree, relative to the tree root.

@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 
+#include "proxy/base/error.h"
 #include "sysfs/bdf.h"
 #include "sysfs/fsio.h"
 
@@ -73,8 +74,7 @@ class Capturer {
   Snapshot run() {
     std::string devices = join(sys_, "devices");
     if (!is_dir(devices))
-      throw SnapshotError("no sysfs under " + sys_ + ": " + devices +
-                          " is not a readable directory");
+      throw Error("no sysfs under " + sys_ + ": " + devices + " is not a readable directory");
     snap_.source = root_;
     walk_pci(devices);
     cross_check_bus();

@@ -13,7 +13,7 @@
 namespace gdrproxy::sysfs {
 
 // `root` is a file-system root: sysfs is read from <root>/sys ("/" for the running host).
-// Throws SnapshotError if there is no usable sysfs there at all.
+// Throws gdrproxy::Error if there is no usable sysfs there at all.
 Snapshot capture(const std::string& root);
 
 }  // namespace gdrproxy::sysfs

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "proxy/base/error.h"
 #include "sysfs/builder.h"
 #include "sysfs/capture.h"
 #include "sysfs/mount_plan.h"
@@ -142,10 +143,9 @@ void register_commands(CLI::App& app, int& exit_code) {
   mnt->callback([&exit_code] {
     try {
       std::ifstream in(mnt_plan);
-      if (!in) throw std::runtime_error("cannot open " + mnt_plan);
+      if (!in) throw Error("cannot open " + mnt_plan);
       MountPlan p = mount_plan_from_json(nlohmann::json::parse(in));
-      if (std::string e = apply_mount_plan(p, mnt_at, mnt_root); !e.empty())
-        throw std::runtime_error(e);
+      if (std::string e = apply_mount_plan(p, mnt_at, mnt_root); !e.empty()) throw Error(e);
     } catch (const std::exception& e) {
       std::cerr << "gdrproxy sysfs mount: " << e.what() << "\n";
       exit_code = 1;

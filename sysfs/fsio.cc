@@ -12,19 +12,9 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "proxy/base/unique_fd.h"
+
 namespace gdrproxy::sysfs {
-
-UniqueFd& UniqueFd::operator=(UniqueFd&& o) noexcept {
-  if (this != &o) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = o.release();
-  }
-  return *this;
-}
-
-UniqueFd::~UniqueFd() {
-  if (fd_ >= 0) ::close(fd_);
-}
 
 ReadResult read_file(const std::string& path, size_t max) {
   ReadResult r;

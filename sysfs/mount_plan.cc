@@ -9,8 +9,9 @@
 
 #include <cerrno>
 #include <cstring>
-#include <stdexcept>
 
+#include "proxy/base/error.h"
+#include "proxy/base/unique_fd.h"
 #include "sysfs/builder.h"
 #include "sysfs/fsio.h"
 
@@ -20,22 +21,22 @@ MountPlan make_mount_plan(const Snapshot& s, const Selection& sel, const std::st
                           const std::string& host_root) {
   MountPlan p;
   p.tree = real_path(tree).value_or("");
-  if (p.tree.empty()) throw std::runtime_error("mount-plan: tree " + tree + " does not exist");
+  if (p.tree.empty()) throw Error("mount-plan: tree " + tree + " does not exist");
   for (const IbDevice* d : sel.ib) {
     for (const auto& port : d->ports) {
       BindMount b;
       if (port.host_path.empty() || port.host_path[0] != '/')
-        throw std::runtime_error("mount-plan: " + d->name + " port " + std::to_string(port.num) +
-                                 ": snapshot has no host path for it");
+        throw Error("mount-plan: " + d->name + " port " + std::to_string(port.num) +
+                    ": snapshot has no host path for it");
       b.source = host_root == "/" ? port.host_path : join(host_root, port.host_path);
       b.target = port_dir_in_tree(s, *d, port);
       b.why = d->name + " port " + std::to_string(port.num) +
               ": live gids, gid_attrs, state, rate, counters";
       if (!is_dir(join(p.tree, b.target)))
-        throw std::runtime_error("mount-plan: " + b.target + " is not in the tree " + p.tree +
-                                 " (built from another selection?)");
+        throw Error("mount-plan: " + b.target + " is not in the tree " + p.tree +
+                    " (built from another selection?)");
       if (!is_dir(b.source))
-        throw std::runtime_error("mount-plan: host port directory " + b.source + " is missing");
+        throw Error("mount-plan: host port directory " + b.source + " is missing");
       p.binds.push_back(std::move(b));
     }
   }
@@ -75,8 +76,8 @@ nlohmann::json to_json(const MountPlan& p) {
 
 MountPlan mount_plan_from_json(const nlohmann::json& j) {
   if (!j.is_object() || j.value("schema", "") != "gdrproxy.sysfs.mount-plan")
-    throw std::runtime_error("mount plan: not a gdrproxy.sysfs.mount-plan document");
-  if (j.value("version", 0) != 1) throw std::runtime_error("mount plan: unsupported version");
+    throw Error("mount plan: not a gdrproxy.sysfs.mount-plan document");
+  if (j.value("version", 0) != 1) throw Error("mount plan: unsupported version");
   MountPlan p;
   p.tree = j.at("tree").get<std::string>();
   for (const auto& b : j.at("binds"))
@@ -115,7 +116,7 @@ std::string open_target(int root_fd, const std::string& dst, UniqueFd& out) {
            (errno == ELOOP ? " (a symlink in the path: refused, mount targets are never "
                              "followed; give the container's rootfs with --root)"
                            : "");
-  out = UniqueFd(fd);
+  out.reset(fd);
   return "";
 }
 
@@ -151,7 +152,7 @@ std::string apply_mount_plan(const MountPlan& p, const std::string& sys_target,
   UniqueFd root_fd;
   if (!root.empty()) {
     root_fd = UniqueFd(::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (root_fd.get() < 0) return "container root " + root + ": " + std::strerror(errno);
+    if (!root_fd) return "container root " + root + ": " + std::strerror(errno);
   }
   MountStack stack;
   for (const auto& b : p.binds) {

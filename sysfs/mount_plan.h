@@ -32,8 +32,7 @@ struct MountPlan {
 };
 
 // `host_root` prefixes every source (default "/": the running host; tests point it at a copy).
-// Throws SelectionError/BuildError-style std::runtime_error when a target is missing in the tree
-// or a source is missing on the host.
+// Throws gdrproxy::Error when a target is missing in the tree or a source is missing on the host.
 MountPlan make_mount_plan(const Snapshot& s, const Selection& sel, const std::string& tree,
                           const std::string& host_root = "/");
 nlohmann::json to_json(const MountPlan& p);

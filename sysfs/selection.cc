@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "proxy/base/error.h"
 #include "sysfs/bdf.h"
 #include "sysfs/fsio.h"
 
@@ -117,7 +118,7 @@ Selection select(const Snapshot& s, const SelectionRequest& req) {
     for (const auto& g : req.gpus) {
       std::string bdf = normalize_bdf(g);
       const PciFunction* f = s.find_pci(bdf);
-      if (!f) throw SelectionError("GPU " + g + " is not a PCI function of the snapshot");
+      if (!f) throw Error("GPU " + g + " is not a PCI function of the snapshot");
       if (!is_gpu(*f))
         sel.notes.push_back(bdf + ": selected as a GPU but its class is " +
                             trim(f->attrs.count("class") ? f->attrs.at("class") : "unknown"));
@@ -138,9 +139,9 @@ Selection select(const Snapshot& s, const SelectionRequest& req) {
       } else if (const NetDevice* nd = s.find_net(n)) {
         fns.push_back(nd->pci);
       } else {
-        throw SelectionError("NIC " + n +
-                             " is neither an RDMA device nor a PCI-backed interface "
-                             "of the snapshot");
+        throw Error("NIC " + n +
+                    " is neither an RDMA device nor a PCI-backed interface "
+                    "of the snapshot");
       }
     }
   } else {

@@ -7,10 +7,10 @@
 #pragma once
 
 #include <set>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "proxy/base/error.h"
 #include "sysfs/snapshot.h"
 
 namespace gdrproxy::sysfs {
@@ -29,10 +29,6 @@ struct Selection {
   std::vector<const IbDevice*> ib;         // RDMA devices exposed
   std::vector<const NetDevice*> net;       // interfaces exposed
   std::vector<std::string> notes;          // logged decisions (NICs left out, ...)
-};
-
-struct SelectionError : std::runtime_error {
-  using std::runtime_error::runtime_error;
 };
 
 // An NVIDIA display/3D controller. A BMC's VGA function (class 0x0300, another vendor) is not one.
@@ -60,7 +56,7 @@ bool has_usable_gid(const IbDevice& d);
 // "RoCE (Ethernet) port 1 has no non-zero GID bound to a netdev", "InfiniBand port 1 has no
 // non-zero GID", "no port".
 std::string unusable_gid_reason(const IbDevice& d);
-// Throws SelectionError naming the unknown device.
+// Throws gdrproxy::Error naming the unknown device.
 Selection select(const Snapshot& s, const SelectionRequest& req);
 // Splits "a,b,c" (empty string or "none" -> empty list).
 std::vector<std::string> split_list(const std::string& s);

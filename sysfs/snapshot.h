@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "proxy/base/error.h"
+
 namespace gdrproxy::sysfs {
 
 // Schema identity. A reader refuses a document whose version is newer than it understands.
@@ -97,17 +99,13 @@ struct Snapshot {
   const NetDevice* find_net(const std::string& name) const;
 };
 
-// JSON conversion. from_json throws SnapshotError with a message naming the offending field.
+// JSON conversion. from_json throws gdrproxy::Error with a message naming the offending field.
 nlohmann::json to_json(const Snapshot& s);
 Snapshot snapshot_from_json(const nlohmann::json& j);
-// File helpers: load checks schema and version; both throw SnapshotError with the path in it.
+// File helpers: load checks schema and version; both throw gdrproxy::Error with the path in it.
 Snapshot load_snapshot(const std::string& path);
 void save_snapshot(const Snapshot& s, const std::string& path);
 // The snapshot of the example node shipped with gdrproxy (embedded in the binary).
 const std::string& example_snapshot_json();
-
-struct SnapshotError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 }  // namespace gdrproxy::sysfs

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "proxy/base/error.h"
 #include "sysfs/bdf.h"
 #include "sysfs/fsio.h"
 #include "sysfs/snapshot.h"
@@ -38,13 +39,12 @@ json sparse_to_json(const std::map<int, std::string>& m) {
 // Accessors that turn nlohmann's type errors into messages naming the field.
 const json& field(const json& j, const char* name, const std::string& where) {
   if (!j.is_object() || !j.contains(name))
-    throw SnapshotError("snapshot: " + where + ": missing field '" + name + "'");
+    throw Error("snapshot: " + where + ": missing field '" + name + "'");
   return j.at(name);
 }
 std::string str(const json& j, const char* name, const std::string& where) {
   const json& v = field(j, name, where);
-  if (!v.is_string())
-    throw SnapshotError("snapshot: " + where + "." + name + ": expected a string");
+  if (!v.is_string()) throw Error("snapshot: " + where + "." + name + ": expected a string");
   return v.get<std::string>();
 }
 std::string opt_str(const json& j, const char* name, const std::string& where) {
@@ -54,21 +54,19 @@ std::string opt_str(const json& j, const char* name, const std::string& where) {
 int integer(const json& j, const char* name, const std::string& where) {
   const json& v = field(j, name, where);
   if (!v.is_number_integer())
-    throw SnapshotError("snapshot: " + where + "." + name + ": expected an integer");
+    throw Error("snapshot: " + where + "." + name + ": expected an integer");
   return v.get<int>();
 }
 AttrMap attrs(const json& j, const char* name, const std::string& where) {
   AttrMap m;
   if (!j.contains(name)) return m;
   const json& o = j.at(name);
-  if (!o.is_object())
-    throw SnapshotError("snapshot: " + where + "." + name + ": expected an object");
+  if (!o.is_object()) throw Error("snapshot: " + where + "." + name + ": expected an object");
   for (auto it = o.begin(); it != o.end(); ++it) {
     if (!it.value().is_string())
-      throw SnapshotError("snapshot: " + where + "." + name + "." + it.key() +
-                          ": expected a string");
+      throw Error("snapshot: " + where + "." + name + "." + it.key() + ": expected a string");
     if (it.key().empty() || it.key().find('/') != std::string::npos || it.key()[0] == '.')
-      throw SnapshotError("snapshot: " + where + "." + name + ": bad file name '" + it.key() + "'");
+      throw Error("snapshot: " + where + "." + name + ": bad file name '" + it.key() + "'");
     m[it.key()] = it.value().get<std::string>();
   }
   return m;
@@ -77,8 +75,7 @@ std::map<int, std::string> sparse(const json& j, const char* name, const std::st
   std::map<int, std::string> m;
   if (!j.contains(name)) return m;
   const json& o = j.at(name);
-  if (!o.is_object())
-    throw SnapshotError("snapshot: " + where + "." + name + ": expected an object");
+  if (!o.is_object()) throw Error("snapshot: " + where + "." + name + ": expected an object");
   for (auto it = o.begin(); it != o.end(); ++it) {
     int idx = -1;
     try {
@@ -88,7 +85,7 @@ std::map<int, std::string> sparse(const json& j, const char* name, const std::st
     } catch (...) {
     }
     if (idx < 0 || !it.value().is_string())
-      throw SnapshotError("snapshot: " + where + "." + name + ": bad entry '" + it.key() + "'");
+      throw Error("snapshot: " + where + "." + name + ": bad entry '" + it.key() + "'");
     m[idx] = it.value().get<std::string>();
   }
   return m;
@@ -97,28 +94,27 @@ const json& array(const json& j, const char* name, const std::string& where) {
   static const json empty = json::array();
   if (!j.contains(name)) return empty;
   const json& v = j.at(name);
-  if (!v.is_array()) throw SnapshotError("snapshot: " + where + "." + name + ": expected an array");
+  if (!v.is_array()) throw Error("snapshot: " + where + "." + name + ": expected an array");
   return v;
 }
 // Names taken from the snapshot become path components; refuse anything that could escape.
 std::string component(const json& j, const char* name, const std::string& where) {
   std::string s = str(j, name, where);
   if (s.empty() || s == "." || s == ".." || s.find('/') != std::string::npos)
-    throw SnapshotError("snapshot: " + where + "." + name + ": bad name '" + s + "'");
+    throw Error("snapshot: " + where + "." + name + ": bad name '" + s + "'");
   return s;
 }
 // A bus directory name ("0000:0c") becomes a path component too.
 std::string bus_name(const json& b, const std::string& where) {
-  if (!b.is_string()) throw SnapshotError("snapshot: " + where + ": bus name is not a string");
+  if (!b.is_string()) throw Error("snapshot: " + where + ": bus name is not a string");
   std::string s = b.get<std::string>();
-  if (!is_bdf(s + ":00.0"))
-    throw SnapshotError("snapshot: " + where + ": bad bus name '" + s + "'");
+  if (!is_bdf(s + ":00.0")) throw Error("snapshot: " + where + ": bad bus name '" + s + "'");
   return s;
 }
 std::string rel_path(const json& j, const char* name, const std::string& where) {
   std::string s = str(j, name, where);
   if (s.empty() || s[0] == '/' || s.find("..") != std::string::npos)
-    throw SnapshotError("snapshot: " + where + "." + name + ": bad relative path '" + s + "'");
+    throw Error("snapshot: " + where + "." + name + ": bad relative path '" + s + "'");
   return s;
 }
 
@@ -176,16 +172,16 @@ json to_json(const Snapshot& s) {
 }
 
 Snapshot snapshot_from_json(const json& j) {
-  if (!j.is_object()) throw SnapshotError("snapshot: top level is not a JSON object");
+  if (!j.is_object()) throw Error("snapshot: top level is not a JSON object");
   std::string schema = str(j, "schema", "snapshot");
   if (schema != kSnapshotSchema)
-    throw SnapshotError("snapshot: schema is '" + schema + "', expected '" + kSnapshotSchema + "'");
+    throw Error("snapshot: schema is '" + schema + "', expected '" + kSnapshotSchema + "'");
   int version = integer(j, "version", "snapshot");
   if (version > kSnapshotVersion)
-    throw SnapshotError("snapshot: schema version " + std::to_string(version) +
-                        " is newer than this gdrproxy understands (" +
-                        std::to_string(kSnapshotVersion) + "); upgrade gdrproxy");
-  if (version < 1) throw SnapshotError("snapshot: bad schema version " + std::to_string(version));
+    throw Error("snapshot: schema version " + std::to_string(version) +
+                " is newer than this gdrproxy understands (" + std::to_string(kSnapshotVersion) +
+                "); upgrade gdrproxy");
+  if (version < 1) throw Error("snapshot: bad schema version " + std::to_string(version));
   Snapshot s;
   s.version = version;
   s.source = opt_str(j, "source", "snapshot");
@@ -202,11 +198,11 @@ Snapshot snapshot_from_json(const json& j) {
     std::string w = "pci[" + f.bdf + "]";
     f.path = rel_path(o, "path", w);
     if (basename_of(f.path) != f.bdf)
-      throw SnapshotError("snapshot: " + w + ".path '" + f.path + "' does not end in its BDF");
+      throw Error("snapshot: " + w + ".path '" + f.path + "' does not end in its BDF");
     f.attrs = attrs(o, "attrs", w);
     if (o.contains("config")) {
       auto bin = from_hex(str(o, "config", w));
-      if (!bin) throw SnapshotError("snapshot: " + w + ".config: not a hex string");
+      if (!bin) throw Error("snapshot: " + w + ".config: not a hex string");
       f.config = *bin;
     }
     if (o.contains("driver")) f.driver = component(o, "driver", w);
@@ -234,10 +230,10 @@ Snapshot snapshot_from_json(const json& j) {
       p.host_path = opt_str(po, "host_path", pw);
       if (p.gid_table_len < 0 || p.gid_table_len > 4096 || p.pkey_table_len < 0 ||
           p.pkey_table_len > 65536)
-        throw SnapshotError("snapshot: " + pw + ": table length out of range");
+        throw Error("snapshot: " + pw + ": table length out of range");
       auto check_sparse = [&](const std::map<int, std::string>& m, int len, const char* what) {
         if (!m.empty() && m.rbegin()->first >= len)
-          throw SnapshotError("snapshot: " + pw + "." + what + ": index beyond table length");
+          throw Error("snapshot: " + pw + "." + what + ": index beyond table length");
       };
       check_sparse(p.gids, p.gid_table_len, "gids");
       check_sparse(p.gid_types, p.gid_table_len, "gid_types");
@@ -272,11 +268,11 @@ Snapshot snapshot_from_json(const json& j) {
   }
   if (j.contains("peer_memory")) {
     const json& pm = j.at("peer_memory");
-    if (!pm.is_object()) throw SnapshotError("snapshot: peer_memory: expected an object");
+    if (!pm.is_object()) throw Error("snapshot: peer_memory: expected an object");
     for (auto it = pm.begin(); it != pm.end(); ++it) {
       const std::string& p = it.key();
       if (p.empty() || p[0] == '/' || p.find("..") != std::string::npos || !it.value().is_string())
-        throw SnapshotError("snapshot: peer_memory: bad entry '" + p + "'");
+        throw Error("snapshot: peer_memory: bad entry '" + p + "'");
       s.peer_memory[p] = it.value().get<std::string>();
     }
   }
@@ -285,28 +281,28 @@ Snapshot snapshot_from_json(const json& j) {
   // Cross references: everything must point at a recorded PCI function.
   for (const auto& d : s.ib)
     if (!s.find_pci(d.pci))
-      throw SnapshotError("snapshot: infiniband[" + d.name + "].pci " + d.pci + " is not in pci[]");
+      throw Error("snapshot: infiniband[" + d.name + "].pci " + d.pci + " is not in pci[]");
   for (const auto& n : s.net)
     if (!s.find_pci(n.pci))
-      throw SnapshotError("snapshot: net[" + n.name + "].pci " + n.pci + " is not in pci[]");
+      throw Error("snapshot: net[" + n.name + "].pci " + n.pci + " is not in pci[]");
   return s;
 }
 
 Snapshot load_snapshot(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw SnapshotError("cannot open snapshot " + path);
+  if (!in) throw Error("cannot open snapshot " + path);
   json j;
   try {
     j = json::parse(in);
   } catch (const json::exception& e) {
-    throw SnapshotError("snapshot " + path + " is not valid JSON: " + e.what());
+    throw Error("snapshot " + path + " is not valid JSON: " + e.what());
   }
   try {
     return snapshot_from_json(j);
-  } catch (const SnapshotError& e) {
-    throw SnapshotError(path + ": " + e.what());
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
   } catch (const json::exception& e) {
-    throw SnapshotError(path + ": malformed snapshot: " + e.what());
+    throw Error(path + ": malformed snapshot: " + e.what());
   }
 }
 
@@ -319,12 +315,12 @@ void save_snapshot(const Snapshot& s, const std::string& path) {
   std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    if (!out) throw SnapshotError("cannot write " + tmp);
+    if (!out) throw Error("cannot write " + tmp);
     out << text;
-    if (!out.flush()) throw SnapshotError("cannot write " + tmp);
+    if (!out.flush()) throw Error("cannot write " + tmp);
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw SnapshotError("cannot rename " + tmp + " to " + path);
+    throw Error("cannot rename " + tmp + " to " + path);
 }
 
 }  // namespace gdrproxy::sysfs

@@ -11,17 +11,11 @@
 #include <cstring>
 #include <optional>
 
+#include "proxy/base/unique_fd.h"
 #include "proxy/engine/process_info.h"
 
 namespace gdrproxy::proxy {
 namespace {
-
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 std::string read_link(const std::string& p) {
   char buf[PATH_MAX];
@@ -70,10 +64,10 @@ int resolve_for_caller(pid_t tid, int dirfd, std::string path, uint64_t flags,
   }
   const std::string proc = "/proc/" + std::to_string(tid);
   const uint64_t nofollow = (flags & O_NOFOLLOW) ? O_NOFOLLOW : 0;
-  Fd root{::open((proc + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)};
-  if (root.fd < 0) return -ESRCH;
+  const UniqueFd root(::open((proc + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root) return -ESRCH;
   if (!path.empty() && path[0] == '/')
-    return openat2_path(root.fd, path, nofollow, RESOLVE_IN_ROOT);
+    return openat2_path(root.get(), path, nofollow, RESOLVE_IN_ROOT);
   // Relative: express the start directory relative to the caller's root so `..` is clamped at
   // the caller's root, exactly as for the caller.
   const std::string start_link =
@@ -82,14 +76,14 @@ int resolve_for_caller(pid_t tid, int dirfd, std::string path, uint64_t flags,
   std::string root_path = read_link(proc + "/root");
   if (root_path == "/") root_path.clear();
   if (!start.empty() && start[0] == '/' && beneath(start, root_path)) {
-    return openat2_path(root.fd, start.substr(root_path.size()) + "/" + path, nofollow,
+    return openat2_path(root.get(), start.substr(root_path.size()) + "/" + path, nofollow,
                         RESOLVE_IN_ROOT);
   }
   // The start directory is outside the caller's root (an fd passed in from outside): resolve
   // from it, but never above it.
-  Fd dir{::open(start_link.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)};
-  if (dir.fd < 0) return -errno;
-  return openat2_path(dir.fd, path, nofollow, RESOLVE_BENEATH);
+  const UniqueFd dir(::open(start_link.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return -errno;
+  return openat2_path(dir.get(), path, nofollow, RESOLVE_BENEATH);
 }
 
 }  // namespace
@@ -214,9 +208,9 @@ OpenDecision OpenBroker::decide(const OpenCall& call, const ProcessMemory& mem) 
   if (d.path.rfind("/proc/", 0) == 0 || d.path.rfind("/dev/", 0) == 0)
     who = read_process_identity(call.tid);
   const std::string resolved = rewrite_self_paths(d.path, who.ns_tgid, who.ns_tid);
-  Fd target{resolve_for_caller(call.tid, call.dirfd, resolved, call.flags, who)};
-  if (target.fd < 0) {
-    const int err = -target.fd;
+  const int resolved_fd = resolve_for_caller(call.tid, call.dirfd, resolved, call.flags, who);
+  if (resolved_fd < 0) {
+    const int err = -resolved_fd;
     // Nothing there: the caller's own open fails too, or creates a regular file (O_CREAT).
     // A node appearing there afterwards is the kernel guard's to refuse (Landlock).
     // EACCES: a directory the supervisor may not search (a FUSE mount without allow_other);
@@ -230,8 +224,9 @@ OpenDecision OpenBroker::decide(const OpenCall& call, const ProcessMemory& mem) 
                "), failed closed";
     return d;
   }
+  const UniqueFd target(resolved_fd);
   struct stat st;
-  if (::fstat(target.fd, &st) != 0 || !S_ISCHR(st.st_mode)) return d;
+  if (::fstat(target.get(), &st) != 0 || !S_ISCHR(st.st_mode)) return d;
   d.node = catalog_.find(st.st_rdev);
   if (!d.node) return d;
   if (!grants_.granted(*d.node)) {

@@ -9,9 +9,9 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
-#include <stdexcept>
 
 #include "proxy/abi/device_drivers.h"
+#include "proxy/base/error.h"
 
 namespace gdrproxy::proxy {
 namespace {
@@ -183,13 +183,11 @@ Grants Grants::from_specs(const DeviceCatalog& catalog,
   g.all_ = false;
   if (specs->size() == 1 && specs->front() == "none") return g;
   for (const auto& s : *specs) {
-    if (s == "none") throw std::runtime_error("grant 'none' cannot be combined with other grants");
+    if (s == "none") throw Error("grant 'none' cannot be combined with other grants");
     const DeviceNode* n = catalog.find_by_name(s);
-    if (!n)
-      throw std::runtime_error("grant '" + s + "': no such RDMA or NVIDIA device on this host");
+    if (!n) throw Error("grant '" + s + "': no such RDMA or NVIDIA device on this host");
     if (!n->brokerable)
-      throw std::runtime_error("grant '" + s + "': " + n->path +
-                               " is not a device gdrproxy brokers");
+      throw Error("grant '" + s + "': " + n->path + " is not a device gdrproxy brokers");
     g.names_.push_back(n->name);
   }
   return g;

@@ -5,7 +5,6 @@
 
 #include <fcntl.h>
 #include <sys/ioctl.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -13,6 +12,7 @@
 
 #include "proxy/abi/nvidia_abi.h"
 #include "proxy/abi/nvidia_layouts.h"
+#include "proxy/base/unique_fd.h"
 
 namespace gdrproxy::proxy {
 namespace {
@@ -42,30 +42,17 @@ std::string status_text(uint32_t status) {
   return n ? n : "NV_STATUS " + std::to_string(status);
 }
 
-class CloseOnExit {
- public:
-  explicit CloseOnExit(int fd) : fd_(fd) {}
-  ~CloseOnExit() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  CloseOnExit(const CloseOnExit&) = delete;
-  CloseOnExit& operator=(const CloseOnExit&) = delete;
-
- private:
-  int fd_;
-};
-
 }  // namespace
 
 std::optional<std::vector<NvidiaGpu>> query_nvidia_gpus(const std::string& ctl_path,
                                                         std::string_view driver_version,
                                                         std::string& why) {
-  const int fd = ::open(ctl_path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) {
+  const UniqueFd ctl(::open(ctl_path.c_str(), O_RDWR | O_CLOEXEC));  // closing frees the client
+  if (!ctl) {
     why = "cannot open " + ctl_path + ": " + std::strerror(errno);
     return std::nullopt;
   }
-  CloseOnExit closer(fd);
+  const int fd = ctl.get();
 
   std::vector<uint8_t> version(L::kVersionString + L::kVersionStringLen, 0);
   put<uint32_t>(version, L::kVersionCmd, 0);  // strict: our version must be the driver's

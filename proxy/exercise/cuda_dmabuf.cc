@@ -15,6 +15,8 @@
 #include <fstream>
 #include <vector>
 
+#include "proxy/base/unique_fd.h"
+
 #if __has_include(<cuda.h>)
 #include <cuda.h>
 #else
@@ -106,22 +108,20 @@ int exercise_cuda_dmabuf(const std::string& nic_path, std::ostream& out) {
     out << "FAIL dma-buf export " << cu.error(r) << "\n";
     return 1;
   }
+  UniqueFd dmabuf_owner(dmabuf);
   std::ifstream info("/proc/self/fdinfo/" + std::to_string(dmabuf));
   for (std::string line; std::getline(info, line);)
     if (line.rfind("exp_name:", 0) == 0) out << "dmabuf_exporter " << line.substr(10) << "\n";
   out << "dmabuf_fd " << dmabuf << "\n";
-  const int nic = ::open(nic_path.c_str(), O_RDWR | O_CLOEXEC);
-  if (nic >= 0) {
-    const int memfd = ::memfd_create("not-a-dmabuf", MFD_CLOEXEC);
-    out << "reg_dmabuf_gpu " << reg_dmabuf(nic, dmabuf) << "\n";
-    out << "reg_dmabuf_memfd " << reg_dmabuf(nic, memfd) << "\n";
-    out << "reg_dmabuf_probe " << reg_dmabuf(nic, -1) << "\n";
-    ::close(memfd);
-    ::close(nic);
+  if (const UniqueFd nic(::open(nic_path.c_str(), O_RDWR | O_CLOEXEC)); nic) {
+    const UniqueFd memfd(::memfd_create("not-a-dmabuf", MFD_CLOEXEC));
+    out << "reg_dmabuf_gpu " << reg_dmabuf(nic.get(), dmabuf) << "\n";
+    out << "reg_dmabuf_memfd " << reg_dmabuf(nic.get(), memfd.get()) << "\n";
+    out << "reg_dmabuf_probe " << reg_dmabuf(nic.get(), -1) << "\n";
   } else {
     out << "reg_dmabuf skipped (" << nic_path << ": " << strerrorname_np(errno) << ")\n";
   }
-  ::close(dmabuf);
+  dmabuf_owner.reset();  // before the memory it exports is freed
   cu.mem_free(ptr);
   cu.ctx_destroy(ctx);
   out << "PASS cuda\n";

@@ -14,6 +14,8 @@
 #include <cstring>
 #include <vector>
 
+#include "proxy/base/unique_fd.h"
+
 namespace gdrproxy::proxy {
 namespace {
 
@@ -25,11 +27,12 @@ void report(std::ostream& out, const char* what, int rc) {
 }  // namespace
 
 int exercise_uverbs(const std::string& path, std::ostream& out) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) {
+  const UniqueFd device(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+  if (!device) {
     out << "  open " << path << " -> " << strerrorname_np(errno) << "\n";
     return 1;
   }
+  const int fd = device.get();
   out << "  open " << path << " -> fd " << fd << "\n";
   ib_uverbs_query_device qd{};
   ib_uverbs_query_device_resp qdr{};
@@ -101,16 +104,16 @@ int exercise_uverbs(const std::string& path, std::ostream& out) {
          VerbsRequest(UVERBS_OBJECT_PD, UVERBS_METHOD_PD_DESTROY)
              .handle(UVERBS_ATTR_DESTROY_PD_HANDLE, pdr.pd_handle)
              .issue(fd, 8));
-  ::close(fd);
   return 0;
 }
 
 int exercise_nvidia(const std::string& ctl, const std::string& uvm, std::ostream& out) {
-  const int fd = ::open(ctl.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) {
+  UniqueFd ctl_fd(::open(ctl.c_str(), O_RDWR | O_CLOEXEC));
+  if (!ctl_fd) {
     out << "  open " << ctl << " -> " << strerrorname_np(errno) << "\n";
     return 1;
   }
+  const int fd = ctl_fd.get();
   out << "  open " << ctl << " -> fd " << fd << "\n";
   // NVOS64 (RM_ALLOC) laid out as on x86-64: 4 handles, 2 pointers, size, flags, status.
   struct {
@@ -136,16 +139,15 @@ int exercise_nvidia(const std::string& ctl, const std::string& uvm, std::ostream
   control.params = reinterpret_cast<uintptr_t>(params);
   control.paramsSize = sizeof params;
   report(out, "RM_CONTROL(0x101)", rc(::ioctl(fd, _IOWR('F', 0x2a, decltype(control)), &control)));
-  ::close(fd);
+  ctl_fd.reset();
   if (!uvm.empty()) {
-    const int u = ::open(uvm.c_str(), O_RDWR | O_CLOEXEC);
-    if (u >= 0) {
+    const UniqueFd u(::open(uvm.c_str(), O_RDWR | O_CLOEXEC));
+    if (u) {
       struct {
         uint64_t flags;
         uint32_t rmStatus, pad;
       } init{};
-      report(out, "UVM_INITIALIZE", rc(::ioctl(u, 0x30000001, &init)));
-      ::close(u);
+      report(out, "UVM_INITIALIZE", rc(::ioctl(u.get(), 0x30000001, &init)));
     }
   }
   return 0;

@@ -7,9 +7,10 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <stdexcept>
+
+#include "proxy/base/error.h"
+#include "proxy/base/unique_fd.h"
 
 namespace gdrproxy::proxy {
 namespace {
@@ -17,7 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 
 void check(int rc, const std::string& what) {
-  if (rc != 0) throw std::runtime_error("stand-in /dev: " + what + ": " + std::strerror(errno));
+  if (rc != 0) throw_errno("stand-in /dev: " + what, errno);
 }
 
 void bind(const fs::path& src, const fs::path& dst) {
@@ -27,8 +28,7 @@ void bind(const fs::path& src, const fs::path& dst) {
     fs::create_directories(dst, ec);
   } else {
     fs::create_directories(dst.parent_path(), ec);
-    int fd = ::open(dst.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
-    if (fd >= 0) ::close(fd);
+    const UniqueFd mount_point(::open(dst.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
   }
   check(::mount(src.c_str(), dst.c_str(), nullptr, MS_BIND | MS_REC, nullptr),
         "bind " + src.string() + " -> " + dst.string());
@@ -53,7 +53,7 @@ void enter_standin_dev() {
   // from those fds (bind mounts through /proc/self/fd), leaving the host's /dev untouched.
   struct Entry {
     fs::path dst;
-    int fd = -1;
+    UniqueFd fd;
     fs::path symlink;
   };
   std::vector<Entry> entries;
@@ -73,13 +73,14 @@ void enter_standin_dev() {
   for (const auto& e : fs::directory_iterator("/dev", ec)) {
     const fs::path& p = e.path();
     if (e.is_symlink(ec)) {
-      entries.push_back({p.filename(), -1, fs::read_symlink(p, ec)});
+      entries.push_back({p.filename(), UniqueFd(), fs::read_symlink(p, ec)});
     } else if (holds_standin(p.filename()) && e.is_directory(ec)) {
       for (const auto& c : fs::directory_iterator(p, ec))
-        entries.push_back(
-            {p.filename() / c.path().filename(), ::open(c.path().c_str(), O_PATH | O_CLOEXEC), {}});
+        entries.push_back({p.filename() / c.path().filename(),
+                           UniqueFd(::open(c.path().c_str(), O_PATH | O_CLOEXEC)),
+                           {}});
     } else if (!is_source(p)) {
-      entries.push_back({p.filename(), ::open(p.c_str(), O_PATH | O_CLOEXEC), {}});
+      entries.push_back({p.filename(), UniqueFd(::open(p.c_str(), O_PATH | O_CLOEXEC)), {}});
     }
   }
   for (const auto& d : standin_devices()) {
@@ -87,16 +88,16 @@ void enter_standin_dev() {
     // A host that has the real device keeps it (a GPU machine gets stand-in NICs only).
     if (::stat(("/dev/" + d.name).c_str(), &st) == 0) continue;
     if (::stat(d.source.c_str(), &st) == 0 && S_ISCHR(st.st_mode))
-      entries.push_back({d.name, ::open(d.source.c_str(), O_PATH | O_CLOEXEC), {}});
+      entries.push_back({d.name, UniqueFd(::open(d.source.c_str(), O_PATH | O_CLOEXEC)), {}});
   }
   check(::mount("tmpfs", "/dev", "tmpfs", MS_NOSUID, "mode=755"), "tmpfs on /dev");
   for (auto& e : entries) {
     const fs::path dst = fs::path("/dev") / e.dst;
     if (!e.symlink.empty()) {
       fs::create_symlink(e.symlink, dst, ec);
-    } else if (e.fd >= 0) {
-      bind("/proc/self/fd/" + std::to_string(e.fd), dst);
-      ::close(e.fd);
+    } else if (e.fd) {
+      bind("/proc/self/fd/" + std::to_string(e.fd.get()), dst);
+      e.fd.reset();
     }
   }
 }

@@ -17,7 +17,7 @@ struct StandinDevice {
 
 const std::vector<StandinDevice>& standin_devices();
 
-// Enters a new mount namespace with the stand-in /dev. Throws std::runtime_error on failure.
+// Enters a new mount namespace with the stand-in /dev. Throws gdrproxy::Error on failure.
 void enter_standin_dev();
 
 }  // namespace gdrproxy::proxy

@@ -1,14 +1,13 @@
 #include "proxy/policy/policy.h"
 
 #include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <stdexcept>
 
 #include "proxy/abi/nvidia_abi.h"
 #include "proxy/abi/uverbs_abi.h"
+#include "proxy/base/error.h"
 #include "proxy/policy/default_policy.h"
 #include "proxy/policy/glob.h"
 
@@ -36,7 +35,7 @@ std::string describe(const json& v) {
 }
 
 [[noreturn]] void expected(const std::string& where, const std::string& what, const json& got) {
-  throw std::runtime_error(where + ": expected " + what + ", got " + describe(got));
+  throw Error(where + ": expected " + what + ", got " + describe(got));
 }
 
 std::string as_string(const json& v, const std::string& where) {
@@ -71,8 +70,8 @@ void only_keys(const json& obj, const std::string& where, std::initializer_list<
     if (ok) continue;
     std::string list;
     for (const char* k : known) list += std::string(list.empty() ? "" : ", ") + k;
-    throw std::runtime_error((where.empty() ? "" : where + ".") + it.key() +
-                             ": unknown field (expected one of: " + list + ")" + hint);
+    throw Error((where.empty() ? "" : where + ".") + it.key() +
+                ": unknown field (expected one of: " + list + ")" + hint);
   }
 }
 
@@ -81,25 +80,25 @@ void only_keys(const json& obj, const std::string& where, std::initializer_list<
 // those errnos would turn into a write() the policy writer never saw.
 void refuse_fallback_errno(int err, const std::string& where) {
   if (err == ENOTTY || err == EPROTONOSUPPORT)
-    throw std::runtime_error(where + ": " + (err == ENOTTY ? "ENOTTY" : "EPROTONOSUPPORT") +
-                             " makes libibverbs retry the verb through write(); use EPERM or "
-                             "EACCES");
+    throw Error(where + ": " + (err == ENOTTY ? "ENOTTY" : "EPROTONOSUPPORT") +
+                " makes libibverbs retry the verb through write(); use EPERM or "
+                "EACCES");
 }
 
 DeviceClass parse_class(const std::string& s) {
   for (auto c : {DeviceClass::kUverbs, DeviceClass::kRdmaCm, DeviceClass::kNvidiaFrontend,
                  DeviceClass::kNvidiaUvm, DeviceClass::kNvidiaCaps})
     if (s == device_class_name(c)) return c;
-  throw std::runtime_error("classes." + s +
-                           ": unknown device class (uverbs, rdma_cm, nvidia, nvidia-uvm, "
-                           "nvidia-caps)");
+  throw Error("classes." + s +
+              ": unknown device class (uverbs, rdma_cm, nvidia, nvidia-uvm, "
+              "nvidia-caps)");
 }
 
 Action parse_action(const json& v, const std::string& where) {
   const std::string s = as_string(v, where);
   if (s == "allow") return Action::kAllow;
   if (s == "deny") return Action::kDeny;
-  throw std::runtime_error(where + ": action must be \"allow\" or \"deny\", not \"" + s + "\"");
+  throw Error(where + ": action must be \"allow\" or \"deny\", not \"" + s + "\"");
 }
 
 uint64_t parse_number(const json& v, const std::string& where) {
@@ -127,16 +126,12 @@ uint64_t name_or_number(const json& v, const std::string& where, Lookup lookup) 
 
 // A number for a field of type T: refused, never truncated, when it does not fit (a truncated
 // number would name a call the operator did not write: {"escape": 298} is not RM_CONTROL).
-// Thrown by fits(); the rule parser adds the field's name.
-struct WidthError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
+// `where` names the field.
 template <typename T>
-T fits(uint64_t n) {
+T fits(uint64_t n, const std::string& where) {
   if (n > std::numeric_limits<T>::max())
-    throw WidthError(std::to_string(n) + " does not fit the field's " +
-                     std::to_string(sizeof(T) * 8) + " bits");
+    throw Error(where + ": " + std::to_string(n) + " does not fit the field's " +
+                std::to_string(sizeof(T) * 8) + " bits");
   return static_cast<T>(n);
 }
 
@@ -149,78 +144,89 @@ Rule parse_rule(const json& j, const std::string& where) {
     const std::string& k = it.key();
     const json& v = it.value();
     const std::string w = where + "." + k;
-    try {
-      if (k == "action") {
-        r.action = parse_action(v, w);
-      } else if (k == "call") {
-        r.call_glob = as_string(v, w);
-      } else if (k == "ioctl") {
-        r.ioctl = fits<uint32_t>(parse_number(v, w));
-      } else if (k == "object") {
-        r.object = fits<uint16_t>(name_or_number(v, w, [](const std::string& s) {
-          auto* o = uverbs::find_object(s);
-          return o ? std::optional<uint64_t>(o->id) : std::nullopt;
-        }));
-      } else if (k == "method") {
-        // Resolved below, once the object is known.
-      } else if (k == "op") {
-        const std::string name = as_string(v, w);
-        r.has_op = true;
-        if (auto* c = uverbs::find_write_cmd(name)) r.op_write_cmd = c->cmd;
-        for (const auto& m : uverbs::all_methods())
-          if (name == m.name) r.op_methods.emplace_back(m.object, m.method);
-        if (!r.op_write_cmd && r.op_methods.empty())
-          throw std::runtime_error(
-              w + ": \"" + name +
-              "\" is neither a uverbs command nor a method the ABI tables know");
-      } else if (k == "write_cmd") {
-        r.write_cmd = fits<uint32_t>(name_or_number(v, w, [](const std::string& s) {
-          auto* c = uverbs::find_write_cmd(s);
-          return c ? std::optional<uint64_t>(c->cmd) : std::nullopt;
-        }));
-      } else if (k == "escape") {
-        r.escape = fits<uint8_t>(name_or_number(v, w, [&](const std::string& s) {
-          auto* e = abi.find_escape(std::string_view(s));
-          return e ? std::optional<uint64_t>(e->nr) : std::nullopt;
-        }));
-      } else if (k == "class") {
-        r.nv_class = fits<uint32_t>(name_or_number(v, w, [&](const std::string& s) {
-          auto* c = abi.find_class(std::string_view(s));
-          return c ? std::optional<uint64_t>(c->id) : std::nullopt;
-        }));
-      } else if (k == "control") {
-        r.control = fits<uint32_t>(name_or_number(v, w, [&](const std::string& s) {
-          auto* c = abi.find_control(std::string_view(s));
-          return c ? std::optional<uint64_t>(c->cmd) : std::nullopt;
-        }));
-      } else if (k == "uvm") {
-        r.uvm = fits<uint32_t>(name_or_number(v, w, [&](const std::string& s) {
-          auto* u = abi.find_uvm(std::string_view(s));
-          return u ? std::optional<uint64_t>(u->cmd) : std::nullopt;
-        }));
-      } else if (k == "errno") {
-        r.err = parse_errno(v, w);
-      } else if (k == "log") {
-        r.log = as_bool(v, w);
-      } else if (k != "comment") {
-        throw std::runtime_error(w + ": unknown rule field");
-      }
-    } catch (const WidthError& e) {
-      throw std::runtime_error(w + ": " + e.what());
+    if (k == "action") {
+      r.action = parse_action(v, w);
+    } else if (k == "call") {
+      r.call_glob = as_string(v, w);
+    } else if (k == "ioctl") {
+      r.ioctl = fits<uint32_t>(parse_number(v, w), w);
+    } else if (k == "object") {
+      r.object =
+          fits<uint16_t>(name_or_number(v, w,
+                                        [](const std::string& s) {
+                                          auto* o = uverbs::find_object(s);
+                                          return o ? std::optional<uint64_t>(o->id) : std::nullopt;
+                                        }),
+                         w);
+    } else if (k == "method") {
+      // Resolved below, once the object is known.
+    } else if (k == "op") {
+      const std::string name = as_string(v, w);
+      r.has_op = true;
+      if (auto* c = uverbs::find_write_cmd(name)) r.op_write_cmd = c->cmd;
+      for (const auto& m : uverbs::all_methods())
+        if (name == m.name) r.op_methods.emplace_back(m.object, m.method);
+      if (!r.op_write_cmd && r.op_methods.empty())
+        throw Error(w + ": \"" + name +
+                    "\" is neither a uverbs command nor a method the ABI tables know");
+    } else if (k == "write_cmd") {
+      r.write_cmd =
+          fits<uint32_t>(name_or_number(v, w,
+                                        [](const std::string& s) {
+                                          auto* c = uverbs::find_write_cmd(s);
+                                          return c ? std::optional<uint64_t>(c->cmd) : std::nullopt;
+                                        }),
+                         w);
+    } else if (k == "escape") {
+      r.escape =
+          fits<uint8_t>(name_or_number(v, w,
+                                       [&](const std::string& s) {
+                                         auto* e = abi.find_escape(std::string_view(s));
+                                         return e ? std::optional<uint64_t>(e->nr) : std::nullopt;
+                                       }),
+                        w);
+    } else if (k == "class") {
+      r.nv_class =
+          fits<uint32_t>(name_or_number(v, w,
+                                        [&](const std::string& s) {
+                                          auto* c = abi.find_class(std::string_view(s));
+                                          return c ? std::optional<uint64_t>(c->id) : std::nullopt;
+                                        }),
+                         w);
+    } else if (k == "control") {
+      r.control =
+          fits<uint32_t>(name_or_number(v, w,
+                                        [&](const std::string& s) {
+                                          auto* c = abi.find_control(std::string_view(s));
+                                          return c ? std::optional<uint64_t>(c->cmd) : std::nullopt;
+                                        }),
+                         w);
+    } else if (k == "uvm") {
+      r.uvm =
+          fits<uint32_t>(name_or_number(v, w,
+                                        [&](const std::string& s) {
+                                          auto* u = abi.find_uvm(std::string_view(s));
+                                          return u ? std::optional<uint64_t>(u->cmd) : std::nullopt;
+                                        }),
+                         w);
+    } else if (k == "errno") {
+      r.err = parse_errno(v, w);
+    } else if (k == "log") {
+      r.log = as_bool(v, w);
+    } else if (k != "comment") {
+      throw Error(w + ": unknown rule field");
     }
   }
   if (j.contains("method")) {
     const json& v = j["method"];
-    if (v.is_string() && !r.object)
-      throw std::runtime_error(where + ".method: a method name needs \"object\"");
-    try {
-      r.method = fits<uint16_t>(name_or_number(v, where + ".method", [&](const std::string& s) {
-        auto* m = uverbs::find_method(*r.object, s);
-        return m ? std::optional<uint64_t>(m->method) : std::nullopt;
-      }));
-    } catch (const WidthError& e) {
-      throw std::runtime_error(where + ".method: " + e.what());
-    }
+    if (v.is_string() && !r.object) throw Error(where + ".method: a method name needs \"object\"");
+    r.method = fits<uint16_t>(name_or_number(v, where + ".method",
+                                             [&](const std::string& s) {
+                                               auto* m = uverbs::find_method(*r.object, s);
+                                               return m ? std::optional<uint64_t>(m->method)
+                                                        : std::nullopt;
+                                             }),
+                              where + ".method");
   }
   return r;
 }
@@ -288,7 +294,7 @@ int parse_errno(const json& v, const std::string& where) {
     if (s == name) return n;
   std::string names;
   for (auto [name, n] : kErrnos) names += std::string(names.empty() ? "" : ", ") + name;
-  throw std::runtime_error(where + ": unknown errno name \"" + s + "\" (known: " + names + ")");
+  throw Error(where + ": unknown errno name \"" + s + "\" (known: " + names + ")");
 }
 
 const char* errno_name(int err) {
@@ -351,9 +357,9 @@ Policy Policy::from_json(const json& j, const std::string& origin) {
       p.classes_[cls] = std::move(cp);
     }
   } catch (const json::exception& e) {
-    throw std::runtime_error("policy " + origin + ": " + e.what());
+    throw Error("policy " + origin + ": " + e.what());
   } catch (const std::runtime_error& e) {
-    throw std::runtime_error("policy " + origin + ": " + e.what());
+    throw Error("policy " + origin + ": " + e.what());
   }
   return p;
 }
@@ -364,12 +370,12 @@ Policy Policy::builtin_default() {
 
 Policy Policy::load_file(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw std::runtime_error("policy " + path + ": " + std::strerror(errno));
+  if (!in) throw_errno("policy " + path, errno);
   json j;
   try {
     j = json::parse(in);
   } catch (const json::exception& e) {
-    throw std::runtime_error("policy " + path + ": " + e.what());
+    throw Error("policy " + path + ": " + e.what());
   }
   return from_json(j, path);
 }

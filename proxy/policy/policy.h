@@ -59,7 +59,7 @@ struct Verdict {
 class Policy {
  public:
   static Policy builtin_default();
-  static Policy load_file(const std::string& path);  // throws std::runtime_error
+  static Policy load_file(const std::string& path);  // throws gdrproxy::Error
   static Policy from_json(const nlohmann::json& j, const std::string& origin);
 
   Verdict evaluate(const DecodedCall& call) const;

@@ -28,6 +28,8 @@
 #include <filesystem>
 #include <vector>
 
+#include "proxy/base/unique_fd.h"
+
 // Newer than the uapi headers of some build hosts (Debian 12 ships 6.1's).
 #ifndef LANDLOCK_ACCESS_FS_TRUNCATE
 #define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
@@ -63,13 +65,6 @@ constexpr int kMaxDevDepth = 5;
 // supervisor's reads of its memory; the others are raw memory and I/O ports.
 constexpr const char* kNeverGranted[] = {"/dev/userfaultfd", "/dev/mem", "/dev/kmem", "/dev/port"};
 
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 class RuleWriter {
  public:
   RuleWriter(int ruleset, const DeviceCatalog& catalog, const LandlockLevel& level)
@@ -92,15 +87,15 @@ class RuleWriter {
   // Adds a rule for `p` (following a final symlink only when `follow`). A path that vanished or
   // cannot be opened needs no rule: nothing is allowed there.
   bool add(const fs::path& p, uint64_t access, bool follow, std::string& why) {
-    Fd f{::open(p.c_str(), O_PATH | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW))};
-    if (f.fd < 0) return true;
+    const UniqueFd f(::open(p.c_str(), O_PATH | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW)));
+    if (!f) return true;
     struct stat st;
-    if (::fstat(f.fd, &st) != 0) return true;
+    if (::fstat(f.get(), &st) != 0) return true;
     if (!S_ISDIR(st.st_mode)) access &= kFileRights;
     if (S_ISLNK(st.st_mode) || access == 0) return true;
     landlock_path_beneath_attr attr{};
     attr.allowed_access = access;
-    attr.parent_fd = f.fd;
+    attr.parent_fd = f.get();
     if (::syscall(SYS_landlock_add_rule, ruleset_, LANDLOCK_RULE_PATH_BENEATH, &attr, 0) == 0)
       return true;
     // Files of internal filesystems (pipes, sockets) cannot carry rules and need none.
@@ -236,12 +231,13 @@ bool apply_device_guard(const DeviceCatalog& catalog, const Grants& grants,
                          (level.reparenting ? LANDLOCK_ACCESS_FS_REFER : 0) |
                          (level.device_ioctls ? LANDLOCK_ACCESS_FS_IOCTL_DEV : 0);
   rs.scoped = level.signal_scope ? LANDLOCK_SCOPE_SIGNAL : 0;
-  Fd ruleset{static_cast<int>(::syscall(SYS_landlock_create_ruleset, &rs, sizeof rs, 0))};
-  if (ruleset.fd < 0) {
+  const UniqueFd ruleset(
+      static_cast<int>(::syscall(SYS_landlock_create_ruleset, &rs, sizeof rs, 0)));
+  if (!ruleset) {
     why = std::string("landlock_create_ruleset: ") + std::strerror(errno);
     return false;
   }
-  RuleWriter w(ruleset.fd, catalog, level);
+  RuleWriter w(ruleset.get(), catalog, level);
   std::error_code ec;
   for (const auto& top : fs::directory_iterator("/", ec)) {
     // /bin -> usr/bin and the like: the rule lands on the target, which is what gets opened.
@@ -257,7 +253,7 @@ bool apply_device_guard(const DeviceCatalog& catalog, const Grants& grants,
         !w.add(n.path, LANDLOCK_ACCESS_FS_READ_FILE, true, why))
       return false;
   }
-  if (::syscall(SYS_landlock_restrict_self, ruleset.fd, 0) != 0) {
+  if (::syscall(SYS_landlock_restrict_self, ruleset.get(), 0) != 0) {
     why = std::string("landlock_restrict_self: ") + std::strerror(errno);
     return false;
   }

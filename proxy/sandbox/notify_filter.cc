@@ -12,10 +12,11 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
-#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "proxy/base/error.h"
+#include "proxy/base/unique_fd.h"
 
 namespace gdrproxy::proxy {
 namespace {
@@ -26,15 +27,14 @@ struct Ctx {
 };
 
 void check(int rc, const char* what) {
-  if (rc < 0)
-    throw std::runtime_error(std::string("seccomp filter: ") + what + ": " + std::strerror(-rc));
+  if (rc < 0) throw_errno(std::string("seccomp filter: ") + what, -rc);
 }
 
 // Adds `rules` to `ctx`: refused ones with their errno, trapped ones as SCMP_ACT_NOTIFY.
 void add_rules(scmp_filter_ctx ctx, const std::vector<SyscallRule>& rules) {
   for (const SyscallRule& r : rules) {
     const int nr = seccomp_syscall_resolve_name(r.syscall.c_str());
-    if (nr == __NR_SCMP_ERROR) throw std::runtime_error("seccomp filter: no syscall " + r.syscall);
+    if (nr == __NR_SCMP_ERROR) throw Error("seccomp filter: no syscall " + r.syscall);
     const uint32_t action = r.errno_value ? SCMP_ACT_ERRNO(r.errno_value) : SCMP_ACT_NOTIFY;
     const int rc = r.arg ? seccomp_rule_add(ctx, action, nr, 1,
                                             SCMP_CMP(r.arg->index, SCMP_CMP_MASKED_EQ, r.arg->mask,
@@ -47,7 +47,7 @@ void add_rules(scmp_filter_ctx ctx, const std::vector<SyscallRule>& rules) {
 // Answers with errno, never notifies: for calls no sandbox makes, or none may make here.
 void install_refusal_filter(const FilterOptions& options) {
   Ctx c{seccomp_init(SCMP_ACT_ALLOW)};
-  if (!c.ctx) throw std::runtime_error("seccomp_init failed");
+  if (!c.ctx) throw Error("seccomp_init failed");
   check(seccomp_attr_set(c.ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ERRNO(ENOSYS)), "badarch");
   add_rules(c.ctx, refusal_rules(options));
   check(seccomp_load(c.ctx), "load refusals");
@@ -60,32 +60,29 @@ void install_refusal_filter(const FilterOptions& options) {
 // handled and the restarted call is handled again (a brokered open twice). Kernels before 5.19
 // lack the flag: the filter is then loaded without it.
 int load_with_listener(scmp_filter_ctx ctx) {
-  const int mfd = ::memfd_create("gdrproxy-filter", MFD_CLOEXEC);
-  if (mfd < 0) throw std::runtime_error(std::string("memfd_create: ") + std::strerror(errno));
   std::vector<sock_filter> prog;
-  const int rc = seccomp_export_bpf(ctx, mfd);
-  const off_t size = rc == 0 ? ::lseek(mfd, 0, SEEK_END) : -1;
-  if (size > 0 && size % sizeof(sock_filter) == 0) {
-    prog.resize(static_cast<size_t>(size) / sizeof(sock_filter));
-    if (::pread(mfd, prog.data(), static_cast<size_t>(size), 0) != size) prog.clear();
+  {
+    const UniqueFd mfd(::memfd_create("gdrproxy-filter", MFD_CLOEXEC));
+    if (!mfd) throw_errno("memfd_create", errno);
+    const int rc = seccomp_export_bpf(ctx, mfd.get());
+    const off_t size = rc == 0 ? ::lseek(mfd.get(), 0, SEEK_END) : -1;
+    if (size > 0 && size % sizeof(sock_filter) == 0) {
+      prog.resize(static_cast<size_t>(size) / sizeof(sock_filter));
+      if (::pread(mfd.get(), prog.data(), static_cast<size_t>(size), 0) != size) prog.clear();
+    }
   }
-  ::close(mfd);
-  if (prog.empty() || prog.size() > BPF_MAXINSNS)
-    throw std::runtime_error("seccomp filter: export failed");
+  if (prog.empty() || prog.size() > BPF_MAXINSNS) throw Error("seccomp filter: export failed");
   sock_fprog fprog{static_cast<unsigned short>(prog.size()), prog.data()};
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-    throw std::runtime_error(std::string("no_new_privs: ") + std::strerror(errno));
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) throw_errno("no_new_privs", errno);
   long fd =
       ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
                 SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &fprog);
   if (fd < 0 && errno == EINVAL)
     fd = ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &fprog);
-  if (fd < 0) throw std::runtime_error(std::string("seccomp load: ") + std::strerror(errno));
-  if (::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC) != 0) {
-    ::close(static_cast<int>(fd));
-    throw std::runtime_error("seccomp: listener fd");
-  }
-  return static_cast<int>(fd);
+  if (fd < 0) throw_errno("seccomp load", errno);
+  UniqueFd listener(static_cast<int>(fd));
+  if (::fcntl(listener.get(), F_SETFD, FD_CLOEXEC) != 0) throw Error("seccomp: listener fd", errno);
+  return listener.release();
 }
 
 }  // namespace
@@ -93,7 +90,7 @@ int load_with_listener(scmp_filter_ctx ctx) {
 int install_notify_filter(const FilterOptions& options) {
   install_refusal_filter(options);
   Ctx c{seccomp_init(SCMP_ACT_ALLOW)};
-  if (!c.ctx) throw std::runtime_error("seccomp_init failed");
+  if (!c.ctx) throw Error("seccomp_init failed");
   // Foreign-ABI syscalls (i386, x32) would bypass the x86-64 rules: refuse them.
   check(seccomp_attr_set(c.ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ERRNO(ENOSYS)), "badarch");
 

@@ -10,7 +10,7 @@
 namespace gdrproxy::proxy {
 
 // Installs both filters on the calling thread (sets no_new_privs) and returns the listener fd.
-// Throws std::runtime_error on failure.
+// Throws gdrproxy::Error on failure.
 int install_notify_filter(const FilterOptions& options);
 
 }  // namespace gdrproxy::proxy

@@ -9,9 +9,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "netns/error.h"
 #include "netns/journal.h"
 #include "netns/profile.h"
+#include "proxy/base/error.h"
 #include "test_env.h"
 
 namespace gdrproxy::netns::test {
@@ -181,10 +181,10 @@ TEST(Profiles, ShippedProfilesLoadAndStrictWithoutSourceRoutingIsRefused) {
   EXPECT_EQ(load_profile("loose", "").sysctls.at("rp_filter"), 2);
   EXPECT_TRUE(load_profile("none", "").sysctls.empty());
   json strict = {{"name", "strict"}, {"sysctls", {{"rp_filter", 1}}}, {"source_routing", nullptr}};
-  EXPECT_THROW(profile_from_json(strict, "test"), NetnsError);
+  EXPECT_THROW(profile_from_json(strict, "test"), Error);
   json typo = {{"name", "typo"}, {"sysctls", {{"arp_ignor", 1}}}};
-  EXPECT_THROW(profile_from_json(typo, "test"), NetnsError);
-  EXPECT_THROW(load_profile("no-such-profile", ""), NetnsError);
+  EXPECT_THROW(profile_from_json(typo, "test"), Error);
+  EXPECT_THROW(load_profile("no-such-profile", ""), Error);
 }
 
 class BadInput : public ::testing::Test {

@@ -8,8 +8,8 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
-#include "netns/error.h"
 #include "netns/select.h"
+#include "proxy/base/error.h"
 #include "test_env.h"
 
 namespace gdrproxy::netns::test {
@@ -79,7 +79,7 @@ TEST_P(Rules, Apply) {
     try {
       select_rails_from(candidates(), live(), c.opts);
       FAIL() << "expected an error containing: " << c.error;
-    } catch (const NetnsError& e) {
+    } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(c.error), std::string::npos) << e.what();
     }
     return;

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "proxy/base/error.h"
 #include "sysfs/builder.h"
 #include "sysfs/capture.h"
 #include "sysfs/fsio.h"
@@ -122,11 +123,11 @@ TEST(Build, SelectionErrorsAndLoggedDecisions) {
   SelectionRequest r;
   r.gpus_given = true;
   r.gpus = {"0000:ee:00.0"};
-  EXPECT_THROW(select(s, r), SelectionError);
+  EXPECT_THROW(select(s, r), Error);
   r.gpus = {};
   r.nics_given = true;
   r.nics = {"mlx5_99"};
-  EXPECT_THROW(select(s, r), SelectionError);
+  EXPECT_THROW(select(s, r), Error);
   // A NIC without a usable GID is left out by default and the decision is logged.
   s.ib[2].ports[0].gids.clear();
   Selection sel = select(s, SelectionRequest{});
@@ -142,7 +143,7 @@ TEST(Build, RefusesToOverwriteAndReplacesAtomicallyWithForce) {
   Snapshot s = test::example_snapshot();
   Selection all = select(s, SelectionRequest{});
   build_tree(s, all, {t / "tree", false});
-  EXPECT_THROW(build_tree(s, all, {t / "tree", false}), BuildError);
+  EXPECT_THROW(build_tree(s, all, {t / "tree", false}), Error);
   EXPECT_TRUE(is_dir(t / "tree/class/infiniband/mlx5_7"));
   SelectionRequest one;
   one.gpus_given = one.nics_given = true;
@@ -162,7 +163,7 @@ TEST(Build, FailureLeavesNothingBehind) {
   try {
     build_tree(s, select(s, SelectionRequest{}), {t / "tree", false});
     FAIL() << "build succeeded";
-  } catch (const BuildError& e) {
+  } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("0000:08:00.0/pci_bus"), std::string::npos) << e.what();
   }
   EXPECT_TRUE(list_dir(t.path()).empty());

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "proxy/base/error.h"
 #include "sysfs/builder.h"
 #include "sysfs/capture.h"
 #include "sysfs/fsio.h"
@@ -113,7 +114,7 @@ TEST(Capture, NoSysfsIsAnError) {
   try {
     capture(t.path());
     FAIL() << "captured an empty directory";
-  } catch (const SnapshotError& e) {
+  } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(t / "sys/devices"), std::string::npos) << e.what();
   }
 }

@@ -1,6 +1,7 @@
 // The versioned JSON model: round trip, and clear refusals of bad or newer documents.
 #include <gtest/gtest.h>
 
+#include "proxy/base/error.h"
 #include "sysfs/snapshot.h"
 #include "tests/sysfs/test_util.h"
 
@@ -12,7 +13,7 @@ using nlohmann::json;
 std::string error_of(const json& j) {
   try {
     snapshot_from_json(j);
-  } catch (const SnapshotError& e) {
+  } catch (const Error& e) {
     return e.what();
   }
   return "";
@@ -73,10 +74,10 @@ TEST(SnapshotJson, LoadNamesTheFile) {
   try {
     load_snapshot(t / "bad.json");
     FAIL() << "loaded invalid JSON";
-  } catch (const SnapshotError& e) {
+  } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(t / "bad.json"), std::string::npos);
   }
-  EXPECT_THROW(load_snapshot(t / "missing.json"), SnapshotError);
+  EXPECT_THROW(load_snapshot(t / "missing.json"), Error);
 }
 
 }  // namespace
