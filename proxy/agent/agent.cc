@@ -33,6 +33,8 @@
 #include "proxy/agent/container_state.h"
 #include "proxy/agent/fd_store.h"
 #include "proxy/agent/state_socket.h"
+#include "proxy/base/error.h"
+#include "proxy/base/unique_fd.h"
 #include "proxy/engine/engine.h"
 #include "proxy/engine/process_info.h"
 #include "proxy/engine/session.h"
@@ -71,15 +73,15 @@ local::acceptor bind_root_only(asio::io_context& io, const std::string& path) {
   if (slash != std::string::npos && slash > 0) {
     const std::string dir = path.substr(0, slash);
     if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-      throw std::runtime_error("cannot create " + dir + ": " + std::strerror(errno));
+      throw_errno("cannot create " + dir, errno);
   }
   struct stat st;
   if (::lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) throw std::runtime_error(path + " exists and is not a socket");
+    if (!S_ISSOCK(st.st_mode)) throw Error(path + " exists and is not a socket");
     local::socket probe(io);
     boost::system::error_code ec;
     probe.connect(local::endpoint(path), ec);
-    if (!ec) throw std::runtime_error(path + ": another agent is serving it");
+    if (!ec) throw Error(path + ": another agent is serving it");
     ::unlink(path.c_str());
   }
   const mode_t old = ::umask(0177);
@@ -89,7 +91,7 @@ local::acceptor bind_root_only(asio::io_context& io, const std::string& path) {
   if (!ec) a.bind(local::endpoint(path), ec);
   ::umask(old);
   if (!ec) a.listen(64, ec);
-  if (ec) throw std::runtime_error("cannot listen on " + path + ": " + ec.message());
+  if (ec) throw Error("cannot listen on " + path + ": " + ec.message());
   ::chmod(path.c_str(), 0600);
   return a;
 }
@@ -190,25 +192,18 @@ class Agent {
       return;
     }
     // Every received fd is ours to close but the listener, which a session takes over.
-    struct Fds {
-      std::vector<int>& v;
-      ~Fds() {
-        for (int f : v)
-          if (f >= 0) ::close(f);
-      }
-    } fds{rs.fds};
+    std::vector<UniqueFd> fds;
+    fds.reserve(rs.fds.size());
+    for (const int f : rs.fds) fds.emplace_back(f);
     const auto st = parse_container_process_state(rs.json, rs.fds.size(), why);
     if (!st) {
       log("runtime pid " + std::to_string(cred->pid) + ": " + why);
       return;
     }
-    int listener = rs.fds[st->seccomp_fd_index];
-    rs.fds[st->seccomp_fd_index] = -1;
-    if (!adopt(*st, listener)) {
-      ::close(listener);
-      return;
-    }
-    if (store_) store_->put(rs.json, listener);
+    UniqueFd& listener = fds[st->seccomp_fd_index];
+    const int listener_fd = listener.get();
+    if (!adopt(*st, listener)) return;
+    if (store_) store_->put(rs.json, listener_fd);
   }
 
   // The listeners a previous agent left in the fd store: each container comes back as if its
@@ -216,15 +211,16 @@ class Agent {
   void reattach() {
     if (!store_) return;
     for (StoredListener& l : store_->take_all()) {
+      UniqueFd listener(l.fd);
       std::string why;
       const auto st = parse_container_process_state(l.state_json, 1, why);
       if (!st) {
-        ::close(l.fd);
+        listener.reset();
         log("fd store: " + why);
         continue;
       }
-      if (!adopt(*st, l.fd)) {
-        ::close(l.fd);
+      if (!adopt(*st, listener)) {
+        listener.reset();
         store_->drop(st->state.id);
         continue;
       }
@@ -232,26 +228,21 @@ class Agent {
     }
   }
 
-  // Gives `listener` to its container's session, made on first sight. False: refused (the caller
-  // closes the listener: that container's trapped calls then fail with ENOSYS).
-  bool adopt(const ContainerProcessState& st, int listener) {
+  // Gives `listener` to its container's session, made on first sight (`listener` is then empty).
+  // False: refused (the caller closes the listener: that container's trapped calls then fail with
+  // ENOSYS).
+  bool adopt(const ContainerProcessState& st, UniqueFd& listener) {
     const std::string& id = st.state.id;
     const std::string who = "container " + id + ": process " + std::to_string(st.pid);
     // Bind the session to the process, not to the message: it must exist now...
-    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, st.pid, 0));
-    if (pidfd < 0) {
+    UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, st.pid, 0)));
+    if (!pidfd) {
       log(who + " is gone (" + std::strerror(errno) + "): listener closed");
       return false;
     }
-    struct PidfdOwner {
-      int fd;
-      ~PidfdOwner() {
-        if (fd >= 0) ::close(fd);
-      }
-    } owned{pidfd};
     ino_t pidns = 0;
     std::string cgroup;
-    if (!verified_facts(pidfd, st.pid, pidns, cgroup)) {
+    if (!verified_facts(pidfd.get(), st.pid, pidns, cgroup)) {
       log(who + " exited while it was being checked: listener closed");
       return false;
     }
@@ -278,7 +269,7 @@ class Agent {
             " (its trapped calls fail with ENOSYS)");
         return false;
       }
-      c.session->add_listener(listener);
+      c.session->add_listener(listener.release());
       ++c.listeners;
       log(who + " (" + container_status_name(st.state.status) + ") joins its session (" +
           std::to_string(c.listeners) + " listeners)");
@@ -305,12 +296,12 @@ class Agent {
       if (rule.grants_from_metadata) {
         // The bundle's own choice (checked against its config.json above), within the rule's.
         const auto asked = grants_in_metadata(st.metadata);
-        if (!asked) throw std::runtime_error("its metadata has no gdrproxy-grants line");
+        if (!asked) throw Error("its metadata has no gdrproxy-grants line");
         if (rule.grants)
           for (const std::string& n : *asked)
             if (std::find(rule.grants->begin(), rule.grants->end(), n) == rule.grants->end())
-              throw std::runtime_error("its metadata asks for " + n + ", which rule " +
-                                       rule.origin + " does not allow");
+              throw Error("its metadata asks for " + n + ", which rule " + rule.origin +
+                          " does not allow");
         names = *asked;
       }
       cfg.grants = Grants::from_specs(engine_.catalog(), names);
@@ -344,9 +335,9 @@ class Agent {
       // Not from inside the session's own handler: drop it on the next turn of the loop.
       asio::post(engine_.io(), [this, id] { drop(id); });
     });
-    c->session->watch_init(pidfd);
-    owned.fd = -1;
-    c->session->add_listener(listener);
+    c->session->watch_init(pidfd.get());
+    static_cast<void>(pidfd.release());  // the session's now
+    c->session->add_listener(listener.release());
     c->listeners = 1;
     std::string g;
     for (const auto& n : c->grants) g += (g.empty() ? "" : ",") + n;
@@ -463,7 +454,7 @@ class Agent {
 
 int run_agent(const AgentOptions& o) {
   if (!in_initial_pid_namespace())
-    throw std::runtime_error(
+    throw Error(
         "gdrproxy agent must run in the initial pid namespace (seccomp and the BPF observer "
         "report host pids); run it on the host, not in a container");
   AgentConfig config = o.config ? AgentConfig::load_file(*o.config)
@@ -471,34 +462,33 @@ int run_agent(const AgentOptions& o) {
   if (o.trace_dir) {
     struct stat st;
     if (::stat(o.trace_dir->c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-      throw std::runtime_error("--trace-dir " + *o.trace_dir + " is not a directory");
+      throw Error("--trace-dir " + *o.trace_dir + " is not a directory");
   }
   Agent agent(o, std::move(config));
   return agent.run();
 }
 
 int agent_ctl(const std::string& ctl_socket, const std::string& command) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
-  if (fd < 0 || ctl_socket.size() >= sizeof addr.sun_path) {
+  if (!fd || ctl_socket.size() >= sizeof addr.sun_path) {
     std::fprintf(stderr, "gdrproxy agent ctl: bad control socket path %s\n", ctl_socket.c_str());
     return 1;
   }
   std::memcpy(addr.sun_path, ctl_socket.c_str(), ctl_socket.size());
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     std::fprintf(stderr, "gdrproxy agent ctl: no agent at %s: %s\n", ctl_socket.c_str(),
                  std::strerror(errno));
-    ::close(fd);
     return 1;
   }
   const std::string line = command + "\n";
-  (void)!::write(fd, line.data(), line.size());
-  ::shutdown(fd, SHUT_WR);
+  (void)!::write(fd.get(), line.data(), line.size());
+  ::shutdown(fd.get(), SHUT_WR);
   char buf[4096];
   ssize_t n;
-  while ((n = ::read(fd, buf, sizeof buf)) > 0) std::fwrite(buf, 1, static_cast<size_t>(n), stdout);
-  ::close(fd);
+  while ((n = ::read(fd.get(), buf, sizeof buf)) > 0)
+    std::fwrite(buf, 1, static_cast<size_t>(n), stdout);
   return 0;
 }
 

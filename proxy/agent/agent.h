@@ -28,7 +28,7 @@ struct AgentOptions {
   bool quiet = false;
 };
 
-// Serves until SIGTERM or SIGINT. Throws std::runtime_error for setup errors (bad config, socket
+// Serves until SIGTERM or SIGINT. Throws gdrproxy::Error for setup errors (bad config, socket
 // in use, not in the initial pid namespace).
 int run_agent(const AgentOptions& options);
 

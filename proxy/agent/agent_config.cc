@@ -8,6 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "proxy/base/error.h"
 #include "proxy/policy/glob.h"
 
 namespace gdrproxy::proxy {
@@ -17,7 +18,7 @@ using json = nlohmann::json;
 
 [[noreturn]] void bad(const std::string& origin, const std::string& field,
                       const std::string& what) {
-  throw std::runtime_error(origin + ": " + field + ": " + what);
+  throw Error(origin + ": " + field + ": " + what);
 }
 
 void only_keys(const json& j, const std::string& origin, const std::string& where,
@@ -125,7 +126,7 @@ AgentConfig AgentConfig::from_json_text(const std::string& text, const std::stri
 
 AgentConfig AgentConfig::load_file(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot read agent config " + path);
+  if (!in) throw Error("cannot read agent config " + path);
   std::stringstream ss;
   ss << in.rdbuf();
   return from_json_text(ss.str(), path);

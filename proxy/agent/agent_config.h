@@ -44,7 +44,7 @@ struct AgentConfig {
   std::vector<ContainerRule> containers;
   ContainerRule fallback;  // "default"; grants nothing unless the file says otherwise
 
-  // Throws std::runtime_error naming the file and the field.
+  // Throws gdrproxy::Error naming the file and the field.
   static AgentConfig load_file(const std::string& path);
   static AgentConfig from_json_text(const std::string& text, const std::string& origin);
   // The first rule whose every present field matches, else `fallback`.

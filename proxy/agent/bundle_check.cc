@@ -10,6 +10,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "proxy/base/unique_fd.h"
 #include "proxy/trace/escape.h"
 
 namespace gdrproxy::proxy {
@@ -34,28 +35,26 @@ bool bundle_hands_listener_to(const std::string& bundle, const std::string& sock
     why = "the state names no absolute bundle path (\"" + printable(bundle) + "\")";
     return false;
   }
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (fd < 0) {
+  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  if (!fd) {
     why = "cannot read the bundle's " + shown + ": " + std::strerror(errno);
     return false;
   }
   struct stat st {};
   std::string text;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= kMaxConfigBytes) {
+  if (::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= kMaxConfigBytes) {
     text.resize(static_cast<size_t>(st.st_size));
     size_t got = 0;
     while (got < text.size()) {
-      const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+      const ssize_t n = ::read(fd.get(), text.data() + got, text.size() - got);
       if (n <= 0) break;
       got += static_cast<size_t>(n);
     }
     text.resize(got);
   } else {
-    ::close(fd);
     why = shown + " is not a regular file of at most 4 MiB";
     return false;
   }
-  ::close(fd);
   const auto j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     why = shown + " is not a JSON object";

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "proxy/base/error.h"
 #include "proxy/trace/escape.h"
 
 namespace gdrproxy::proxy {
@@ -24,8 +25,8 @@ constexpr ContainerStatus kStatuses[] = {ContainerStatus::kCreating, ContainerSt
 // How much of a sender's string or value a message shows.
 constexpr size_t kShownBytes = 64;
 
-struct Refusal : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct Refusal : Error {
+  using Error::Error;
 };
 
 // A sender's string in a message: quoted, escaped, cut after kShownBytes.

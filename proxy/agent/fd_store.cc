@@ -17,7 +17,10 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <utility>
 
+#include "proxy/base/error.h"
+#include "proxy/base/unique_fd.h"
 #include "proxy/engine/fd_passing.h"
 
 namespace gdrproxy::proxy {
@@ -29,19 +32,16 @@ constexpr size_t kMaxKept = 65536;
 sockaddr_un address_of(const std::string& path) {
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
-  if (path.size() >= sizeof a.sun_path) throw std::runtime_error("fd store path too long: " + path);
+  if (path.size() >= sizeof a.sun_path) throw Error("fd store path too long: " + path);
   std::memcpy(a.sun_path, path.c_str(), path.size());
   return a;
 }
 
-int connect_to(const std::string& path) {
+UniqueFd connect_to(const std::string& path) {
   const sockaddr_un a = address_of(path);
-  const int s = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  if (s < 0) return -1;
-  if (::connect(s, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
-    ::close(s);
-    return -1;
-  }
+  UniqueFd s(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (!s) return s;
+  if (::connect(s.get(), reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) s.reset();
   return s;
 }
 
@@ -50,8 +50,8 @@ bool send_packet(int s, const std::string& data, int fd) {
 }
 
 // One packet and its fd (-1 if none); false at EOF, on error or after `timeout_ms`.
-bool recv_packet(int s, std::string& data, int& fd, int timeout_ms) {
-  fd = -1;
+bool recv_packet(int s, std::string& data, UniqueFd& fd, int timeout_ms) {
+  fd.reset();
   pollfd p{s, POLLIN, 0};
   if (::poll(&p, 1, timeout_ms) != 1) return false;
   std::vector<char> buf(kMaxPacket);
@@ -70,15 +70,12 @@ bool recv_packet(int s, std::string& data, int& fd, int timeout_ms) {
     for (size_t i = 0; i < count; ++i) {
       int f;
       std::memcpy(&f, CMSG_DATA(c) + i * sizeof f, sizeof f);
-      if (fd < 0)
-        fd = f;
-      else
-        ::close(f);  // one fd per packet
+      UniqueFd received(f);
+      if (!fd) fd = std::move(received);  // one fd per packet: the others are closed
     }
   }
   if (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
-    if (fd >= 0) ::close(fd);
-    fd = -1;
+    fd.reset();
     return false;
   }
   data.assign(buf.data(), static_cast<size_t>(n));
@@ -87,76 +84,60 @@ bool recv_packet(int s, std::string& data, int& fd, int timeout_ms) {
 
 struct Kept {
   std::string id, json;
-  int fd;
+  UniqueFd fd;
 };
 
 // The holder: serves its socket until killed. Never returns.
 [[noreturn]] void run_holder(int listen_fd) {
   std::vector<Kept> kept;
   for (;;) {
-    const int c = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-    if (c < 0) continue;
+    const UniqueFd c(::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC));
+    if (!c) continue;
     ucred cred{};
     socklen_t len = sizeof cred;
     std::string data;
-    int fd = -1;
-    if (::getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == 0 &&
-        recv_packet(c, data, fd, 2000)) {
-      if (data.rfind("PUT\n", 0) == 0 && fd >= 0 && kept.size() < kMaxKept) {
+    UniqueFd fd;
+    if (::getsockopt(c.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == 0 &&
+        recv_packet(c.get(), data, fd, 2000)) {
+      if (data.rfind("PUT\n", 0) == 0 && fd && kept.size() < kMaxKept) {
         const auto j = nlohmann::json::parse(data.substr(4), nullptr, false);
         std::string id;
         if (j.is_object() && j.contains("state") && j["state"].is_object() &&
             j["state"].contains("id") && j["state"]["id"].is_string())
           id = j["state"]["id"].get<std::string>();
-        if (!id.empty()) {
-          kept.push_back({id, data.substr(4), fd});
-          fd = -1;
-        }
+        if (!id.empty()) kept.push_back({id, data.substr(4), std::move(fd)});
       } else if (data.rfind("DROP\n", 0) == 0) {
         const std::string id = data.substr(5);
-        std::erase_if(kept, [&](const Kept& k) {
-          if (k.id != id) return false;
-          ::close(k.fd);
-          return true;
-        });
+        std::erase_if(kept, [&](const Kept& k) { return k.id == id; });  // closes their fds
       } else if (data == "GET\n") {
-        for (const Kept& k : kept) send_packet(c, k.json, k.fd);
+        for (const Kept& k : kept) send_packet(c.get(), k.json, k.fd.get());
       }
-      if (fd >= 0) ::close(fd);
     }
-    ::close(c);
   }
 }
 
 }  // namespace
 
 FdStoreClient FdStoreClient::connect_or_start(const std::string& path) {
-  if (const int s = connect_to(path); s >= 0) {
-    ::close(s);
-    return FdStoreClient(path);
-  }
+  if (connect_to(path)) return FdStoreClient(path);
   // Start a holder: bind here (so the socket exists when we return), then hand the listening
   // socket to a double-forked process that keeps no other fd of ours.
   ::unlink(path.c_str());
   const sockaddr_un a = address_of(path);
-  const int l = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  UniqueFd l(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
   const mode_t old = ::umask(0177);
-  const bool bound = l >= 0 && ::bind(l, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0 &&
-                     ::listen(l, 64) == 0;
+  const bool bound = l && ::bind(l.get(), reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0 &&
+                     ::listen(l.get(), 64) == 0;
   ::umask(old);
-  if (!bound) {
-    const int e = errno;
-    if (l >= 0) ::close(l);
-    throw std::runtime_error("cannot start the fd store at " + path + ": " + std::strerror(e));
-  }
+  if (!bound) throw_errno("cannot start the fd store at " + path, errno);
   const pid_t p = ::fork();
-  if (p < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (p < 0) throw_errno("fork", errno);
   if (p == 0) {
     ::setsid();
     if (::fork() != 0) _exit(0);
     // Keep only the listening socket: an inherited listener copy would keep a container
     // attached for ever.
-    if (::dup2(l, 3) < 0) _exit(1);
+    if (::dup2(l.get(), 3) < 0) _exit(1);
     ::syscall(SYS_close_range, 4u, ~0u, 0u);
     const int dn = ::open("/dev/null", O_RDWR);
     if (dn >= 0) {
@@ -168,7 +149,7 @@ FdStoreClient FdStoreClient::connect_or_start(const std::string& path) {
     ::signal(SIGPIPE, SIG_IGN);
     run_holder(3);
   }
-  ::close(l);
+  l.reset();
   int st;
   ::waitpid(p, &st, 0);
   return FdStoreClient(path);
@@ -176,31 +157,28 @@ FdStoreClient FdStoreClient::connect_or_start(const std::string& path) {
 
 std::vector<StoredListener> FdStoreClient::take_all() const {
   std::vector<StoredListener> out;
-  const int s = connect_to(path_);
-  if (s < 0) return out;
-  if (send_packet(s, "GET\n", -1)) {
+  const UniqueFd s = connect_to(path_);
+  if (!s) return out;
+  if (send_packet(s.get(), "GET\n", -1)) {
     std::string data;
-    int fd;
-    while (recv_packet(s, data, fd, 2000)) {
-      if (fd >= 0) out.push_back({data, fd});
+    UniqueFd fd;
+    while (recv_packet(s.get(), data, fd, 2000)) {
+      if (fd) out.push_back({data, fd.release()});
     }
   }
-  ::close(s);
   return out;
 }
 
 void FdStoreClient::put(const std::string& state_json, int listener_fd) const {
-  const int s = connect_to(path_);
-  if (s < 0) return;
-  send_packet(s, "PUT\n" + state_json, listener_fd);
-  ::close(s);
+  const UniqueFd s = connect_to(path_);
+  if (!s) return;
+  send_packet(s.get(), "PUT\n" + state_json, listener_fd);
 }
 
 void FdStoreClient::drop(const std::string& container_id) const {
-  const int s = connect_to(path_);
-  if (s < 0) return;
-  send_packet(s, "DROP\n" + container_id, -1);
-  ::close(s);
+  const UniqueFd s = connect_to(path_);
+  if (!s) return;
+  send_packet(s.get(), "DROP\n" + container_id, -1);
 }
 
 }  // namespace gdrproxy::proxy

@@ -25,7 +25,7 @@ struct StoredListener {
 class FdStoreClient {
  public:
   // Connects to the holder at `path`, starting one (a detached process of this binary's code)
-  // when none answers. Throws std::runtime_error when neither works.
+  // when none answers. Throws gdrproxy::Error when neither works.
   static FdStoreClient connect_or_start(const std::string& path);
 
   // Every listener the holder keeps (the caller owns the fds).

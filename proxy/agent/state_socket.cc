@@ -1,4 +1,4 @@
-// See state_socket.h. Every fd received is owned by a ReceivedFds from the moment recvmsg returns
+// See state_socket.h. Every fd received is owned by a UniqueFd from the moment recvmsg returns
 // it, so an early return closes it; only success hands the fds on. Reads never block: poll()
 // waits for at most what is left of the deadline, recvmsg runs with MSG_DONTWAIT.
 #include "proxy/agent/state_socket.h"
@@ -15,20 +15,22 @@
 
 #include <nlohmann/json.hpp>
 
+#include "proxy/base/unique_fd.h"
+
 namespace gdrproxy::proxy {
 namespace {
 
 // fds received and not yet handed to the caller: closed when this goes out of scope.
-struct ReceivedFds {
-  std::vector<int> fds;
-  ReceivedFds() = default;
-  ReceivedFds(const ReceivedFds&) = delete;
-  ReceivedFds& operator=(const ReceivedFds&) = delete;
-  ~ReceivedFds() {
-    for (const int fd : fds) ::close(fd);
-  }
-  std::vector<int> release() { return std::exchange(fds, {}); }
-};
+using ReceivedFds = std::vector<UniqueFd>;
+
+// Hands the fds on: the caller owns them now.
+std::vector<int> release_all(ReceivedFds& fds) {
+  std::vector<int> out;
+  out.reserve(fds.size());
+  for (UniqueFd& fd : fds) out.push_back(fd.release());
+  fds.clear();
+  return out;
+}
 
 // Appends the fds of every SCM_RIGHTS message in `m`'s control data.
 void take_fds(msghdr& m, ReceivedFds& into) {
@@ -39,7 +41,7 @@ void take_fds(msghdr& m, ReceivedFds& into) {
     for (size_t i = 0; i < count; ++i) {
       int fd;
       std::memcpy(&fd, data + i * sizeof fd, sizeof fd);
-      into.fds.push_back(fd);
+      into.emplace_back(fd);
     }
   }
 }
@@ -100,13 +102,13 @@ bool receive_container_state(int conn_fd, ReceivedState& out, std::string& why, 
             " fds (or other control data) arrived with the state: refused";
       return false;
     }
-    if (!arrived.fds.empty()) {
+    if (!arrived.empty()) {
       if (fds_arrived) {
         why = "fds arrived with a later message than the first that carried fds (" +
-              std::to_string(arrived.fds.size()) + " more): refused";
+              std::to_string(arrived.size()) + " more): refused";
         return false;
       }
-      fds.fds = arrived.release();
+      fds = std::move(arrived);
       fds_arrived = true;
     }
     if (json.size() > kMaxStateBytes) {
@@ -117,7 +119,7 @@ bool receive_container_state(int conn_fd, ReceivedState& out, std::string& why, 
     // with its fds is the whole message, whether or not EOF follows.
     if (n > 0 && fds_arrived && nlohmann::json::accept(json)) {
       out.json = std::move(json);
-      out.fds = fds.release();
+      out.fds = release_all(fds);
       return true;
     }
     if (n == 0) {
@@ -126,7 +128,7 @@ bool receive_container_state(int conn_fd, ReceivedState& out, std::string& why, 
         return false;
       }
       out.json = std::move(json);
-      out.fds = fds.release();
+      out.fds = release_all(fds);
       return true;
     }
   }

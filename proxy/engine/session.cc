@@ -30,9 +30,12 @@
 #include <map>
 #include <memory>
 #include <stdexcept>
+#include <utility>
 
 #include "proxy/abi/nvidia_abi.h"
 #include "proxy/abi/uverbs_abi.h"
+#include "proxy/base/error.h"
+#include "proxy/base/unique_fd.h"
 #include "proxy/broker/open_broker.h"
 #include "proxy/decode/nvidia_decoder.h"
 #include "proxy/decode/rdma_cm_decoder.h"
@@ -94,9 +97,7 @@ Session::Session(Engine& engine, SessionConfig config)
       recv_buf_((engine.notif_size() + 7) / 8) {
   if (config_.trace_json) {
     json_out_.reset(std::fopen(config_.trace_json->c_str(), "we"));
-    if (!json_out_)
-      throw std::runtime_error("cannot write trace file " + *config_.trace_json + ": " +
-                               std::strerror(errno));
+    if (!json_out_) throw_errno("cannot write trace file " + *config_.trace_json, errno);
   }
   setup_nvidia();
   all_gpus_granted_ = every_gpu_granted(catalog_, config_.grants);
@@ -147,7 +148,7 @@ void Session::setup_nvidia() {
   // no driver version to disagree with. Calls are named and policed with the newest tables.
   if (!have_nvidia || !nv.loaded) return;
   if (config_.mode == Mode::kEnforce && !config_.allow_unknown_nvidia_driver)
-    throw std::runtime_error(
+    throw Error(
         "NVIDIA driver " + nv.version.value_or("(version unreadable)") +
         " is not in this build's ABI tables (newest known: " + std::string(nv.abi->version) +
         "): refusing to enforce a policy on calls it cannot name; pass "
@@ -606,29 +607,23 @@ void Session::handle_pidfd_getfd(const seccomp_notif& req, uint64_t t0) {
                    errno_name(err));
   };
   const ino_t own = pid_namespace_of(::getpid());
-  int caller = -1, target = -1, got = -1;
-  struct Closer {
-    int* fds[3];
-    ~Closer() {
-      for (int* f : fds)
-        if (*f >= 0) ::close(*f);
-    }
-  } closer{{&caller, &target, &got}};
+  UniqueFd caller, target, got;
   if (!config_.broker_pidfd_getfd || req.data.args[2] != 0) {
     finish(EINVAL, "pidfd_getfd is not brokered with these flags");
   } else if (!pidns_ || *pidns_ == own) {
     finish(EPERM, "this sandbox has no pid namespace of its own to broker pidfd_getfd within");
-  } else if ((caller = static_cast<int>(::syscall(SYS_pidfd_open, req.pid, 0))) < 0) {
+  } else if (!(caller = UniqueFd(static_cast<int>(::syscall(SYS_pidfd_open, req.pid, 0))))) {
     finish(ESRCH, "the caller is gone");
-  } else if ((target = static_cast<int>(::syscall(SYS_pidfd_getfd, caller, caller_pidfd_nr, 0))) <
-             0) {
+  } else if (!(target = UniqueFd(static_cast<int>(
+                   ::syscall(SYS_pidfd_getfd, caller.get(), caller_pidfd_nr, 0))))) {
     finish(EBADF, "the caller's fd " + std::to_string(caller_pidfd_nr) + " cannot be read");
   } else {
-    const pid_t tpid = pid_of_pidfd(target);
+    const pid_t tpid = pid_of_pidfd(target.get());
     const ino_t tns = tpid > 0 ? pid_namespace_of(tpid) : 0;
     // The pidfd pins the process: if it still signals as alive after the namespace was read,
     // the namespace read was of that process and not of a reused pid.
-    const bool alive = tpid > 0 && ::syscall(SYS_pidfd_send_signal, target, 0, nullptr, 0) == 0;
+    const bool alive =
+        tpid > 0 && ::syscall(SYS_pidfd_send_signal, target.get(), 0, nullptr, 0) == 0;
     if (tpid <= 0 || !alive) {
       finish(tpid == -1 ? ESRCH : EBADF,
              "fd " + std::to_string(caller_pidfd_nr) + " is not a pidfd of a living process");
@@ -637,10 +632,11 @@ void Session::handle_pidfd_getfd(const seccomp_notif& req, uint64_t t0) {
                         (is_peer_ ? " and its group" : ""));
     } else if (!notif_id_valid(nfd_, req.id)) {
       return;
-    } else if ((got = static_cast<int>(::syscall(SYS_pidfd_getfd, target, target_fd, 0))) < 0) {
+    } else if (!(got = UniqueFd(
+                     static_cast<int>(::syscall(SYS_pidfd_getfd, target.get(), target_fd, 0))))) {
       finish(errno, "pidfd_getfd on pid " + std::to_string(tpid) + " failed");
     } else {
-      const int fd = answer_fd(req.id, got, true);  // pidfd_getfd always sets O_CLOEXEC
+      const int fd = answer_fd(req.id, got.get(), true);  // pidfd_getfd always sets O_CLOEXEC
       r.decision = "broker";
       r.ret = fd >= 0 ? fd : -1;
       if (fd < 0) r.err = -fd;
@@ -756,12 +752,7 @@ void Session::complete_open(const seccomp_notif& req, bool read_ok, const OpenCa
     return;
   }
   // The brokered host fd is closed on every way out of here, a throw included.
-  struct CloseOnExit {
-    int& fd;
-    ~CloseOnExit() {
-      if (fd >= 0) ::close(fd);
-    }
-  } closer{d.host_fd};
+  UniqueFd host_fd(std::exchange(d.host_fd, -1));
   if (!notif_id_valid(nfd_, req.id)) return;
   if (d.kind == OpenDecision::Kind::kPass) {
     answer_continue(req.id);
@@ -790,7 +781,7 @@ void Session::complete_open(const seccomp_notif& req, bool read_ok, const OpenCa
     return;
   }
   if (d.kind == OpenDecision::Kind::kDeny || d.kind == OpenDecision::Kind::kUndecidable ||
-      d.host_fd < 0) {
+      !host_fd) {
     answer_error(req.id, d.err);
     r.decision = "deny";
     r.ret = -1;
@@ -807,9 +798,8 @@ void Session::complete_open(const seccomp_notif& req, bool read_ok, const OpenCa
                      printable(d.reason).c_str(), errno_name(d.err));
     }
   } else {
-    const int fd = answer_fd(req.id, d.host_fd, (call.flags & O_CLOEXEC) != 0);
-    ::close(d.host_fd);
-    d.host_fd = -1;
+    const int fd = answer_fd(req.id, host_fd.get(), (call.flags & O_CLOEXEC) != 0);
+    host_fd.reset();
     r.decision = "broker";
     ++stats_.brokered;
     if (fd >= 0) {

@@ -72,7 +72,7 @@ bool every_gpu_granted(const DeviceCatalog& catalog, const Grants& grants);
 
 class Session {
  public:
-  // Throws std::runtime_error when the configuration cannot be served here (an unknown NVIDIA
+  // Throws gdrproxy::Error when the configuration cannot be served here (an unknown NVIDIA
   // driver in enforce mode without allow_unknown_nvidia_driver, an unwritable trace file).
   Session(Engine& engine, SessionConfig config);
   ~Session();

@@ -16,6 +16,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "proxy/base/error.h"
+#include "proxy/base/unique_fd.h"
 #include "proxy/engine/fd_passing.h"
 
 namespace gdrproxy::proxy {
@@ -167,32 +169,27 @@ const std::vector<int>& dropped_capabilities() {
 
 Launched launch_sandboxed(const LaunchSpec& spec, const DeviceCatalog& catalog,
                           const Grants& grants) {
-  if (spec.argv.empty()) throw std::runtime_error("no command given");
+  if (spec.argv.empty()) throw Error("no command given");
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
-    throw std::runtime_error(std::string("socketpair: ") + std::strerror(errno));
+    throw_errno("socketpair", errno);
+  UniqueFd parent_end(sv[0]), child_end(sv[1]);
   // The next child of this process becomes pid 1 of a new namespace; later ones (there are
   // none today) go back to ours.
-  int own_pidns = -1;
+  UniqueFd own_pidns;
   if (spec.pid_namespace) {
-    own_pidns = ::open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
-    if (own_pidns < 0 || ::unshare(CLONE_NEWPID) != 0) {
-      const int err = errno;
-      if (own_pidns >= 0) ::close(own_pidns);
-      ::close(sv[0]);
-      ::close(sv[1]);
-      throw std::runtime_error(std::string("cannot give the sandbox a pid namespace: ") +
-                               std::strerror(err));
-    }
+    own_pidns.reset(::open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC));
+    if (!own_pidns || ::unshare(CLONE_NEWPID) != 0)
+      throw_errno("cannot give the sandbox a pid namespace", errno);
   }
   const pid_t pid = ::fork();
-  if (own_pidns >= 0 && pid != 0) {
-    ::setns(own_pidns, CLONE_NEWPID);
-    ::close(own_pidns);
+  if (own_pidns && pid != 0) {
+    ::setns(own_pidns.get(), CLONE_NEWPID);
+    own_pidns.reset();
   }
-  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid < 0) throw_errno("fork", errno);
   if (pid == 0) {
-    ::close(sv[0]);
+    parent_end.reset();
     // A sandbox whose supervisor is gone must not keep running: its device calls would fail.
     // As pid 1 of its namespace, its death takes every other sandboxed process with it. If the
     // supervisor is already gone, the read of the go byte below sees the socket closed.
@@ -208,22 +205,23 @@ Launched launch_sandboxed(const LaunchSpec& spec, const DeviceCatalog& catalog,
     if (spec.pid_namespace && !mount_own_proc(why) && !spec.quiet)
       ::dprintf(2, "gdrproxy: sandbox keeps the host's /proc (%s)\n", why.c_str());
     if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-      child_fail(sv[1], std::string("no_new_privs: ") + std::strerror(errno));
+      child_fail(child_end.get(), std::string("no_new_privs: ") + std::strerror(errno));
     if (!spec.keep_caps && !drop_capabilities(why))
-      child_fail(sv[1], "dropping capabilities: " + why);
+      child_fail(child_end.get(), "dropping capabilities: " + why);
     if (spec.landlock.abi >= 1 && !apply_device_guard(catalog, grants, spec.landlock, why))
-      child_fail(sv[1], "Landlock device guard: " + why);
-    int nfd;
+      child_fail(child_end.get(), "Landlock device guard: " + why);
+    UniqueFd nfd;
     try {
-      nfd = install_notify_filter(spec.filter);
+      nfd.reset(install_notify_filter(spec.filter));
     } catch (const std::exception& e) {
-      child_fail(sv[1], e.what());
+      child_fail(child_end.get(), e.what());
     }
-    if (!send_fd(sv[1], nfd)) child_fail(sv[1], "cannot pass the listener fd");
-    ::close(nfd);
+    if (!send_fd(child_end.get(), nfd.get()))
+      child_fail(child_end.get(), "cannot pass the listener fd");
+    nfd.reset();
     char go;
-    if (::read(sv[1], &go, 1) != 1) ::_exit(126);
-    ::close(sv[1]);
+    if (::read(child_end.get(), &go, 1) != 1) ::_exit(126);
+    child_end.reset();
     std::vector<char*> argv;
     for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -233,18 +231,17 @@ Launched launch_sandboxed(const LaunchSpec& spec, const DeviceCatalog& catalog,
     ::dprintf(2, "gdrproxy: cannot execute %s: %s\n", argv[0], std::strerror(err));
     ::_exit(err == ENOENT ? 127 : 126);
   }
-  ::close(sv[1]);
+  child_end.reset();
   std::string error;
-  const int nfd = recv_fd(sv[0], error);
+  const int nfd = recv_fd(parent_end.get(), error);
   if (nfd < 0) {
-    ::close(sv[0]);
+    parent_end.reset();
     int st;
     ::waitpid(pid, &st, 0);
-    throw std::runtime_error("sandbox setup failed: " + (error == "peer closed the socket"
-                                                             ? "child exited during setup"
-                                                             : error));
+    throw Error("sandbox setup failed: " +
+                (error == "peer closed the socket" ? "child exited during setup" : error));
   }
-  return Launched{pid, nfd, sv[0]};
+  return Launched{pid, nfd, parent_end.release()};
 }
 
 }  // namespace gdrproxy::proxy

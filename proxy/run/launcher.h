@@ -50,7 +50,7 @@ bool can_bind_lifetime();
 // raw-packet QPs, SETUID/SETGID, CHOWN, DAC_OVERRIDE, FOWNER, KILL, SYS_NICE, SYS_RESOURCE, ...).
 const std::vector<int>& dropped_capabilities();
 
-// Throws std::runtime_error when the child could not be set up (the child's reason included).
+// Throws gdrproxy::Error when the child could not be set up (the child's reason included).
 Launched launch_sandboxed(const LaunchSpec& spec, const DeviceCatalog& catalog,
                           const Grants& grants);
 

@@ -17,6 +17,8 @@
 #include <functional>
 #include <stdexcept>
 
+#include "proxy/base/error.h"
+#include "proxy/base/unique_fd.h"
 #include "proxy/engine/engine.h"
 #include "proxy/engine/session.h"
 #include "proxy/run/launcher.h"
@@ -45,7 +47,7 @@ LaunchSpec sandbox_spec(const RunOptions& o, const SessionConfig& config,
   switch (o.open_trap) {
     case OpenTrapChoice::kWrite:
       if (spec.landlock.abi < 1)
-        throw std::runtime_error("--trap-opens=write needs Landlock, which this kernel lacks");
+        throw Error("--trap-opens=write needs Landlock, which this kernel lacks");
       spec.filter.open_trap = OpenTrap::kWriteOpens;
       break;
     case OpenTrapChoice::kAll:
@@ -108,6 +110,7 @@ int run_supervised(const RunOptions& o) {
   // once every sandboxed task has been reaped.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   Launched l = launch_sandboxed(spec, engine.catalog(), session.config().grants);
+  UniqueFd ready(l.ready_fd);
   // A reader that goes away (`--trace | head -1`) must not kill the supervisor: writes then fail
   // with EPIPE and serving goes on. Set after the fork, so the command keeps SIGPIPE's default.
   ::signal(SIGPIPE, SIG_IGN);
@@ -173,8 +176,8 @@ int run_supervised(const RunOptions& o) {
   arm_sweep();
 
   char go = 'G';
-  (void)!::write(l.ready_fd, &go, 1);
-  ::close(l.ready_fd);
+  (void)!::write(ready.get(), &go, 1);
+  ready.reset();
   io.run();
   if (ExitObserver* obs = engine.observer_if_open()) obs->consume();
   session.finish("result not observed before the sandbox exited");

@@ -37,7 +37,7 @@ struct RunOptions {
   bool broker_pidfd_getfd = false;
 };
 
-// Returns the command's exit status (128+signal if it was killed). Throws std::runtime_error for
+// Returns the command's exit status (128+signal if it was killed). Throws gdrproxy::Error for
 // setup errors (bad policy, unknown grant, kernel without seccomp notify).
 int run_supervised(const RunOptions& options);
 
