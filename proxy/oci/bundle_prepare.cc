@@ -12,6 +12,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "proxy/base/error.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/oci/container_grants.h"
 
@@ -22,9 +23,9 @@ using json = nlohmann::json;
 
 json read_json(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot read " + path);
+  if (!in) throw Error("cannot read " + path);
   const json j = json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) throw std::runtime_error(path + " is not a JSON object");
+  if (j.is_discarded() || !j.is_object()) throw Error(path + " is not a JSON object");
   return j;
 }
 
@@ -48,8 +49,8 @@ std::string prepare_bundle(const std::string& bundle, const PrepareOptions& o) {
     json own = linux["seccomp"];
     // A profile prepared before: start again from its base, not from our own rules.
     if (own.contains("listenerPath"))
-      throw std::runtime_error(path + " already hands its seccomp listener to " +
-                               own["listenerPath"].dump() + "; pass --base to replace its profile");
+      throw Error(path + " already hands its seccomp listener to " + own["listenerPath"].dump() +
+                  "; pass --base to replace its profile");
     base = resolve_base_profile(own, p, path);
   }
   linux["seccomp"] = merge_profile(base, p);
@@ -79,7 +80,7 @@ std::string prepare_bundle(const std::string& bundle, const PrepareOptions& o) {
     // namespace, never through PATH).
     std::error_code ec;
     const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-    if (ec) throw std::runtime_error("cannot find this executable for the hooks");
+    if (ec) throw Error("cannot find this executable for the hooks");
     std::string rails;
     for (const auto& r : o.rails) rails += (rails.empty() ? "" : ",") + r;
     json create = {
@@ -99,11 +100,11 @@ std::string prepare_bundle(const std::string& bundle, const PrepareOptions& o) {
   {
     std::ofstream out(tmp, std::ios::trunc);
     out << config.dump(2) << "\n";
-    if (!out) throw std::runtime_error("cannot write " + tmp);
+    if (!out) throw Error("cannot write " + tmp);
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot replace " + path);
+    throw Error("cannot replace " + path);
   }
   std::string names;
   for (const auto& n : grants.names()) names += (names.empty() ? "" : ",") + n;

@@ -27,7 +27,7 @@ struct PrepareOptions {
 };
 
 // Edits <bundle>/config.json in place (written to a temporary file and renamed). Returns a one-
-// line summary. Throws std::runtime_error naming the bundle and what is wrong.
+// line summary. Throws gdrproxy::Error naming the bundle and what is wrong.
 std::string prepare_bundle(const std::string& bundle, const PrepareOptions& options);
 
 }  // namespace gdrproxy::proxy

@@ -12,6 +12,8 @@
 
 #include "netns/rdma_sysfs.h"
 
+#include "proxy/base/error.h"
+
 namespace gdrproxy::proxy {
 namespace {
 
@@ -73,7 +75,7 @@ void add_hook(json& edits, const json& hook) {
 int version_number(const std::string& v) {
   int a = 0, b = 0, c = 0;
   if (std::sscanf(v.c_str(), "%d.%d.%d", &a, &b, &c) < 2)
-    throw std::runtime_error("CDI version " + v + " is not MAJOR.MINOR.PATCH");
+    throw Error("CDI version " + v + " is not MAJOR.MINOR.PATCH");
   return a * 10000 + b * 100 + c;
 }
 
@@ -82,8 +84,7 @@ int version_number(const std::string& v) {
 json generate_cdi_spec(const CdiOptions& o) {
   // Hooks (0.3.0) and deviceNodes are all this spec uses: versions from 0.3.0 on can carry it.
   if (version_number(o.cdi_version) < version_number("0.3.0"))
-    throw std::runtime_error("CDI version " + o.cdi_version +
-                             " is older than 0.3.0, which the hooks need");
+    throw Error("CDI version " + o.cdi_version + " is older than 0.3.0, which the hooks need");
   std::string self = o.gdrproxy_path;
   if (self.empty()) {
     std::error_code ec;

@@ -24,7 +24,7 @@ struct CdiOptions {
 
 // Devices: gpu<minor> and the GPU's UUID for each NVIDIA GPU (its node plus nvidiactl and the
 // UVM nodes), the ibdev name for each RDMA device with a uverbs node (uverbsN, rdma_cm, and for
-// a RoCE port the rail hooks), and "all". Throws std::runtime_error when a requested CDI version
+// a RoCE port the rail hooks), and "all". Throws gdrproxy::Error when a requested CDI version
 // is older than the fields used need.
 nlohmann::json generate_cdi_spec(const CdiOptions& options);
 

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "proxy/abi/device_drivers.h"
+#include "proxy/base/error.h"
 
 namespace gdrproxy::proxy {
 namespace {
@@ -33,9 +34,8 @@ ContainerGrants ContainerGrants::resolve(const DeviceCatalog& catalog,
   for (const std::string& n : names) {
     const DeviceNode* node = catalog.find_by_name(n);
     if (!node)
-      throw std::runtime_error("no device " + n +
-                               " on this host (see ls /dev/infiniband /dev/nvidia*)");
-    if (!node->brokerable) throw std::runtime_error("device " + n + " can never be granted");
+      throw Error("no device " + n + " on this host (see ls /dev/infiniband /dev/nvidia*)");
+    if (!node->brokerable) throw Error("device " + n + " can never be granted");
     if (std::none_of(g.nodes.begin(), g.nodes.end(),
                      [&](const DeviceNode& x) { return x.rdev == node->rdev; }))
       g.nodes.push_back(*node);

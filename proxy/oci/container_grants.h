@@ -22,7 +22,7 @@ inline constexpr std::string_view kGrantsMetadataKey = "gdrproxy-grants";
 struct ContainerGrants {
   std::vector<DeviceNode> nodes;  // granted, brokerable nodes of the catalog
 
-  // Resolves names (or /dev paths) against `catalog`; throws std::runtime_error naming an
+  // Resolves names (or /dev paths) against `catalog`; throws gdrproxy::Error naming an
   // unknown or never-grantable device.
   static ContainerGrants resolve(const DeviceCatalog& catalog,
                                  const std::vector<std::string>& names);

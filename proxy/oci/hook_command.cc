@@ -8,7 +8,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -18,11 +20,14 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "netns/move.h"
 #include "netns/rdma_sysfs.h"
 #include "netns/restore.h"
 #include "proxy/agent/container_state.h"
+#include "proxy/base/error.h"
+#include "proxy/base/unique_fd.h"
 #include "proxy/trace/escape.h"
 
 namespace gdrproxy::proxy {
@@ -30,6 +35,9 @@ namespace {
 
 constexpr size_t kMaxStateBytes = 1 << 20;
 constexpr int kStdinTimeoutMs = 10000;
+// How long a moved rail's RoCE GID may take to come back (the GID cache works asynchronously).
+constexpr int kGidWaitSteps = 30;
+constexpr int kGidWaitStepMs = 100;
 
 struct HookArgs {
   std::string state_dir = "/run/gdrproxy";
@@ -45,21 +53,20 @@ std::string read_stdin() {
   char buf[4096];
   pollfd p{0, POLLIN, 0};
   while (out.size() <= kMaxStateBytes) {
-    if (::poll(&p, 1, kStdinTimeoutMs) != 1)
-      throw std::runtime_error("no container state on stdin");
+    if (::poll(&p, 1, kStdinTimeoutMs) != 1) throw Error("no container state on stdin");
     const ssize_t n = ::read(0, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw std::runtime_error(std::string("reading stdin: ") + std::strerror(errno));
+    if (n < 0) throw_errno("reading stdin", errno);
     if (n == 0) return out;
     out.append(buf, static_cast<size_t>(n));
   }
-  throw std::runtime_error("container state on stdin is over 1 MiB");
+  throw Error("container state on stdin is over 1 MiB");
 }
 
 ContainerProcessState::RuntimeState state_from_stdin() {
   std::string why;
   const auto st = parse_runtime_state(read_stdin(), why);
-  if (!st) throw std::runtime_error(why);
+  if (!st) throw Error(why);
   return *st;
 }
 
@@ -89,9 +96,8 @@ std::string stable_target(const ContainerProcessState::RuntimeState& st, int nsf
     if (::fstat(nsfd, &want) == 0 && ::stat(path.c_str(), &got) == 0 && want.st_dev == got.st_dev &&
         want.st_ino == got.st_ino)
       return path;
-    throw std::runtime_error("container " + printable(st.id) +
-                             ": its bundle names network namespace " + printable(path) +
-                             ", but its process is in another one");
+    throw Error("container " + printable(st.id) + ": its bundle names network namespace " +
+                printable(path) + ", but its process is in another one");
   }
   return proc_path;
 }
@@ -99,25 +105,19 @@ std::string stable_target(const ContainerProcessState::RuntimeState& st, int nsf
 int create_runtime(const HookArgs& a) {
   const auto st = state_from_stdin();
   const std::string who = "container " + printable(st.id);
-  if (st.pid <= 0) throw std::runtime_error(who + ": the state has no pid");
-  if (a.rails.empty()) throw std::runtime_error("no --rails to move");
+  if (st.pid <= 0) throw Error(who + ": the state has no pid");
+  if (a.rails.empty()) throw Error("no --rails to move");
   // Pin the container's process, open its network namespace, and check the process is still
   // the one pinned: the namespace is then the container's, not a reused pid's.
-  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, st.pid, 0));
-  if (pidfd < 0) throw std::runtime_error(who + ": process " + std::to_string(st.pid) + " is gone");
-  const int nsfd =
-      ::open(("/proc/" + std::to_string(st.pid) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC);
-  const bool alive = ::syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0) == 0;
-  ::close(pidfd);
-  if (nsfd < 0 || !alive) {
-    if (nsfd >= 0) ::close(nsfd);
-    throw std::runtime_error(who + ": cannot open the network namespace of process " +
-                             std::to_string(st.pid));
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, st.pid, 0)));
+  if (!pidfd) throw Error(who + ": process " + std::to_string(st.pid) + " is gone");
+  const UniqueFd ns(
+      ::open(("/proc/" + std::to_string(st.pid) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
+  const bool alive = ::syscall(SYS_pidfd_send_signal, pidfd.get(), 0, nullptr, 0) == 0;
+  pidfd.reset();
+  if (!ns || !alive) {
+    throw Error(who + ": cannot open the network namespace of process " + std::to_string(st.pid));
   }
-  struct NsFd {
-    int fd;
-    ~NsFd() { ::close(fd); }
-  } ns{nsfd};
   ::mkdir(a.state_dir.c_str(), 0700);
   // One directory per container (several hooks, one per NIC a CDI spec names, share it), one
   // journal per hook, claimed with O_EXCL: two hooks never write the same journal.
@@ -125,24 +125,26 @@ int create_runtime(const HookArgs& a) {
   struct stat ds {};
   if ((::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) || ::lstat(dir.c_str(), &ds) != 0 ||
       !S_ISDIR(ds.st_mode) || ds.st_uid != ::geteuid())
-    throw std::runtime_error(who + ": " + dir + " is not a directory of ours");
+    throw Error(who + ": " + dir + " is not a directory of ours");
   std::string rails;
   for (const auto& r : a.rails) rails += (rails.empty() ? "" : "+") + r;
   const std::string claim = dir + "/netns-" + rails + ".claim";
-  const int cfd = ::open(claim.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (cfd < 0)
-    throw std::runtime_error(
-        who + ": " + claim + ": " + std::strerror(errno) +
-        (errno == EEXIST ? " (another hook is moving these rails, or an earlier move was never "
-                           "given back: gdrproxy hook poststop --id ID)"
-                         : ""));
-  ::close(cfd);
+  UniqueFd cfd(::open(claim.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!cfd)
+    throw Error(who + ": " + claim + ": " + std::strerror(errno) +
+                (errno == EEXIST
+                     ? " (another hook is moving these rails, or an earlier move was never "
+                       "given back: gdrproxy hook poststop --id ID)"
+                     : ""));
+  cfd.reset();
   netns::MoveOptions m;
-  m.target_path = stable_target(st, nsfd);
+  m.target_path = stable_target(st, ns.get());
   m.ifaces = a.rails;
   m.profile = a.profile;
   m.journal = dir + "/netns-" + rails + ".journal";
+  std::vector<netns::RdmaNetdev> backing;  // which rails back an RDMA device, read before the move
   try {
+    backing = netns::enumerate_rdma_netdevs("/sys");
     netns::move_rails(m, std::cerr);
   } catch (...) {
     // move_rails rolled back; nothing is left to give back.
@@ -151,29 +153,44 @@ int create_runtime(const HookArgs& a) {
   }
   // Each rail that backs an RDMA device must keep a RoCE v2 IPv4 GID: without one NCCL's IB
   // plugin finds no usable GID for it inside the container.
+  // Each rail that backs an RDMA device (as read before the move) must get a RoCE v2 IPv4 GID
+  // back after it: the kernel drops a netdev's GIDs when it leaves the namespace and adds them
+  // again, asynchronously, when the move re-adds its addresses. Without one NCCL's IB plugin finds
+  // no usable GID for the device inside the container.
   std::string problem;
-  const auto devs = netns::enumerate_rdma_netdevs("/sys");
+  auto usable_gid = [](const std::string& ibdev, unsigned port) {
+    for (const auto& d : netns::enumerate_rdma_netdevs("/sys"))
+      if (d.ibdev == ibdev && d.port == port && netns::roce_v2_ipv4_gid_index(d, {}) >= 0)
+        return true;
+    return false;
+  };
   for (const std::string& rail : a.rails) {
-    bool backed = false, usable = false;
-    for (const auto& d : devs)
-      if (d.netdev == rail) {
-        backed = true;
-        usable = usable || netns::roce_v2_ipv4_gid_index(d, {}) >= 0;
+    const auto it = std::find_if(backing.begin(), backing.end(),
+                                 [&](const netns::RdmaNetdev& d) { return d.netdev == rail; });
+    if (it == backing.end()) {
+      if (!a.allow_plain_rails) {
+        problem = "rail " + rail + " backs no RDMA device (--allow-plain-rails to move it anyway)";
+        break;
       }
-    if (!backed && !a.allow_plain_rails)
-      problem = "rail " + rail + " backs no RDMA device (--allow-plain-rails to move it anyway)";
-    else if (backed && !usable)
-      problem = "rail " + rail + " has no RoCE v2 IPv4 GID after the move";
-    else if (!backed)
       std::cerr << "gdrproxy hook: " << who << ": rail " << rail << " backs no RDMA device\n";
-    if (!problem.empty()) break;
+      continue;
+    }
+    bool usable = false;
+    for (int i = 0; i < kGidWaitSteps && !(usable = usable_gid(it->ibdev, it->port)); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(kGidWaitStepMs));
+    if (!usable) {
+      problem = "rail " + rail + " (" + it->ibdev + " port " + std::to_string(it->port) +
+                ") has no RoCE v2 IPv4 GID " + std::to_string(kGidWaitSteps * kGidWaitStepMs) +
+                " ms after the move";
+      break;
+    }
   }
   if (!problem.empty()) {
     netns::restore_command(m.journal, std::cerr);
     ::unlink(m.journal.c_str());
     ::unlink((m.journal + ".done").c_str());
     ::unlink(claim.c_str());
-    throw std::runtime_error(who + ": " + problem + "; rails given back");
+    throw Error(who + ": " + problem + "; rails given back");
   }
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <memory>
 #include <sstream>
 
+#include "proxy/base/error.h"
 #include "proxy/oci/bundle_prepare.h"
 #include "proxy/oci/cdi_spec.h"
 #include "proxy/oci/profile_compiler.h"
@@ -43,9 +44,9 @@ int print_profile(const SeccompArgs& a) {
   nlohmann::json base;  // null: no base
   if (!a.base.empty()) {
     std::ifstream in(a.base);
-    if (!in) throw std::runtime_error("cannot read base profile " + a.base);
+    if (!in) throw Error("cannot read base profile " + a.base);
     const auto j = nlohmann::json::parse(in, nullptr, false);
-    if (j.is_discarded()) throw std::runtime_error(a.base + ": not valid JSON");
+    if (j.is_discarded()) throw Error(a.base + ": not valid JSON");
     // A whole config.json: its linux.seccomp.
     const bool config = j.is_object() && j.contains("linux") && j["linux"].contains("seccomp");
     base = resolve_base_profile(config ? j["linux"]["seccomp"] : j, o, a.base);
@@ -225,8 +226,7 @@ void add_cdi_command(CLI::App& app, int& exit_code) {
       } else {
         const std::string tmp = *output + ".tmp";
         std::ofstream(tmp) << text;
-        if (std::rename(tmp.c_str(), output->c_str()) != 0)
-          throw std::runtime_error("cannot write " + *output);
+        if (std::rename(tmp.c_str(), output->c_str()) != 0) throw Error("cannot write " + *output);
         std::cerr << "gdrproxy cdi generate: wrote " << *output << "\n";
       }
       exit_code = 0;

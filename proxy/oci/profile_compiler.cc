@@ -12,13 +12,16 @@
 #include <set>
 #include <stdexcept>
 
+#include "proxy/base/error.h"
+#include "proxy/base/unique_fd.h"
+
 namespace gdrproxy::proxy {
 namespace {
 
 using json = nlohmann::json;
 
 [[noreturn]] void bad(const std::string& field, const std::string& what) {
-  throw std::runtime_error("seccomp profile: " + field + ": " + what);
+  throw Error("seccomp profile: " + field + ": " + what);
 }
 
 uint32_t action_of(const json& entry, const json& profile, const std::string& field) {
@@ -121,14 +124,13 @@ void build(Ctx& c, const json& profile) {
   }
 }
 
-std::string read_memfd(int fd) {
+std::string read_memfd(const UniqueFd& fd) {
   std::string out;
-  const off_t size = ::lseek(fd, 0, SEEK_END);
+  const off_t size = ::lseek(fd.get(), 0, SEEK_END);
   if (size > 0) {
     out.resize(static_cast<size_t>(size));
-    if (::pread(fd, out.data(), out.size(), 0) != size) out.clear();
+    if (::pread(fd.get(), out.data(), out.size(), 0) != size) out.clear();
   }
-  ::close(fd);
   return out;
 }
 
@@ -137,10 +139,9 @@ std::string read_memfd(int fd) {
 std::string profile_to_pfc(const json& profile) {
   Ctx c;
   build(c, profile);
-  const int fd = ::memfd_create("gdrproxy-pfc", MFD_CLOEXEC);
-  if (fd < 0 || seccomp_export_pfc(c.ctx, fd) != 0) {
-    if (fd >= 0) ::close(fd);
-    throw std::runtime_error("seccomp profile: PFC export failed");
+  const UniqueFd fd(::memfd_create("gdrproxy-pfc", MFD_CLOEXEC));
+  if (!fd || seccomp_export_pfc(c.ctx, fd.get()) != 0) {
+    throw Error("seccomp profile: PFC export failed");
   }
   return read_memfd(fd);
 }
@@ -148,10 +149,9 @@ std::string profile_to_pfc(const json& profile) {
 std::vector<sock_filter> profile_to_bpf(const json& profile) {
   Ctx c;
   build(c, profile);
-  const int fd = ::memfd_create("gdrproxy-bpf", MFD_CLOEXEC);
-  if (fd < 0 || seccomp_export_bpf(c.ctx, fd) != 0) {
-    if (fd >= 0) ::close(fd);
-    throw std::runtime_error("seccomp profile: BPF export failed");
+  const UniqueFd fd(::memfd_create("gdrproxy-bpf", MFD_CLOEXEC));
+  if (!fd || seccomp_export_bpf(c.ctx, fd.get()) != 0) {
+    throw Error("seccomp profile: BPF export failed");
   }
   const std::string bytes = read_memfd(fd);
   std::vector<sock_filter> prog(bytes.size() / sizeof(sock_filter));

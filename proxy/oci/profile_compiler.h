@@ -13,7 +13,7 @@
 
 namespace gdrproxy::proxy {
 
-// libseccomp's pseudo filter code for `profile`. Throws std::runtime_error naming the field.
+// libseccomp's pseudo filter code for `profile`. Throws gdrproxy::Error naming the field.
 std::string profile_to_pfc(const nlohmann::json& profile);
 // The BPF program for `profile`.
 std::vector<sock_filter> profile_to_bpf(const nlohmann::json& profile);

@@ -13,6 +13,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "proxy/base/error.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/oci/bundle_prepare.h"
 #include "proxy/policy/glob.h"
@@ -41,7 +42,7 @@ ShimConfig load_config(const std::string& path) {
   std::ifstream in(path);
   if (!in) return c;  // no file: no device may be granted
   const json j = json::parse(in, nullptr, false);
-  auto bad = [&](const std::string& what) { throw std::runtime_error(path + ": " + what); };
+  auto bad = [&](const std::string& what) { throw Error(path + ": " + what); };
   if (j.is_discarded() || !j.is_object()) bad("not a JSON object");
   for (const auto& [k, v] : j.items())
     if (k != "version" && k != "runtime" && k != "listener" && k != "grants" && k != "base" &&
@@ -77,10 +78,9 @@ ShimConfig load_config(const std::string& path) {
 std::vector<std::string> requested_devices(const std::string& bundle,
                                            const DeviceCatalog& catalog) {
   std::ifstream in(bundle + "/config.json");
-  if (!in) throw std::runtime_error("cannot read " + bundle + "/config.json");
+  if (!in) throw Error("cannot read " + bundle + "/config.json");
   const json j = json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object())
-    throw std::runtime_error(bundle + "/config.json is not a JSON object");
+  if (j.is_discarded() || !j.is_object()) throw Error(bundle + "/config.json is not a JSON object");
   std::vector<std::string> out;
   if (!j.contains("linux") || !j["linux"].contains("devices") || !j["linux"]["devices"].is_array())
     return out;
@@ -92,8 +92,7 @@ std::vector<std::string> requested_devices(const std::string& bundle,
         catalog.find(makedev(d["major"].get<unsigned>(), d["minor"].get<unsigned>()));
     if (!n) continue;
     if (!n->brokerable)
-      throw std::runtime_error("linux.devices holds " + printable(n->path) +
-                               ", which can never be granted");
+      throw Error("linux.devices holds " + printable(n->path) + ", which can never be granted");
     out.push_back(n->name);
   }
   return out;
@@ -138,7 +137,7 @@ int run_runtime_shim(const ShimOptions& o, const std::vector<std::string>& runti
         for (const std::string& g : config.grants)
           allowed = allowed || glob_match(g.c_str(), name.c_str());
         if (!allowed)
-          throw std::runtime_error(
+          throw Error(
               "the container asks for device " + printable(name) + ", which " + o.config_path +
               (config.found ? " does not grant (its \"grants\")" : " does not exist to grant"));
       }

@@ -14,6 +14,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "proxy/base/error.h"
+
 namespace gdrproxy::proxy {
 namespace {
 
@@ -21,7 +23,7 @@ using json = nlohmann::json;
 
 [[noreturn]] void bad(const std::string& origin, const std::string& field,
                       const std::string& what) {
-  throw std::runtime_error(origin + ": " + field + ": " + what);
+  throw Error(origin + ": " + field + ": " + what);
 }
 
 // This machine's architecture in the names profiles use: libseccomp's and Go's.

@@ -34,7 +34,7 @@ std::vector<std::string> docker_default_caps();
 
 // A base profile in OCI runtime-spec form: a Docker/Podman-format profile has its archMap,
 // includes and excludes resolved for this machine's architecture, `caps` and kernel; an OCI one
-// is returned as is. Throws std::runtime_error naming `origin` and the field on a malformed one.
+// is returned as is. Throws gdrproxy::Error naming `origin` and the field on a malformed one.
 nlohmann::json resolve_base_profile(const nlohmann::json& base, const ProfileOptions& options,
                                     const std::string& origin);
 
