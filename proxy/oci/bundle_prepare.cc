@@ -37,6 +37,8 @@ std::string prepare_bundle(const std::string& bundle, const PrepareOptions& o) {
   const DeviceCatalog catalog = DeviceCatalog::scan(o.dev_root);
   const ContainerGrants grants = ContainerGrants::resolve(catalog, o.grants);
 
+  std::string names;
+  for (const auto& n : grants.names()) names += (names.empty() ? "" : ",") + n;
   ProfileOptions p = o.profile;
   p.metadata = metadata_with_grants(p.metadata.value_or(""), grants.names());
   json& linux = config["linux"];
@@ -47,7 +49,13 @@ std::string prepare_bundle(const std::string& bundle, const PrepareOptions& o) {
     base = resolve_base_profile(b.contains("linux") ? b["linux"]["seccomp"] : b, p, *o.base);
   } else if (linux.contains("seccomp") && linux["seccomp"].is_object()) {
     json own = linux["seccomp"];
-    // A profile prepared before: start again from its base, not from our own rules.
+    // Prepared before for this agent with these grants (an engine starting the same bundle
+    // again, e.g. `podman restart`): nothing to do. Anything else with a listener is refused:
+    // its profile already holds someone's notify rules.
+    if (own.value("listenerPath", "") == p.listener_path &&
+        own.value("listenerMetadata", "") == p.metadata.value_or(""))
+      return path + ": already prepared for " + p.listener_path + " with grants [" + names +
+             "], left as it is";
     if (own.contains("listenerPath"))
       throw Error(path + " already hands its seccomp listener to " + own["listenerPath"].dump() +
                   "; pass --base to replace its profile");
@@ -106,8 +114,6 @@ std::string prepare_bundle(const std::string& bundle, const PrepareOptions& o) {
     ::unlink(tmp.c_str());
     throw Error("cannot replace " + path);
   }
-  std::string names;
-  for (const auto& n : grants.names()) names += (names.empty() ? "" : ",") + n;
   return path + ": grants [" + names + "], listener " + p.listener_path + ", " +
          std::to_string(grants.spec_devices().size()) + " device node(s), " +
          std::to_string(grants.cgroup_rules(catalog).size()) + " device cgroup rule(s)" +

@@ -78,6 +78,14 @@ PY
 expect "$WORK/prepare.out" "grants \[uverbs0\]"
 jq -e '.linux.seccomp.listenerMetadata == "gdrproxy-grants=uverbs0"' "$b/config.json" >/dev/null ||
   fail "the grants are not in listenerMetadata"
+# Preparing the same bundle again for the same agent and grants (an engine restarting it) changes
+# nothing; for other grants it is refused.
+cp "$b/config.json" "$WORK/prepared.json"
+"$GP" oci prepare "$b" --grant uverbs0 --listener "$SOCK" >"$WORK/again.out" 2>&1 || { cat "$WORK/again.out"; fail "a second prepare failed"; }
+expect "$WORK/again.out" "already prepared for .* with grants \[uverbs0\], left as it is"
+cmp -s "$b/config.json" "$WORK/prepared.json" || fail "a second prepare changed config.json"
+"$GP" oci prepare "$b" --grant uverbs1 --listener "$SOCK" >"$WORK/other.out" 2>&1 && fail "a prepare for other grants was accepted"
+expect "$WORK/other.out" "already hands its seccomp listener"
 
 runc --root "$WORK/runc" run --bundle "$b" prep-1 >"$WORK/c.out" 2>&1
 rc=$?
