@@ -28,8 +28,8 @@
 #   RXE_VM_INSTALL=0  report missing packages (exit 97) instead of installing them as root
 #   GDRVM_SKIP_BENCH=1, GDRVM_BENCH_ROUNDS=N   passed on to the guest tests
 # Exit status: the guest script's status; 96 a path the guest cannot use (the reason is printed);
-# 95 the guest kernel's rxe driver locked up (a soft lockup whose stack is in rxe's code: a defect
-# of that kernel, named on the console; scripts/test.sh runs the stage once more); 97
+# 95 the guest kernel locked up (a soft lockup: a kernel defect no process can cause, its stacks
+# named on the console; scripts/test.sh runs the stage once more); 97
 # prerequisites missing; 98 no status from the guest (kernel panic, hang, host-side timeout);
 # 99 guest init could not mount the host's files or run the guest script.
 set -euo pipefail
@@ -200,10 +200,12 @@ if [[ -z $status ]] && grep -q 'BUG: soft lockup' "$out/console.log"; then
     sed -nE 's/.*(RIP: [0-9a-f]+:| )([a-z_][a-z0-9_.]*)\+0x[0-9a-f]+\/0x[0-9a-f]+.*/\2/p' |
     awk '!seen[$0]++' | head -12 | tr '\n' ' ')
   say "the guest kernel locked up: $(grep -m1 -o 'soft lockup - CPU#[0-9]* stuck for [0-9]*s! \[[^]]*\]' "$out/console.log"); stacks: ${where:-unreadable}"
-  if grep -qE '(^| )rxe_' <<<"$where"; then
-    say "the lockup is in the rxe driver of guest kernel $kver (its task loop has no iteration bound), not in code of this project; console: $out/console.log"
-    exit 95
-  fi
+  # Seen with Debian's 6.1 under emulation (2026-11-23): a supervisor's PERF_EVENT_IOC_DISABLE of
+  # its observer flipped the syscall tracepoints' static keys; one vCPU sat in text_poke's int3,
+  # the other at the patched site in syscall_trace_enter. tests/vm/run-tests.sh now holds those
+  # tracepoints enabled for the whole stage, so no observer flips them.
+  say "a soft lockup is a defect of guest kernel $kver, not of a program it runs; console: $out/console.log"
+  exit 95
 fi
 if [[ -z $status ]]; then
   say "no status from the guest (panic, hang or timeout); console: $out/console.log, qemu: $out/qemu.log"

@@ -51,14 +51,14 @@ for fuzzer in "${fuzzers[@]}"; do
 done
 
 # Soft-RoCE VM stage: the real uverbs ABI under gdrproxy in a qemu guest.
-# Exit 95: the guest kernel's rxe driver livelocked (a soft lockup whose stack is in rxe, see
-# scripts/rxe-vm.sh); that is the guest kernel's defect, so the stage runs once more, and its
-# second result is the stage's.
+# Exit 95: the guest kernel locked up (a soft lockup, its stacks printed by scripts/rxe-vm.sh);
+# that is a defect of the guest kernel, so the stage runs once more, and its second result is
+# the stage's.
 if [[ ${GDRPROXY_SKIP_VM:-0} != 1 ]]; then
   vm_rc=0
   scripts/rxe-vm.sh || vm_rc=$?
   if ((vm_rc == 95)); then
-    echo "test.sh: the VM stage hit a soft lockup in the guest kernel's rxe driver; running it once more" >&2
+    echo "test.sh: the guest kernel of the VM stage locked up (stacks above); running the stage once more" >&2
     vm_rc=0
     scripts/rxe-vm.sh || vm_rc=$?
   fi

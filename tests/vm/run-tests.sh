@@ -17,6 +17,16 @@ here=$(cd "$(dirname "$0")" && pwd)
 : >"$summary"
 t_start=$(now_ms)
 cm_addr=192.0.2.1
+# Keep the syscall entry/exit tracepoints enabled for the whole stage (events discarded: tracing
+# off). Every `gdrproxy run` attaches its observer to syscalls:sys_enter_write/sys_exit_* and
+# detaches it at exit; with nothing else holding them, each attach and detach flips their static
+# keys, which patches kernel text while the other vCPU enters syscalls. Under emulation that
+# livelocked Debian's 6.1 (both vCPUs in syscall_trace_enter and text_poke's int3, for minutes).
+if [[ -d /sys/kernel/tracing/events/raw_syscalls ]]; then
+  echo 0 >/sys/kernel/tracing/tracing_on
+  echo 1 >/sys/kernel/tracing/events/raw_syscalls/sys_enter/enable
+  echo 1 >/sys/kernel/tracing/events/raw_syscalls/sys_exit/enable
+fi
 log "guest kernel $(uname -r), $(nproc) vCPUs, repo $repo"
 
 # ---- devices -----------------------------------------------------------------------------------
