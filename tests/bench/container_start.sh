@@ -17,13 +17,9 @@ work=$(mktemp -d /tmp/gdrproxy-start.XXXXXX)
 chmod 755 "$work"
 agent_pid=
 trap '[[ -n $agent_pid ]] && kill $agent_pid 2>/dev/null; umount "$work/ctr.net" 2>/dev/null; rm -rf "$work"' EXIT
-ip link set lo up
-for r in 0 1; do
-  ip link add rail$r type veth peer name rail${r}p
-  ip addr add 198.51.100.1$r/24 dev rail$r
-  ip link set rail$r up
-  ip link set rail${r}p up
-done
+# shellcheck source=tests/oci/lib.sh
+. "$(dirname "$0")/../oci/lib.sh"
+oci_veth_rails
 touch "$work/ctr.net"
 unshare --net="$work/ctr.net" true
 echo '{"version": 1, "containers": [{"match": {"id": "start-*"}, "grants": ["uverbs0"], "grants_from_metadata": true}]}' >"$work/agent.json"
@@ -33,9 +29,7 @@ for i in $(seq 100); do [[ -S $work/a.sock ]] && break; sleep 0.05; done
 jq -n --arg s "$work/a.sock" '{version: 1, runtime: "runc", listener: $s, grants: ["uverbs0"]}' >"$work/runtime.json"
 make_bundle() {
   local b=$1
-  mkdir -p "$b/rootfs"
-  (cd "$b/rootfs" && mkdir -p usr etc proc dev tmp && ln -s usr/bin bin && ln -s usr/lib lib &&
-    ln -s usr/lib64 lib64 && ln -s usr/sbin sbin)
+  oci_rootfs "$b"
   python3 - "$b/config.json" "$work/ctr.net" "$(stat -c '%t %T' /dev/infiniband/uverbs0)" <<'PY'
 import json, sys
 path, netns, mm = sys.argv[1:]

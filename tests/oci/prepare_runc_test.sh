@@ -11,41 +11,22 @@ set -uo pipefail
 GP=$(realpath "$1")
 A=$(realpath "$2")
 BENCH=$(realpath "$(dirname "$A")/../bench/ioctl_bench")
-[[ $EUID == 0 ]] || { echo "SKIP: needs root"; exit 77; }
-command -v runc >/dev/null || { echo "SKIP: runc is not installed (scripts/setup.sh installs it)"; exit 77; }
-if [[ -z ${GDRPROXY_OCI_TEST_INNER:-} ]]; then
-  GDRPROXY_OCI_TEST_INNER=1 exec timeout 120 "$GP" standin "$0" "$@"
-fi
-# runc's device guard on cgroup v2 is a BPF program: a plain v2 hierarchy in this private mount
-# namespace is enough (this host may mount v1 controllers beside cgroup2).
-if [[ $(stat -f -c %T /sys/fs/cgroup) != cgroup2fs ]]; then
-  mount -t cgroup2 none /sys/fs/cgroup || { echo "SKIP: cannot mount cgroup2 here"; exit 77; }
-fi
+# shellcheck source=tests/oci/lib.sh
+. "$(dirname "$0")/lib.sh"
+oci_enter "$GP" - "$0" "$@"
 WORK=$(mktemp -d /tmp/gdrproxy-prepare.XXXXXX)
 chmod 755 "$WORK"
 AGENT_PID=
 trap 'runc --root "$WORK/runc" delete -f prep-1 >/dev/null 2>&1; [[ -n $AGENT_PID ]] && kill -KILL $AGENT_PID 2>/dev/null; rm -rf "$WORK"' EXIT
-fail() { echo "FAIL: $*" >&2; sed 's/^/  [agent] /' "$WORK/agent.log" >&2; exit 1; }
-expect() { grep -qE -- "$2" "$1" || { echo "--- $1:"; cat "$1"; fail "expected /$2/ in $1"; }; }
 
-SOCK=$WORK/run/agent.sock
 mkdir -p "$WORK/traces"
 # The rule's grants are the ceiling; the bundle's metadata picks within it.
-cat >"$WORK/agent.json" <<'JSON'
-{"version": 1, "containers": [
+oci_start_agent '{"version": 1, "containers": [
   {"match": {"id": "prep-*"}, "grants": ["uverbs0", "uverbs1", "rdma_cm"],
-   "grants_from_metadata": true, "trace": true}]}
-JSON
-"$GP" agent --socket "$SOCK" --ctl-socket "$WORK/run/agent.ctl" --config "$WORK/agent.json" \
-  --trace-dir "$WORK/traces" >"$WORK/agent.log" 2>&1 &
-AGENT_PID=$!
-for i in $(seq 100); do [[ -S $SOCK ]] && break; sleep 0.05; done
-[[ -S $SOCK ]] || fail "the agent did not start"
+   "grants_from_metadata": true, "trace": true}]}' --trace-dir "$WORK/traces"
 
 b=$WORK/bundle
-mkdir -p "$b/rootfs"
-(cd "$b/rootfs" && mkdir -p usr etc proc dev tmp "${A%/*}" "${BENCH%/*}" && ln -s usr/bin bin &&
-  ln -s usr/lib lib && ln -s usr/lib64 lib64 && ln -s usr/sbin sbin)
+oci_rootfs "$b" "${A%/*}" "${BENCH%/*}"
 python3 - "$b/config.json" "$A" "$BENCH" <<'PY'
 import json, os, sys
 path, attack, bench = sys.argv[1:]

@@ -11,30 +11,17 @@
 set -uo pipefail
 GP=$(realpath "$1")
 A=$(realpath "$2")
-[[ $EUID == 0 ]] || { echo "SKIP: needs root"; exit 77; }
-command -v runc >/dev/null || { echo "SKIP: runc is not installed (scripts/setup.sh installs it)"; exit 77; }
-if [[ -z ${GDRPROXY_OCI_TEST_INNER:-} ]]; then
-  # A network namespace of our own is the host; stand-in device nodes in a mount namespace.
-  GDRPROXY_OCI_TEST_INNER=1 exec timeout 120 unshare --net "$GP" standin "$0" "$@"
-fi
-if [[ $(stat -f -c %T /sys/fs/cgroup) != cgroup2fs ]]; then
-  mount -t cgroup2 none /sys/fs/cgroup || { echo "SKIP: cannot mount cgroup2 here"; exit 77; }
-fi
+# shellcheck source=tests/oci/lib.sh
+. "$(dirname "$0")/lib.sh"
+# A network namespace of our own is the host; stand-in device nodes in a mount namespace.
+oci_enter "$GP" net "$0" "$@"
 WORK=$(mktemp -d /tmp/gdrproxy-rails.XXXXXX)
 chmod 755 "$WORK"
 AGENT_PID=
 ID=rails-$$
 trap 'runc --root "$WORK/runc" delete -f $ID >/dev/null 2>&1; [[ -n $AGENT_PID ]] && kill -KILL $AGENT_PID 2>/dev/null; umount "$WORK/ctr.net" 2>/dev/null; rm -rf "$WORK"' EXIT
-fail() { echo "FAIL: $*" >&2; sed 's/^/  [agent] /' "$WORK/agent.log" >&2; exit 1; }
-expect() { grep -qE -- "$2" "$1" || { echo "--- $1:"; cat "$1"; fail "expected /$2/ in $1"; }; }
 
-ip link set lo up
-for r in 0 1; do
-  ip link add rail$r type veth peer name rail${r}p
-  ip addr add 198.51.100.1$r/24 dev rail$r
-  ip link set rail$r up
-  ip link set rail${r}p up
-done
+oci_veth_rails
 snapshot() {
   ip -d addr show
   ip route show table all | sort  # the set of routes; the kernel orders its own link-local ones by when a link came up
@@ -45,19 +32,12 @@ snapshot() {
 for i in $(seq 50); do [[ -z $(ip -6 addr show tentative) ]] && break; sleep 0.1; done
 snapshot >"$WORK/before.txt"
 
-SOCK=$WORK/run/agent.sock
-echo '{"version": 1, "containers": [{"match": {"id": "rails-*"}, "grants": ["uverbs0"], "grants_from_metadata": true}]}' >"$WORK/agent.json"
-"$GP" agent --socket "$SOCK" --ctl-socket "$WORK/run/agent.ctl" --config "$WORK/agent.json" >"$WORK/agent.log" 2>&1 &
-AGENT_PID=$!
-for i in $(seq 100); do [[ -S $SOCK ]] && break; sleep 0.05; done
-[[ -S $SOCK ]] || fail "the agent did not start"
+oci_start_agent '{"version": 1, "containers": [{"match": {"id": "rails-*"}, "grants": ["uverbs0"], "grants_from_metadata": true}]}'
 
 touch "$WORK/ctr.net"
 unshare --net="$WORK/ctr.net" true || fail "cannot pin a network namespace"
 b=$WORK/bundle
-mkdir -p "$b/rootfs"
-(cd "$b/rootfs" && mkdir -p usr etc proc dev tmp sys && ln -s usr/bin bin && ln -s usr/lib lib &&
-  ln -s usr/lib64 lib64 && ln -s usr/sbin sbin)
+oci_rootfs "$b"
 python3 - "$b/config.json" "$WORK/ctr.net" <<'PY'
 import json, sys
 script = ("ip -o -4 addr show; echo arp_ignore=$(cat /proc/sys/net/ipv4/conf/rail0/arp_ignore); "

@@ -8,30 +8,17 @@ set -uo pipefail
 GP=$(realpath "$1")
 A=$(realpath "$2")
 BENCH=$(realpath "$(dirname "$A")/../bench/ioctl_bench")
-[[ $EUID == 0 ]] || { echo "SKIP: needs root"; exit 77; }
-command -v runc >/dev/null || { echo "SKIP: runc is not installed (scripts/setup.sh installs it)"; exit 77; }
-if [[ -z ${GDRPROXY_OCI_TEST_INNER:-} ]]; then
-  GDRPROXY_OCI_TEST_INNER=1 exec timeout 120 "$GP" standin "$0" "$@"
-fi
-if [[ $(stat -f -c %T /sys/fs/cgroup) != cgroup2fs ]]; then
-  mount -t cgroup2 none /sys/fs/cgroup || { echo "SKIP: cannot mount cgroup2 here"; exit 77; }
-fi
+# shellcheck source=tests/oci/lib.sh
+. "$(dirname "$0")/lib.sh"
+oci_enter "$GP" - "$0" "$@"
 WORK=$(mktemp -d /tmp/gdrproxy-shim.XXXXXX)
 chmod 755 "$WORK"
 AGENT_PID=
 trap 'for c in shim-1 shim-2; do runc --root "$WORK/runc" delete -f $c >/dev/null 2>&1; done; [[ -n $AGENT_PID ]] && kill -KILL $AGENT_PID 2>/dev/null; rm -rf "$WORK"' EXIT
-fail() { echo "FAIL: $*" >&2; sed 's/^/  [agent] /' "$WORK/agent.log" >&2; exit 1; }
-expect() { grep -qE -- "$2" "$1" || { echo "--- $1:"; cat "$1"; fail "expected /$2/ in $1"; }; }
 
-SOCK=$WORK/run/agent.sock
 mkdir -p "$WORK/traces"
-echo '{"version": 1, "containers": [{"match": {"id": "shim-*"}, "grants": ["uverbs0", "uverbs1"],
-  "grants_from_metadata": true, "trace": true}]}' >"$WORK/agent.json"
-"$GP" agent --socket "$SOCK" --ctl-socket "$WORK/run/agent.ctl" --config "$WORK/agent.json" \
-  --trace-dir "$WORK/traces" >"$WORK/agent.log" 2>&1 &
-AGENT_PID=$!
-for i in $(seq 100); do [[ -S $SOCK ]] && break; sleep 0.05; done
-[[ -S $SOCK ]] || fail "the agent did not start"
+oci_start_agent '{"version": 1, "containers": [{"match": {"id": "shim-*"}, "grants": ["uverbs0", "uverbs1"],
+  "grants_from_metadata": true, "trace": true}]}' --trace-dir "$WORK/traces"
 # The operator allows uverbs0 only.
 jq -n --arg s "$SOCK" '{version: 1, runtime: "runc", listener: $s, grants: ["uverbs0"]}' >"$WORK/runtime.json"
 ln -s "$GP" "$WORK/gdrproxy-runtime"
@@ -39,9 +26,7 @@ ln -s "$GP" "$WORK/gdrproxy-runtime"
 # bundle NAME DEVICE: a bundle whose linux.devices asks for DEVICE (as --device or CDI would).
 bundle() {
   local b=$WORK/$1
-  mkdir -p "$b/rootfs"
-  (cd "$b/rootfs" && mkdir -p usr etc proc dev tmp "${A%/*}" "${BENCH%/*}" && ln -s usr/bin bin &&
-    ln -s usr/lib lib && ln -s usr/lib64 lib64 && ln -s usr/sbin sbin)
+  oci_rootfs "$b" "${A%/*}" "${BENCH%/*}"
   python3 - "$b/config.json" "$A" "$BENCH" "$2" <<'PY'
 import json, os, sys
 path, attack, bench, dev = sys.argv[1:]

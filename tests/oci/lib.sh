@@ -1,0 +1,66 @@
+# shellcheck shell=bash
+# Helpers of the OCI tests that run real runc with `gdrproxy agent` on stand-in device nodes
+# (sourced by tests/oci/*_test.sh and tests/bench/container_start.sh). The idea not to miss: each
+# test re-executes itself inside `gdrproxy standin` (its own mount namespace, optionally its own
+# network namespace as the "host"), where a plain cgroup2 hierarchy is mounted for runc's device
+# program; everything it makes lives under $WORK and goes with the EXIT trap.
+
+# oci_enter GP NET SCRIPT ARGS...: skip (77) unless root with runc; outside, re-exec SCRIPT in a
+# stand-in mount namespace (in a fresh network namespace too when NET is "net"); inside, make sure
+# /sys/fs/cgroup is a cgroup2 hierarchy.
+oci_enter() {
+  local gp=$1 net=$2
+  shift 2
+  [[ $EUID == 0 ]] || { echo "SKIP: needs root"; exit 77; }
+  command -v runc >/dev/null || { echo "SKIP: runc is not installed (scripts/setup.sh installs it)"; exit 77; }
+  if [[ -z ${GDRPROXY_OCI_TEST_INNER:-} ]]; then
+    local -a pre=()
+    [[ $net == net ]] && pre=(unshare --net)
+    GDRPROXY_OCI_TEST_INNER=1 exec timeout 120 "${pre[@]}" "$gp" standin "$@"
+  fi
+  # runc's device guard on cgroup v2 is a BPF program: a plain v2 hierarchy in this private mount
+  # namespace is enough (this host may mount v1 controllers beside cgroup2).
+  if [[ $(stat -f -c %T /sys/fs/cgroup) != cgroup2fs ]]; then
+    mount -t cgroup2 none /sys/fs/cgroup || { echo "SKIP: cannot mount cgroup2 here"; exit 77; }
+  fi
+}
+
+fail() { echo "FAIL: $*" >&2; [[ -f $WORK/agent.log ]] && sed 's/^/  [agent] /' "$WORK/agent.log" >&2; exit 1; }
+expect() { grep -qE -- "$2" "$1" || { echo "--- $1:"; cat "$1"; fail "expected /$2/ in $1"; }; }
+
+# oci_start_agent CONFIG_JSON [AGENT OPTIONS...]: the agent on $WORK/run/agent.sock (SOCK) with
+# that config, log in $WORK/agent.log; sets AGENT_PID.
+oci_start_agent() {
+  SOCK=$WORK/run/agent.sock
+  printf '%s\n' "$1" >"$WORK/agent.json"
+  shift
+  "$GP" agent --socket "$SOCK" --ctl-socket "$WORK/run/agent.ctl" --config "$WORK/agent.json" "$@" \
+    >"$WORK/agent.log" 2>&1 &
+  AGENT_PID=$!
+  local i
+  for i in $(seq 100); do [[ -S $SOCK ]] && break; sleep 0.05; done
+  [[ -S $SOCK ]] || fail "the agent did not start"
+}
+
+# oci_rootfs BUNDLE [DIR...]: BUNDLE/rootfs with the mount points the tests bind the host's /usr
+# and /etc (and each DIR) onto, and the usual merged-/usr links.
+oci_rootfs() {
+  local b=$1
+  shift
+  mkdir -p "$b/rootfs"
+  (cd "$b/rootfs" && mkdir -p usr etc proc dev tmp sys "${@#/}" && ln -s usr/bin bin &&
+    ln -s usr/lib lib && ln -s usr/lib64 lib64 && ln -s usr/sbin sbin)
+}
+
+# oci_veth_rails: rail0 and rail1 (veth, peers rail0p/rail1p) with 198.51.100.10/24 and .11/24,
+# up, in the current network namespace.
+oci_veth_rails() {
+  local r
+  ip link set lo up
+  for r in 0 1; do
+    ip link add rail$r type veth peer name rail${r}p
+    ip addr add 198.51.100.1$r/24 dev rail$r
+    ip link set rail$r up
+    ip link set rail${r}p up
+  done
+}
