@@ -73,14 +73,16 @@ std::string prepare_bundle(const std::string& bundle, const PrepareOptions& o) {
         catalog.find(makedev(d["major"].get<unsigned>(), d["minor"].get<unsigned>())) != nullptr;
     if (!guarded) kept.push_back(d);
   }
-  for (const json& d : grants.spec_devices()) kept.push_back(d);
+  const json nodes = grants.spec_devices();
+  for (const json& d : nodes) kept.push_back(d);
   linux["devices"] = kept;
   json& resources = linux["resources"];
   if (!resources.is_object()) resources = json::object();
   json rules = resources.contains("devices") && resources["devices"].is_array()
                    ? resources["devices"]
                    : json::array();
-  for (const json& r : grants.cgroup_rules(catalog)) rules.push_back(r);
+  const json cgroup = grants.cgroup_rules(catalog);
+  for (const json& r : cgroup) rules.push_back(r);
   resources["devices"] = rules;
 
   if (!o.rails.empty()) {
@@ -115,8 +117,8 @@ std::string prepare_bundle(const std::string& bundle, const PrepareOptions& o) {
     throw Error("cannot replace " + path);
   }
   return path + ": grants [" + names + "], listener " + p.listener_path + ", " +
-         std::to_string(grants.spec_devices().size()) + " device node(s), " +
-         std::to_string(grants.cgroup_rules(catalog).size()) + " device cgroup rule(s)" +
+         std::to_string(nodes.size()) + " device node(s), " + std::to_string(cgroup.size()) +
+         " device cgroup rule(s)" +
          (o.rails.empty() ? "" : ", " + std::to_string(o.rails.size()) + " rail(s) by hooks");
 }
 
