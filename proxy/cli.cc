@@ -130,9 +130,10 @@ void add_agent(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   agent
       ->add_option("--blocking-deadline-ms", opts->blocking_deadline_ms,
-                   "An open whose path lookup or host open (which can block on a container's "
-                   "filesystem) has not finished by then fails with EIO; the container's session "
-                   "is marked degraded")
+                   "A trapped call not answered by then (an open's path lookup, or a read of an "
+                   "ioctl's argument, blocked on a container's filesystem) fails with EIO, and so "
+                   "do that container's next calls until it returns; its session is marked "
+                   "degraded. Other containers are served on their own threads meanwhile")
       ->capture_default_str()
       ->check(CLI::Range(1u, 600000u));
   agent->add_flag("-q,--quiet", opts->quiet, "No log lines on stderr");

@@ -24,6 +24,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
@@ -153,7 +154,15 @@ class Agent {
     reattach();
     log("serving " + opts_.socket + " (control: " + opts_.ctl_socket + ")");
     engine_.io().run();
-    for (auto& [id, c] : containers_) c->session->finish("the agent stopped");
+    for (auto& [id, c] : containers_) {
+      if (!c->session->stop()) {
+        // Its thread is blocked in the kernel on the tenant: left to the process's exit.
+        log("container " + id + ": its session is stuck in a call, left running until exit");
+        static_cast<void>(c->session.release());
+        continue;
+      }
+      c->session->finish("the agent stopped");
+    }
     containers_.clear();
     return 0;
   }
@@ -323,13 +332,16 @@ class Agent {
     c->session->set_pid_namespace(pidns);
     if (c->group) {
       // Another container of the same group, alive now, owns that pid namespace.
+      // Asked on the session's thread: the group table, not containers_, which is the loop's.
       c->session->set_peer_namespaces([this, group = *c->group, id](ino_t ns) {
-        for (const auto& [other_id, other] : containers_)
-          if (other_id != id && other->group == group && other->pidns == ns &&
-              !other->session->ended())
-            return true;
+        std::lock_guard<std::mutex> lock(groups_mu_);
+        const auto [b, e] = group_members_.equal_range(group);
+        for (auto m = b; m != e; ++m)
+          if (m->second.first != id && m->second.second == ns) return true;
         return false;
       });
+      std::lock_guard<std::mutex> lock(groups_mu_);
+      group_members_.emplace(*c->group, std::make_pair(id, pidns));
     }
     c->session->on_end([this, id] {
       // Not from inside the session's own handler: drop it on the next turn of the loop.
@@ -353,7 +365,13 @@ class Agent {
   void drop(const std::string& id) {
     auto it = containers_.find(id);
     if (it == containers_.end() || !it->second->session->ended()) return;
+    // An ended session's thread has nothing left to wait for: it stops at once.
+    if (!it->second->session->stop()) return;
     it->second->session->finish("the container exited before the call returned");
+    {
+      std::lock_guard<std::mutex> lock(groups_mu_);
+      std::erase_if(group_members_, [&id](const auto& m) { return m.second.first == id; });
+    }
     const SessionStats s = it->second->session->stats();
     char lat[64];
     std::snprintf(lat, sizeof lat, ", handler p50 %.1f us, p99 %.1f us", double(s.p50_ns) / 1e3,
@@ -412,6 +430,7 @@ class Agent {
           j["p99_us"] = double(s.p99_ns) / 1e3;
           j["deadline_failures"] = s.deadline_failures;
           j["degraded"] = s.degraded;
+          j["stuck"] = s.stuck;
         }
         out += j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
       }
@@ -446,6 +465,10 @@ class Agent {
   local::acceptor ctl_;
   asio::signal_set signals_;
   std::map<std::string, std::unique_ptr<Container>> containers_;
+  // Each pidfd_getfd group's live containers and their pid namespaces: read from the sessions'
+  // threads (the peer check), written on the loop.
+  std::mutex groups_mu_;
+  std::multimap<std::string, std::pair<std::string, ino_t>> group_members_;
   std::optional<FdStoreClient> store_;
   bool draining_ = false;  // `ctl drain`: no new container or process; stop when none is left
 };

@@ -245,8 +245,8 @@ OpenDecision OpenBroker::decide(const OpenCall& call, const ProcessMemory& mem) 
   const int host_flags = static_cast<int>(call.flags & ~uint64_t(O_CREAT | O_EXCL | O_TRUNC |
                                                                  O_NOFOLLOW | O_DIRECTORY)) |
                          O_CLOEXEC | O_NOCTTY;
-  d.host_fd = ::open(d.node->path.c_str(), host_flags);
-  if (d.host_fd < 0) {
+  d.host_fd = UniqueFd(::open(d.node->path.c_str(), host_flags));
+  if (!d.host_fd) {
     d.err = errno;
     d.reason = "host open of " + d.node->path + " failed: " + std::strerror(errno);
   } else {

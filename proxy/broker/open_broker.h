@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 
+#include "proxy/base/unique_fd.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/mem/process_memory.h"
 
@@ -40,7 +41,7 @@ struct OpenDecision {
   enum class Kind { kPass, kBroker, kCallerOpens, kDeny, kUndecidable } kind = Kind::kPass;
   std::string path;                  // as the caller spelled it
   const DeviceNode* node = nullptr;  // the device it names, if any
-  int host_fd = -1;                  // kBroker: the supervisor's own fd, to inject
+  UniqueFd host_fd;                  // kBroker: the supervisor's own fd, to inject
   int err = 0;                       // kDeny, or kBroker whose host open failed
   std::string reason;
 };

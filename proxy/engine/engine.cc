@@ -56,21 +56,28 @@ void Engine::arm_observer() {
                     });
 }
 
+// On the loop, which is also where sessions are destroyed: a session found here is alive.
 void Engine::on_exit_event(const gdrproxy_exit_event& e) {
-  if (e.kind == GDRPROXY_EVENT_CM_WRITE) {
-    // The watch was registered for the writer's process, which may be gone by now.
-    const auto it = by_tgid_.find(e.tgid);
-    if (it != by_tgid_.end()) it->second->on_exit_event(e);
-    return;
+  Session* s = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(routes_mu_);
+    if (e.kind == GDRPROXY_EVENT_CM_WRITE) {
+      // The watch was registered for the writer's process, which may be gone by now.
+      const auto it = by_tgid_.find(e.tgid);
+      if (it != by_tgid_.end()) s = it->second;
+    } else {
+      const auto it = by_seq_.find(e.seq);
+      if (it != by_seq_.end()) {
+        s = it->second;
+        by_seq_.erase(it);
+      }
+    }
   }
-  const auto it = by_seq_.find(e.seq);
-  if (it == by_seq_.end()) return;
-  Session* s = it->second;
-  by_seq_.erase(it);
-  s->on_exit_event(e);
+  if (s) s->deliver(e);
 }
 
 void Engine::forget(Session* s) {
+  std::lock_guard<std::mutex> lock(routes_mu_);
   std::erase_if(by_seq_, [s](const auto& kv) { return kv.second == s; });
   std::erase_if(by_tgid_, [s](const auto& kv) { return kv.second == s; });
 }

@@ -4,14 +4,18 @@
 // observer. The idea not to miss: the observer is one for all sessions (N sessions must not put N
 // copies of its programs on every ioctl exit of the host), so its events are routed back to the
 // session that registered them, by trace sequence number or by the process whose fd is watched.
-// Sessions never share mutable state; the engine holds only routing tables to them.
+// Sessions never share mutable state; the engine holds only routing tables to them. Each session
+// runs on a thread of its own: what they call here (next_seq, the routing) is thread-safe; the
+// rest is the engine's loop's.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -56,9 +60,18 @@ class Engine {
   ExitObserver* observer_if_open() { return observer_.get(); }
   // Routing of observer events: the result of trace record `seq`, and write()s on the watched fds
   // of process `tgid`, go to `s`. Forgotten per entry, or all of a session's at once.
-  void route_seq(uint64_t seq, Session* s) { by_seq_[seq] = s; }
-  void unroute_seq(uint64_t seq) { by_seq_.erase(seq); }
-  void route_tgid(uint32_t tgid, Session* s) { by_tgid_[tgid] = s; }
+  void route_seq(uint64_t seq, Session* s) {
+    std::lock_guard<std::mutex> lock(routes_mu_);
+    by_seq_[seq] = s;
+  }
+  void unroute_seq(uint64_t seq) {
+    std::lock_guard<std::mutex> lock(routes_mu_);
+    by_seq_.erase(seq);
+  }
+  void route_tgid(uint32_t tgid, Session* s) {
+    std::lock_guard<std::mutex> lock(routes_mu_);
+    by_tgid_[tgid] = s;
+  }
   void forget(Session* s);
 
  private:
@@ -68,12 +81,13 @@ class Engine {
   boost::asio::io_context io_;
   DeviceCatalog catalog_;
   NvidiaDriver nvidia_;
-  uint64_t seq_ = 0;
+  std::atomic<uint64_t> seq_{0};
   size_t notif_size_ = 0;
   std::unique_ptr<ExitObserver> observer_;
   std::string observer_why_;
   bool observer_tried_ = false;
   std::unique_ptr<boost::asio::posix::stream_descriptor> ring_;
+  std::mutex routes_mu_;  // sessions route from their threads, the loop delivers
   std::map<uint64_t, Session*> by_seq_;
   std::map<uint32_t, Session*> by_tgid_;
 };

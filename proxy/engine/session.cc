@@ -1,13 +1,15 @@
-// The Session's notification handling. One thread (the engine's loop) serves all of a session's
+// The Session's notification handling. One thread, the session's own, serves all of a session's
 // listeners; each notification is handled inside an exception boundary: whatever a tenant's bytes
 // make a handler throw, that call is failed closed (EPERM), one line says why, and the session
 // keeps serving. Every notification is answered exactly once: CONTINUE, an error, or an injected
-// fd. Mechanism only: what is allowed comes from the Policy, what a call means from the
+// fd, by the session's thread or, past the deadline, by the engine's watchdog, whichever claims
+// it first. Mechanism only: what is allowed comes from the Policy, what a call means from the
 // decoders, how it is shown from the trace sinks.
 #include "proxy/engine/session.h"
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -26,6 +28,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -93,7 +96,7 @@ Session::Session(Engine& engine, SessionConfig config)
           std::make_shared<BrokerContext>(catalog_, config_.grants, config_.policy.open_errno())),
       log_prefix_(config_.name.empty() ? "gdrproxy: "
                                        : "gdrproxy: [" + printable(config_.name) + "] "),
-      sweep_(engine.io()),
+      sweep_(io_),
       recv_buf_((engine.notif_size() + 7) / 8) {
   if (config_.trace_json) {
     json_out_.reset(std::fopen(config_.trace_json->c_str(), "we"));
@@ -101,7 +104,8 @@ Session::Session(Engine& engine, SessionConfig config)
   }
   setup_nvidia();
   all_gpus_granted_ = every_gpu_granted(catalog_, config_.grants);
-  if (config_.blocking_deadline_ms > 0) worker_ = std::make_unique<BlockingWorker>();
+  const ClassPolicy* uverbs = config_.policy.class_policy(DeviceClass::kUverbs);
+  if (uverbs) dmabuf_exporters_ = uverbs->dmabuf_exporters;
   if (tracing()) {
     std::string why;
     observer_ = engine_.observer(why);
@@ -111,6 +115,9 @@ Session::Session(Engine& engine, SessionConfig config)
 }
 
 Session::~Session() {
+  // Owners never destroy a stuck session (the agent leaves it to the process's exit); should one
+  // be, its thread is let go rather than terminating the process.
+  if (!stop()) thread_.detach();
   finish("the session ended before the call returned");
   engine_.forget(this);
   for (auto& l : listeners_) {
@@ -118,18 +125,24 @@ Session::~Session() {
   }
 }
 
-int Session::answer_continue(uint64_t id) {
+bool Session::claim() {
   answered_ = true;
+  std::lock_guard<std::mutex> lock(inflight_.mu);
+  return std::exchange(inflight_.open, false);
+}
+
+int Session::answer_continue(uint64_t id) {
+  if (!claim()) return -ETIMEDOUT;
   return notif_continue(nfd_, id);
 }
 
 int Session::answer_error(uint64_t id, int err) {
-  answered_ = true;
+  if (!claim()) return -ETIMEDOUT;
   return notif_error(nfd_, id, err);
 }
 
 int Session::answer_fd(uint64_t id, int srcfd, bool cloexec) {
-  answered_ = true;
+  if (!claim()) return -ETIMEDOUT;
   return notif_inject_fd(nfd_, id, srcfd, cloexec);
 }
 
@@ -160,6 +173,34 @@ void Session::setup_nvidia() {
 }
 
 void Session::add_listener(int listener_fd) {
+  if (thread_.joinable()) {
+    asio::post(io_, [this, listener_fd] { add_listener_here(listener_fd); });
+    return;
+  }
+  add_listener_here(listener_fd);
+  work_.emplace(io_.get_executor());
+  thread_ = std::thread([this] {
+    // Signals are the engine loop's to take, never this thread's: a signal must not interrupt a
+    // call the thread is blocked in (a FUSE request would then be abandoned half-way).
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, nullptr);
+    for (;;) {
+      try {
+        io_.run();
+        return;
+      } catch (const std::exception& e) {
+        note(std::string("internal error in the session's loop, serving on: ") + e.what());
+      }
+    }
+  });
+  if (config_.blocking_deadline_ms > 0) {
+    watchdog_ = std::make_unique<asio::steady_timer>(engine_.io());
+    arm_watchdog();
+  }
+}
+
+void Session::add_listener_here(int listener_fd) {
   auto l = std::make_unique<Listener>();
   l->fd = listener_fd;
   // Synchronous wake-ups cut a round trip from ~50 us to ~6 us on 2-vCPU VMs (kernel >= 6.6),
@@ -171,9 +212,113 @@ void Session::add_listener(int listener_fd) {
           0 &&
       tracing())
     note("synchronous wake-up not supported by this kernel (slower round trips)");
-  l->stream = std::make_unique<asio::posix::stream_descriptor>(engine_.io(), listener_fd);
+  l->stream = std::make_unique<asio::posix::stream_descriptor>(io_, listener_fd);
+  {
+    std::lock_guard<std::mutex> lock(inflight_.mu);
+    inflight_.listener_fds.push_back(listener_fd);
+  }
   listeners_.push_back(std::move(l));
   arm(*listeners_.back());
+}
+
+bool Session::stop() {
+  if (!thread_.joinable()) return true;
+  if (stuck_) return false;
+  // Nothing new is waited for; what is queued (delivered results) still runs, then run() returns.
+  auto cancelled = std::make_shared<std::promise<void>>();
+  std::future<void> done = cancelled->get_future();
+  asio::post(io_, [this, cancelled] {
+    for (auto& l : listeners_)
+      if (l->stream) l->stream->cancel();
+    if (init_) init_->cancel();
+    sweep_.cancel();
+    cancelled->set_value();
+  });
+  // A call in progress has until its deadline (the loop's watchdog is not running now).
+  while (done.wait_for(std::chrono::milliseconds(5)) != std::future_status::ready) {
+    if (config_.blocking_deadline_ms > 0) watchdog_tick();
+    if (stuck_) return false;
+  }
+  work_.reset();
+  thread_.join();
+  if (watchdog_) watchdog_->cancel();
+  return true;
+}
+
+void Session::deliver(const gdrproxy_exit_event& e) {
+  if (thread_.joinable())
+    asio::post(io_, [this, e] { on_exit_event(e); });
+  else
+    on_exit_event(e);
+}
+
+void Session::arm_watchdog() {
+  // A quarter of the deadline: a stuck call is answered at most 25 % after it.
+  const unsigned period = std::max(1u, config_.blocking_deadline_ms / 4);
+  watchdog_->expires_after(std::chrono::milliseconds(period));
+  watchdog_->async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    watchdog_tick();
+    if (!ended_) arm_watchdog();
+  });
+}
+
+// On the engine's loop: the session's thread may be blocked in the kernel for ever (a read of
+// the tenant's memory faulting into a hung FUSE server). Its call is answered here once past its
+// deadline, and while the thread stays stuck the sandbox's further calls are received and failed
+// closed here too, so none of them waits longer than the deadline.
+void Session::watchdog_tick() {
+  const uint64_t deadline_ns = uint64_t(config_.blocking_deadline_ms) * 1000000ull;
+  int nfd = -1, nr = 0;
+  uint64_t id = 0;
+  uint32_t pid = 0;
+  bool fire = false;
+  std::vector<int> fds;
+  {
+    std::lock_guard<std::mutex> lock(inflight_.mu);
+    if (inflight_.open && monotonic_ns() - inflight_.start_ns >= deadline_ns) {
+      inflight_.open = false;
+      stuck_ = true;
+      fire = true;
+      nfd = inflight_.nfd;
+      id = inflight_.id;
+      pid = inflight_.pid;
+      nr = inflight_.nr;
+    }
+    if (stuck_) fds = inflight_.listener_fds;
+  }
+  if (fire) {
+    notif_error(nfd, id, EIO);
+    ++deadline_failures_;
+    const bool ioctl = nr == SYS_ioctl;
+    const bool open = nr == SYS_open || nr == SYS_openat || nr == SYS_openat2 || nr == SYS_creat;
+    if (!degraded_.exchange(true) || denials_once_.first(0, "deadline", std::to_string(pid)))
+      std::fprintf(stderr,
+                   "%s%s by pid %u was not decided within %u ms (%s): failed closed (EIO); the "
+                   "session is degraded and fails its calls closed (EIO) until that one "
+                   "returns; other sessions are not affected\n",
+                   log_prefix_.c_str(),
+                   ioctl  ? "an ioctl"
+                   : open ? "an open"
+                          : "a call",
+                   pid, config_.blocking_deadline_ms,
+                   ioctl  ? "reading its argument is blocked: memory backed by a hung filesystem?"
+                   : open ? "its path lookup or the host open is blocked: a hung filesystem?"
+                          : "blocked on the tenant");
+  }
+  if (fds.empty()) return;
+  std::vector<uint64_t> buf((engine_.notif_size() + 7) / 8);
+  for (const int fd : fds) {
+    for (int n = 0; n < 256 && stuck_; ++n) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 0) != 1 || !(p.revents & POLLIN)) break;
+      std::fill(buf.begin(), buf.end(), 0);
+      auto& req = *reinterpret_cast<seccomp_notif*>(buf.data());
+      if (::ioctl(fd, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) continue;
+      notif_error(fd, req.id, EIO);
+      ++deadline_failures_;
+    }
+  }
 }
 
 void Session::arm(Listener& l) {
@@ -215,7 +360,7 @@ void Session::on_ready(Listener& l) {
 }
 
 void Session::watch_init(int pidfd) {
-  init_ = std::make_unique<asio::posix::stream_descriptor>(engine_.io(), pidfd);
+  init_ = std::make_unique<asio::posix::stream_descriptor>(io_, pidfd);
 }
 
 void Session::check_end() {
@@ -246,7 +391,7 @@ void Session::check_end() {
   }
   ended_ = true;
   sweep_.cancel();
-  if (on_end_) on_end_();
+  if (on_end_) asio::post(engine_.io(), on_end_);
 }
 
 void Session::arm_sweep() {
@@ -276,8 +421,27 @@ void Session::arm_sweep() {
   });
 }
 
-SessionStats Session::stats() const {
+SessionStats Session::stats() {
+  if (thread_.joinable()) {
+    auto p = std::make_shared<std::promise<SessionStats>>();
+    std::future<SessionStats> f = p->get_future();
+    asio::post(io_, [this, p] { p->set_value(stats_here()); });
+    if (f.wait_for(std::chrono::milliseconds(500)) == std::future_status::ready) return f.get();
+    // Stuck in a call: what the watchdog knows.
+    SessionStats s;
+    s.deadline_failures = deadline_failures_;
+    s.degraded = degraded_;
+    s.stuck = true;
+    return s;
+  }
+  return stats_here();
+}
+
+SessionStats Session::stats_here() const {
   SessionStats s = stats_;
+  s.deadline_failures = deadline_failures_;
+  s.degraded = degraded_;
+  s.stuck = stuck_;
   s.denied = denials_.total();
   s.repeated_denials = denials_.repeats();
   s.observer_lost = observer_ ? observer_->lost() : 0;
@@ -287,7 +451,7 @@ SessionStats Session::stats() const {
 }
 
 void Session::print_summary(bool with_stats) const {
-  const SessionStats s = stats();
+  const SessionStats s = stats_here();
   if (s.observer_lost)
     std::fprintf(stderr,
                  "%s%llu results of allowed calls were lost (the observer's ring buffer "
@@ -338,10 +502,19 @@ TraceRecord Session::begin_record(const seccomp_notif& req, const char* syscall)
 }
 
 void Session::handle(const seccomp_notif& req) {
+  const uint64_t t0 = monotonic_ns();
   answered_ = false;
-  deferred_ = false;
+  {
+    std::lock_guard<std::mutex> lock(inflight_.mu);
+    inflight_.nfd = nfd_;
+    inflight_.id = req.id;
+    inflight_.start_ns = t0;
+    inflight_.pid = req.pid;
+    inflight_.nr = req.data.nr;
+    inflight_.open = true;
+  }
   try {
-    dispatch(req);
+    dispatch(req, t0);
   } catch (const std::exception& e) {
     ++stats_.handler_faults;
     std::fprintf(stderr, "%sinternal error handling %s of pid %llu, failed closed: %s\n",
@@ -353,7 +526,11 @@ void Session::handle(const seccomp_notif& req) {
                  log_prefix_.c_str(), static_cast<unsigned long long>(req.pid));
   }
   // Never leave a caller blocked: whatever path was taken, the notification gets an answer.
-  if (!answered_ && !deferred_) answer_error(req.id, EPERM);
+  if (!answered_) answer_error(req.id, EPERM);
+  // Back from whatever blocked: the watchdog stops failing this sandbox's calls for it.
+  std::lock_guard<std::mutex> lock(inflight_.mu);
+  inflight_.open = false;
+  stuck_ = false;
 }
 
 void Session::record_latency(uint64_t& total_ns, uint64_t t0) {
@@ -362,8 +539,7 @@ void Session::record_latency(uint64_t& total_ns, uint64_t t0) {
   latency_.record(ns);
 }
 
-void Session::dispatch(const seccomp_notif& req) {
-  const uint64_t t0 = monotonic_ns();
+void Session::dispatch(const seccomp_notif& req, uint64_t t0) {
   switch (req.data.nr) {
     case SYS_ioctl:
       ++stats_.ioctls;
@@ -375,8 +551,8 @@ void Session::dispatch(const seccomp_notif& req) {
     case SYS_openat2:
     case SYS_creat:
       ++stats_.opens;
-      // An open handed to the worker is timed when its answer is given.
-      if (handle_open(req, t0)) record_latency(stats_.ns_open, t0);
+      handle_open(req, t0);
+      record_latency(stats_.ns_open, t0);
       return;
     case SYS_pidfd_getfd:
       handle_pidfd_getfd(req, t0);
@@ -385,6 +561,45 @@ void Session::dispatch(const seccomp_notif& req) {
       answer_continue(req.id);
   }
 }
+
+// What an ioctl's argument says, read from the caller's memory: the decoded call and, for a
+// dma-buf registration the policy restricts, the dma-buf's provenance. Both reads can block on
+// the tenant (its argument may lie in a mapping of a hung FUSE file; the dma-buf fd may be such a
+// file); everything the policy then judges comes from here.
+struct IoctlReading {
+  DecodedCall call;
+  std::optional<DmabufVerdict> dmabuf;
+};
+
+namespace {
+
+IoctlReading read_ioctl(pid_t pid, DeviceClass cls, uint32_t cmd, uint64_t arg, DecodeDepth depth,
+                        const NvidiaDriverAbi* abi, const std::vector<std::string>& exporters) {
+  ProcessMemory mem(pid);
+  IoctlReading out;
+  switch (cls) {
+    case DeviceClass::kUverbs:
+      out.call = decode_uverbs_ioctl(cmd, arg, mem, depth);
+      break;
+    case DeviceClass::kNvidiaFrontend:
+      out.call = decode_nvidia_frontend_ioctl(cmd, arg, mem, *abi, depth);
+      break;
+    case DeviceClass::kNvidiaUvm:
+      out.call = decode_nvidia_uvm_ioctl(cmd, arg, mem, *abi, depth);
+      break;
+    default:
+      out.call.device_class = cls;
+      out.call.cmd = cmd;
+      char name[32];
+      std::snprintf(name, sizeof name, "IOCTL_0x%08x", cmd);
+      out.call.name = name;
+  }
+  if (out.call.keys.dmabuf_fd && !exporters.empty())
+    out.dmabuf = check_dmabuf_fd(pid, *out.call.keys.dmabuf_fd, exporters);
+  return out;
+}
+
+}  // namespace
 
 void Session::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
   const int fd = static_cast<int>(req.data.args[0]);
@@ -412,65 +627,51 @@ void Session::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
                      t0);
     return;
   }
-  ProcessMemory mem(static_cast<pid_t>(req.pid));
-  DecodedCall call;
   // Without a trace only what the policy matches on is decoded.
   const DecodeDepth depth = tracing() ? DecodeDepth::kFull : DecodeDepth::kPolicy;
-  switch (node->device_class) {
-    case DeviceClass::kUverbs:
-      call =
-          decode_uverbs_ioctl(cmd, arg, mem, tracing() ? DecodeDepth::kFull : DecodeDepth::kPolicy);
-      break;
-    case DeviceClass::kNvidiaFrontend:
-      call = decode_nvidia_frontend_ioctl(cmd, arg, mem, *engine_.nvidia().abi, depth);
-      break;
-    case DeviceClass::kNvidiaUvm:
-      call = decode_nvidia_uvm_ioctl(cmd, arg, mem, *engine_.nvidia().abi, depth);
-      break;
-    default:
-      call.device_class = node->device_class;
-      call.cmd = cmd;
-      char name[32];
-      std::snprintf(name, sizeof name, "IOCTL_0x%08x", cmd);
-      call.name = name;
-  }
-  // Everything read above is only trustworthy if the caller is still the one that trapped.
+  // The reads can block on the tenant (its argument may lie in a mapping of a file on a hung
+  // FUSE mount): they stall this session's thread only, and the watchdog answers at the deadline.
+  IoctlReading reading = read_ioctl(static_cast<pid_t>(req.pid), node->device_class, cmd, arg,
+                                    depth, engine_.nvidia().abi, dmabuf_exporters_);
+  decide_ioctl(req, *node, reading, t0);
+}
+
+void Session::decide_ioctl(const seccomp_notif& req, const DeviceNode& node, IoctlReading& reading,
+                           uint64_t t0) {
+  const int fd = static_cast<int>(req.data.args[0]);
+  DecodedCall& call = reading.call;
+  // Everything read is only trustworthy if the caller is still the one that trapped.
   if (!notif_id_valid(nfd_, req.id)) return;
   if (call.keys.nv_device_instance && !all_gpus_granted_) {
     // A device object names its GPU by instance, through whichever frontend fd: the grant is
     // checked on the GPU the driver says that instance is.
     std::string why = ungranted_gpu(*call.keys.nv_device_instance);
     if (!why.empty()) {
-      refuse_ungranted(req, fd, *node, std::move(call), why, t0);
+      refuse_ungranted(req, fd, node, std::move(call), why, t0);
       return;
     }
   }
   Verdict v = config_.policy.evaluate(call);
-  if (v.action == Action::kAllow && call.keys.dmabuf_fd) {
+  if (v.action == Action::kAllow && reading.dmabuf) {
     // GPUDirect: the registered dma-buf must come from a granted GPU.
-    const ClassPolicy* cp = config_.policy.class_policy(DeviceClass::kUverbs);
-    if (cp && !cp->dmabuf_exporters.empty()) {
-      DmabufVerdict d =
-          check_dmabuf_fd(static_cast<pid_t>(req.pid), *call.keys.dmabuf_fd, cp->dmabuf_exporters);
-      if (!d.allowed) {
-        v.action = Action::kDeny;
-        v.err = cp->err;
-        v.log = true;
-        v.reason = "uverbs dma-buf provenance: " + d.reason;
-      } else if (tracing()) {
-        call.args.push_back({"dmabuf", d.reason});
-      }
+    if (!reading.dmabuf->allowed) {
+      v.action = Action::kDeny;
+      v.err = config_.policy.class_policy(DeviceClass::kUverbs)->err;
+      v.log = true;
+      v.reason = "uverbs dma-buf provenance: " + reading.dmabuf->reason;
+    } else if (tracing()) {
+      call.args.push_back({"dmabuf", reading.dmabuf->reason});
     }
   }
   TraceRecord r;
   if (tracing() || (v.action == Action::kDeny && v.log)) {
     r = begin_record(req, "ioctl");
     r.fd = fd;
-    r.device = node->name;
+    r.device = node.name;
     r.call = std::move(call);
     r.reason = v.reason;
   }
-  finish_call(r, *node, v, req.id, static_cast<pid_t>(req.pid), t0);
+  finish_call(r, node, v, req.id, static_cast<pid_t>(req.pid), t0);
 }
 
 // Refuses a call on a device (or naming a GPU) the sandbox was not granted, whatever the mode:
@@ -553,15 +754,18 @@ void Session::continue_observed(TraceRecord& r, uint64_t id, pid_t tid, uint64_t
                                 bool watch_rdma_cm) {
   if (observer_ && observer_->expect(tid, r.seq, r.call.result_regions[0], r.call.result_regions[1],
                                      watch_rdma_cm)) {
+    // Routed before the call runs: its exit event may reach the engine's loop before this
+    // thread returns from answering (the event itself then waits for this thread).
+    engine_.route_seq(r.seq, this);
+    if (watch_rdma_cm) engine_.route_tgid(r.who.host_tgid, this);
     if (answer_continue(id) != 0) {
       observer_->forget(tid);
+      engine_.unroute_seq(r.seq);
       r.note = "caller gone before the call ran";
       emit(r);
       return;
     }
     pending_by_tid_[tid] = r.seq;
-    engine_.route_seq(r.seq, this);
-    if (watch_rdma_cm) engine_.route_tgid(r.who.host_tgid, this);
     pending_.emplace(r.seq, std::make_pair(std::move(r), t0));
     return;
   }
@@ -647,102 +851,17 @@ void Session::handle_pidfd_getfd(const seccomp_notif& req, uint64_t t0) {
   if (tracing()) emit(r);
 }
 
-// An open handed to the worker: what it decided, and whether the call has been answered (by
-// the decision or by the deadline, whichever came first on the loop).
-struct Session::OpenJob {
-  seccomp_notif req{};
-  int nfd = -1;
-  uint64_t t0 = 0;
-  bool read_ok = false;
+void Session::handle_open(const seccomp_notif& req, uint64_t t0) {
+  // Path resolution walks the tenant's filesystems (a FUSE lookup may never be answered): on
+  // this session's thread only, and the watchdog answers at the deadline.
+  ProcessMemory mem(static_cast<pid_t>(req.pid));
   OpenCall call;
+  const bool read_ok =
+      OpenBroker::read_call(static_cast<pid_t>(req.pid), req.data.nr,
+                            reinterpret_cast<const uint64_t*>(req.data.args), call, mem);
   OpenDecision d;
-  bool answered = false;
-  std::unique_ptr<asio::steady_timer> deadline;
-};
-
-bool Session::handle_open(const seccomp_notif& req, uint64_t t0) {
-  if (!worker_) {
-    ProcessMemory mem(static_cast<pid_t>(req.pid));
-    OpenCall call;
-    const bool read_ok =
-        OpenBroker::read_call(static_cast<pid_t>(req.pid), req.data.nr,
-                              reinterpret_cast<const uint64_t*>(req.data.args), call, mem);
-    OpenDecision d;
-    if (read_ok) d = broker_ctx_->broker.decide(call, mem);
-    complete_open(req, read_ok, call, d, t0);
-    return true;
-  }
-  auto job = std::make_shared<OpenJob>();
-  job->req = req;
-  job->nfd = nfd_;
-  job->t0 = t0;
-  job->deadline = std::make_unique<asio::steady_timer>(engine_.io());
-  const std::weak_ptr<bool> alive = alive_;
-  asio::io_context& io = engine_.io();
-  const bool queued = worker_->submit([job, ctx = broker_ctx_, alive, &io, this] {
-    // On the worker thread: only the job and the broker context are touched here.
-    ProcessMemory mem(static_cast<pid_t>(job->req.pid));
-    job->read_ok = OpenBroker::read_call(static_cast<pid_t>(job->req.pid), job->req.data.nr,
-                                         reinterpret_cast<const uint64_t*>(job->req.data.args),
-                                         job->call, mem);
-    if (job->read_ok) job->d = ctx->broker.decide(job->call, mem);
-    asio::post(io, [job, alive, this] {
-      if (alive.expired()) {
-        if (job->d.host_fd >= 0) ::close(job->d.host_fd);
-        return;
-      }
-      finish_offloaded_open(job);
-    });
-  });
-  if (!queued) {
-    answer_error(req.id, EIO);
-    note("the worker of this session has " + std::to_string(BlockingWorker::kMaxQueued) +
-         " opens waiting: an open by pid " + std::to_string(req.pid) + " failed closed (EIO)");
-    return true;
-  }
-  job->deadline->expires_after(std::chrono::milliseconds(config_.blocking_deadline_ms));
-  job->deadline->async_wait([job, alive, this](const boost::system::error_code& ec) {
-    if (ec || alive.expired() || job->answered) return;
-    on_deadline(job);
-  });
-  deferred_ = true;
-  return false;
-}
-
-void Session::on_deadline(const std::shared_ptr<OpenJob>& job) {
-  job->answered = true;
-  notif_error(job->nfd, job->req.id, EIO);
-  ++stats_.deadline_failures;
-  const bool first = !stats_.degraded;
-  stats_.degraded = true;
-  if (first || denials_.first(0, "deadline", std::to_string(job->req.pid)))
-    std::fprintf(stderr,
-                 "%san open by pid %u was not decided within %u ms (its path lookup or the host "
-                 "open is blocked: a hung filesystem?): failed closed (EIO); the session is "
-                 "degraded, other sessions are not affected\n",
-                 log_prefix_.c_str(), job->req.pid, config_.blocking_deadline_ms);
-}
-
-void Session::finish_offloaded_open(const std::shared_ptr<OpenJob>& job) {
-  if (job->answered) {  // the deadline answered it: drop the late decision
-    if (job->d.host_fd >= 0) ::close(job->d.host_fd);
-    job->d.host_fd = -1;
-    return;
-  }
-  job->answered = true;
-  job->deadline->cancel();
-  nfd_ = job->nfd;
-  answered_ = false;
-  try {
-    complete_open(job->req, job->read_ok, job->call, job->d, job->t0);
-  } catch (const std::exception& e) {
-    ++stats_.handler_faults;
-    std::fprintf(stderr, "%sinternal error handling an open of pid %llu, failed closed: %s\n",
-                 log_prefix_.c_str(), static_cast<unsigned long long>(job->req.pid),
-                 printable(e.what()).c_str());
-  }
-  if (!answered_) answer_error(job->req.id, EPERM);
-  record_latency(stats_.ns_open, job->t0);
+  if (read_ok) d = broker_ctx_->broker.decide(call, mem);
+  complete_open(req, read_ok, call, d, t0);
 }
 
 void Session::complete_open(const seccomp_notif& req, bool read_ok, const OpenCall& call,
@@ -752,7 +871,7 @@ void Session::complete_open(const seccomp_notif& req, bool read_ok, const OpenCa
     return;
   }
   // The brokered host fd is closed on every way out of here, a throw included.
-  UniqueFd host_fd(std::exchange(d.host_fd, -1));
+  UniqueFd host_fd = std::move(d.host_fd);
   if (!notif_id_valid(nfd_, req.id)) return;
   if (d.kind == OpenDecision::Kind::kPass) {
     answer_continue(req.id);
@@ -833,10 +952,13 @@ void Session::on_cm_write(const gdrproxy_exit_event& e) {
   // The fd was marked at the caller's open. If it now names another file, it was closed and its
   // number reused: stop watching it. If it is gone (closed, or the caller is exiting) the write
   // still happened on the marked fd, whose class was recorded when its open returned.
-  struct stat st;
+  // AT_STATX_DONT_SYNC, as in device_of_fd: the number may now be a file on a hung FUSE mount.
+  struct statx stx {};
   const std::string link = "/proc/" + std::to_string(e.tid) + "/fd/" + std::to_string(e.fd);
-  const bool open_now = ::stat(link.c_str(), &st) == 0;
-  const DeviceNode* node = open_now && S_ISCHR(st.st_mode) ? catalog_.find(st.st_rdev) : nullptr;
+  const bool open_now = ::statx(AT_FDCWD, link.c_str(), AT_STATX_DONT_SYNC, STATX_TYPE, &stx) == 0;
+  const DeviceNode* node = open_now && S_ISCHR(stx.stx_mode)
+                               ? catalog_.find(makedev(stx.stx_rdev_major, stx.stx_rdev_minor))
+                               : nullptr;
   const auto watched = watched_fds_.find({who.host_tgid, e.fd});
   if (open_now && (!node || (node->device_class != DeviceClass::kRdmaCm &&
                              node->device_class != DeviceClass::kUverbs))) {

@@ -1,15 +1,21 @@
 // A Session: one sandbox's device calls, served from its seccomp listener fds (one for `gdrproxy
 // run`; one per process a runtime starts in a container, for the agent). It owns everything that
 // is that sandbox's: grants, compiled policy, mode, trace sinks, pending results, identities,
-// denial log and counters. The idea not to miss: every notification is answered exactly once,
-// inside an exception boundary, so nothing a tenant sends can leave a caller blocked or take the
-// session (or the engine under it) down; a session ends when every listener has hung up (the
-// last task using its filter exited) and, where it has one, its init process has exited (its
-// pidfd is readable), and only then.
+// denial log and counters, and the one thread all of it is touched on. The ideas not to miss:
+// every notification is answered exactly once, inside an exception boundary, so nothing a tenant
+// sends can leave a caller blocked or take the session (or the engine under it) down; the work
+// that can block on the tenant (path resolution on its filesystems, reads of its memory) runs on
+// the session's own thread, so it can only ever stall that sandbox, and the engine's watchdog
+// answers a call stuck past its deadline (EIO) and fails the sandbox's next calls closed until the
+// thread is back; a session ends when every listener has hung up (the last task using its filter
+// exited) and, where it has one, its init process has exited (its pidfd is readable).
 #pragma once
 
 #include <linux/seccomp.h>
 
+#include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cstdint>
@@ -17,13 +23,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "proxy/broker/open_broker.h"
 #include "proxy/devices/device_catalog.h"
-#include "proxy/engine/blocking_worker.h"
 #include "proxy/engine/denial_log.h"
 #include "proxy/engine/engine.h"
 #include "proxy/engine/latency_histogram.h"
@@ -33,6 +40,8 @@
 #include "proxy/trace/trace_record.h"
 
 namespace gdrproxy::proxy {
+
+struct IoctlReading;
 
 struct SessionConfig {
   std::string name;  // shown in notes: "" for `gdrproxy run`, the container id for the agent
@@ -47,9 +56,10 @@ struct SessionConfig {
   // An NVIDIA driver the ABI tables do not know: police NVIDIA calls trace-only rather than
   // refuse to start in enforce mode.
   bool allow_unknown_nvidia_driver = false;
-  // > 0: work that can block on the tenant (an open's path resolution, the host open) runs on a
-  // worker thread of the session, and a call not decided within this many ms fails with EIO (the
-  // session is then marked degraded). 0: it runs inline on the loop (`gdrproxy run`, one tenant).
+  // > 0: a call not answered within this many ms (its path lookup, or a read of the caller's
+  // memory, blocked on the tenant: a hung FUSE mount) is answered EIO by the engine's watchdog,
+  // the session is marked degraded, and its calls fail closed (EIO) until its thread is back.
+  // 0: no deadline (`gdrproxy run`: the only tenant can stall only itself).
   unsigned blocking_deadline_ms = 0;
   // Perform trapped pidfd_getfd calls whose target is a process of this sandbox (its pid
   // namespace, set_pid_namespace) with the supervisor's rights, and inject the fd.
@@ -63,8 +73,11 @@ struct SessionStats {
   uint64_t handler_faults = 0;         // notifications failed closed by the exception boundary
   uint64_t observer_lost = 0;          // results lost to a full observer ring buffer
   uint64_t p50_ns = 0, p99_ns = 0;     // handler latency of every notification (+0/-19 %)
-  uint64_t deadline_failures = 0;      // calls failed closed (EIO) at their deadline
-  bool degraded = false;               // some blocking work did not finish in time
+  uint64_t deadline_failures = 0;      // calls failed closed (EIO) at or past their deadline
+  bool degraded = false;               // some call was not answered in time
+  // The session's thread is in a call past its deadline now: only the fields above this
+  // struct's atomics (deadline_failures, degraded) are current, the rest read 0.
+  bool stuck = false;
 };
 
 // Every NVIDIA GPU node of `catalog` is granted: device objects then need no GPU check.
@@ -80,7 +93,9 @@ class Session {
   Session& operator=(const Session&) = delete;
 
   // Serves `listener_fd` (taken over: closed with the session). Several listeners may be added
-  // (one per process a runtime started in the same container).
+  // (one per process a runtime started in the same container). The first starts the session's
+  // thread: what follows below must be set before it (add_listener and watch_init may come later).
+  // Called on the engine's loop, like every public member but on_exit_event's delivery.
   void add_listener(int listener_fd);
   // The sandbox's own pid namespace (the inode of /proc/<pid>/ns/pid of its first process): the
   // processes pidfd_getfd may be brokered between. Unset, or the supervisor's own: none.
@@ -95,17 +110,25 @@ class Session {
   // Called once, on the engine's loop, when every listener has hung up.
   void on_end(std::function<void()> cb) { on_end_ = std::move(cb); }
   bool ended() const { return ended_; }
-  // Completes what is still pending (results never observed) and flushes the sinks.
+  // Lets the session's thread finish what is queued (results delivered but not yet written) and
+  // joins it; afterwards the session is single-threaded again (finish, print_summary). False,
+  // and nothing done, while the thread is stuck in a call past its deadline: such a session must
+  // not be destroyed (the agent leaves it to the process's exit).
+  bool stop();
+  bool stuck() const { return stuck_; }
+  // Completes what is still pending (results never observed) and flushes the sinks. After stop.
   void finish(const std::string& why);
-  SessionStats stats() const;
+  // From the session's thread (a copy, within 500 ms), or what the watchdog knows while stuck.
+  SessionStats stats();
   const std::string& name() const { return config_.name; }
   const SessionConfig& config() const { return config_; }
   bool tracing() const { return config_.trace_text || json_out_ != nullptr; }
   // The closing lines of `gdrproxy run`: lost results, failed-closed calls, counts.
   void print_summary(bool with_stats) const;
 
-  // From the engine: the result of one of this session's calls, or a write() it watches.
-  void on_exit_event(const gdrproxy_exit_event& e);
+  // From the engine's loop: the result of one of this session's calls, or a write() it watches;
+  // handled on the session's thread.
+  void deliver(const gdrproxy_exit_event& e);
 
  private:
   struct Listener {
@@ -113,29 +136,34 @@ class Session {
     std::unique_ptr<boost::asio::posix::stream_descriptor> stream;
     bool hung_up = false;
   };
-  // The one place a notification is answered; each records that the current one was.
+  // The one place a notification is answered; each records that the current one was. A call
+  // the watchdog answered first is not answered again (they then return -ETIMEDOUT).
   int answer_continue(uint64_t id);
   int answer_error(uint64_t id, int err);
   int answer_fd(uint64_t id, int srcfd, bool cloexec);
+  bool claim();
   void note(const std::string& msg) const;
   void setup_nvidia();
+  void add_listener_here(int listener_fd);
   void arm(Listener& l);
   void on_ready(Listener& l);
   void check_end();
   void arm_sweep();
+  void arm_watchdog();
+  void watchdog_tick();
+  SessionStats stats_here() const;
+  void on_exit_event(const gdrproxy_exit_event& e);
   void handle(const seccomp_notif& req);
-  void dispatch(const seccomp_notif& req);
+  void dispatch(const seccomp_notif& req, uint64_t t0);
   // Adds the time since t0 to `total_ns` and to the latency histogram (one clock read).
   void record_latency(uint64_t& total_ns, uint64_t t0);
   void handle_ioctl(const seccomp_notif& req, uint64_t t0);
+  void decide_ioctl(const seccomp_notif& req, const DeviceNode& node, IoctlReading& reading,
+                    uint64_t t0);
   void handle_pidfd_getfd(const seccomp_notif& req, uint64_t t0);
-  // True when the open was answered here; false when it went to the worker.
-  bool handle_open(const seccomp_notif& req, uint64_t t0);
-  struct OpenJob;
+  void handle_open(const seccomp_notif& req, uint64_t t0);
   void complete_open(const seccomp_notif& req, bool read_ok, const OpenCall& call, OpenDecision& d,
                      uint64_t t0);
-  void finish_offloaded_open(const std::shared_ptr<OpenJob>& job);
-  void on_deadline(const std::shared_ptr<OpenJob>& job);
   void refuse_ungranted(const seccomp_notif& req, int fd, const DeviceNode& node, DecodedCall call,
                         const std::string& reason, uint64_t t0);
   std::string ungranted_gpu(uint32_t instance);
@@ -150,9 +178,12 @@ class Session {
 
   Engine& engine_;
   SessionConfig config_;
+  // The session's own loop and thread: every handler of the session runs there.
+  boost::asio::io_context io_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+  std::thread thread_;
   const DeviceCatalog& catalog_;
-  // The broker with its own copy of the grants, shared with the worker's jobs (a job stuck in
-  // the kernel may outlive the session).
+  // The broker with its own copy of the grants.
   struct BrokerContext {
     Grants grants;
     OpenBroker broker;
@@ -160,6 +191,8 @@ class Session {
         : grants(g), broker(c, grants, err) {}
   };
   std::shared_ptr<const BrokerContext> broker_ctx_;
+  // The dma-buf exporters uverbs registrations may name (the policy's).
+  std::vector<std::string> dmabuf_exporters_;
   // "gdrproxy: ", or "gdrproxy: [<container id>] " in the agent: every line says whose it is.
   std::string log_prefix_;
   bool nv_enforce_ = true;
@@ -173,11 +206,27 @@ class Session {
   std::vector<std::unique_ptr<Listener>> listeners_;
   int nfd_ = -1;  // the listener of the notification being handled
   bool answered_ = false;
-  bool deferred_ = false;  // the notification being handled went to the worker
-  bool ended_ = false;
-  std::unique_ptr<BlockingWorker> worker_;  // when config_.blocking_deadline_ms > 0
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // expires with the session
+  std::atomic<bool> ended_{false};
   std::function<void()> on_end_;
+  // The notification being handled, shared with the watchdog (on the engine's loop): whichever
+  // of the two claims it (open -> false) answers it. Also the listener fds, which the watchdog
+  // serves (EIO) while the session's thread is stuck.
+  struct InFlight {
+    std::mutex mu;
+    int nfd = -1;
+    uint64_t id = 0;
+    uint64_t start_ns = 0;
+    uint32_t pid = 0;
+    int nr = 0;  // the syscall, for the watchdog's line
+    bool open = false;
+    std::vector<int> listener_fds;
+  };
+  InFlight inflight_;
+  std::atomic<bool> stuck_{false};
+  std::atomic<uint64_t> deadline_failures_{0};
+  std::atomic<bool> degraded_{false};
+  std::unique_ptr<boost::asio::steady_timer> watchdog_;  // on the engine's loop
+  DenialLog denials_once_;  // the watchdog's own: one deadline line per process
   boost::asio::steady_timer sweep_;
   std::vector<uint64_t> recv_buf_;  // one notification (engine.notif_size() bytes, 8-aligned)
   // Records waiting for their result, by seq; and which seq each host tid waits on.

@@ -179,6 +179,8 @@ int run_supervised(const RunOptions& o) {
   (void)!::write(ready.get(), &go, 1);
   ready.reset();
   io.run();
+  // The session's thread writes what it has been delivered, then the last results come here.
+  session.stop();
   if (ExitObserver* obs = engine.observer_if_open()) obs->consume();
   session.finish("result not observed before the sandbox exited");
   session.print_summary(o.stats);

@@ -17,7 +17,7 @@ CASE=$4
 if [[ -z ${GDRPROXY_AGENT_TEST_INNER:-} ]]; then
   # The hung FUSE filesystem is mounted out here: the stand-in /dev has no /dev/fuse (it stands
   # in for rdma_cm there); the mount is copied into the stand-in's mount namespace.
-  if [[ $CASE == hung_filesystem_costs_only_its_container ]]; then
+  if [[ $CASE == hung_* ]]; then
     fuse=$(dirname "$RC")/hang_fuse
     [[ -x $fuse ]] || { echo "SKIP [$CASE]: no hang_fuse (libfuse3-dev missing)"; exit 77; }
     mnt=$(mktemp -d /tmp/gdrproxy-hang.XXXXXX)
@@ -214,6 +214,37 @@ case_hung_filesystem_costs_only_its_container() {
   expect_in "$WORK/agent.log" "[team-a-4] an open by pid"
   expect_in "$WORK/agent.log" "was not decided within 4000 ms"
   expect_not_in "$WORK/agent.log" "[team-b-4] an open"
+  cat "$WORK/a.out" "$WORK/b.out" | grep -v "^uverbs"
+}
+
+case_hung_memory_costs_only_its_container() {
+  # A container's uverbs ioctl points its argument into a mapping of a file whose FUSE server
+  # never answers a read: the agent's read of that argument faults the page in and blocks for
+  # ever. It blocks a worker of that container's session only: the call fails with EIO at the
+  # deadline, the session is marked degraded, and another container's ioctls and opens served
+  # at the same time are answered at once.
+  local mnt=$HANG_MNT i
+  start_agent --blocking-deadline-ms 4000
+  in_container team-a-6 runc-init -- sh -c "
+    $A ioctl-mapped /dev/infiniband/uverbs0 $mnt/stall; date +%s%N; sleep 3" >"$WORK/a.out" 2>&1 &
+  local a=$!
+  for i in $(seq 50); do grep -q "container team-a-6: process" "$WORK/agent.log" && break; sleep 0.1; done
+  sleep 0.3
+  in_container team-b-6 crun --metadata job=42 -- sh -c "
+    for i in 1 2 3 4 5; do $(probe uverbs1); done; date +%s%N" >"$WORK/b.out" 2>&1 || fail "b exit $?"
+  for i in $(seq 100); do [[ $(wc -l <"$WORK/a.out") -ge 2 ]] && break; sleep 0.1; done
+  "$GP" agent ctl --ctl-socket "$CTL" stats >"$WORK/stats.out" || fail "ctl stats failed"
+  wait $a
+  local a_end b_end
+  a_end=$(sed -n 2p "$WORK/a.out") b_end=$(tail -1 "$WORK/b.out")
+  expect_line "$WORK/a.out" "ioctl-mapped" " ERR EIO$"
+  jq -s -e 'any(.[]; .id == "team-a-6" and .degraded == true and .deadline_failures == 1)' "$WORK/stats.out" >/dev/null ||
+    { cat "$WORK/stats.out"; fail "team-a-6 is not degraded with one deadline failure"; }
+  [[ $(grep -c "uverbs1-open-syscall OK ioctl=E" "$WORK/b.out") == 5 ]] || { cat "$WORK/b.out"; fail "the other container's calls were not served"; }
+  (( b_end < a_end )) || fail "the other container waited for the hung one ($b_end >= $a_end)"
+  expect_in "$WORK/agent.log" "[team-a-6] an ioctl by pid"
+  expect_in "$WORK/agent.log" "was not decided within 4000 ms (reading its argument is blocked"
+  expect_not_in "$WORK/agent.log" "[team-b-6] an "
   cat "$WORK/a.out" "$WORK/b.out" | grep -v "^uverbs"
 }
 

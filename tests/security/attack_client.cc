@@ -174,6 +174,7 @@ int usage() {
       "       attack_client mknod PATH LIKE | link SRC DST | rename SRC DST\n"
       "       attack_client nvioctl PATH TYPE NR SIZE | nvxfer PATH TYPE NR SIZE\n"
       "       attack_client nvdevice CTL INSTANCE|unreadable [HOLD_GPU_NODE]\n"
+      "       attack_client ioctl-mapped UVERBS_NODE FILE\n"
       "       attack_client userfaultfd | uffd-dev\n"
       "       attack_client kill-parent | kill-pgrp | kill-pidfd SOCKET\n"
       "       attack_client ptrace PID | fibmap FILE | ioperm | sethostname | mount DIR\n");
@@ -234,6 +235,21 @@ int main(int argc, char** argv) {
     void* arg = tunnel ? static_cast<void*>(&xfer) : static_cast<void*>(params);
     if (::ioctl(fd, req, arg) != 0) return report_err(what.c_str(), errno);
     std::printf("%s OK 0x%08x\n", what.c_str(), req);
+    return 0;
+  }
+  if (what == "ioctl-mapped" && argc == 4) {
+    // A uverbs ioctl whose argument lies in a mapping of FILE, never touched by the caller: the
+    // supervisor's read of it faults the page in from FILE's filesystem (one that never answers
+    // stalls that read).
+    const int fd = ::open(argv[2], O_RDWR | O_CLOEXEC);
+    if (fd < 0) return report_err("ioctl-mapped-open", errno);
+    const int file = ::open(argv[3], O_RDONLY | O_CLOEXEC);
+    if (file < 0) return report_err("ioctl-mapped-file", errno);
+    void* p = ::mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE, file, 0);
+    if (p == MAP_FAILED) return report_err("ioctl-mapped-mmap", errno);
+    // RDMA_VERBS_IOCTL: _IOWR(0x1b, 1, struct ib_uverbs_ioctl_hdr), 24 bytes.
+    if (::ioctl(fd, ioc(3, 0x1b, 1, 24), p) != 0) return report_err("ioctl-mapped", errno);
+    std::printf("ioctl-mapped OK\n");
     return 0;
   }
   if (what == "nvdevice" && (argc == 4 || argc == 5)) {
