@@ -6,8 +6,11 @@
 #include <fcntl.h>
 #include <sys/ioctl.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <vector>
 
 #include "proxy/abi/nvidia_abi.h"
@@ -112,6 +115,38 @@ const NvidiaGpu* gpu_of_device_instance(const std::vector<NvidiaGpu>& gpus, uint
   for (const NvidiaGpu& g : gpus)
     if (g.device_instance == instance) return &g;
   return nullptr;
+}
+
+std::vector<ProcGpu> nvidia_gpus_in_proc(const std::string& proc_root) {
+  std::vector<ProcGpu> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(proc_root + "/driver/nvidia/gpus", ec)) {
+    std::ifstream in(e.path() / "information");
+    ProcGpu g;
+    g.bdf = e.path().filename().string();
+    bool have_minor = false;
+    for (std::string line; std::getline(in, line);) {
+      auto value = [&](std::string_view key) -> std::optional<std::string> {
+        if (line.rfind(key, 0) != 0) return std::nullopt;
+        std::string v = line.substr(key.size());
+        v.erase(0, v.find_first_not_of(" \t"));
+        return v;
+      };
+      if (auto v = value("Device Minor:")) {
+        char* end = nullptr;
+        const unsigned long m = std::strtoul(v->c_str(), &end, 10);
+        if (end != v->c_str()) {
+          g.minor = static_cast<unsigned>(m);
+          have_minor = true;
+        }
+      }
+      if (auto v = value("GPU UUID:")) g.uuid = *v;
+    }
+    if (have_minor) out.push_back(g);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const ProcGpu& a, const ProcGpu& b) { return a.minor < b.minor; });
+  return out;
 }
 
 }  // namespace gdrproxy::proxy

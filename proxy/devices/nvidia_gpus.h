@@ -29,4 +29,13 @@ std::optional<std::vector<NvidiaGpu>> query_nvidia_gpus(const std::string& ctl_p
 // The GPU that device instance `instance` is among `gpus`, or nullptr.
 const NvidiaGpu* gpu_of_device_instance(const std::vector<NvidiaGpu>& gpus, uint32_t instance);
 
+// A GPU as the driver lists it in /proc/driver/nvidia/gpus/<bdf>/information: what ties a
+// /dev/nvidiaN (its "Device Minor") to its PCI function and UUID, with no call into the driver.
+struct ProcGpu {
+  unsigned minor = 0;
+  std::string uuid, bdf;
+};
+// Every GPU listed under `proc_root` (normally /proc), by minor; empty without a driver.
+std::vector<ProcGpu> nvidia_gpus_in_proc(const std::string& proc_root);
+
 }  // namespace gdrproxy::proxy

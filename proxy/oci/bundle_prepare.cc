@@ -85,6 +85,12 @@ std::string prepare_bundle(const std::string& bundle, const PrepareOptions& o) {
   for (const json& r : cgroup) rules.push_back(r);
   resources["devices"] = rules;
 
+  std::optional<ContainerSysfs> sys;
+  if (o.sysfs) {
+    sys = build_container_sysfs(bundle, grants, *o.sysfs);
+    config["mounts"] = mounts_with_sysfs(config.value("mounts", json::array()), *sys);
+  }
+
   if (!o.rails.empty()) {
     // The hooks run this very binary, by its absolute path (hooks resolve in the runtime's
     // namespace, never through PATH).
@@ -119,7 +125,11 @@ std::string prepare_bundle(const std::string& bundle, const PrepareOptions& o) {
   return path + ": grants [" + names + "], listener " + p.listener_path + ", " +
          std::to_string(nodes.size()) + " device node(s), " + std::to_string(cgroup.size()) +
          " device cgroup rule(s)" +
-         (o.rails.empty() ? "" : ", " + std::to_string(o.rails.size()) + " rail(s) by hooks");
+         (o.rails.empty() ? "" : ", " + std::to_string(o.rails.size()) + " rail(s) by hooks") +
+         (sys ? ", /sys of " + std::to_string(sys->gpus.size()) + " GPU(s) and " +
+                    std::to_string(sys->nics.size()) + " NIC(s) from " + sys->tree + " (" +
+                    std::to_string(sys->mounts.size() - 1) + " live bind(s))"
+              : std::string(", /sys left as the bundle has it"));
 }
 
 }  // namespace gdrproxy::proxy

@@ -1,15 +1,16 @@
 // `gdrproxy oci prepare BUNDLE`: edits a bundle's config.json so that runc or crun start the
 // container under `gdrproxy agent` with exactly its grant set: the seccomp profile with the
-// agent's listener, nodes in /dev for the granted devices only, and the device cgroup as the
-// kernel guard. The idea not to miss: every part is derived from one ContainerGrants object, and
-// the grant names travel to the agent in listenerMetadata, which the agent ties to this very
-// config.json before it reads them.
+// agent's listener, nodes in /dev for the granted devices only, the device cgroup as the kernel
+// guard, a /sys of the granted devices only, and the rails' hooks. The idea not to miss: every part
+// is derived from one ContainerGrants object, and the grant names travel to the agent in
+// listenerMetadata, which the agent ties to this very config.json before it reads them.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "proxy/oci/container_sysfs.h"
 #include "proxy/oci/seccomp_profile.h"
 
 namespace gdrproxy::proxy {
@@ -24,6 +25,9 @@ struct PrepareOptions {
   std::vector<std::string> rails;
   std::string rail_profile = "multirail";
   bool allow_plain_rails = false;  // rails without an RDMA device (test rigs)
+  // The synthetic /sys of the granted devices, as spec mounts (see container_sysfs.h); nullopt
+  // leaves the bundle's /sys as it is.
+  std::optional<ContainerSysfsOptions> sysfs = ContainerSysfsOptions{};
 };
 
 // Edits <bundle>/config.json in place (written to a temporary file and renamed). Returns a one-

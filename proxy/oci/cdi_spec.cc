@@ -13,45 +13,13 @@
 #include "netns/rdma_sysfs.h"
 
 #include "proxy/base/error.h"
+#include "proxy/devices/nvidia_gpus.h"
 
 namespace gdrproxy::proxy {
 namespace {
 
 using json = nlohmann::json;
 namespace fs = std::filesystem;
-
-struct Gpu {
-  unsigned minor = 0;
-  std::string uuid, bdf;
-};
-
-// The driver's own view of each GPU: "Device Minor:" and "GPU UUID:" of its information file.
-std::vector<Gpu> nvidia_gpus(const std::string& proc_root) {
-  std::vector<Gpu> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(proc_root + "/driver/nvidia/gpus", ec)) {
-    std::ifstream in(e.path() / "information");
-    Gpu g;
-    g.bdf = e.path().filename().string();
-    bool have_minor = false;
-    for (std::string line; std::getline(in, line);) {
-      auto value = [&](const char* key) -> std::optional<std::string> {
-        if (line.rfind(key, 0) != 0) return std::nullopt;
-        std::string v = line.substr(std::string(key).size());
-        v.erase(0, v.find_first_not_of(" \t"));
-        return v;
-      };
-      if (auto v = value("Device Minor:")) {
-        g.minor = static_cast<unsigned>(std::stoul(*v));
-        have_minor = true;
-      }
-      if (auto v = value("GPU UUID:")) g.uuid = *v;
-    }
-    if (have_minor) out.push_back(g);
-  }
-  std::sort(out.begin(), out.end(), [](const Gpu& a, const Gpu& b) { return a.minor < b.minor; });
-  return out;
-}
 
 json node(const std::string& path) {
   return {{"path", path}};
@@ -98,7 +66,7 @@ json generate_cdi_spec(const CdiOptions& o) {
     for (const json& h : edits.value("hooks", json::array())) add_hook(all, h);
   };
 
-  for (const Gpu& g : nvidia_gpus(o.proc_root)) {
+  for (const ProcGpu& g : nvidia_gpus_in_proc(o.proc_root)) {
     json edits = json::object();
     add_node(edits, "/dev/nvidia" + std::to_string(g.minor));
     for (const char* common : {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"})

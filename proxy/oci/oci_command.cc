@@ -136,27 +136,44 @@ void add_oci_commands(CLI::App& app, int& exit_code) {
   prep->add_flag("--allow-plain-rails", *plain, "Rails need not back an RDMA device (test rigs)");
   prep->add_option("--dev-root", *dev_root, "Where the host's device nodes are")
       ->capture_default_str();
-  prep->callback([bundle, grant, pa, pmeta, dev_root, rails, rail_profile, plain, &exit_code] {
-    try {
-      PrepareOptions o;
-      o.grants = *grant;
-      o.dev_root = *dev_root;
-      o.rails = *rails;
-      o.rail_profile = *rail_profile;
-      o.allow_plain_rails = *plain;
-      if (!pa->base.empty()) o.base = pa->base;
-      o.profile.listener_path = pa->listener;
-      if (pmeta->count()) o.profile.metadata = pa->metadata;
-      o.profile.filter.trap_pidfd_getfd = pa->broker_pidfd_getfd;
-      o.profile.caps = docker_default_caps();
-      o.profile.wait_killable_recv = runtime_supports_wait_killable_recv(pa->runtime);
-      std::cout << "gdrproxy oci prepare: " << prepare_bundle(*bundle, o) << "\n";
-      exit_code = 0;
-    } catch (const std::exception& e) {
-      std::cerr << "gdrproxy oci prepare: " << e.what() << "\n";
-      exit_code = 1;
-    }
-  });
+  auto sys = std::make_shared<ContainerSysfsOptions>();
+  auto no_sysfs = std::make_shared<bool>(false);
+  prep->add_flag("--no-sysfs", *no_sysfs,
+                 "Leave the bundle's /sys alone (default: a synthetic /sys of exactly the granted "
+                 "GPUs and NICs, built beside config.json as gdrproxy-sys and mounted read-only "
+                 "by the runtime, with live bind mounts of the RDMA ports and CPU topology)");
+  prep->add_option("--sysfs-root", sys->root,
+                   "File-system root holding the host's sys/ the tree is built from (test rigs)")
+      ->capture_default_str();
+  prep->add_option("--proc-root", sys->proc_root,
+                   "Where /proc is (the NVIDIA driver's GPU list: a GPU minor's PCI function)")
+      ->capture_default_str();
+  prep->callback(
+      [bundle, grant, pa, pmeta, dev_root, rails, rail_profile, plain, sys, no_sysfs, &exit_code] {
+        try {
+          PrepareOptions o;
+          if (*no_sysfs)
+            o.sysfs.reset();
+          else
+            o.sysfs = *sys;
+          o.grants = *grant;
+          o.dev_root = *dev_root;
+          o.rails = *rails;
+          o.rail_profile = *rail_profile;
+          o.allow_plain_rails = *plain;
+          if (!pa->base.empty()) o.base = pa->base;
+          o.profile.listener_path = pa->listener;
+          if (pmeta->count()) o.profile.metadata = pa->metadata;
+          o.profile.filter.trap_pidfd_getfd = pa->broker_pidfd_getfd;
+          o.profile.caps = docker_default_caps();
+          o.profile.wait_killable_recv = runtime_supports_wait_killable_recv(pa->runtime);
+          std::cout << "gdrproxy oci prepare: " << prepare_bundle(*bundle, o) << "\n";
+          exit_code = 0;
+        } catch (const std::exception& e) {
+          std::cerr << "gdrproxy oci prepare: " << e.what() << "\n";
+          exit_code = 1;
+        }
+      });
   sec->callback([a, meta, &exit_code] {
     a->metadata_set = meta->count() > 0;
     try {

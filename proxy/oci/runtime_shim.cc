@@ -34,6 +34,8 @@ struct ShimConfig {
   std::vector<std::string> grants;  // globs: the most a container may ask for
   std::optional<std::string> base, metadata;
   bool broker_pidfd_getfd = false;
+  bool sysfs = true;             // a synthetic /sys of the granted devices
+  std::string sysfs_root = "/";  // where the host's sys/ is (test rigs)
   bool found = false;
 };
 
@@ -46,7 +48,8 @@ ShimConfig load_config(const std::string& path) {
   if (j.is_discarded() || !j.is_object()) bad("not a JSON object");
   for (const auto& [k, v] : j.items())
     if (k != "version" && k != "runtime" && k != "listener" && k != "grants" && k != "base" &&
-        k != "metadata" && k != "broker_pidfd_getfd" && k != "comment")
+        k != "metadata" && k != "broker_pidfd_getfd" && k != "sysfs" && k != "sysfs_root" &&
+        k != "comment")
       bad(k + ": unknown key");
   if (j.value("version", 0) != 1) bad("version: expected 1");
   auto str = [&](const char* k, std::string& out) {
@@ -66,6 +69,11 @@ ShimConfig load_config(const std::string& path) {
       c.grants.push_back(g.get<std::string>());
     }
   }
+  if (j.contains("sysfs")) {
+    if (!j["sysfs"].is_boolean()) bad("sysfs: expected true or false");
+    c.sysfs = j["sysfs"].get<bool>();
+  }
+  str("sysfs_root", c.sysfs_root);
   if (j.contains("broker_pidfd_getfd")) {
     if (!j["broker_pidfd_getfd"].is_boolean()) bad("broker_pidfd_getfd: expected true or false");
     c.broker_pidfd_getfd = j["broker_pidfd_getfd"].get<bool>();
@@ -143,6 +151,10 @@ int run_runtime_shim(const ShimOptions& o, const std::vector<std::string>& runti
       }
       PrepareOptions p;
       p.grants = asked;
+      if (config.sysfs)
+        p.sysfs->root = config.sysfs_root;
+      else
+        p.sysfs.reset();
       p.base = config.base;
       p.profile.listener_path = config.listener;
       p.profile.metadata = config.metadata;

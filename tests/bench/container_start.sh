@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Container start latency that gdrproxy adds: `runc run` of `true`, N runs each (default 20),
 # median wall time, plain runc against the same bundle started through `gdrproxy runtime` (the
-# shim edits config.json: profile, /dev nodes, device cgroup), with the agent serving the
-# listener and two veth rails moved in and out by the hooks. Stand-in device nodes; the "host"
-# is a network namespace of its own. Prints both medians, the overhead and the ratio. A
+# shim edits config.json: profile, /dev nodes, device cgroup, and builds the synthetic /sys of
+# the grant, from a constructed HGX host), with the agent serving the listener and two veth rails
+# moved in and out by the hooks. Stand-in device nodes; the "host" is a network namespace of its
+# own. Prints both medians, the overhead and the ratio. A
 # benchmark, not a test.
 # Usage: tests/bench/container_start.sh [BUILD_DIR] [N]     (root, runc)
 set -euo pipefail
@@ -26,7 +27,9 @@ echo '{"version": 1, "containers": [{"match": {"id": "start-*"}, "grants": ["uve
 "$build/gdrproxy" agent -q --socket "$work/a.sock" --ctl-socket "$work/a.ctl" --config "$work/agent.json" &
 agent_pid=$!
 for i in $(seq 100); do [[ -S $work/a.sock ]] && break; sleep 0.05; done
-jq -n --arg s "$work/a.sock" '{version: 1, runtime: "runc", listener: $s, grants: ["uverbs0"]}' >"$work/runtime.json"
+python3 "$(dirname "$0")/../fixtures/sysfs/make_hgx_tree.py" --variant roce16 "$work/host"
+jq -n --arg s "$work/a.sock" --arg h "$work/host" \
+  '{version: 1, runtime: "runc", listener: $s, grants: ["uverbs0"], sysfs: true, sysfs_root: $h}' >"$work/runtime.json"
 make_bundle() {
   local b=$1
   oci_rootfs "$b"
@@ -55,15 +58,16 @@ for ((i = 0; i < n; i++)); do
   make_bundle "$work/g$i"
   # The rails go in through the hooks prepare writes; the shim then finds them already there.
   "$build/gdrproxy" oci prepare "$work/g$i" --grant uverbs0 --listener "$work/a.sock" --rails rail0,rail1 \
-    --allow-plain-rails >/dev/null
+    --allow-plain-rails --no-sysfs >/dev/null
   jq 'del(.linux.seccomp)' "$work/g$i/config.json" >"$work/g$i/c.json" && mv "$work/g$i/c.json" "$work/g$i/config.json"
   t0=$(ms)
   "$build/gdrproxy" runtime --config "$work/runtime.json" -- --root "$work/runc" run \
     --bundle "$work/g$i" "start-$i" >/dev/null 2>"$work/err" || { cat "$work/err"; exit 1; }
   echo $(($(ms) - t0)) >>"$work/gdr.ms"
+  grep -q "/sys of 0 GPU(s) and 1 NIC(s)" "$work/err" || { cat "$work/err"; echo "the shim built no /sys"; exit 1; }
 done
 plain=$(median <"$work/plain.ms")
 gdr=$(median <"$work/gdr.ms")
 printf "%-34s %8s\n" "runc run true (median of $n)" "${plain} ms"
-printf "%-34s %8s\n" "gdrproxy runtime + agent + 2 rails" "${gdr} ms"
+printf "%-34s %8s\n" "gdrproxy runtime + agent + 2 rails + /sys" "${gdr} ms"
 awk -v p="$plain" -v g="$gdr" 'BEGIN { printf "%-34s %8d ms (ratio %.2f)\n", "overhead", g - p, g / p }'

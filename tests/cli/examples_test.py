@@ -158,7 +158,12 @@ def environment(words):
 
 
 def run_oci(examples, work):
-    """Runs inside gdrproxy standin."""
+    """Runs inside gdrproxy standin (a private mount namespace): the host's sysfs is a
+    constructed HGX node's, where the stand-in uverbs0 is mlx5_0, so that prepare's synthetic
+    /sys can be built."""
+    fixture = os.path.join(work, "hgx")
+    sh(f"{shlex.quote(SRC)}/tests/sysfs/prepare_fixture.sh hgx-roce16 {shlex.quote(fixture)}")
+    sh(f"mount --bind {fixture}/sys /sys")
     for where, ex in examples:
         check_oci(where, ex, work)
 
@@ -182,7 +187,11 @@ def check_oci(where, ex, work):
             return fail(label, f"listenerMetadata is {meta!r}")
         if len(paths) != len(grants):
             return fail(label, f"device nodes {paths} for grants {grants}")
-        return ok(label, f"bundle prepared: {', '.join(paths)}")
+        sys_mounts = [m for m in config.get("mounts", []) if m["destination"] == "/sys"]
+        if "--no-sysfs" not in words and (
+                len(sys_mounts) != 1 or sys_mounts[0]["source"] != bundle + "/gdrproxy-sys"):
+            return fail(label, f"/sys is not the bundle's synthetic tree: {sys_mounts}")
+        return ok(label, f"bundle prepared: {', '.join(paths)}, /sys from its tree")
     r = subprocess.run([GP] + words[1:], cwd=work, capture_output=True, text=True, timeout=60)
     if r.returncode != 0:
         return fail(label, f"exit {r.returncode}: {r.stderr[-300:]}")

@@ -5,7 +5,10 @@
 # traced by the agent (which took the grants from the metadata it checked against the bundle),
 # and the device cgroup, the containers' kernel guard, refuses at open a node of the uverbs major
 # that a root tenant with CAP_MKNOD makes itself (EPERM from the cgroup; without it the open would
-# reach the missing driver: ENXIO), while an ordinary node it makes opens.
+# reach the missing driver: ENXIO), while an ordinary node it makes opens. Its /sys is the
+# synthetic tree of that grant alone, mounted by runc from the spec: built from a constructed
+# HGX host (uverbs0 is mlx5_0 there, netdev rdma0), with mlx5_0's port directory bound live from
+# that host and the CPU topology from this one; hwloc inside sees that NIC and no other.
 # Usage: prepare_runc_test.sh GDRPROXY ATTACK_CLIENT   (root, runc; 77 = skipped)
 set -uo pipefail
 GP=$(realpath "$1")
@@ -25,6 +28,9 @@ oci_start_agent '{"version": 1, "containers": [
   {"match": {"id": "prep-*"}, "grants": ["uverbs0", "uverbs1", "rdma_cm"],
    "grants_from_metadata": true, "trace": true}]}' --trace-dir "$WORK/traces"
 
+# The host the tree is built from: constructed (this machine has no RDMA device).
+python3 "$(dirname "$0")/../fixtures/sysfs/make_hgx_tree.py" --variant roce16 "$WORK/host" ||
+  fail "cannot construct the HGX host sysfs"
 b=$WORK/bundle
 oci_rootfs "$b" "${A%/*}" "${BENCH%/*}"
 python3 - "$b/config.json" "$A" "$BENCH" <<'PY'
@@ -32,6 +38,11 @@ import json, os, sys
 path, attack, bench = sys.argv[1:]
 probe = "; ".join(f"{attack} open /dev/infiniband/{d} rdwr syscall | sed s/^/{d}-/" for d in ("uverbs0", "uverbs1"))
 script = (f"echo ib: $(ls /dev/infiniband); {probe}; {bench} client 3 /dev/infiniband/uverbs0 >/dev/null; "
+          "echo sys-ib: $(ls /sys/class/infiniband); echo sys-net: $(ls /sys/class/net); "
+          "echo gid0: $(cat /sys/class/infiniband/mlx5_0/ports/1/gids/0); "
+          "echo cpus: $(cat /sys/devices/system/cpu/online); "
+          "echo hwloc: $(lstopo-no-graphics --only osdev 2>&1); "
+          "touch /sys/x 2>/dev/null; echo sys-write-rc=$?; "
           "mknod /tmp/u1 c 231 1; head -c1 /tmp/u1; echo open-uverbs-rc=$?; "
           "mknod /tmp/n c 1 3 && head -c1 /tmp/n; echo open-null-rc=$?")
 caps = ["CAP_MKNOD", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_SETUID", "CAP_SETGID"]
@@ -54,15 +65,22 @@ config = {
 }
 json.dump(config, open(path, "w"), indent=1)
 PY
-"$GP" oci prepare "$b" --grant uverbs0 --listener "$SOCK" >"$WORK/prepare.out" 2>&1 ||
+"$GP" oci prepare "$b" --grant uverbs0 --listener "$SOCK" --sysfs-root "$WORK/host" >"$WORK/prepare.out" 2>&1 ||
   { cat "$WORK/prepare.out"; fail "oci prepare failed"; }
 expect "$WORK/prepare.out" "grants \[uverbs0\]"
+expect "$WORK/prepare.out" "/sys of 0 GPU\(s\) and 1 NIC\(s\) from $b/gdrproxy-sys \(2 live bind\(s\)\)"
+# The runtime mounts the tree at /sys and the live binds over it, in that order.
+jq -e --arg t "$b/gdrproxy-sys" '[.mounts[] | select(.destination | startswith("/sys"))] |
+  .[0].destination == "/sys" and .[0].source == $t and (.[0].options | index("ro")) != null and
+  any(.[]; .destination | endswith("/infiniband/mlx5_0/ports/1")) and
+  any(.[]; .destination == "/sys/devices/system/cpu")' "$b/config.json" >/dev/null ||
+  { jq .mounts "$b/config.json"; fail "the /sys mounts are not the tree and its live binds"; }
 jq -e '.linux.seccomp.listenerMetadata == "gdrproxy-grants=uverbs0"' "$b/config.json" >/dev/null ||
   fail "the grants are not in listenerMetadata"
 # Preparing the same bundle again for the same agent and grants (an engine restarting it) changes
 # nothing; for other grants it is refused.
 cp "$b/config.json" "$WORK/prepared.json"
-"$GP" oci prepare "$b" --grant uverbs0 --listener "$SOCK" >"$WORK/again.out" 2>&1 || { cat "$WORK/again.out"; fail "a second prepare failed"; }
+"$GP" oci prepare "$b" --grant uverbs0 --listener "$SOCK" --sysfs-root "$WORK/host" >"$WORK/again.out" 2>&1 || { cat "$WORK/again.out"; fail "a second prepare failed"; }
 expect "$WORK/again.out" "already prepared for .* with grants \[uverbs0\], left as it is"
 cmp -s "$b/config.json" "$WORK/prepared.json" || fail "a second prepare changed config.json"
 "$GP" oci prepare "$b" --grant uverbs1 --listener "$SOCK" >"$WORK/other.out" 2>&1 && fail "a prepare for other grants was accepted"
@@ -77,6 +95,14 @@ expect "$WORK/c.out" "^uverbs1-open.* ERR ENOENT"
 expect "$WORK/c.out" "/tmp/u1.*Operation not permitted"
 expect "$WORK/c.out" "^open-uverbs-rc=1$"
 expect "$WORK/c.out" "^open-null-rc=0$"
+expect "$WORK/c.out" "^sys-ib: mlx5_0$"
+expect "$WORK/c.out" "^sys-net: rdma0$"
+gid0=$(cat "$WORK/host/sys/class/infiniband/mlx5_0/ports/1/gids/0")
+expect "$WORK/c.out" "^gid0: $gid0$"
+expect "$WORK/c.out" "^cpus: $(cat "$WORK/host/sys/devices/system/cpu/online")$"
+expect "$WORK/c.out" '^hwloc: .*OpenFabrics "mlx5_0"'
+grep "^hwloc:" "$WORK/c.out" | grep -q "mlx5_1\|rdma1" && fail "hwloc in the container sees a NIC it was not granted"
+expect "$WORK/c.out" "^sys-write-rc=1$"
 for i in $(seq 50); do grep -q "prep-1 ended" "$WORK/agent.log" && break; sleep 0.1; done
 grep -q "container prep-1: process .*grants \[uverbs0\]" "$WORK/agent.log" || fail "the agent did not take the grants from the metadata"
 jq -e -s 'any(.[]; .device == "uverbs0" and .syscall == "ioctl")' "$WORK/traces/prep-1.jsonl" >/dev/null ||

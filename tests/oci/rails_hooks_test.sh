@@ -56,7 +56,7 @@ json.dump({
             "resources": {"devices": [{"allow": False, "access": "rwm"}]}},
 }, open(sys.argv[1], "w"), indent=1)
 PY
-"$GP" oci prepare "$b" --grant uverbs0 --listener "$SOCK" --rails rail0,rail1 --allow-plain-rails \
+"$GP" oci prepare "$b" --grant uverbs0 --listener "$SOCK" --no-sysfs --rails rail0,rail1 --allow-plain-rails \
   >"$WORK/prepare.out" 2>&1 || { cat "$WORK/prepare.out"; fail "oci prepare failed"; }
 expect "$WORK/prepare.out" "2 rail\(s\) by hooks"
 

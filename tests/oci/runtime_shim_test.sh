@@ -20,7 +20,7 @@ mkdir -p "$WORK/traces"
 oci_start_agent '{"version": 1, "containers": [{"match": {"id": "shim-*"}, "grants": ["uverbs0", "uverbs1"],
   "grants_from_metadata": true, "trace": true}]}' --trace-dir "$WORK/traces"
 # The operator allows uverbs0 only.
-jq -n --arg s "$SOCK" '{version: 1, runtime: "runc", listener: $s, grants: ["uverbs0"]}' >"$WORK/runtime.json"
+jq -n --arg s "$SOCK" '{version: 1, runtime: "runc", listener: $s, grants: ["uverbs0"], sysfs: false}' >"$WORK/runtime.json"
 ln -s "$GP" "$WORK/gdrproxy-runtime"
 
 # bundle NAME DEVICE: a bundle whose linux.devices asks for DEVICE (as --device or CDI would).
