@@ -15,7 +15,9 @@ n=${SESSIONS:-8}
 work=$(mktemp -d)
 agent=
 trap '[[ -n $agent ]] && kill $agent 2>/dev/null; rm -rf "$work"' EXIT
-echo '{"version": 1, "containers": [{"match": {"id": "gpu-*"}, "grants": ["nvidiactl", "nvidia0", "nvidia1", "nvidia-uvm"]}]}' >"$work/agent.json"
+# Every GPU of this machine (one or more).
+gpus=$(ls /dev | grep -E '^nvidia[0-9]+$' | sed 's/.*/"&"/' | paste -sd,)
+echo '{"version": 1, "containers": [{"match": {"id": "gpu-*"}, "grants": ["nvidiactl", '"$gpus"', "nvidia-uvm"]}]}' >"$work/agent.json"
 "$gp" agent --socket "$work/a.sock" --ctl-socket "$work/a.ctl" --config "$work/agent.json" >"$work/agent.log" 2>&1 &
 agent=$!
 for i in $(seq 100); do [[ -S $work/a.sock ]] && break; sleep 0.05; done

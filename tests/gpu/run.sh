@@ -144,6 +144,9 @@ median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR
 echo "== 8 concurrent CUDA processes, each its own session of one agent (tests/gpu/agent_sessions.sh)"
 agent8=$(ROUNDS=$rounds tests/gpu/agent_sessions.sh "$bundle" 2>&1 | tail -1)
 echo "$agent8"
+echo "== a runc container granted one GPU (tests/gpu/runc_container.sh)"
+ctr=$(tests/gpu/runc_container.sh "$bundle" 2>&1 | tee "$out/runc_container.log" | tail -1)
+echo "$ctr"
 
 echo
 echo "== summary ($(date -u +%F), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1))"
@@ -163,4 +166,5 @@ echo "RM_ALLOC type-byte variants under a denying policy: $attacks"
 echo "ungranted GPU by device instance, and io_uring, refused: $gpu_grant"
 echo "NCCL topology with the synthetic /sys vs the host's: $sysfs_topo"
 echo "agent: $agent8 (goal <= 1.05)"
+echo "container: $ctr"
 echo "goals: enforce/native <= 1.02, trace/native <= 1.10"

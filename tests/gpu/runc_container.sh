@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# A real runc container granted one GPU (the host's last) runs the PyTorch matmul of
+# tests/gpu/workloads.py under `gdrproxy agent`. The bundle is prepared by `gdrproxy oci
+# prepare`: the agent's listener with the grants in its metadata, /dev nodes of the grant only,
+# the device cgroup (NVIDIA nodes only to be made: the agent opens them and injects the fd), and
+# the synthetic /sys of that GPU. The rootfs is the host's own directories, bound read-only (the
+# machine's Python and PyTorch). runc and its libseccomp come in the bundle dir: the GPU machine
+# has no package manager. Checks: the container sees exactly one GPU and one nvidia PCI function
+# in /sys, the matmul passes, its NVIDIA ioctls are in its own trace, and the agent denied
+# nothing. The last line is the result.
+# Usage (GPU machine, repo root, root): tests/gpu/runc_container.sh [BUNDLE_DIR]
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+repo=$(pwd)
+bundle=${1:-.gpu-bundle}
+gp=$(realpath "$bundle/gdrproxy")
+runc=$(realpath "$bundle/runc")
+host_path=$PATH host_ld=${LD_LIBRARY_PATH:-}
+export LD_LIBRARY_PATH=$(realpath "$bundle/lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+work=$(mktemp -d /tmp/gdrproxy-gpuctr.XXXXXX)
+chmod 755 "$work"
+agent=
+trap '"$runc" --root "$work/runc" delete -f gpu-ctr-1 >/dev/null 2>&1; [[ -n $agent ]] && kill $agent 2>/dev/null; rm -rf "$work"' EXIT
+fail() {
+  echo "--- container output:"; cat "$work/c.out" 2>/dev/null | tail -30
+  [[ -f $work/agent.log ]] && sed 's/^/  [agent] /' "$work/agent.log" | tail -20
+  echo "runc container granted one GPU: FAIL: $*"
+  exit 1
+}
+[[ -x $runc ]] || fail "no runc in $bundle (scripts/gpu-bundle.sh copies the build machine's)"
+"$runc" --version >/dev/null 2>&1 || fail "the bundle's runc does not run here"
+gpus=(/dev/nvidia[0-9]*)
+[[ -e ${gpus[0]} ]] || fail "no /dev/nvidiaN here"
+last=${gpus[-1]##*/}
+
+mkdir -p "$work/traces"
+cat >"$work/agent.json" <<EOF
+{"version": 1, "containers": [{"match": {"id": "gpu-ctr-*"},
+  "grants": ["nvidiactl", "nvidia-uvm", "$last"], "grants_from_metadata": true, "trace": true}]}
+EOF
+"$gp" agent --socket "$work/a.sock" --ctl-socket "$work/a.ctl" --config "$work/agent.json" \
+  --trace-dir "$work/traces" >"$work/agent.log" 2>&1 &
+agent=$!
+for i in $(seq 100); do [[ -S $work/a.sock ]] && break; sleep 0.05; done
+[[ -S $work/a.sock ]] || fail "the agent did not start"
+
+# The rootfs: the host's top-level directories bound read-only (symlinks copied), with its own
+# /proc, /dev, /sys (prepare's), /tmp and /run; the repository bound at its path.
+b=$work/bundle
+r=$b/rootfs
+mkdir -p "$r"/{proc,dev,sys,tmp,run}
+binds=()
+for d in /*; do
+  n=${d#/}
+  case $n in proc | sys | dev | tmp | run | lost+found) continue ;; esac
+  if [[ -L $d ]]; then
+    ln -s "$(readlink "$d")" "$r/$n"
+  elif [[ -d $d ]]; then
+    mkdir -p "$r/$n"
+    binds+=("$d")
+  fi
+done
+python3 - "$b/config.json" "$repo" "$host_path" "$host_ld" "${binds[@]}" <<'PY'
+import json, sys
+path, repo, host_path, host_ld, *binds = sys.argv[1:]
+script = ("python3 -c 'import torch; print(\"count\", torch.cuda.device_count())'; "
+          "python3 tests/gpu/workloads.py matmul; "
+          "echo dev: $(ls /dev | grep nvidia); "
+          "echo pci-nvidia: $(ls /sys/bus/pci/drivers/nvidia 2>/dev/null | grep -c :)")
+env = ["PATH=" + host_path, "HOME=/root"] + (["LD_LIBRARY_PATH=" + host_ld] if host_ld else [])
+bind = lambda src, ro=True: {"destination": src, "type": "bind", "source": src,
+                              "options": ["rbind"] + (["ro"] if ro else [])}
+json.dump({
+  "ociVersion": "1.0.2",
+  "process": {"terminal": False, "user": {"uid": 0, "gid": 0}, "cwd": repo,
+              "args": ["sh", "-c", script], "env": env, "noNewPrivileges": True},
+  "root": {"path": "rootfs", "readonly": True},
+  "hostname": "gpu-ctr",
+  "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"},
+             {"destination": "/dev", "type": "tmpfs", "source": "tmpfs",
+              "options": ["nosuid", "strictatime", "mode=755", "size=65536k"]},
+             {"destination": "/dev/shm", "type": "tmpfs", "source": "shm",
+              "options": ["nosuid", "nodev", "mode=1777", "size=1g"]},
+             {"destination": "/sys", "type": "sysfs", "source": "sysfs",
+              "options": ["nosuid", "noexec", "nodev", "ro"]},
+             {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid"]},
+             {"destination": "/run", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid"]}]
+            + [bind(d) for d in binds] + [bind(repo)],
+  "linux": {"namespaces": [{"type": t} for t in ("pid", "mount", "ipc", "uts")],
+            # Deny-by-default, as container engines do (runc allows its default nodes back).
+            "resources": {"devices": [{"allow": False, "access": "rwm"}]}},
+}, open(path, "w"), indent=1)
+PY
+"$gp" oci prepare "$b" --grant "nvidiactl,nvidia-uvm,$last" --listener "$work/a.sock" \
+  >"$work/prepare.out" 2>&1 || { cat "$work/prepare.out"; fail "oci prepare failed"; }
+cat "$work/prepare.out"
+timeout 300 "$runc" --root "$work/runc" run --bundle "$b" gpu-ctr-1 >"$work/c.out" 2>&1
+rc=$?
+[[ $rc == 0 ]] || fail "runc exit $rc"
+grep -v "^PASS\|^count\|^dev:\|^pci" "$work/c.out" | tail -5
+for i in $(seq 50); do grep -q "gpu-ctr-1 ended" "$work/agent.log" && break; sleep 0.1; done
+count=$(sed -n 's/^count //p' "$work/c.out")
+pci=$(sed -n 's/^pci-nvidia: //p' "$work/c.out")
+ended=$(grep "container gpu-ctr-1 ended" "$work/agent.log")
+denied=$(sed -n 's/.* \([0-9]*\) denied.*/\1/p' <<<"$ended")
+nv_traced=$(jq -s '[.[] | select(.syscall == "ioctl" and (.device | startswith("nvidia")))] | length' \
+  "$work/traces/gpu-ctr-1.jsonl" 2>/dev/null || echo 0)
+grep "^dev:" "$work/c.out"
+echo "$ended"
+[[ $count == 1 ]] || fail "the container sees $count GPU(s), not 1"
+grep -q "^PASS matmul" "$work/c.out" || fail "the matmul did not pass"
+[[ $pci == 1 ]] || fail "/sys shows $pci nvidia PCI function(s), not 1"
+[[ $denied == 0 ]] || { grep "denied" "$work/agent.log"; fail "$denied denial(s)"; }
+((nv_traced > 0)) || fail "no NVIDIA ioctl in the container's trace"
+echo "runc container granted $last: PASS (1 GPU seen, /sys shows 1, matmul passed, $nv_traced NVIDIA ioctls traced, 0 denied)"
