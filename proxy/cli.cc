@@ -137,6 +137,12 @@ void add_agent(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(1u, 600000u));
   agent->add_flag("-q,--quiet", opts->quiet, "No log lines on stderr");
+  agent
+      ->add_option("--sync-wakeup", opts->sync_wakeup,
+                   "Hand the CPU to the caller on each answer (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP) "
+                   "on every container's listener: each container has its own session thread, "
+                   "which the scheduler then keeps beside its callers")
+      ->capture_default_str();
   auto* ctl = agent->add_subcommand(
       "ctl",
       "Ask a running agent: list (containers), stats (counts, p50/p99 handler latency), drain\n"

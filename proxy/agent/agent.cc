@@ -318,8 +318,7 @@ class Agent {
       if (rule.trace && opts_.trace_dir)
         cfg.trace_json = *opts_.trace_dir + "/" + container_file_name(id) + ".jsonl";
       cfg.quiet = opts_.quiet;
-      // Synchronous wake-ups would pull many containers' callers onto the agent's CPUs.
-      cfg.sync_wakeup = false;
+      cfg.sync_wakeup = opts_.sync_wakeup;
       cfg.blocking_deadline_ms = opts_.blocking_deadline_ms;
       cfg.broker_pidfd_getfd = rule.broker_pidfd_getfd;
       c->grants = cfg.grants.all() ? std::vector<std::string>{"(all)"} : cfg.grants.names();

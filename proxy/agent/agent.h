@@ -26,6 +26,7 @@ struct AgentOptions {
   // its container's session degraded (a hung FUSE mount must cost that container, not others).
   unsigned blocking_deadline_ms = 2000;
   bool quiet = false;
+  bool sync_wakeup = false;  // SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP on every listener
 };
 
 // Serves until SIGTERM or SIGINT. Throws gdrproxy::Error for setup errors (bad config, socket

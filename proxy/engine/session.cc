@@ -683,15 +683,16 @@ void Session::refuse_ungranted(const seccomp_notif& req, int fd, const DeviceNod
   r.device = node.name;
   r.call = std::move(call);
   r.reason = reason;
-  answer_error(req.id, config_.policy.open_errno());
   r.decision = "deny";
   r.ret = -1;
   r.err = config_.policy.open_errno();
-  r.latency_us = double(monotonic_ns() - t0) / 1e3;
+  // The line is written before the caller is answered: it precedes whatever the caller prints.
   if (denials_.first(r.who.host_tgid, node.name, r.reason))
     std::fprintf(stderr, "%sdenied %s on %s by pid %u (ns pid %u): %s -> %s\n", log_prefix_.c_str(),
                  printable(r.call.name).c_str(), node.path.c_str(), r.who.host_tid, r.who.ns_tid,
                  printable(r.reason).c_str(), errno_name(r.err));
+  answer_error(req.id, r.err);
+  r.latency_us = double(monotonic_ns() - t0) / 1e3;
   if (tracing()) emit(r);
 }
 
@@ -724,15 +725,16 @@ void Session::finish_call(TraceRecord& r, const DeviceNode& node, const Verdict&
   const bool deny =
       v.action == Action::kDeny && config_.mode == Mode::kEnforce && (!nv || nv_enforce_);
   if (deny) {
-    answer_error(id, v.err);
     r.decision = "deny";
     r.ret = -1;
     r.err = v.err;
-    r.latency_us = double(monotonic_ns() - t0) / 1e3;
+    // Written before the answer, so it precedes whatever the caller prints about its error.
     if (denials_.first(r.who.host_tgid, node.name, v.reason) && v.log)
       std::fprintf(stderr, "%sdenied %s %s by pid %u (ns pid %u): %s -> %s\n", log_prefix_.c_str(),
                    node.name.c_str(), printable(r.call.name).c_str(), r.who.host_tid, r.who.ns_tid,
                    printable(v.reason).c_str(), errno_name(v.err));
+    answer_error(id, v.err);
+    r.latency_us = double(monotonic_ns() - t0) / 1e3;
     if (tracing()) emit(r);
     return;
   }
@@ -800,7 +802,6 @@ void Session::handle_pidfd_getfd(const seccomp_notif& req, uint64_t t0) {
   r.call.args = {{"pidfd", std::to_string(caller_pidfd_nr)},
                  {"targetfd", std::to_string(target_fd)}};
   auto finish = [&](int err, const std::string& reason) {
-    answer_error(req.id, err);
     r.decision = "deny";
     r.ret = -1;
     r.err = err;
@@ -809,6 +810,7 @@ void Session::handle_pidfd_getfd(const seccomp_notif& req, uint64_t t0) {
       std::fprintf(stderr, "%sdenied pidfd_getfd by pid %u (ns pid %u): %s -> %s\n",
                    log_prefix_.c_str(), r.who.host_tid, r.who.ns_tid, printable(reason).c_str(),
                    errno_name(err));
+    answer_error(req.id, err);
   };
   const ino_t own = pid_namespace_of(::getpid());
   UniqueFd caller, target, got;
@@ -901,7 +903,6 @@ void Session::complete_open(const seccomp_notif& req, bool read_ok, const OpenCa
   }
   if (d.kind == OpenDecision::Kind::kDeny || d.kind == OpenDecision::Kind::kUndecidable ||
       !host_fd) {
-    answer_error(req.id, d.err);
     r.decision = "deny";
     r.ret = -1;
     r.err = d.err;
@@ -916,6 +917,7 @@ void Session::complete_open(const seccomp_notif& req, bool read_ok, const OpenCa
                      log_prefix_.c_str(), quote_text(d.path).c_str(), r.who.host_tid, r.who.ns_tid,
                      printable(d.reason).c_str(), errno_name(d.err));
     }
+    answer_error(req.id, d.err);  // after the line, which then precedes the caller's reaction
   } else {
     const int fd = answer_fd(req.id, host_fd.get(), (call.flags & O_CLOEXEC) != 0);
     host_fd.reset();

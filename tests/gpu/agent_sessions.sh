@@ -18,7 +18,8 @@ trap '[[ -n $agent ]] && kill $agent 2>/dev/null; rm -rf "$work"' EXIT
 # Every GPU of this machine (one or more).
 gpus=$(ls /dev | grep -E '^nvidia[0-9]+$' | sed 's/.*/"&"/' | paste -sd,)
 echo '{"version": 1, "containers": [{"match": {"id": "gpu-*"}, "grants": ["nvidiactl", '"$gpus"', "nvidia-uvm"]}]}' >"$work/agent.json"
-"$gp" agent --socket "$work/a.sock" --ctl-socket "$work/a.ctl" --config "$work/agent.json" >"$work/agent.log" 2>&1 &
+# AGENT_ARGS: more agent options (e.g. --sync-wakeup=true).
+"$gp" agent --socket "$work/a.sock" --ctl-socket "$work/a.ctl" --config "$work/agent.json" ${AGENT_ARGS:-} >"$work/agent.log" 2>&1 &
 agent=$!
 for i in $(seq 100); do [[ -S $work/a.sock ]] && break; sleep 0.05; done
 now() { date +%s.%N; }
