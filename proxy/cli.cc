@@ -138,6 +138,11 @@ void add_agent(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(1u, 600000u));
   agent->add_flag("-q,--quiet", opts->quiet, "No log lines on stderr");
   agent
+      ->add_option("--rail-state-dir", opts->rail_state_dir,
+                   "Where `gdrproxy hook` keeps its journals: at start, the rails of containers "
+                   "whose process is gone are given back (as `gdrproxy hook sweep` does)")
+      ->capture_default_str();
+  agent
       ->add_option("--sync-wakeup", opts->sync_wakeup,
                    "Hand the CPU to the caller on each answer (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP) "
                    "on every container's listener: each container has its own session thread, "

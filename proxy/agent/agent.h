@@ -27,6 +27,8 @@ struct AgentOptions {
   unsigned blocking_deadline_ms = 2000;
   bool quiet = false;
   bool sync_wakeup = false;  // SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP on every listener
+  // Where the rail hooks keep their journals: rails of containers gone are given back at start.
+  std::string rail_state_dir = "/run/gdrproxy";
 };
 
 // Serves until SIGTERM or SIGINT. Throws gdrproxy::Error for setup errors (bad config, socket

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -74,6 +75,40 @@ std::string journal_dir(const HookArgs& a, const std::string& id) {
   return a.state_dir + "/" + container_file_name(id);
 }
 
+// The file in a container's directory that names its process: "<pid> <start time>\n".
+constexpr const char* kOwnerFile = "owner";
+
+// Field 22 of /proc/<pid>/stat (clock ticks after boot): with the pid, it names one process.
+std::string process_start_time(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return {};
+  std::istringstream fields(stat.substr(paren + 2));
+  std::string f;
+  for (int i = 3; i <= 22 && (fields >> f); ++i)
+    if (i == 22) return f;
+  return {};
+}
+
+// Restores every journal in a container's directory; removes the directory when all are done.
+int restore_dir(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return 0;  // nothing was moved, or given back
+  // Every hook's journal (a completed restore leaves NAME.journal.done, which restore reads).
+  std::set<std::string> journals;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    std::string name = e.path().string();
+    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".done") == 0)
+      name.resize(name.size() - 5);
+    if (name.size() > 8 && name.compare(name.size() - 8, 8, ".journal") == 0) journals.insert(name);
+  }
+  int problems = 0;
+  for (const std::string& j : journals) problems += netns::restore_command(j, std::cerr);
+  if (problems == 0) std::filesystem::remove_all(dir, ec);
+  return problems;
+}
+
 // The path the journal names the container's network namespace by, for poststop to find it
 // again: the bundle's own network namespace path when it has one (a pinned namespace outlives
 // the container, and with it the virtual rails in it), else /proc/<pid>/ns/net (gone with the
@@ -113,6 +148,7 @@ int create_runtime(const HookArgs& a) {
   if (!pidfd) throw Error(who + ": process " + std::to_string(st.pid) + " is gone");
   const UniqueFd ns(
       ::open(("/proc/" + std::to_string(st.pid) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
+  const std::string started = process_start_time(st.pid);
   const bool alive = ::syscall(SYS_pidfd_send_signal, pidfd.get(), 0, nullptr, 0) == 0;
   pidfd.reset();
   if (!ns || !alive) {
@@ -126,6 +162,18 @@ int create_runtime(const HookArgs& a) {
   if ((::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) || ::lstat(dir.c_str(), &ds) != 0 ||
       !S_ISDIR(ds.st_mode) || ds.st_uid != ::geteuid())
     throw Error(who + ": " + dir + " is not a directory of ours");
+  {
+    // Who the rails were moved for, for a later sweep (written whole, then renamed in place).
+    const std::string owner = dir + "/" + kOwnerFile,
+                      tmp = owner + ".tmp" + std::to_string(getpid());
+    std::ofstream out(tmp, std::ios::trunc);
+    out << st.pid << " " << started << "\n";
+    out.close();
+    if (!out || std::rename(tmp.c_str(), owner.c_str()) != 0) {
+      ::unlink(tmp.c_str());
+      throw Error(who + ": cannot write " + owner);
+    }
+  }
   std::string rails;
   for (const auto& r : a.rails) rails += (rails.empty() ? "" : "+") + r;
   const std::string claim = dir + "/netns-" + rails + ".claim";
@@ -151,8 +199,6 @@ int create_runtime(const HookArgs& a) {
     ::unlink(claim.c_str());
     throw;
   }
-  // Each rail that backs an RDMA device must keep a RoCE v2 IPv4 GID: without one NCCL's IB
-  // plugin finds no usable GID for it inside the container.
   // Each rail that backs an RDMA device (as read before the move) must get a RoCE v2 IPv4 GID
   // back after it: the kernel drops a netdev's GIDs when it leaves the namespace and adds them
   // again, asynchronously, when the move re-adds its addresses. Without one NCCL's IB plugin finds
@@ -197,24 +243,33 @@ int create_runtime(const HookArgs& a) {
 
 int poststop(const HookArgs& a) {
   const std::string id = a.id.empty() ? state_from_stdin().id : a.id;
-  const std::string dir = journal_dir(a, id);
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) return 0;  // nothing was moved, or given back
-  // Every hook's journal (a completed restore leaves NAME.journal.done, which restore reads).
-  std::set<std::string> journals;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    std::string name = e.path().string();
-    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".done") == 0)
-      name.resize(name.size() - 5);
-    if (name.size() > 8 && name.compare(name.size() - 8, 8, ".journal") == 0) journals.insert(name);
-  }
-  int problems = 0;
-  for (const std::string& j : journals) problems += netns::restore_command(j, std::cerr);
-  if (problems == 0) std::filesystem::remove_all(dir, ec);
-  return problems == 0 ? 0 : 1;
+  return restore_dir(journal_dir(a, id)) == 0 ? 0 : 1;
+}
+
+int sweep(const HookArgs& a) {
+  return restore_rails_of_gone_containers(a.state_dir, std::cerr) == 0 ? 0 : 1;
 }
 
 }  // namespace
+
+int restore_rails_of_gone_containers(const std::string& state_dir, std::ostream& log) {
+  int problems = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(state_dir, ec)) {
+    if (!e.is_directory(ec) || e.is_symlink(ec)) continue;
+    std::ifstream in(e.path() / kOwnerFile);
+    pid_t pid = 0;
+    std::string started;
+    if (!(in >> pid >> started) || pid <= 0) continue;  // not a rail hook's directory
+    const std::string name = printable(e.path().filename().string());
+    if (process_start_time(pid) == started) continue;  // still running
+    const int p = restore_dir(e.path().string());
+    problems += p;
+    log << "gdrproxy: container " << name << " is gone (process " << pid << "): its rails "
+        << (p == 0 ? "were given back" : "could not all be given back (see above)") << "\n";
+  }
+  return problems;
+}
 
 void add_hook_commands(CLI::App& app, int& exit_code) {
   auto* hook = app.add_subcommand(
@@ -238,6 +293,12 @@ void add_hook_commands(CLI::App& app, int& exit_code) {
       "Example: gdrproxy hook poststop --id job42");
   post->add_option("--id", a->id, "Container id (default: from the state on stdin)");
   post->add_option("--state-dir", a->state_dir, "Where journals live")->capture_default_str();
+  auto* sw = hook->add_subcommand(
+      "sweep",
+      "Give back the rails of every container whose process is gone (its poststop never ran\n"
+      "or failed); `gdrproxy agent` does this at start.\n"
+      "Example: gdrproxy hook sweep");
+  sw->add_option("--state-dir", a->state_dir, "Where journals live")->capture_default_str();
   auto run = [a, &exit_code](int (*fn)(const HookArgs&), const char* name) {
     try {
       exit_code = fn(*a);
@@ -248,6 +309,7 @@ void add_hook_commands(CLI::App& app, int& exit_code) {
   };
   create->callback([run] { run(create_runtime, "create-runtime"); });
   post->callback([run] { run(poststop, "poststop"); });
+  sw->callback([run] { run(sweep, "sweep"); });
 }
 
 }  // namespace gdrproxy::proxy

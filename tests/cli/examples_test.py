@@ -26,8 +26,8 @@ Environments (all private, nothing of the host is changed):
           in listenerMetadata and their nodes in linux.devices.
   runtime `gdrproxy runtime ... -- ARGS`: a verb the shim passes through behaves exactly like
           the runtime run with ARGS directly (exit status and standard output).
-  hook    `gdrproxy hook poststop --id ID` for a container that never had rails moved, with a
-          private --state-dir: exit status 0 (nothing to give back).
+  hook    `gdrproxy hook poststop --id ID` for a container that never had rails moved, and
+          `gdrproxy hook sweep`, with a private --state-dir: exit status 0 (nothing to give back).
   cdi     `gdrproxy cdi generate ...` with its --output in a temporary directory: exit status 0
           and a JSON spec of kind gdrproxy.dev/device with an "all" device.
   demo    `gdrproxy demo`: exit status 0.
@@ -150,7 +150,7 @@ def environment(words):
         return "oci"
     if sub[:1] == ["runtime"]:
         return "runtime"
-    if sub == ["hook", "poststop"]:
+    if sub in (["hook", "poststop"], ["hook", "sweep"]):
         return "hook"
     if sub == ["cdi", "generate"]:
         return "cdi"

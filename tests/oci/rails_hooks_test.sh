@@ -7,6 +7,8 @@
 # RDMA device exists here): --allow-plain-rails, named as such. A veth dies with the namespace it
 # is in (a physical NIC would return to the initial namespace), so the container's network
 # namespace is a pinned one (linux.namespaces path), as engines that set up networking use.
+# A second container's poststop never runs (its init killed, the runtime never told): the next
+# agent's start finds its process gone and gives its rails back, byte for byte as well.
 # Usage: rails_hooks_test.sh GDRPROXY ATTACK_CLIENT   (root, runc; 77 = skipped)
 set -uo pipefail
 GP=$(realpath "$1")
@@ -19,7 +21,8 @@ WORK=$(mktemp -d /tmp/gdrproxy-rails.XXXXXX)
 chmod 755 "$WORK"
 AGENT_PID=
 ID=rails-$$
-trap 'runc --root "$WORK/runc" delete -f $ID >/dev/null 2>&1; [[ -n $AGENT_PID ]] && kill -KILL $AGENT_PID 2>/dev/null; umount "$WORK/ctr.net" 2>/dev/null; rm -rf "$WORK"' EXIT
+ID2=rails-b-$$
+trap 'runc --root "$WORK/runc" delete -f $ID >/dev/null 2>&1; runc --root "$WORK/runc" delete -f $ID2 >/dev/null 2>&1; [[ -n $AGENT_PID ]] && kill -KILL $AGENT_PID 2>/dev/null; umount "$WORK/ctr.net" 2>/dev/null; rm -rf "$WORK"' EXIT
 
 oci_veth_rails
 snapshot() {
@@ -80,4 +83,23 @@ diff -u "$WORK/before.txt" "$WORK/after.txt" || { cat "$WORK/runc.err"; fail "th
 [[ ! -e /run/gdrproxy/$ID ]] || fail "the journal directory /run/gdrproxy/$ID was left behind"
 # A second poststop (by hand, later) finds nothing to do.
 "$GP" hook poststop --id "$ID" || fail "a repeated poststop failed"
-echo "PASS: rails moved with the multirail profile and given back byte for byte"
+
+# The second container: its init is killed and no `runc delete` follows, so no poststop runs.
+: >"$WORK/c.out"
+runc --root "$WORK/runc" run -d --bundle "$b" "$ID2" >"$WORK/c.out" 2>"$WORK/runc.err" ||
+  { cat "$WORK/runc.err"; fail "runc run -d of the second container failed"; }
+for i in $(seq 100); do grep -q "^up$" "$WORK/c.out" && break; sleep 0.1; done
+ip link show rail0 >/dev/null 2>&1 && fail "rail0 is on the host while the second container runs"
+pid=$(runc --root "$WORK/runc" state "$ID2" | jq -r .pid)
+[[ -f /run/gdrproxy/$ID2/owner ]] || fail "no owner file in /run/gdrproxy/$ID2"
+kill -KILL "$pid"
+for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+ip link show rail0 >/dev/null 2>&1 && fail "rail0 came back with no poststop (the test assumes it stays out)"
+kill -TERM "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null; AGENT_PID=
+oci_start_agent '{"version": 1, "containers": []}'
+expect "$WORK/agent.log" "container $ID2 is gone \(process $pid\): its rails were given back"
+for i in $(seq 50); do [[ -z $(ip -6 addr show tentative) ]] && break; sleep 0.1; done
+snapshot >"$WORK/after2.txt"
+diff -u "$WORK/before.txt" "$WORK/after2.txt" || fail "the host's network state differs after the agent's sweep"
+[[ ! -e /run/gdrproxy/$ID2 ]] || fail "the swept journal directory was left behind"
+echo "PASS: rails moved with the multirail profile and given back byte for byte, by poststop and by the agent's sweep"
