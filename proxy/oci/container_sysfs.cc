@@ -39,7 +39,13 @@ std::string container_sysfs_path(const std::string& bundle) {
 
 ContainerSysfs build_container_sysfs(const std::string& bundle, const ContainerGrants& grants,
                                      const ContainerSysfsOptions& o) {
-  const sysfs::Snapshot snap = sysfs::capture(o.root);
+  // The sysfs library reads <root>/sys: the root is the directory holding the sysfs tree.
+  const std::filesystem::path sys_dir = std::filesystem::path(o.sysfs_root).lexically_normal();
+  if (sys_dir.filename() != "sys")
+    throw Error("the sysfs root " + o.sysfs_root + " is not a directory named sys");
+  const std::string root =
+      sys_dir.parent_path().empty() ? std::string("/") : sys_dir.parent_path().string();
+  const sysfs::Snapshot snap = sysfs::capture(root);
   sysfs::SelectionRequest req;
   req.gpus_given = req.nics_given = true;
   ContainerSysfs out;
@@ -64,8 +70,8 @@ ContainerSysfs build_container_sysfs(const std::string& bundle, const ContainerG
       for (const sysfs::IbDevice& d : snap.ib)
         if (d.verbs && d.verbs->name == n.name) dev = &d;
       if (!dev)
-        throw Error("granted " + n.name + ": no RDMA device of " + o.root +
-                    "sys has that uverbs node, so its /sys cannot be built (a stand-in node? "
+        throw Error("granted " + n.name + ": no RDMA device of " + o.sysfs_root +
+                    " has that uverbs node, so its /sys cannot be built (a stand-in node? "
                     "--no-sysfs leaves /sys alone)");
       req.nics.push_back(dev->name);
     }
@@ -76,7 +82,7 @@ ContainerSysfs build_container_sysfs(const std::string& bundle, const ContainerG
   bo.force = true;
   bo.live_ports = true;
   const sysfs::BuildResult built = sysfs::build_tree(snap, sel, bo);
-  const sysfs::MountPlan plan = sysfs::make_mount_plan(snap, sel, built.path, o.root);
+  const sysfs::MountPlan plan = sysfs::make_mount_plan(snap, sel, built.path, root);
   out.tree = plan.tree;
   out.gpus = req.gpus;
   out.nics = req.nics;

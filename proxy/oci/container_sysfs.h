@@ -17,9 +17,9 @@
 namespace gdrproxy::proxy {
 
 struct ContainerSysfsOptions {
-  // File-system root holding the host's sys/ (a test rig points it at a constructed one; the
-  // live binds' sources are then under it too).
-  std::string root = "/";
+  // The host's sysfs (a test rig points it at a constructed one, which must be a directory named
+  // sys; the live binds' sources are then in it too). Same meaning as `cdi generate`'s.
+  std::string sysfs_root = "/sys";
   std::string proc_root = "/proc";  // /proc/driver/nvidia/gpus: a GPU minor's PCI function
 };
 

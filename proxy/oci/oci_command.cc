@@ -142,8 +142,9 @@ void add_oci_commands(CLI::App& app, int& exit_code) {
                  "Leave the bundle's /sys alone (default: a synthetic /sys of exactly the granted "
                  "GPUs and NICs, built beside config.json as gdrproxy-sys and mounted read-only "
                  "by the runtime, with live bind mounts of the RDMA ports and CPU topology)");
-  prep->add_option("--sysfs-root", sys->root,
-                   "File-system root holding the host's sys/ the tree is built from (test rigs)")
+  prep->add_option("--sysfs-root", sys->sysfs_root,
+                   "The host's sysfs the tree is built from (test rigs: a constructed one, in a "
+                   "directory named sys)")
       ->capture_default_str();
   prep->add_option("--proc-root", sys->proc_root,
                    "Where /proc is (the NVIDIA driver's GPU list: a GPU minor's PCI function)")

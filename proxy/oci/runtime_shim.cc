@@ -152,7 +152,7 @@ int run_runtime_shim(const ShimOptions& o, const std::vector<std::string>& runti
       PrepareOptions p;
       p.grants = asked;
       if (config.sysfs)
-        p.sysfs->root = config.sysfs_root;
+        p.sysfs->sysfs_root = config.sysfs_root;
       else
         p.sysfs.reset();
       p.base = config.base;

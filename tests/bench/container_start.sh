@@ -28,7 +28,7 @@ echo '{"version": 1, "containers": [{"match": {"id": "start-*"}, "grants": ["uve
 agent_pid=$!
 for i in $(seq 100); do [[ -S $work/a.sock ]] && break; sleep 0.05; done
 python3 "$(dirname "$0")/../fixtures/sysfs/make_hgx_tree.py" --variant roce16 "$work/host"
-jq -n --arg s "$work/a.sock" --arg h "$work/host" \
+jq -n --arg s "$work/a.sock" --arg h "$work/host/sys" \
   '{version: 1, runtime: "runc", listener: $s, grants: ["uverbs0"], sysfs: true, sysfs_root: $h}' >"$work/runtime.json"
 make_bundle() {
   local b=$1

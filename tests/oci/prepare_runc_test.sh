@@ -65,7 +65,7 @@ config = {
 }
 json.dump(config, open(path, "w"), indent=1)
 PY
-"$GP" oci prepare "$b" --grant uverbs0 --listener "$SOCK" --sysfs-root "$WORK/host" >"$WORK/prepare.out" 2>&1 ||
+"$GP" oci prepare "$b" --grant uverbs0 --listener "$SOCK" --sysfs-root "$WORK/host/sys" >"$WORK/prepare.out" 2>&1 ||
   { cat "$WORK/prepare.out"; fail "oci prepare failed"; }
 expect "$WORK/prepare.out" "grants \[uverbs0\]"
 expect "$WORK/prepare.out" "/sys of 0 GPU\(s\) and 1 NIC\(s\) from $b/gdrproxy-sys \(2 live bind\(s\)\)"
@@ -80,7 +80,7 @@ jq -e '.linux.seccomp.listenerMetadata == "gdrproxy-grants=uverbs0"' "$b/config.
 # Preparing the same bundle again for the same agent and grants (an engine restarting it) changes
 # nothing; for other grants it is refused.
 cp "$b/config.json" "$WORK/prepared.json"
-"$GP" oci prepare "$b" --grant uverbs0 --listener "$SOCK" --sysfs-root "$WORK/host" >"$WORK/again.out" 2>&1 || { cat "$WORK/again.out"; fail "a second prepare failed"; }
+"$GP" oci prepare "$b" --grant uverbs0 --listener "$SOCK" --sysfs-root "$WORK/host/sys" >"$WORK/again.out" 2>&1 || { cat "$WORK/again.out"; fail "a second prepare failed"; }
 expect "$WORK/again.out" "already prepared for .* with grants \[uverbs0\], left as it is"
 cmp -s "$b/config.json" "$WORK/prepared.json" || fail "a second prepare changed config.json"
 "$GP" oci prepare "$b" --grant uverbs1 --listener "$SOCK" >"$WORK/other.out" 2>&1 && fail "a prepare for other grants was accepted"
