@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/demo.h"
@@ -20,16 +22,30 @@ int main(int argc, char** argv) {
   std::vector<std::string> own(argv, argv + argc);
   // Installed as gdrproxy-runtime (what a container engine calls as its OCI runtime): every
   // argument is the runtime's; the shim's own settings come from /etc/gdrproxy/runtime.json, or
-  // the file GDRPROXY_RUNTIME_CONFIG names.
+  // the file a global option --gdrproxy-config=PATH names (podman: --runtime-flag
+  // gdrproxy-config=PATH; taken out before the real runtime sees the arguments), or the file
+  // GDRPROXY_RUNTIME_CONFIG names (engines that pass their environment on).
   const std::string self = own[0].substr(own[0].rfind('/') + 1);
   if (self == "gdrproxy-runtime") {
     std::vector<std::string> as_sub = {own[0], "runtime"};
-    if (const char* c = std::getenv("GDRPROXY_RUNTIME_CONFIG")) {
+    std::optional<std::string> config;
+    if (const char* c = std::getenv("GDRPROXY_RUNTIME_CONFIG")) config = c;
+    std::vector<std::string> args(own.begin() + 1, own.end());
+    constexpr std::string_view kFlag = "--gdrproxy-config=";
+    for (auto it = args.begin(); it != args.end() && it->rfind('-', 0) == 0;) {
+      if (it->rfind(kFlag, 0) == 0) {
+        config = it->substr(kFlag.size());
+        it = args.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (config) {
       as_sub.push_back("--config");
-      as_sub.push_back(c);
+      as_sub.push_back(*config);
     }
     as_sub.push_back("--");
-    as_sub.insert(as_sub.end(), own.begin() + 1, own.end());
+    as_sub.insert(as_sub.end(), args.begin(), args.end());
     own = std::move(as_sub);
   }
   gdrproxy::proxy::CommandTail tail;

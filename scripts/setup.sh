@@ -18,6 +18,9 @@ packages=(
   hwloc libhwloc-dev python3 bzip2
   # tests (runc and crun: the real OCI runtimes the agent's tests take listeners from)
   libgtest-dev libgmock-dev googletest util-linux runc crun
+  # a container engine end to end: podman with the CDI spec and the runtime shim
+  # (tests/oci/podman_test.sh)
+  podman
   # the CDI spec schema check (tests/oci/cdi_test.sh)
   python3-jsonschema
   # a FUSE filesystem that hangs (the agent's stall test)

@@ -99,12 +99,13 @@ json generate_cdi_spec(const CdiOptions& o) {
     if (it != rails.end() && !it->second.empty()) {
       std::string list;
       for (const auto& n : it->second) list += (list.empty() ? "" : ",") + n;
-      add_hook(
-          edits,
-          {{"hookName", "createRuntime"},
-           {"path", self},
-           {"args",
-            {"gdrproxy", "hook", "create-runtime", "--rails", list, "--profile", o.rail_profile}}});
+      json create = {
+          {"hookName", "createRuntime"},
+          {"path", self},
+          {"args",
+           {"gdrproxy", "hook", "create-runtime", "--rails", list, "--profile", o.rail_profile}}};
+      if (o.allow_plain_rails) create["args"].push_back("--allow-plain-rails");
+      add_hook(edits, create);
       add_hook(
           edits,
           {{"hookName", "poststop"}, {"path", self}, {"args", {"gdrproxy", "hook", "poststop"}}});

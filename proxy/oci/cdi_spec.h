@@ -19,7 +19,8 @@ struct CdiOptions {
   std::string proc_root = "/proc";  // /proc/driver/nvidia/gpus/<bdf>/information
   std::string cdi_version = "1.1.0";
   std::string rail_profile = "multirail";
-  std::string gdrproxy_path;  // the hooks' executable; "" = this one
+  std::string gdrproxy_path;       // the hooks' executable; "" = this one
+  bool allow_plain_rails = false;  // the hooks move rails that back no RDMA device (test rigs)
 };
 
 // Devices: gpu<minor> and the GPU's UUID for each NVIDIA GPU (its node plus nvidiactl and the

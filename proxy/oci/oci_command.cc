@@ -234,6 +234,9 @@ void add_cdi_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   gen->add_option("--cdi-version", o->cdi_version, "cdiVersion (0.5.0 for podman 4.x)")
       ->capture_default_str();
+  gen->add_flag("--allow-plain-rails", o->allow_plain_rails,
+                "The hooks move a NIC's netdev even where it backs no RDMA device (test rigs of "
+                "constructed sysfs and veth rails)");
   gen->add_option("--rail-profile", o->rail_profile, "netns profile of the NICs' rails")
       ->capture_default_str();
   gen->callback([o, output, &exit_code] {
