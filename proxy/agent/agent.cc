@@ -436,6 +436,16 @@ class Agent {
           j["observer_lost"] = s.observer_lost;
           j["us_per_ioctl"] = s.ioctls ? double(s.ns_ioctl) / 1e3 / double(s.ioctls) : 0.0;
           j["us_per_open"] = s.opens ? double(s.ns_open) / 1e3 / double(s.opens) : 0.0;
+          {
+            // Where an ioctl's handling time goes (us per ioctl).
+            const auto us = [&](uint64_t ns) {
+              return s.ioctls ? double(ns) / 1e3 / double(s.ioctls) : 0.0;
+            };
+            const SessionStats::IoctlPhases& ph = s.ioctl_ns;
+            j["us_per_ioctl_phases"] = {{"lookup", us(ph.lookup)}, {"memory", us(ph.memory)},
+                                        {"decode", us(ph.decode)}, {"policy", us(ph.policy)},
+                                        {"answer", us(ph.answer)}, {"trace", us(ph.trace)}};
+          }
           j["p50_us"] = double(s.p50_ns) / 1e3;
           j["p99_us"] = double(s.p99_ns) / 1e3;
           j["deadline_failures"] = s.deadline_failures;

@@ -132,13 +132,17 @@ bool Session::claim() {
 }
 
 int Session::answer_continue(uint64_t id) {
-  if (!claim()) return -ETIMEDOUT;
-  return notif_continue(nfd_, id);
+  const uint64_t t0 = phases_ ? monotonic_ns() : 0;
+  const int rc = claim() ? notif_continue(nfd_, id) : -ETIMEDOUT;
+  if (phases_) phases_->answer += monotonic_ns() - t0;
+  return rc;
 }
 
 int Session::answer_error(uint64_t id, int err) {
-  if (!claim()) return -ETIMEDOUT;
-  return notif_error(nfd_, id, err);
+  const uint64_t t0 = phases_ ? monotonic_ns() : 0;
+  const int rc = claim() ? notif_error(nfd_, id, err) : -ETIMEDOUT;
+  if (phases_) phases_->answer += monotonic_ns() - t0;
+  return rc;
 }
 
 int Session::answer_fd(uint64_t id, int srcfd, bool cloexec) {
@@ -473,7 +477,15 @@ void Session::print_summary(bool with_stats) const {
         s.ioctls ? double(s.ns_ioctl) / 1e3 / double(s.ioctls) : 0.0,
         s.opens ? double(s.ns_open) / 1e3 / double(s.opens) : 0.0, double(s.p50_ns) / 1e3,
         double(s.p99_ns) / 1e3);
-  else if (s.denied && !config_.quiet)
+  if (with_stats && s.ioctls) {
+    const auto us = [&](uint64_t ns) { return double(ns) / 1e3 / double(s.ioctls); };
+    const SessionStats::IoctlPhases& p = s.ioctl_ns;
+    std::fprintf(stderr,
+                 "%sper ioctl: fd lookup %.1f us, memory reads %.1f us, decode %.1f us, policy "
+                 "%.1f us, answer %.1f us, trace %.1f us\n",
+                 log_prefix_.c_str(), us(p.lookup), us(p.memory), us(p.decode), us(p.policy),
+                 us(p.answer), us(p.trace));
+  } else if (s.denied && !config_.quiet)
     note(std::to_string(s.denied) + " device call(s) denied" +
          (s.repeated_denials ? " (" + std::to_string(s.repeated_denials) +
                                    " repeated denial lines not printed; --stats counts them)"
@@ -541,11 +553,25 @@ void Session::record_latency(uint64_t& total_ns, uint64_t t0) {
 
 void Session::dispatch(const seccomp_notif& req, uint64_t t0) {
   switch (req.data.nr) {
-    case SYS_ioctl:
+    case SYS_ioctl: {
       ++stats_.ioctls;
+      phases_ = &stats_.ioctl_ns;
+      struct Reset {
+        SessionStats::IoctlPhases*& p;
+        ~Reset() { p = nullptr; }
+      } reset{phases_};
+      const SessionStats::IoctlPhases before = stats_.ioctl_ns;
       handle_ioctl(req, t0);
+      // What the phases above did not account for is the trace's (records, sinks, observer).
+      SessionStats::IoctlPhases& p = stats_.ioctl_ns;
+      const uint64_t total = monotonic_ns() - t0;
+      const uint64_t accounted = (p.lookup - before.lookup) + (p.memory - before.memory) +
+                                 (p.decode - before.decode) + (p.policy - before.policy) +
+                                 (p.answer - before.answer);
+      p.trace += total > accounted ? total - accounted : 0;
       record_latency(stats_.ns_ioctl, t0);
       return;
+    }
     case SYS_open:
     case SYS_openat:
     case SYS_openat2:
@@ -574,8 +600,9 @@ struct IoctlReading {
 namespace {
 
 IoctlReading read_ioctl(pid_t pid, DeviceClass cls, uint32_t cmd, uint64_t arg, DecodeDepth depth,
-                        const NvidiaDriverAbi* abi, const std::vector<std::string>& exporters) {
-  ProcessMemory mem(pid);
+                        const NvidiaDriverAbi* abi, const std::vector<std::string>& exporters,
+                        uint64_t* memory_ns) {
+  ProcessMemory mem(pid, memory_ns);
   IoctlReading out;
   switch (cls) {
     case DeviceClass::kUverbs:
@@ -609,6 +636,9 @@ void Session::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
   // with or without a trace: the request number alone says nothing about which driver gets it
   // (NVIDIA ignores the type byte; any fd can carry any number).
   const DeviceNode* node = device_of_fd(static_cast<pid_t>(req.pid), fd);
+  SessionStats::IoctlPhases& ph = stats_.ioctl_ns;
+  const uint64_t t_read = monotonic_ns();
+  ph.lookup += t_read - t0;
   if (!node) {
     // Not one of our devices (the filter matches by number only): let it be.
     answer_continue(req.id);
@@ -631,8 +661,12 @@ void Session::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
   const DecodeDepth depth = tracing() ? DecodeDepth::kFull : DecodeDepth::kPolicy;
   // The reads can block on the tenant (its argument may lie in a mapping of a file on a hung
   // FUSE mount): they stall this session's thread only, and the watchdog answers at the deadline.
+  uint64_t memory = 0;
   IoctlReading reading = read_ioctl(static_cast<pid_t>(req.pid), node->device_class, cmd, arg,
-                                    depth, engine_.nvidia().abi, dmabuf_exporters_);
+                                    depth, engine_.nvidia().abi, dmabuf_exporters_, &memory);
+  const uint64_t read_ns = monotonic_ns() - t_read;
+  ph.memory += memory;
+  ph.decode += read_ns > memory ? read_ns - memory : 0;
   decide_ioctl(req, *node, reading, t0);
 }
 
@@ -640,8 +674,13 @@ void Session::decide_ioctl(const seccomp_notif& req, const DeviceNode& node, Ioc
                            uint64_t t0) {
   const int fd = static_cast<int>(req.data.args[0]);
   DecodedCall& call = reading.call;
+  SessionStats::IoctlPhases& ph = stats_.ioctl_ns;
+  const uint64_t t_valid = monotonic_ns();
   // Everything read is only trustworthy if the caller is still the one that trapped.
-  if (!notif_id_valid(nfd_, req.id)) return;
+  const bool valid = notif_id_valid(nfd_, req.id);
+  const uint64_t t_policy = monotonic_ns();
+  ph.answer += t_policy - t_valid;
+  if (!valid) return;
   if (call.keys.nv_device_instance && !all_gpus_granted_) {
     // A device object names its GPU by instance, through whichever frontend fd: the grant is
     // checked on the GPU the driver says that instance is.
@@ -663,6 +702,7 @@ void Session::decide_ioctl(const seccomp_notif& req, const DeviceNode& node, Ioc
       call.args.push_back({"dmabuf", reading.dmabuf->reason});
     }
   }
+  ph.policy += monotonic_ns() - t_policy;
   TraceRecord r;
   if (tracing() || (v.action == Action::kDeny && v.log)) {
     r = begin_record(req, "ioctl");

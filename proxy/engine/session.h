@@ -70,11 +70,17 @@ struct SessionConfig {
 struct SessionStats {
   uint64_t ioctls = 0, opens = 0, brokered = 0, denied = 0, repeated_denials = 0;
   uint64_t ns_ioctl = 0, ns_open = 0;  // time spent handling
-  uint64_t handler_faults = 0;         // notifications failed closed by the exception boundary
-  uint64_t observer_lost = 0;          // results lost to a full observer ring buffer
-  uint64_t p50_ns = 0, p99_ns = 0;     // handler latency of every notification (+0/-19 %)
-  uint64_t deadline_failures = 0;      // calls failed closed (EIO) at or past their deadline
-  bool degraded = false;               // some call was not answered in time
+  // Where an ioctl's handling time goes: finding the device behind the fd and checking the
+  // grant, reading the caller's memory, decoding (the rest of the reading), the policy (and a
+  // GPU's grant by device instance), answering the kernel, and the trace (records, observer).
+  struct IoctlPhases {
+    uint64_t lookup = 0, memory = 0, decode = 0, policy = 0, answer = 0, trace = 0;
+  } ioctl_ns;
+  uint64_t handler_faults = 0;      // notifications failed closed by the exception boundary
+  uint64_t observer_lost = 0;       // results lost to a full observer ring buffer
+  uint64_t p50_ns = 0, p99_ns = 0;  // handler latency of every notification (+0/-19 %)
+  uint64_t deadline_failures = 0;   // calls failed closed (EIO) at or past their deadline
+  bool degraded = false;            // some call was not answered in time
   // The session's thread is in a call past its deadline now: only the fields above this
   // struct's atomics (deadline_failures, degraded) are current, the rest read 0.
   bool stuck = false;
@@ -206,6 +212,8 @@ class Session {
   std::vector<std::unique_ptr<Listener>> listeners_;
   int nfd_ = -1;  // the listener of the notification being handled
   bool answered_ = false;
+  // While an ioctl is handled, answer and trace time is charged to its phases.
+  SessionStats::IoctlPhases* phases_ = nullptr;
   std::atomic<bool> ended_{false};
   std::function<void()> on_end_;
   // The notification being handled, shared with the watchdog (on the engine's loop): whichever

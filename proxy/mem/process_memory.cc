@@ -2,16 +2,29 @@
 
 #include <sys/uio.h>
 
+#include <time.h>
+
 #include <cstring>
 #include <vector>
 
 namespace gdrproxy::proxy {
+namespace {
+
+uint64_t now_ns() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return uint64_t(t.tv_sec) * 1000000000ull + uint64_t(t.tv_nsec);
+}
+
+}  // namespace
 
 bool ProcessMemory::read(uint64_t addr, std::span<uint8_t> out) const {
   if (out.empty()) return true;
   iovec local{out.data(), out.size()};
   iovec remote{reinterpret_cast<void*>(addr), out.size()};
+  const uint64_t t0 = ns_ ? now_ns() : 0;
   ssize_t n = ::process_vm_readv(tid_, &local, 1, &remote, 1, 0);
+  if (ns_) *ns_ += now_ns() - t0;
   return n == static_cast<ssize_t>(out.size());
 }
 

@@ -15,7 +15,8 @@ namespace gdrproxy::proxy {
 
 class ProcessMemory final : public MemoryReader {
  public:
-  explicit ProcessMemory(pid_t tid) : tid_(tid) {}
+  // `ns_spent`, when given, accumulates the time spent in read() (the handler's cost breakdown).
+  explicit ProcessMemory(pid_t tid, uint64_t* ns_spent = nullptr) : tid_(tid), ns_(ns_spent) {}
   bool read(uint64_t addr, std::span<uint8_t> out) const override;
   // A NUL-terminated string of at most `max` bytes (e.g. a path); nullopt if unreadable or
   // unterminated.
@@ -23,6 +24,7 @@ class ProcessMemory final : public MemoryReader {
 
  private:
   pid_t tid_;
+  uint64_t* ns_;
 };
 
 }  // namespace gdrproxy::proxy

@@ -152,6 +152,7 @@ case_exec_joins_its_container() {
   expect_in "$WORK/list.out" '"listeners":2'
   expect_in "$WORK/stats.out" '"id":"team-a-2"'
   expect_in "$WORK/stats.out" '"opens":'
+  expect_in "$WORK/stats.out" '"us_per_ioctl_phases":{"answer":'
   kill $init 2>/dev/null
   wait $init
 }

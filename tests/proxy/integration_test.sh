@@ -22,7 +22,10 @@ import json, sys
 print(sum(1 for r in map(json.loads, open(sys.argv[1])) if eval(sys.argv[2])))' "$1" "$2"; }
 
 case_granted_open_and_decoded_trace() {
-  sandboxed --grant uverbs0 --trace-json "$WORK/t.jsonl" -- "$GP" exercise uverbs /dev/infiniband/uverbs0 >"$WORK/out" 2>"$WORK/err" || fail "exit $?"
+  sandboxed --grant uverbs0 --stats --trace-json "$WORK/t.jsonl" -- "$GP" exercise uverbs /dev/infiniband/uverbs0 >"$WORK/out" 2>"$WORK/err" || fail "exit $?"
+  # --stats splits the ioctls' handling time by phase.
+  grep -qE "per ioctl: fd lookup [0-9.]+ us, memory reads [0-9.]+ us, decode [0-9.]+ us, policy [0-9.]+ us, answer [0-9.]+ us, trace [0-9.]+ us" "$WORK/err" ||
+    { cat "$WORK/err"; fail "no per-phase handler time"; }
   local fd
   fd=$(sed -n 's|.*open /dev/infiniband/uverbs0 -> fd \([0-9]*\)|\1|p' "$WORK/out")
   [[ -n $fd ]] || fail "the client did not get an fd"
