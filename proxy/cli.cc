@@ -131,9 +131,9 @@ void add_agent(CLI::App& app, int& exit_code) {
   agent
       ->add_option("--blocking-deadline-ms", opts->blocking_deadline_ms,
                    "A trapped call not answered by then (an open's path lookup, or a read of an "
-                   "ioctl's argument, blocked on a container's filesystem) fails with EIO, and so "
-                   "do that container's next calls until it returns; its session is marked "
-                   "degraded. Other containers are served on their own threads meanwhile")
+                   "ioctl's argument, blocked on a container's filesystem) fails with EIO and its "
+                   "session is marked degraded; that container's next calls wait for it. Other "
+                   "containers are served on their own threads meanwhile")
       ->capture_default_str()
       ->check(CLI::Range(1u, 600000u));
   agent->add_flag("-q,--quiet", opts->quiet, "No log lines on stderr");

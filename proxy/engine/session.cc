@@ -217,10 +217,6 @@ void Session::add_listener_here(int listener_fd) {
       tracing())
     note("synchronous wake-up not supported by this kernel (slower round trips)");
   l->stream = std::make_unique<asio::posix::stream_descriptor>(io_, listener_fd);
-  {
-    std::lock_guard<std::mutex> lock(inflight_.mu);
-    inflight_.listener_fds.push_back(listener_fd);
-  }
   listeners_.push_back(std::move(l));
   arm(*listeners_.back());
 }
@@ -269,15 +265,16 @@ void Session::arm_watchdog() {
 
 // On the engine's loop: the session's thread may be blocked in the kernel for ever (a read of
 // the tenant's memory faulting into a hung FUSE server). Its call is answered here once past its
-// deadline, and while the thread stays stuck the sandbox's further calls are received and failed
-// closed here too, so none of them waits longer than the deadline.
+// deadline. The sandbox's further calls are not received here: a notification RECV cannot be made
+// non-blocking, and the session's thread may come back and take the one this loop polled, which
+// would leave the loop blocked in RECV; they wait for the session's thread (that sandbox's own
+// stall, shown as "stuck" by `agent ctl stats`).
 void Session::watchdog_tick() {
   const uint64_t deadline_ns = uint64_t(config_.blocking_deadline_ms) * 1000000ull;
   int nfd = -1, nr = 0;
   uint64_t id = 0;
   uint32_t pid = 0;
   bool fire = false;
-  std::vector<int> fds;
   {
     std::lock_guard<std::mutex> lock(inflight_.mu);
     if (inflight_.open && monotonic_ns() - inflight_.start_ns >= deadline_ns) {
@@ -289,7 +286,6 @@ void Session::watchdog_tick() {
       pid = inflight_.pid;
       nr = inflight_.nr;
     }
-    if (stuck_) fds = inflight_.listener_fds;
   }
   if (fire) {
     notif_error(nfd, id, EIO);
@@ -299,8 +295,8 @@ void Session::watchdog_tick() {
     if (!degraded_.exchange(true) || denials_once_.first(0, "deadline", std::to_string(pid)))
       std::fprintf(stderr,
                    "%s%s by pid %u was not decided within %u ms (%s): failed closed (EIO); the "
-                   "session is degraded and fails its calls closed (EIO) until that one "
-                   "returns; other sessions are not affected\n",
+                   "session is degraded, its next calls wait until that one returns; other "
+                   "sessions are not affected\n",
                    log_prefix_.c_str(),
                    ioctl  ? "an ioctl"
                    : open ? "an open"
@@ -309,19 +305,6 @@ void Session::watchdog_tick() {
                    ioctl  ? "reading its argument is blocked: memory backed by a hung filesystem?"
                    : open ? "its path lookup or the host open is blocked: a hung filesystem?"
                           : "blocked on the tenant");
-  }
-  if (fds.empty()) return;
-  std::vector<uint64_t> buf((engine_.notif_size() + 7) / 8);
-  for (const int fd : fds) {
-    for (int n = 0; n < 256 && stuck_; ++n) {
-      pollfd p{fd, POLLIN, 0};
-      if (::poll(&p, 1, 0) != 1 || !(p.revents & POLLIN)) break;
-      std::fill(buf.begin(), buf.end(), 0);
-      auto& req = *reinterpret_cast<seccomp_notif*>(buf.data());
-      if (::ioctl(fd, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) continue;
-      notif_error(fd, req.id, EIO);
-      ++deadline_failures_;
-    }
   }
 }
 
@@ -539,7 +522,7 @@ void Session::handle(const seccomp_notif& req) {
   }
   // Never leave a caller blocked: whatever path was taken, the notification gets an answer.
   if (!answered_) answer_error(req.id, EPERM);
-  // Back from whatever blocked: the watchdog stops failing this sandbox's calls for it.
+  // Back from whatever blocked: the session is no longer stuck (it stays degraded).
   std::lock_guard<std::mutex> lock(inflight_.mu);
   inflight_.open = false;
   stuck_ = false;

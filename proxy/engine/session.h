@@ -6,9 +6,9 @@
 // sends can leave a caller blocked or take the session (or the engine under it) down; the work
 // that can block on the tenant (path resolution on its filesystems, reads of its memory) runs on
 // the session's own thread, so it can only ever stall that sandbox, and the engine's watchdog
-// answers a call stuck past its deadline (EIO) and fails the sandbox's next calls closed until the
-// thread is back; a session ends when every listener has hung up (the last task using its filter
-// exited) and, where it has one, its init process has exited (its pidfd is readable).
+// answers a call stuck past its deadline (EIO) and marks the session degraded; a session ends when
+// every listener has hung up (the last task using its filter exited) and, where it has one, its
+// init process has exited (its pidfd is readable).
 #pragma once
 
 #include <linux/seccomp.h>
@@ -58,7 +58,7 @@ struct SessionConfig {
   bool allow_unknown_nvidia_driver = false;
   // > 0: a call not answered within this many ms (its path lookup, or a read of the caller's
   // memory, blocked on the tenant: a hung FUSE mount) is answered EIO by the engine's watchdog,
-  // the session is marked degraded, and its calls fail closed (EIO) until its thread is back.
+  // and the session is marked degraded (its next calls wait for its thread).
   // 0: no deadline (`gdrproxy run`: the only tenant can stall only itself).
   unsigned blocking_deadline_ms = 0;
   // Perform trapped pidfd_getfd calls whose target is a process of this sandbox (its pid
@@ -217,8 +217,7 @@ class Session {
   std::atomic<bool> ended_{false};
   std::function<void()> on_end_;
   // The notification being handled, shared with the watchdog (on the engine's loop): whichever
-  // of the two claims it (open -> false) answers it. Also the listener fds, which the watchdog
-  // serves (EIO) while the session's thread is stuck.
+  // of the two claims it (open -> false) answers it.
   struct InFlight {
     std::mutex mu;
     int nfd = -1;
@@ -227,7 +226,6 @@ class Session {
     uint32_t pid = 0;
     int nr = 0;  // the syscall, for the watchdog's line
     bool open = false;
-    std::vector<int> listener_fds;
   };
   InFlight inflight_;
   std::atomic<bool> stuck_{false};
