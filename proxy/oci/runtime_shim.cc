@@ -34,8 +34,8 @@ struct ShimConfig {
   std::vector<std::string> grants;  // globs: the most a container may ask for
   std::optional<std::string> base, metadata;
   bool broker_pidfd_getfd = false;
-  bool sysfs = true;             // a synthetic /sys of the granted devices
-  std::string sysfs_root = "/";  // where the host's sys/ is (test rigs)
+  bool sysfs = true;                // a synthetic /sys of the granted devices
+  std::string sysfs_root = "/sys";  // the host's sysfs (test rigs: a constructed one)
   bool found = false;
 };
 

@@ -14,7 +14,7 @@ oci_enter "$GP" - "$0" "$@"
 WORK=$(mktemp -d /tmp/gdrproxy-shim.XXXXXX)
 chmod 755 "$WORK"
 AGENT_PID=
-trap 'for c in shim-1 shim-2; do runc --root "$WORK/runc" delete -f $c >/dev/null 2>&1; done; [[ -n $AGENT_PID ]] && kill -KILL $AGENT_PID 2>/dev/null; rm -rf "$WORK"' EXIT
+trap 'for c in shim-1 shim-2 shim-4; do runc --root "$WORK/runc" delete -f $c >/dev/null 2>&1; done; [[ -n $AGENT_PID ]] && kill -KILL $AGENT_PID 2>/dev/null; rm -rf "$WORK"' EXIT
 
 mkdir -p "$WORK/traces"
 oci_start_agent '{"version": 1, "containers": [{"match": {"id": "shim-*"}, "grants": ["uverbs0", "uverbs1"],
@@ -72,6 +72,16 @@ expect "$WORK/2.out" "asks for device uverbs1, which .*runtime.json does not gra
 runc --root "$WORK/runc" state shim-2 >/dev/null 2>&1 && fail "runc created shim-2 anyway"
 grep -q "shim-2" "$WORK/agent.log" && fail "the agent saw shim-2"
 jq -e '.linux.seccomp | not' "$WORK/shim-2/config.json" >/dev/null || fail "the refused bundle was edited"
+
+# The operator's file without the sysfs keys: the synthetic /sys is built from the host's /sys,
+# where a stand-in uverbs0 is no RDMA device, so the container is refused naming both (never a
+# container with a /sys other than its grant's), before runc runs.
+jq 'del(.sysfs)' "$WORK/runtime.json" >"$WORK/runtime-default.json"
+bundle shim-4 uverbs0
+"$GP" runtime --config "$WORK/runtime-default.json" -- --root "$WORK/runc" run --bundle "$WORK/shim-4" shim-4 \
+  >"$WORK/4.out" 2>&1 && { cat "$WORK/4.out"; fail "a default-config shim started a container with no /sys of its grant"; }
+expect "$WORK/4.out" "granted uverbs0: no RDMA device of /sys has that uverbs node.*not starting the container"
+runc --root "$WORK/runc" state shim-4 >/dev/null 2>&1 && fail "runc created shim-4 anyway"
 
 # Other verbs pass through untouched.
 "$GP" runtime --runtime runc -- --root "$WORK/runc" list >"$WORK/3.out" 2>&1 || { cat "$WORK/3.out"; fail "list exit $?"; }
