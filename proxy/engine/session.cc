@@ -92,8 +92,7 @@ Session::Session(Engine& engine, SessionConfig config)
     : engine_(engine),
       config_(std::move(config)),
       catalog_(engine.catalog()),
-      broker_ctx_(
-          std::make_shared<BrokerContext>(catalog_, config_.grants, config_.policy.open_errno())),
+      broker_(catalog_, config_.grants, config_.policy.open_errno()),
       log_prefix_(config_.name.empty() ? "gdrproxy: "
                                        : "gdrproxy: [" + printable(config_.name) + "] "),
       sweep_(io_),
@@ -131,23 +130,24 @@ bool Session::claim() {
   return std::exchange(inflight_.open, false);
 }
 
-int Session::answer_continue(uint64_t id) {
+template <typename Send>
+int Session::answer(Send send) {
   const uint64_t t0 = phases_ ? monotonic_ns() : 0;
-  const int rc = claim() ? notif_continue(nfd_, id) : -ETIMEDOUT;
+  const int rc = claim() ? send() : -ETIMEDOUT;
   if (phases_) phases_->answer += monotonic_ns() - t0;
   return rc;
+}
+
+int Session::answer_continue(uint64_t id) {
+  return answer([&] { return notif_continue(nfd_, id); });
 }
 
 int Session::answer_error(uint64_t id, int err) {
-  const uint64_t t0 = phases_ ? monotonic_ns() : 0;
-  const int rc = claim() ? notif_error(nfd_, id, err) : -ETIMEDOUT;
-  if (phases_) phases_->answer += monotonic_ns() - t0;
-  return rc;
+  return answer([&] { return notif_error(nfd_, id, err); });
 }
 
 int Session::answer_fd(uint64_t id, int srcfd, bool cloexec) {
-  if (!claim()) return -ETIMEDOUT;
-  return notif_inject_fd(nfd_, id, srcfd, cloexec);
+  return answer([&] { return notif_inject_fd(nfd_, id, srcfd, cloexec); });
 }
 
 void Session::note(const std::string& msg) const {
@@ -885,7 +885,7 @@ void Session::handle_open(const seccomp_notif& req, uint64_t t0) {
       OpenBroker::read_call(static_cast<pid_t>(req.pid), req.data.nr,
                             reinterpret_cast<const uint64_t*>(req.data.args), call, mem);
   OpenDecision d;
-  if (read_ok) d = broker_ctx_->broker.decide(call, mem);
+  if (read_ok) d = broker_.decide(call, mem);
   complete_open(req, read_ok, call, d, t0);
 }
 
@@ -958,15 +958,21 @@ void Session::complete_open(const seccomp_notif& req, bool read_ok, const OpenCa
   if (tracing()) emit(r);
 }
 
-const DeviceNode* Session::device_of_fd(pid_t tid, int fd) const {
+bool Session::inspect_fd(pid_t tid, int fd, const DeviceNode*& node) const {
   // AT_STATX_DONT_SYNC: a file on the tenant's FUSE mount answers from its cache instead of
   // asking the (possibly hung) server; device nodes never need it.
   struct statx stx {};
   const std::string link = "/proc/" + std::to_string(tid) + "/fd/" + std::to_string(fd);
-  if (::statx(AT_FDCWD, link.c_str(), AT_STATX_DONT_SYNC, STATX_TYPE, &stx) != 0 ||
-      !S_ISCHR(stx.stx_mode))
-    return nullptr;
-  return catalog_.find(makedev(stx.stx_rdev_major, stx.stx_rdev_minor));
+  node = nullptr;
+  if (::statx(AT_FDCWD, link.c_str(), AT_STATX_DONT_SYNC, STATX_TYPE, &stx) != 0) return false;
+  if (S_ISCHR(stx.stx_mode)) node = catalog_.find(makedev(stx.stx_rdev_major, stx.stx_rdev_minor));
+  return true;
+}
+
+const DeviceNode* Session::device_of_fd(pid_t tid, int fd) const {
+  const DeviceNode* node = nullptr;
+  inspect_fd(tid, fd, node);
+  return node;
 }
 
 // A command the caller wrote to its own rdma_cm or uverbs fd, seen by the BPF observer. Observed
@@ -977,13 +983,8 @@ void Session::on_cm_write(const gdrproxy_exit_event& e) {
   // The fd was marked at the caller's open. If it now names another file, it was closed and its
   // number reused: stop watching it. If it is gone (closed, or the caller is exiting) the write
   // still happened on the marked fd, whose class was recorded when its open returned.
-  // AT_STATX_DONT_SYNC, as in device_of_fd: the number may now be a file on a hung FUSE mount.
-  struct statx stx {};
-  const std::string link = "/proc/" + std::to_string(e.tid) + "/fd/" + std::to_string(e.fd);
-  const bool open_now = ::statx(AT_FDCWD, link.c_str(), AT_STATX_DONT_SYNC, STATX_TYPE, &stx) == 0;
-  const DeviceNode* node = open_now && S_ISCHR(stx.stx_mode)
-                               ? catalog_.find(makedev(stx.stx_rdev_major, stx.stx_rdev_minor))
-                               : nullptr;
+  const DeviceNode* node = nullptr;
+  const bool open_now = inspect_fd(static_cast<pid_t>(e.tid), static_cast<int>(e.fd), node);
   const auto watched = watched_fds_.find({who.host_tgid, e.fd});
   if (open_now && (!node || (node->device_class != DeviceClass::kRdmaCm &&
                              node->device_class != DeviceClass::kUverbs))) {

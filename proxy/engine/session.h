@@ -148,6 +148,9 @@ class Session {
   int answer_error(uint64_t id, int err);
   int answer_fd(uint64_t id, int srcfd, bool cloexec);
   bool claim();
+  // Claims the call, then sends (timed into the ioctl phases while an ioctl is handled).
+  template <typename Send>
+  int answer(Send send);
   void note(const std::string& msg) const;
   void setup_nvidia();
   void add_listener_here(int listener_fd);
@@ -176,6 +179,8 @@ class Session {
   void continue_observed(TraceRecord& r, uint64_t id, pid_t tid, uint64_t t0, bool watch_rdma_cm);
   void finish_call(TraceRecord& r, const DeviceNode& node, const Verdict& v, uint64_t id, pid_t tid,
                    uint64_t t0);
+  // Whether `fd` of `tid` is open now; `node` is the catalogued device it is, or nullptr.
+  bool inspect_fd(pid_t tid, int fd, const DeviceNode*& node) const;
   const DeviceNode* device_of_fd(pid_t tid, int fd) const;
   void on_cm_write(const gdrproxy_exit_event& e);
   void emit(TraceRecord& r);
@@ -189,14 +194,7 @@ class Session {
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   std::thread thread_;
   const DeviceCatalog& catalog_;
-  // The broker with its own copy of the grants.
-  struct BrokerContext {
-    Grants grants;
-    OpenBroker broker;
-    BrokerContext(const DeviceCatalog& c, const Grants& g, int err)
-        : grants(g), broker(c, grants, err) {}
-  };
-  std::shared_ptr<const BrokerContext> broker_ctx_;
+  const OpenBroker broker_;  // decides opens against config_.grants
   // The dma-buf exporters uverbs registrations may name (the policy's).
   std::vector<std::string> dmabuf_exporters_;
   // "gdrproxy: ", or "gdrproxy: [<container id>] " in the agent: every line says whose it is.
