@@ -153,16 +153,11 @@ class Agent {
       engine_.io().stop();
     });
     reattach();
-    {
-      // Rails a container's poststop never gave back (a runtime killed, a failed hook).
-      std::ostringstream swept;
-      if (restore_rails_of_gone_containers(opts_.rail_state_dir, swept) != 0)
-        swept << "gdrproxy: some rails could not be given back: gdrproxy hook sweep --state-dir "
-              << opts_.rail_state_dir << " retries\n";
-      std::istringstream lines(swept.str());
-      for (std::string line; std::getline(lines, line);)
-        log(line.rfind("gdrproxy: ", 0) == 0 ? line.substr(10) : line);
-    }
+    // Rails a container's poststop never gave back (a runtime killed, a failed hook).
+    if (restore_rails_of_gone_containers(opts_.rail_state_dir,
+                                         [this](const std::string& line) { log(line); }) != 0)
+      log("some rails could not be given back: gdrproxy hook sweep --state-dir " +
+          opts_.rail_state_dir + " retries");
     log("serving " + opts_.socket + " (control: " + opts_.ctl_socket + ")");
     engine_.io().run();
     for (auto& [id, c] : containers_) {

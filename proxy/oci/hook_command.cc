@@ -247,12 +247,14 @@ int poststop(const HookArgs& a) {
 }
 
 int sweep(const HookArgs& a) {
-  return restore_rails_of_gone_containers(a.state_dir, std::cerr) == 0 ? 0 : 1;
+  const auto report = [](const std::string& line) { std::cerr << "gdrproxy: " << line << "\n"; };
+  return restore_rails_of_gone_containers(a.state_dir, report) == 0 ? 0 : 1;
 }
 
 }  // namespace
 
-int restore_rails_of_gone_containers(const std::string& state_dir, std::ostream& log) {
+int restore_rails_of_gone_containers(const std::string& state_dir,
+                                     const std::function<void(const std::string&)>& report) {
   int problems = 0;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(state_dir, ec)) {
@@ -265,8 +267,8 @@ int restore_rails_of_gone_containers(const std::string& state_dir, std::ostream&
     if (process_start_time(pid) == started) continue;  // still running
     const int p = restore_dir(e.path().string());
     problems += p;
-    log << "gdrproxy: container " << name << " is gone (process " << pid << "): its rails "
-        << (p == 0 ? "were given back" : "could not all be given back (see above)") << "\n";
+    report("container " + name + " is gone (process " + std::to_string(pid) + "): its rails " +
+           (p == 0 ? "were given back" : "could not all be given back (see above)"));
   }
   return problems;
 }

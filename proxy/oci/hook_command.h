@@ -9,7 +9,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-#include <ostream>
+#include <functional>
 #include <string>
 
 namespace gdrproxy::proxy {
@@ -18,8 +18,9 @@ void add_hook_commands(CLI::App& app, int& exit_code);
 
 // Gives back the rails of every container under `state_dir` whose process is gone (its poststop
 // never ran, or failed): the directory's owner file names the container's process by pid and
-// start time, so a reused pid is not mistaken for it. Logs one line per container to `log`;
-// returns how many could not be fully given back.
-int restore_rails_of_gone_containers(const std::string& state_dir, std::ostream& log);
+// start time, so a reused pid is not mistaken for it. Reports one line per container to
+// `report`; returns how many could not be fully given back.
+int restore_rails_of_gone_containers(const std::string& state_dir,
+                                     const std::function<void(const std::string&)>& report);
 
 }  // namespace gdrproxy::proxy
