@@ -191,27 +191,38 @@ case_dead_agent_fails_closed() {
   expect_in "$WORK/c.out" "all-64-done"
 }
 
+# beside_a_hung_one A_ID A_SCRIPT B_ID: the agent with a 4 s deadline; container A_ID runs
+# A_SCRIPT in the background (A_PID, output in a.out), and once its session exists container
+# B_ID opens uverbs1 five times and prints when it ended (b.out).
+beside_a_hung_one() {
+  local i
+  start_agent --blocking-deadline-ms 4000
+  in_container "$1" runc-init -- sh -c "$2" >"$WORK/a.out" 2>&1 &
+  A_PID=$!
+  for i in $(seq 50); do grep -q "container $1: process" "$WORK/agent.log" && break; sleep 0.1; done
+  sleep 0.3
+  in_container "$3" crun --metadata job=42 -- sh -c "
+    for i in 1 2 3 4 5; do $(probe uverbs1); done; date +%s%N" >"$WORK/b.out" 2>&1 || fail "b exit $?"
+}
+# other_served_first A_END: B's five opens (and their probe ioctls) were answered, and B ended
+# before A's hung call returned.
+other_served_first() {
+  local b_end
+  b_end=$(tail -1 "$WORK/b.out")
+  [[ $(grep -c "uverbs1-open-syscall OK ioctl=E" "$WORK/b.out") == 5 ]] || { cat "$WORK/b.out"; fail "the other container's calls were not served"; }
+  (( b_end < $1 )) || fail "the other container waited for the hung one ($b_end >= $1)"
+}
+
 case_hung_filesystem_costs_only_its_container() {
   # A container's open walks into a FUSE mount that never answers a lookup (the agent resolves
-  # the path as root, on a worker of that container's session): the call fails with EIO at the
+  # the path as root, on that container's session thread): the call fails with EIO at the
   # agent's deadline and the session is marked degraded, while another container served by the
   # same agent at the same time gets its opens answered at once.
-  local mnt=$HANG_MNT i
-  start_agent --blocking-deadline-ms 4000
-  in_container team-a-4 runc-init -- sh -c "
-    echo x > $mnt/hang/file; echo a-rc=\$?; date +%s%N" >"$WORK/a.out" 2>&1 &
-  local a=$!
-  for i in $(seq 50); do grep -q "container team-a-4: process" "$WORK/agent.log" && break; sleep 0.1; done
-  sleep 0.3
-  in_container team-b-4 crun --metadata job=42 -- sh -c "
-    for i in 1 2 3 4 5; do $(probe uverbs1); done; date +%s%N" >"$WORK/b.out" 2>&1 || fail "b exit $?"
-  wait $a
-  local a_end b_end
-  a_end=$(tail -1 "$WORK/a.out") b_end=$(tail -1 "$WORK/b.out")
+  beside_a_hung_one team-a-4 "echo x > $HANG_MNT/hang/file; echo a-rc=\$?; date +%s%N" team-b-4
+  wait $A_PID
   expect_in "$WORK/a.out" "Input/output error"
   expect_in "$WORK/a.out" "a-rc=2"
-  [[ $(grep -c "uverbs1-open-syscall OK" "$WORK/b.out") == 5 ]] || { cat "$WORK/b.out"; fail "the other container's opens were not served"; }
-  (( b_end < a_end )) || fail "the other container waited for the hung one ($b_end >= $a_end)"
+  other_served_first "$(tail -1 "$WORK/a.out")"
   expect_in "$WORK/agent.log" "[team-a-4] an open by pid"
   expect_in "$WORK/agent.log" "was not decided within 4000 ms"
   expect_not_in "$WORK/agent.log" "[team-b-4] an open"
@@ -221,28 +232,18 @@ case_hung_filesystem_costs_only_its_container() {
 case_hung_memory_costs_only_its_container() {
   # A container's uverbs ioctl points its argument into a mapping of a file whose FUSE server
   # never answers a read: the agent's read of that argument faults the page in and blocks for
-  # ever. It blocks a worker of that container's session only: the call fails with EIO at the
+  # ever. It blocks that container's session thread only: the call fails with EIO at the
   # deadline, the session is marked degraded, and another container's ioctls and opens served
   # at the same time are answered at once.
-  local mnt=$HANG_MNT i
-  start_agent --blocking-deadline-ms 4000
-  in_container team-a-6 runc-init -- sh -c "
-    $A ioctl-mapped /dev/infiniband/uverbs0 $mnt/stall; date +%s%N; sleep 3" >"$WORK/a.out" 2>&1 &
-  local a=$!
-  for i in $(seq 50); do grep -q "container team-a-6: process" "$WORK/agent.log" && break; sleep 0.1; done
-  sleep 0.3
-  in_container team-b-6 crun --metadata job=42 -- sh -c "
-    for i in 1 2 3 4 5; do $(probe uverbs1); done; date +%s%N" >"$WORK/b.out" 2>&1 || fail "b exit $?"
+  local i
+  beside_a_hung_one team-a-6 "$A ioctl-mapped /dev/infiniband/uverbs0 $HANG_MNT/stall; date +%s%N; sleep 3" team-b-6
   for i in $(seq 100); do [[ $(wc -l <"$WORK/a.out") -ge 2 ]] && break; sleep 0.1; done
   "$GP" agent ctl --ctl-socket "$CTL" stats >"$WORK/stats.out" || fail "ctl stats failed"
-  wait $a
-  local a_end b_end
-  a_end=$(sed -n 2p "$WORK/a.out") b_end=$(tail -1 "$WORK/b.out")
+  wait $A_PID
   expect_line "$WORK/a.out" "ioctl-mapped" " ERR EIO$"
   jq -s -e 'any(.[]; .id == "team-a-6" and .degraded == true and .deadline_failures == 1)' "$WORK/stats.out" >/dev/null ||
     { cat "$WORK/stats.out"; fail "team-a-6 is not degraded with one deadline failure"; }
-  [[ $(grep -c "uverbs1-open-syscall OK ioctl=E" "$WORK/b.out") == 5 ]] || { cat "$WORK/b.out"; fail "the other container's calls were not served"; }
-  (( b_end < a_end )) || fail "the other container waited for the hung one ($b_end >= $a_end)"
+  other_served_first "$(sed -n 2p "$WORK/a.out")"
   expect_in "$WORK/agent.log" "[team-a-6] an ioctl by pid"
   expect_in "$WORK/agent.log" "was not decided within 4000 ms (reading its argument is blocked"
   expect_not_in "$WORK/agent.log" "[team-b-6] an "
