@@ -528,10 +528,11 @@ void Session::handle(const seccomp_notif& req) {
   stuck_ = false;
 }
 
-void Session::record_latency(uint64_t& total_ns, uint64_t t0) {
+uint64_t Session::record_latency(uint64_t& total_ns, uint64_t t0) {
   const uint64_t ns = monotonic_ns() - t0;
   total_ns += ns;
   latency_.record(ns);
+  return ns;
 }
 
 void Session::dispatch(const seccomp_notif& req, uint64_t t0) {
@@ -545,14 +546,13 @@ void Session::dispatch(const seccomp_notif& req, uint64_t t0) {
       } reset{phases_};
       const SessionStats::IoctlPhases before = stats_.ioctl_ns;
       handle_ioctl(req, t0);
+      const uint64_t total = record_latency(stats_.ns_ioctl, t0);
       // What the phases above did not account for is the trace's (records, sinks, observer).
       SessionStats::IoctlPhases& p = stats_.ioctl_ns;
-      const uint64_t total = monotonic_ns() - t0;
       const uint64_t accounted = (p.lookup - before.lookup) + (p.memory - before.memory) +
                                  (p.decode - before.decode) + (p.policy - before.policy) +
                                  (p.answer - before.answer);
       p.trace += total > accounted ? total - accounted : 0;
-      record_latency(stats_.ns_ioctl, t0);
       return;
     }
     case SYS_open:

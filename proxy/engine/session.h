@@ -164,8 +164,8 @@ class Session {
   void on_exit_event(const gdrproxy_exit_event& e);
   void handle(const seccomp_notif& req);
   void dispatch(const seccomp_notif& req, uint64_t t0);
-  // Adds the time since t0 to `total_ns` and to the latency histogram (one clock read).
-  void record_latency(uint64_t& total_ns, uint64_t t0);
+  // Adds the time since t0 to `total_ns` and to the latency histogram (one clock read); returns it.
+  uint64_t record_latency(uint64_t& total_ns, uint64_t t0);
   void handle_ioctl(const seccomp_notif& req, uint64_t t0);
   void decide_ioctl(const seccomp_notif& req, const DeviceNode& node, IoctlReading& reading,
                     uint64_t t0);

@@ -55,10 +55,8 @@ jq -n --arg s "$SOCK" --arg h "$WORK/fx/sys" \
 ln -s "$GP" "$WORK/gdrproxy-runtime"
 
 # An image of nothing but mount points and the merged-/usr links; /usr comes from the host.
-mkdir -p "$WORK/skel"
-(cd "$WORK/skel" && mkdir -p usr etc proc dev sys tmp run var && ln -s usr/bin bin && ln -s usr/lib lib &&
-  ln -s usr/lib64 lib64 && ln -s usr/sbin sbin)
-tar -C "$WORK/skel" -cf "$WORK/skel.tar" . && podman import --quiet "$WORK/skel.tar" "$IMAGE" >/dev/null ||
+oci_rootfs "$WORK/skel" /run /var
+tar -C "$WORK/skel/rootfs" -cf "$WORK/skel.tar" . && podman import --quiet "$WORK/skel.tar" "$IMAGE" >/dev/null ||
   fail "podman import failed"
 
 adir=$(dirname "$A") bdir=$(dirname "$BENCH")
