@@ -34,17 +34,17 @@ make_bundle() {
   local b=$1
   oci_rootfs "$b"
   python3 - "$b/config.json" "$work/ctr.net" "$(stat -c '%t %T' /dev/infiniband/uverbs0)" <<'PY'
-import json, sys
+import json, os, sys
 path, netns, mm = sys.argv[1:]
 major, minor = (int(x, 16) for x in mm.split())
 bind = lambda src: {"destination": src, "type": "bind", "source": src, "options": ["rbind", "ro"]}
 json.dump({"ociVersion": "1.0.2",
   "process": {"terminal": False, "user": {"uid": 0, "gid": 0}, "cwd": "/", "args": ["true"],
-              "env": ["PATH=/usr/bin:/bin"], "noNewPrivileges": True},
+              "env": ["PATH=/bin:/usr/bin"], "noNewPrivileges": True},
   "root": {"path": "rootfs", "readonly": True},
   "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"},
              {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "mode=755"]},
-             bind("/usr"), bind("/etc")],
+             *json.loads(os.environ["OCI_LIB_BINDS"])],
   "linux": {"namespaces": [{"type": t} for t in ("pid", "mount", "ipc", "uts")] + [{"type": "network", "path": netns}],
             "devices": [{"path": "/dev/infiniband/uverbs0", "type": "c", "major": major, "minor": minor}],
             "resources": {"devices": [{"allow": False, "access": "rwm"}]}}}, open(path, "w"))

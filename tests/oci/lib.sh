@@ -42,15 +42,31 @@ oci_start_agent() {
   [[ -S $SOCK ]] || fail "the agent did not start"
 }
 
-# oci_rootfs BUNDLE [DIR...]: BUNDLE/rootfs with the mount points the tests bind the host's /usr
-# and /etc (and each DIR) onto, and the usual merged-/usr links.
+# oci_rootfs BUNDLE [DIR...]: BUNDLE/rootfs holding Debian's static busybox as /bin with its
+# applets, and mount points for /proc, /dev, /tmp, /sys, the host's libraries (OCI_LIB_BINDS) and
+# each DIR. The container's userland is busybox alone: the host's /usr is not in it.
 oci_rootfs() {
-  local b=$1
+  local b=$1 applet
   shift
+  [[ -x /bin/busybox ]] && ! ldd /bin/busybox >/dev/null 2>&1 ||
+    fail "the test rootfs needs a static /bin/busybox (package busybox-static)"
   mkdir -p "$b/rootfs"
-  (cd "$b/rootfs" && mkdir -p usr etc proc dev tmp sys "${@#/}" && ln -s usr/bin bin &&
-    ln -s usr/lib lib && ln -s usr/lib64 lib64 && ln -s usr/sbin sbin)
+  (cd "$b/rootfs" && mkdir -p bin usr/lib usr/lib64 usr/bin etc proc dev tmp sys "${@#/}" &&
+    ln -s usr/lib lib && ln -s usr/lib64 lib64 && ln -s bin sbin) || fail "cannot make $b/rootfs"
+  cp /bin/busybox "$b/rootfs/bin/busybox"
+  for applet in $(/bin/busybox --list); do
+    [[ -e $b/rootfs/bin/$applet ]] || ln -s busybox "$b/rootfs/bin/$applet"
+  done
+  touch "$b/rootfs/usr/bin/lstopo-no-graphics"
 }
+# The host's libraries, read-only, for the dynamically linked programs a test runs inside (the
+# project's attack and bench clients, hwloc's lstopo-no-graphics, bound at /usr/bin as a file),
+# as OCI mounts in JSON (a Python list literal too).
+OCI_LIB_BINDS='[{"destination": "/usr/lib", "type": "bind", "source": "/usr/lib", "options": ["rbind", "ro"]},
+ {"destination": "/usr/lib64", "type": "bind", "source": "/usr/lib64", "options": ["rbind", "ro"]},
+ {"destination": "/usr/bin/lstopo-no-graphics", "type": "bind", "source": "/usr/bin/lstopo-no-graphics",
+  "options": ["bind", "ro"]}]'
+export OCI_LIB_BINDS
 
 # oci_veth_rails: rail0 and rail1 (veth, peers rail0p/rail1p) with 198.51.100.10/24 and .11/24,
 # up, in the current network namespace.

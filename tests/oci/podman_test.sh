@@ -54,7 +54,8 @@ jq -n --arg s "$SOCK" --arg h "$WORK/fx/sys" \
   >"$WORK/runtime.json"
 ln -s "$GP" "$WORK/gdrproxy-runtime"
 
-# An image of nothing but mount points and the merged-/usr links; /usr comes from the host.
+# An image of busybox and mount points; the host's libraries come in read-only for the test's own
+# dynamically linked clients.
 oci_rootfs "$WORK/skel" /run /var
 tar -C "$WORK/skel/rootfs" -cf "$WORK/skel.tar" . && podman import --quiet "$WORK/skel.tar" "$IMAGE" >/dev/null ||
   fail "podman import failed"
@@ -67,7 +68,7 @@ script="echo ib: \$(ls /dev/infiniband); echo sys-ib: \$(ls /sys/class/infiniban
 timeout 90 podman --cgroup-manager cgroupfs --runtime "$WORK/gdrproxy-runtime" \
   --runtime-flag "gdrproxy-config=$WORK/runtime.json" run --rm --network "ns:$WORK/ctr.net" --pids-limit=-1 \
   --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --device gdrproxy.dev/device=mlx5_1 \
-  -v /usr:/usr:ro -v "$adir:$adir:ro" -v "$bdir:$bdir:ro" "$IMAGE" sh -c "$script" >"$WORK/c.out" 2>&1
+  -v /usr/lib:/usr/lib:ro -v /usr/lib64:/usr/lib64:ro -v "$adir:$adir:ro" -v "$bdir:$bdir:ro" "$IMAGE" sh -c "$script" >"$WORK/c.out" 2>&1
 rc=$?
 [[ $rc == 0 ]] || { cat "$WORK/c.out"; fail "podman run exit $rc"; }
 expect "$WORK/c.out" "^ib: rdma_cm uverbs1$"

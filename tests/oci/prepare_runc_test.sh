@@ -50,7 +50,7 @@ bind = lambda src: {"destination": src, "type": "bind", "source": src, "options"
 config = {
   "ociVersion": "1.0.2",
   "process": {"terminal": False, "user": {"uid": 0, "gid": 0}, "cwd": "/", "args": ["sh", "-c", script],
-              "env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"], "noNewPrivileges": True,
+              "env": ["PATH=/bin:/usr/bin"], "noNewPrivileges": True,
               "capabilities": {k: caps for k in ("bounding", "effective", "permitted")}},
   "root": {"path": "rootfs", "readonly": True},
   "hostname": "prep",
@@ -58,7 +58,7 @@ config = {
              {"destination": "/dev", "type": "tmpfs", "source": "tmpfs",
               "options": ["nosuid", "strictatime", "mode=755", "size=65536k"]},
              {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid"]},
-             bind("/usr"), bind("/etc"), bind(os.path.dirname(attack)), bind(os.path.dirname(bench))],
+             *json.loads(os.environ["OCI_LIB_BINDS"]), bind(os.path.dirname(attack)), bind(os.path.dirname(bench))],
   "linux": {"namespaces": [{"type": t} for t in ("pid", "mount", "ipc", "uts", "network")],
             # A permissive base (every device allowed): only prepare's rules can refuse 231:1.
             "resources": {"devices": [{"allow": True, "access": "rwm"}]}},

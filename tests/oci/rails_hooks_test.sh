@@ -42,18 +42,18 @@ unshare --net="$WORK/ctr.net" true || fail "cannot pin a network namespace"
 b=$WORK/bundle
 oci_rootfs "$b"
 python3 - "$b/config.json" "$WORK/ctr.net" <<'PY'
-import json, sys
+import json, os, sys
 script = ("ip -o -4 addr show; echo arp_ignore=$(cat /proc/sys/net/ipv4/conf/rail0/arp_ignore); "
           "echo up; sleep 60")
 bind = lambda src: {"destination": src, "type": "bind", "source": src, "options": ["rbind", "ro"]}
 json.dump({
   "ociVersion": "1.0.2",
   "process": {"terminal": False, "user": {"uid": 0, "gid": 0}, "cwd": "/", "args": ["sh", "-c", script],
-              "env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"], "noNewPrivileges": True},
+              "env": ["PATH=/bin:/usr/bin"], "noNewPrivileges": True},
   "root": {"path": "rootfs", "readonly": True},
   "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"},
              {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "mode=755"]},
-             bind("/usr"), bind("/etc")],
+             *json.loads(os.environ["OCI_LIB_BINDS"])],
   "linux": {"namespaces": [{"type": t} for t in ("pid", "mount", "ipc", "uts")] +
                           [{"type": "network", "path": sys.argv[2]}],
             "resources": {"devices": [{"allow": False, "access": "rwm"}]}},

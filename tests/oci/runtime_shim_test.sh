@@ -38,11 +38,11 @@ bind = lambda src: {"destination": src, "type": "bind", "source": src, "options"
 json.dump({
   "ociVersion": "1.0.2",
   "process": {"terminal": False, "user": {"uid": 0, "gid": 0}, "cwd": "/", "args": ["sh", "-c", script],
-              "env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"], "noNewPrivileges": True},
+              "env": ["PATH=/bin:/usr/bin"], "noNewPrivileges": True},
   "root": {"path": "rootfs", "readonly": True},
   "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"},
              {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "mode=755"]},
-             bind("/usr"), bind("/etc"), bind(os.path.dirname(attack)), bind(os.path.dirname(bench))],
+             *json.loads(os.environ["OCI_LIB_BINDS"]), bind(os.path.dirname(attack)), bind(os.path.dirname(bench))],
   "linux": {"namespaces": [{"type": t} for t in ("pid", "mount", "ipc", "uts", "network")],
             "devices": [{"path": node, "type": "c", "major": os.major(st.st_rdev),
                          "minor": os.minor(st.st_rdev), "fileMode": 0o666}],
