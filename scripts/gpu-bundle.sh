@@ -12,6 +12,8 @@ strip "$dir/gdrproxy"
 cp build/tests/security/attack_client "$dir/" && strip "$dir/attack_client"
 # The agent tests' runtime stand-in, for tests/gpu/agent_sessions.sh.
 cp build/tests/agent/runtime_client "$dir/" && strip "$dir/runtime_client"
+# tests/bench/ioctl_latency.sh takes the bundle as its build directory.
+mkdir -p "$dir/tests/bench" && cp build/tests/bench/ioctl_bench "$dir/tests/bench/"
 # Debian's runc (needs libseccomp, copied below with gdrproxy's), for tests/gpu/runc_container.sh.
 if command -v runc >/dev/null; then cp "$(command -v runc)" "$dir/"; fi
 # Everything outside glibc and libstdc++ (those are newer on the GPU image).

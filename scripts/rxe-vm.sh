@@ -20,7 +20,15 @@
 #   RXE_VM_TIMEOUT  seconds for the whole VM, boot to power-off (default 900)
 #   RXE_VM_SMP, RXE_VM_MEM   vCPUs (2) and MiB (2048)
 #   RXE_VM_ACCEL    tcg (default) or kvm (only where real VMX/SVM is available)
-#   RXE_VM_KVER     guest kernel version (default: newest installed *-amd64 with its vmlinuz)
+#   RXE_VM_TCG_THREAD  single (default): one host thread runs both vCPUs. multi is faster, but
+#                   under it the guest's text patching (a syscall tracepoint's static call, when
+#                   an observer attaches or detaches) was seen torn: an int3 Oops in
+#                   trace_syscall_enter on 7.3, a livelock on 6.1
+#   RXE_VM_KERNEL   backports (default): Debian's newest backports kernel, fetched and verified by
+#                   scripts/vm/guest-kernel.sh into build/vm-kernel/ (unpacked, not installed;
+#                   reused offline once there), whose rxe has a UDP socket per network namespace,
+#                   which the two-container test needs; installed: a kernel installed here
+#   RXE_VM_KVER     with RXE_VM_KERNEL=installed, its version (default: newest *-amd64 with vmlinuz)
 #   RXE_VM_APPEND   extra guest kernel command-line words (the defaults print lockup stacks and
 #                   panic on a soft lockup of 60 s, twice watchdog_thresh=30: a livelocked guest
 #                   ends in a minute, not at the limit, while a host that stalls the emulator for
@@ -73,8 +81,14 @@ done
 declare -A need=(
   [qemu-system-x86_64]=qemu-system-x86 [busybox]=busybox-static [cpio]=cpio [modprobe]=kmod
   [ibv_devinfo]=ibverbs-utils [ib_send_lat]=perftest [rping]=rdmacm-utils [rdma]=iproute2
-  [jq]=jq [gzip]=gzip
+  [jq]=jq [gzip]=gzip [runc]=runc [crun]=crun
 )
+kernel_source=${RXE_VM_KERNEL:-backports}
+case $kernel_source in
+  backports) need+=([curl]=curl [gpgv]=gpgv [xz]=xz-utils [dpkg-deb]=dpkg) ;;
+  installed) ;;
+  *) say "RXE_VM_KERNEL=$kernel_source: use backports or installed"; exit 97 ;;
+esac
 find_kver() {
   local d
   for d in /lib/modules/*-amd64; do
@@ -84,7 +98,7 @@ find_kver() {
 missing_pkgs() {
   local c
   for c in "${!need[@]}"; do command -v "$c" >/dev/null || echo "${need[$c]}"; done
-  [[ -n $(find_kver) ]] || echo linux-image-amd64
+  [[ $kernel_source != installed || -n $(find_kver) ]] || echo linux-image-amd64
   # busybox must be the static one: the initramfs has no libc
   ! ldd /bin/busybox >/dev/null 2>&1 || echo busybox-static
 }
@@ -104,9 +118,17 @@ if [[ -n $missing ]]; then
   missing=$(missing_pkgs | sort -u | tr '\n' ' ')
   [[ -z $missing ]] || { say "still missing after install: $missing"; exit 97; }
 fi
-kver=${RXE_VM_KVER:-$(find_kver)}
-kernel=/boot/vmlinuz-$kver
-[[ -r $kernel && -d /lib/modules/$kver ]] || { say "no kernel $kernel with modules"; exit 97; }
+# The guest kernel and the root its modules lie under (ROOT/lib/modules/KVER).
+if [[ $kernel_source == backports ]]; then
+  read -r kver modroot < <(timeout 900 "$repo/scripts/vm/guest-kernel.sh" "$build/vm-kernel") ||
+    { say "no guest kernel (scripts/vm/guest-kernel.sh said why above; RXE_VM_KERNEL=installed boots an installed one)"; exit 97; }
+  kernel=$modroot/vmlinuz
+else
+  kver=${RXE_VM_KVER:-$(find_kver)}
+  modroot=/
+  kernel=/boot/vmlinuz-$kver
+fi
+[[ -r $kernel && -d $modroot/lib/modules/$kver ]] || { say "no kernel $kernel with modules"; exit 97; }
 [[ -e /dev/kvm || $accel == tcg ]] || { say "RXE_VM_ACCEL=$accel but no /dev/kvm"; exit 97; }
 
 # ---- the guest's inputs ----------------------------------------------------------------------
@@ -114,7 +136,7 @@ mkdir -p "$out"
 share=$out/share
 rm -rf "$share"
 mkdir -p "$share"
-timeout 60 "$repo/scripts/vm/build-initramfs.sh" "$out/initramfs.cpio.gz" "$kver" 2>"$out/initramfs.log" \
+timeout 60 "$repo/scripts/vm/build-initramfs.sh" "$out/initramfs.cpio.gz" "$kver" "$modroot" 2>"$out/initramfs.log" \
   || { cat "$out/initramfs.log" >&2; exit 97; }
 # The guest's init mounts each of these 9p shares ("TAG PATH" lines in $share/mounts, parents
 # first) after its tmpfs, each under a tmpfs overlay like the root: writable in the guest only.
@@ -141,6 +163,9 @@ for tag in "${!shared[@]}"; do printf '%s %s\n' "$tag" "${at[$tag]}"; done | LC_
   printf 'GDRVM_TIMEOUT=%d\n' $((vm_timeout - 60))
   printf 'GDRVM_CWD=%q\nGDRVM_REPO=%q\nGDRVM_BUILD=%q\n' "$repo" "$repo" "$build"
   printf 'GDRVM_OUT=/run/vmshare\n'
+  # A kernel that is not installed here has its modules in the build tree: stage2.sh binds them
+  # at /lib/modules/KVER in the guest.
+  [[ $modroot == / ]] || printf 'GDRVM_MODULES=%q\n' "$modroot/lib/modules/$kver"
   # Knobs of the guest scripts pass through from this environment (GDRVM_SKIP_BENCH=1, ...).
   for v in GDRVM_SKIP_BENCH GDRVM_BENCH_ROUNDS; do
     if [[ -n ${!v:-} ]]; then printf "%s=%q\n" "$v" "${!v}"; fi
@@ -151,7 +176,7 @@ for tag in "${!shared[@]}"; do printf '%s %s\n' "$tag" "${at[$tag]}"; done | LC_
 
 case $accel in
   kvm) accel_args=(-accel kvm -cpu host) ;;
-  *) accel_args=(-accel "tcg,thread=multi" -cpu max) ;;
+  *) accel_args=(-accel "tcg,thread=${RXE_VM_TCG_THREAD:-single}" -cpu max) ;;
 esac
 
 # ---- boot ------------------------------------------------------------------------------------

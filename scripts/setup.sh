@@ -27,8 +27,9 @@ packages=(
   fuse3 libfuse3-dev
   # NVIDIA decoder tests read gzip-compressed ioctl captures
   zlib1g-dev
-  # Soft-RoCE VM stage (scripts/rxe-vm.sh): Debian's kernel with rdma_rxe booted under qemu
-  qemu-system-x86 linux-image-amd64 busybox-static cpio kmod jq
+  # Soft-RoCE VM stage (scripts/rxe-vm.sh): Debian's backports kernel with rdma_rxe booted under
+  # qemu (scripts/vm/guest-kernel.sh fetches and verifies it: curl, gpgv, the archive keyring)
+  qemu-system-x86 busybox-static cpio kmod jq curl gpgv xz-utils debian-archive-keyring
 )
 
 missing=()

@@ -27,6 +27,12 @@ if [ -r $share/env ]; then
   set -a
   . $share/env
   set +a
+  # A guest kernel that is not installed on the host brings its modules from the build tree.
+  if [ -n "${GDRVM_MODULES:-}" ]; then
+    kmods=/lib/modules/$(uname -r)
+    mkdir -p "$kmods" && mount --bind "$GDRVM_MODULES" "$kmods" ||
+      echo "GDRVM: cannot bind $GDRVM_MODULES at $kmods: modprobe will fail"
+  fi
   # Both come through init.sh's mounts; if either is missing, say so rather than exit 127.
   if ! cd "${GDRVM_CWD:-/}"; then
     echo "GDRVM: cannot enter $GDRVM_CWD in the guest"

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Two containers under Debian's runc on real rxe devices, served by one `gdrproxy agent`, sourced
+# Two containers under Debian's runc and then crun on real rxe devices, served by one `gdrproxy agent`, sourced
 # by tests/vm/run-tests.sh (it needs the helpers of lib.sh). Each container gets its bundle from
 # `gdrproxy oci prepare`: its own uverbs node, the device cgroup and the seccomp profile with the
 # agent's listener. Its rail is one end of a veth pair, already in the container's own (named,
@@ -7,12 +7,10 @@
 # then run between the containers over RoCE v2, each container's verbs calls traced by the agent
 # in that container's trace.
 # The one idea: the containers' RDMA traffic uses only their granted devices and their own rails.
-# NOT SOURCED by run-tests.sh: on Debian's 6.1 guest kernel everything up to the traffic works
-# (namespaces, rxe made on the rails inside them, prepare, the agent taking both containers with
-# their own uverbs node each), but rxe there has one UDP tunnel socket, in the initial network
-# namespace only (per-namespace rxe sockets were posted to linux-rdma in 2023, after 6.1), so a
-# QP on a rail in another namespace gets no packets: ibv_rc_pingpong's first completion is
-# "local QP operation error". It needs a guest kernel with per-namespace rxe sockets.
+# It needs rxe with a UDP tunnel socket per network namespace (mainline since 2025): with one
+# socket, in the initial namespace only (Debian 12's 6.1), a QP on a rail in another namespace gets
+# no packets and ibv_rc_pingpong's first completion is "local QP operation error". The VM's default
+# guest kernel (scripts/vm/guest-kernel.sh) has them; on another kernel this check fails saying so.
 # Why the rails are not moved in by prepare's hooks here: on Debian's 6.1 kernel, moving a netdev
 # that carries an rxe device into another network namespace unregisters the rxe device (rxe_net.c
 # acts on the NETDEV_UNREGISTER a namespace move sends), so the rxe devices are made on the rails
@@ -25,6 +23,8 @@ ctr_problems=()
 ctr_work=$work/containers
 mkdir -p "$ctr_work/traces"
 log "containers: namespaces, rails and rxe devices"
+grep -q ' rxe_ns_pernet_sk4' /proc/kallsyms ||
+  ctr_problems+=("guest kernel $(uname -r): rxe has no UDP socket per network namespace, so containers' rails carry no RoCE (boot the default guest kernel, scripts/vm/guest-kernel.sh)")
 timeout 20 ip netns add ctrA && timeout 20 ip netns add ctrB || ctr_problems+=("cannot make the containers' network namespaces")
 ip link add ctrvA type veth peer name ctrvB
 ip link set ctrvA netns ctrA && ip link set ctrvB netns ctrB || ctr_problems+=("cannot move the rails")
@@ -54,7 +54,8 @@ ctr_agent=$!
 for ((i = 0; i < 100; i++)); do [[ -S $ctr_sock ]] && break; sleep 0.1; done
 log "containers: agent $([[ -S $ctr_sock ]] && echo up || echo DOWN), uverbs $uvA $uvB"
 
-# ctr_bundle NAME IBDEV UVERBS NETNS SCRIPT
+# ctr_bundle NAME IBDEV UVERBS NETNS SCRIPT: the process keeps CAP_MKNOD, so the device cgroup,
+# not a missing capability, is what refuses a node of the other container's device.
 ctr_bundle() {
   local b=$ctr_work/$1
   mkdir -p "$b/rootfs"
@@ -63,7 +64,8 @@ ctr_bundle() {
   jq -n --arg script "$5" --arg netns "/run/netns/$4" '{
     ociVersion: "1.0.2",
     process: {terminal: false, user: {uid: 0, gid: 0}, cwd: "/", args: ["sh", "-c", $script],
-              env: ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"], noNewPrivileges: true},
+              env: ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"], noNewPrivileges: true,
+              capabilities: {bounding: ["CAP_MKNOD"], effective: ["CAP_MKNOD"], permitted: ["CAP_MKNOD"]}},
     root: {path: "rootfs", readonly: true},
     mounts: [{destination: "/proc", type: "proc", source: "proc"},
              {destination: "/dev", type: "tmpfs", source: "tmpfs", options: ["nosuid", "mode=755"]},
@@ -79,20 +81,26 @@ ctr_bundle() {
 }
 # Inside: the RoCE v2 GID of the rail's address (the table follows the address the hook re-adds).
 gid_of='g=; for i in $(seq 0 15); do [ "$(cat /sys/class/infiniband/IB/ports/1/gid_attrs/types/$i 2>/dev/null)" = "RoCE v2" ] && case $(cat /sys/class/infiniband/IB/ports/1/gids/$i) in *ffff:cb00:71*) g=$i; break;; esac; done'
+# The server's attack: a node with the client container's uverbs device number, made and opened.
+read -r ctr_major ctr_minor < <(stat -c '%t %T' "/dev/infiniband/$uvB" 2>/dev/null || echo 0 0)
+other_node="mknod /tmp/other c $((16#$ctr_major)) $((16#$ctr_minor)) && head -c1 /tmp/other; echo other-rc=\$?"
+# ctr_run_pair NAME RUNTIME SERVER-CMD CLIENT-CMD PORT [GID-FLAG]
 ctr_run_pair() {
-  local name=$1 scmd=$2 ccmd=$3 port=$4 gflag=${5:--g}
-  log "containers: $name"
-  ctr_bundle "vm-$name-s" rxeA "$uvA" ctrA "${gid_of//IB/rxeA}; echo dev: \$(ls /dev/infiniband); $scmd $gflag \$g"
+  local name=$1 runtime=$2 scmd=$3 ccmd=$4 port=$5 gflag=${6:--g}
+  log "containers: $name under $runtime"
+  ctr_bundle "vm-$name-s" rxeA "$uvA" ctrA "${gid_of//IB/rxeA}; echo dev: \$(ls /dev/infiniband); $other_node; $scmd $gflag \$g"
   ctr_bundle "vm-$name-c" rxeB "$uvB" ctrB "${gid_of//IB/rxeB}; for i in \$(seq 50); do (echo > /dev/tcp/203.0.113.1/$port) 2>/dev/null && break; sleep 0.2; done 2>/dev/null; sleep 0.5; echo dev: \$(ls /dev/infiniband); $ccmd $gflag \$g 203.0.113.1"
-  timeout -k 5 60 runc --root "$ctr_work/runc" run --bundle "$ctr_work/vm-$name-s" "vm-$name-s" >"$ctr_work/$name.s.out" 2>&1 &
+  timeout -k 5 60 "$runtime" --root "$ctr_work/$runtime" run --bundle "$ctr_work/vm-$name-s" "vm-$name-s" >"$ctr_work/$name.s.out" 2>&1 &
   local spid=$!
-  timeout -k 5 60 runc --root "$ctr_work/runc" run --bundle "$ctr_work/vm-$name-c" "vm-$name-c" >"$ctr_work/$name.c.out" 2>&1
+  timeout -k 5 60 "$runtime" --root "$ctr_work/$runtime" run --bundle "$ctr_work/vm-$name-c" "vm-$name-c" >"$ctr_work/$name.c.out" 2>&1
   local crc=$?
   wait $spid
   local src=$?
   ((crc == 0 && src == 0)) || ctr_problems+=("$name exit $src/$crc: $(tail -2 "$ctr_work/$name.s.out" "$ctr_work/$name.c.out" | tr '\n' ' ' | cut -c1-200)")
   grep -q "^dev: $uvA$" "$ctr_work/$name.s.out" || ctr_problems+=("$name server saw /dev/infiniband: $(grep '^dev:' "$ctr_work/$name.s.out")")
   grep -q "^dev: $uvB$" "$ctr_work/$name.c.out" || ctr_problems+=("$name client saw /dev/infiniband: $(grep '^dev:' "$ctr_work/$name.c.out")")
+  grep -q "^other-rc=1$" "$ctr_work/$name.s.out" && grep -q "other.*Operation not permitted" "$ctr_work/$name.s.out" ||
+    ctr_problems+=("$name: the server's node of $uvB was not refused: $(grep -i 'other' "$ctr_work/$name.s.out" | tr '\n' ' ')")
   local side
   for side in s c; do
     jq -e -s 'any(.[]; (.call // "") | test("REG_MR"))' "$ctr_work/traces/vm-$name-$side.jsonl" >/dev/null 2>&1 ||
@@ -100,17 +108,19 @@ ctr_run_pair() {
   done
 }
 if ((${#ctr_problems[@]} == 0)); then
-  ctr_run_pair pingpong "ibv_rc_pingpong -d rxeA -n 50" "ibv_rc_pingpong -d rxeB -n 50" 18515
+  # Debian's runc, then Debian's crun (the guest's root has CAP_SYS_RESOURCE, which crun needs to
+  # load its device program; the build machine's does not).
+  ctr_run_pair pingpong runc "ibv_rc_pingpong -d rxeA -n 50" "ibv_rc_pingpong -d rxeB -n 50" 18515
   # perftest's GID index is -x (its -g is multicast).
-  ctr_run_pair write_bw "ib_write_bw -d rxeA -F -n 50" "ib_write_bw -d rxeB -F -n 50" 18515 -x
+  ctr_run_pair write_bw crun "ib_write_bw -d rxeA -F -n 50" "ib_write_bw -d rxeB -F -n 50" 18515 -x
 fi
 kill "$ctr_agent" 2>/dev/null
 wait "$ctr_agent" 2>/dev/null
 if ((${#ctr_problems[@]} == 0)); then
-  record runc-containers PASS $(($(now_ms) - ctr_t0)) "2 containers, own netns, rail and uverbs: pingpong, write_bw; traced"
+  record runc-crun-containers PASS $(($(now_ms) - ctr_t0)) "2 containers, own netns, rail and uverbs: pingpong (runc), write_bw (crun); traced; the other's node refused"
 else
   for f in "$ctr_work"/*.out "$ctr_work"/*.prepare "$ctr_work/agent.log"; do [[ -f $f ]] && show "$f" "$(basename "$f")"; done
-  record runc-containers FAIL $(($(now_ms) - ctr_t0)) "$(IFS='; '; echo "${ctr_problems[*]}")"
+  record runc-crun-containers FAIL $(($(now_ms) - ctr_t0)) "$(IFS='; '; echo "${ctr_problems[*]}")"
 fi
 rdma link delete rxeA 2>/dev/null
 rdma link delete rxeB 2>/dev/null

@@ -4,7 +4,8 @@
 # `gdrproxy run --mode enforce --policy configs/policy/default.json --trace-json ...`, checks that
 # both behave the same and that the traces hold the decoded calls, checks that a policy denying
 # REG_MR stops ibv_rc_pingpong cleanly, attacks the sandbox boundary as a tenant granted rxe0 only
-# (tests/vm/attacks.sh), then runs the benchmark (tests/vm/bench.sh).
+# (tests/vm/attacks.sh), runs two runc containers under one agent with RoCE between them
+# (tests/vm/containers.sh), then runs the benchmark (tests/vm/bench.sh).
 #
 # The one idea: rxe0 on lo carries the raw-verbs tools (GID ::ffff:127.0.0.1); rdma_cm refuses
 # 127/8, so rxe1 sits on a dummy netdev with 192.0.2.1 (the guest has no NIC, nothing leaves it);
@@ -135,6 +136,17 @@ check_pair ib_send_bw-R 0 cm:18515 "$cm_calls" "ib_send_bw -d rxe1 -R -F -n 100"
 
 # ---- attacks on the sandbox boundary with the real devices ----------------------------------------
 . "$here/attacks.sh"
+# Once more as on a kernel whose Landlock does not check device ioctls (Debian 12's 6.1 has ABI 2):
+# gdrproxy then traps every open and refuses io_uring, ioctl-only opens and openat2.
+if ((ll_abi >= 5)); then
+  GDRPROXY_LANDLOCK_ABI_MAX=2 attack_tag=-abi2
+  export GDRPROXY_LANDLOCK_ABI_MAX
+  . "$here/attacks.sh"
+  unset GDRPROXY_LANDLOCK_ABI_MAX attack_tag
+fi
+
+# ---- two runc containers, each with its own rail and rxe device, served by one agent ----------
+. "$here/containers.sh"
 
 # ---- benchmark ----------------------------------------------------------------------------------
 if [[ ${GDRVM_SKIP_BENCH:-0} != 1 ]]; then
