@@ -26,7 +26,7 @@ oci_enter() {
 }
 
 fail() { echo "FAIL: $*" >&2; [[ -f $WORK/agent.log ]] && sed 's/^/  [agent] /' "$WORK/agent.log" >&2; exit 1; }
-expect() { grep -qE -- "$2" "$1" || { echo "--- $1:"; cat "$1"; fail "expected /$2/ in $1"; }; }
+expect() { grep -qaE -- "$2" "$1" || { echo "--- $1:"; cat -v "$1"; fail "expected /$2/ in $1"; }; }
 
 # oci_start_agent CONFIG_JSON [AGENT OPTIONS...]: the agent on $WORK/run/agent.sock (SOCK) with
 # that config, log in $WORK/agent.log; sets AGENT_PID.

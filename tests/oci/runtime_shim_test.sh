@@ -1,26 +1,42 @@
 #!/usr/bin/env bash
-# `gdrproxy runtime` (and its gdrproxy-runtime name) in front of Debian's runc, with the agent, on
-# stand-in device nodes. The idea not to miss: the shim grants exactly the devices the container
-# asks for in linux.devices when the operator's runtime.json allows them, refuses to start a
-# container that asks for one it does not (runc never runs), and passes every other verb through.
-# Usage: runtime_shim_test.sh GDRPROXY ATTACK_CLIENT   (root, runc; 77 = skipped)
+# `gdrproxy runtime` (and its gdrproxy-runtime name) in front of Debian's runc or crun, with the
+# agent, on stand-in device nodes. The idea not to miss: the shim grants exactly the devices the
+# container asks for in linux.devices when the operator's runtime.json allows them (a node of
+# another device made inside is refused by the runtime's device cgroup program), refuses to start
+# a container that asks for one it does not (the runtime never runs), and passes every other verb
+# through.
+# crun 1.8 raises RLIMIT_MEMLOCK to unlimited before loading its device program and gives up
+# when it cannot; where root lacks CAP_SYS_RESOURCE (this build machine) the raise is made a
+# no-op by MEMLOCK_PRELOAD, a test-only library (the kernel charges BPF programs to the memory
+# cgroup since 5.11, so the limit is moot). crun also runs unaided in the VM stage.
+# Usage: runtime_shim_test.sh GDRPROXY ATTACK_CLIENT [runc|crun [MEMLOCK_PRELOAD]]
+#   (root, the runtime; 77 = skipped)
 set -uo pipefail
 GP=$(realpath "$1")
 A=$(realpath "$2")
 BENCH=$(realpath "$(dirname "$A")/../bench/ioctl_bench")
 # shellcheck source=tests/oci/lib.sh
 . "$(dirname "$0")/lib.sh"
+RT=${3:-runc}
+command -v "$RT" >/dev/null || { echo "SKIP: $RT is not installed (scripts/setup.sh installs it)"; exit 77; }
 oci_enter "$GP" - "$0" "$@"
 WORK=$(mktemp -d /tmp/gdrproxy-shim.XXXXXX)
 chmod 755 "$WORK"
 AGENT_PID=
-trap 'for c in shim-1 shim-2 shim-4; do runc --root "$WORK/runc" delete -f $c >/dev/null 2>&1; done; [[ -n $AGENT_PID ]] && kill -KILL $AGENT_PID 2>/dev/null; rm -rf "$WORK"' EXIT
+trap 'for c in shim-1 shim-2 shim-4; do $RT --root "$WORK/rt" delete -f $c >/dev/null 2>&1; done; [[ -n $AGENT_PID ]] && kill -KILL $AGENT_PID 2>/dev/null; rm -rf "$WORK"' EXIT
+# CAP_SYS_RESOURCE is bit 24 of the effective set.
+rt_env=()
+if [[ $RT == crun ]] && ((!((0x$(awk '/^CapEff/ {print $2}' /proc/self/status) >> 24) & 1))); then
+  [[ -f ${4:-} ]] || fail "crun without CAP_SYS_RESOURCE needs the memlock preload library"
+  rt_env=(env "LD_PRELOAD=$4")
+  echo "note: root lacks CAP_SYS_RESOURCE here: crun's RLIMIT_MEMLOCK raise is a no-op (LD_PRELOAD=$4)"
+fi
 
 mkdir -p "$WORK/traces"
 oci_start_agent '{"version": 1, "containers": [{"match": {"id": "shim-*"}, "grants": ["uverbs0", "uverbs1"],
   "grants_from_metadata": true, "trace": true}]}' --trace-dir "$WORK/traces"
 # The operator allows uverbs0 only.
-jq -n --arg s "$SOCK" '{version: 1, runtime: "runc", listener: $s, grants: ["uverbs0"], sysfs: false}' >"$WORK/runtime.json"
+jq -n --arg s "$SOCK" --arg rt "$RT" '{version: 1, runtime: $rt, listener: $s, grants: ["uverbs0"], sysfs: false}' >"$WORK/runtime.json"
 ln -s "$GP" "$WORK/gdrproxy-runtime"
 
 # bundle NAME DEVICE: a bundle whose linux.devices asks for DEVICE (as --device or CDI would).
@@ -32,13 +48,19 @@ import json, os, sys
 path, attack, bench, dev = sys.argv[1:]
 node = f"/dev/infiniband/{dev}"
 st = os.stat(node)
+# The other uverbs node by its real number (231:192+N): the stand-ins borrow /dev/zero's and
+# /dev/full's, which every container may use.
+other = os.makedev(231, 193 if dev == "uverbs0" else 192)
 script = (f"echo ib: $(ls /dev/infiniband); {attack} open {node} rdwr syscall | sed s/^/{dev}-/; "
-          f"{bench} client 3 {node} >/dev/null")
+          f"{bench} client 3 {node} >/dev/null; "
+          f"mknod /dev/other c {os.major(other)} {os.minor(other)} && head -c1 /dev/other; echo other-rc=$?")
+caps = ["CAP_MKNOD"]
 bind = lambda src: {"destination": src, "type": "bind", "source": src, "options": ["rbind", "ro"]}
 json.dump({
   "ociVersion": "1.0.2",
   "process": {"terminal": False, "user": {"uid": 0, "gid": 0}, "cwd": "/", "args": ["sh", "-c", script],
-              "env": ["PATH=/bin:/usr/bin"], "noNewPrivileges": True},
+              "env": ["PATH=/bin:/usr/bin"], "noNewPrivileges": True,
+              "capabilities": {k: caps for k in ("bounding", "effective", "permitted")}},
   "root": {"path": "rootfs", "readonly": True},
   "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"},
              {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "mode=755"]},
@@ -54,36 +76,39 @@ bundle shim-1 uverbs0
 bundle shim-2 uverbs1
 
 # Allowed: prepared, run, served. Called by its installed name, as an engine would.
-GDRPROXY_RUNTIME_CONFIG=$WORK/runtime.json "$WORK/gdrproxy-runtime" --root "$WORK/runc" run \
+GDRPROXY_RUNTIME_CONFIG=$WORK/runtime.json "${rt_env[@]}" "$WORK/gdrproxy-runtime" --root "$WORK/rt" run \
   --bundle "$WORK/shim-1" shim-1 >"$WORK/1.out" 2>&1 || { cat "$WORK/1.out"; fail "shim-1 exit $?"; }
 expect "$WORK/1.out" "^gdrproxy runtime: .*grants \[uverbs0\]"
 expect "$WORK/1.out" "^ib: uverbs0$"
 expect "$WORK/1.out" "^uverbs0-open.* OK ioctl="
+# CAP_MKNOD is kept: the refusal of the other node is the device cgroup's.
+expect "$WORK/1.out" "other.*Operation not permitted"
+expect "$WORK/1.out" "^other-rc=1$"
 for i in $(seq 50); do grep -q "shim-1 ended" "$WORK/agent.log" && break; sleep 0.1; done
 jq -e -s 'any(.[]; .device == "uverbs0" and .syscall == "ioctl")' "$WORK/traces/shim-1.jsonl" >/dev/null ||
   fail "shim-1's uverbs0 ioctls are not in its trace"
 
-# Not allowed by the operator: refused before runc runs.
-"$GP" runtime --config "$WORK/runtime.json" -- --root "$WORK/runc" run --bundle "$WORK/shim-2" shim-2 \
+# Not allowed by the operator: refused before the runtime runs.
+"$GP" runtime --config "$WORK/runtime.json" -- --root "$WORK/rt" run --bundle "$WORK/shim-2" shim-2 \
   >"$WORK/2.out" 2>&1
 rc=$?
 [[ $rc == 1 ]] || { cat "$WORK/2.out"; fail "a container asking for uverbs1 was not refused (exit $rc)"; }
 expect "$WORK/2.out" "asks for device uverbs1, which .*runtime.json does not grant.*not starting the container"
-runc --root "$WORK/runc" state shim-2 >/dev/null 2>&1 && fail "runc created shim-2 anyway"
+$RT --root "$WORK/rt" state shim-2 >/dev/null 2>&1 && fail "$RT created shim-2 anyway"
 grep -q "shim-2" "$WORK/agent.log" && fail "the agent saw shim-2"
 jq -e '.linux.seccomp | not' "$WORK/shim-2/config.json" >/dev/null || fail "the refused bundle was edited"
 
 # The operator's file without the sysfs keys: the synthetic /sys is built from the host's /sys,
 # where a stand-in uverbs0 is no RDMA device, so the container is refused naming both (never a
-# container with a /sys other than its grant's), before runc runs.
+# container with a /sys other than its grant's), before the runtime runs.
 jq 'del(.sysfs)' "$WORK/runtime.json" >"$WORK/runtime-default.json"
 bundle shim-4 uverbs0
-"$GP" runtime --config "$WORK/runtime-default.json" -- --root "$WORK/runc" run --bundle "$WORK/shim-4" shim-4 \
+"$GP" runtime --config "$WORK/runtime-default.json" -- --root "$WORK/rt" run --bundle "$WORK/shim-4" shim-4 \
   >"$WORK/4.out" 2>&1 && { cat "$WORK/4.out"; fail "a default-config shim started a container with no /sys of its grant"; }
 expect "$WORK/4.out" "granted uverbs0: no RDMA device of /sys has that uverbs node.*not starting the container"
-runc --root "$WORK/runc" state shim-4 >/dev/null 2>&1 && fail "runc created shim-4 anyway"
+$RT --root "$WORK/rt" state shim-4 >/dev/null 2>&1 && fail "$RT created shim-4 anyway"
 
 # Other verbs pass through untouched.
-"$GP" runtime --runtime runc -- --root "$WORK/runc" list >"$WORK/3.out" 2>&1 || { cat "$WORK/3.out"; fail "list exit $?"; }
-expect "$WORK/3.out" "^ID +PID +STATUS"
-echo "PASS: shim granted uverbs0, refused uverbs1 before runc, passed list through"
+"$GP" runtime --runtime "$RT" -- --root "$WORK/rt" list >"$WORK/3.out" 2>&1 || { cat "$WORK/3.out"; fail "list exit $?"; }
+expect "$WORK/3.out" "^(ID|NAME) +PID +STATUS"
+echo "PASS: shim in front of $RT granted uverbs0 (the other node refused by the device cgroup), refused uverbs1 before $RT, passed list through"
