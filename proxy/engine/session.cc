@@ -962,9 +962,8 @@ bool Session::inspect_fd(pid_t tid, int fd, const DeviceNode*& node) const {
   // AT_STATX_DONT_SYNC: a file on the tenant's FUSE mount answers from its cache instead of
   // asking the (possibly hung) server; device nodes never need it.
   struct statx stx {};
-  const std::string link = "/proc/" + std::to_string(tid) + "/fd/" + std::to_string(fd);
   node = nullptr;
-  if (::statx(AT_FDCWD, link.c_str(), AT_STATX_DONT_SYNC, STATX_TYPE, &stx) != 0) return false;
+  if (!fd_dirs_.stat_fd(tid, fd, stx)) return false;
   if (S_ISCHR(stx.stx_mode)) node = catalog_.find(makedev(stx.stx_rdev_major, stx.stx_rdev_minor));
   return true;
 }

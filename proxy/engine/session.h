@@ -34,6 +34,7 @@
 #include "proxy/engine/denial_log.h"
 #include "proxy/engine/engine.h"
 #include "proxy/engine/latency_histogram.h"
+#include "proxy/engine/proc_fd_dirs.h"
 #include "proxy/engine/process_info.h"
 #include "proxy/observe/exit_event.h"
 #include "proxy/policy/policy.h"
@@ -195,6 +196,9 @@ class Session {
   std::thread thread_;
   const DeviceCatalog& catalog_;
   const OpenBroker broker_;  // decides opens against config_.grants
+  // The callers' /proc/<tid>/fd directories (the session thread's alone; a lookup cache, hence
+  // mutable in the const lookups).
+  mutable ProcFdDirs fd_dirs_;
   // The dma-buf exporters uverbs registrations may name (the policy's).
   std::vector<std::string> dmabuf_exporters_;
   // "gdrproxy: ", or "gdrproxy: [<container id>] " in the agent: every line says whose it is.

@@ -4,6 +4,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -18,14 +19,35 @@ uint64_t now_ns() {
 
 }  // namespace
 
+bool ProcessMemory::read_remote(uint64_t addr, void* to, size_t len, size_t* got) const {
+  iovec local{to, len};
+  iovec remote{reinterpret_cast<void*>(addr), len};
+  const uint64_t t0 = ns_ ? now_ns() : 0;
+  const ssize_t n = ::process_vm_readv(tid_, &local, 1, &remote, 1, 0);
+  if (ns_) *ns_ += now_ns() - t0;
+  *got = n > 0 ? static_cast<size_t>(n) : 0;
+  return n > 0;
+}
+
 bool ProcessMemory::read(uint64_t addr, std::span<uint8_t> out) const {
   if (out.empty()) return true;
-  iovec local{out.data(), out.size()};
-  iovec remote{reinterpret_cast<void*>(addr), out.size()};
-  const uint64_t t0 = ns_ ? now_ns() : 0;
-  ssize_t n = ::process_vm_readv(tid_, &local, 1, &remote, 1, 0);
-  if (ns_) *ns_ += now_ns() - t0;
-  return n == static_cast<ssize_t>(out.size());
+  if (window_len_ != 0 && addr >= window_addr_ && addr - window_addr_ <= window_len_ &&
+      out.size() <= window_len_ - (addr - window_addr_)) {
+    std::memcpy(out.data(), window_.data() + (addr - window_addr_), out.size());
+    return true;
+  }
+  const uint64_t page_left = 4096 - (addr & 4095);
+  size_t got = 0;
+  if (out.size() <= kWindow && out.size() <= page_left) {
+    // Read ahead to the end of the page: the bytes past the request are in a page it touches.
+    const size_t len = static_cast<size_t>(std::min<uint64_t>(kWindow, page_left));
+    if (!read_remote(addr, window_.data(), len, &got) || got < out.size()) return false;
+    window_addr_ = addr;
+    window_len_ = got;
+    std::memcpy(out.data(), window_.data(), out.size());
+    return true;
+  }
+  return read_remote(addr, out.data(), out.size(), &got) && got == out.size();
 }
 
 std::optional<std::string> ProcessMemory::read_string(uint64_t addr, size_t max) const {

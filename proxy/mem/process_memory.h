@@ -1,11 +1,17 @@
-// Reads a live process's memory with process_vm_readv: one syscall per read and no per-process
-// file to open, cache or invalidate when pids are reused. The supervisor checks
-// SECCOMP_IOCTL_NOTIF_ID_VALID after reading, which proves the bytes came from the process that
-// made the call.
+// Reads a live process's memory with process_vm_readv: no per-process file to open, cache or
+// invalidate when pids are reused. The supervisor checks SECCOMP_IOCTL_NOTIF_ID_VALID after
+// reading, which proves the bytes came from the process that made the call.
+//
+// The idea not to miss: a read fetches up to kWindow bytes, never past the end of its page, and
+// later reads inside those bytes are served from them. A decoder reads a header and then what
+// follows it (uverbs' attributes), so one syscall usually serves the whole request; staying in
+// the page means the read-ahead never faults in a page the request does not touch. One object
+// serves one trapped call: the window is never reused for another.
 #pragma once
 
 #include <sys/types.h>
 
+#include <array>
 #include <optional>
 #include <string>
 
@@ -23,8 +29,14 @@ class ProcessMemory final : public MemoryReader {
   std::optional<std::string> read_string(uint64_t addr, size_t max = 4096) const;
 
  private:
+  static constexpr size_t kWindow = 512;
+  bool read_remote(uint64_t addr, void* to, size_t len, size_t* got) const;
+
   pid_t tid_;
   uint64_t* ns_;
+  mutable std::array<uint8_t, kWindow> window_;
+  mutable uint64_t window_addr_ = 0;
+  mutable size_t window_len_ = 0;
 };
 
 }  // namespace gdrproxy::proxy

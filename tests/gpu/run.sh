@@ -60,6 +60,14 @@ for w in matmul allreduce; do
   echo "$w: ${status[$w]}, $(grep 'gdrproxy: served' "$out/$w.err" | tail -1)"
   [[ ${status[$w]} == pass ]] || tail -5 "$out/$w.err"
 done
+declare -A phases
+for w in cuda matmul allreduce; do
+  phases[$w]=$(grep -h 'per ioctl:' "$out/$w.err" | tail -1 | sed 's/.*per ioctl: //')
+  echo "$w per ioctl: ${phases[$w]}"
+done
+
+echo "== per-call cost on a stand-in uverbs node (tests/bench/ioctl_latency.sh)"
+tests/bench/ioctl_latency.sh "$bundle" 20000 | tee "$out/ioctl_latency.txt"
 
 echo "== attacks on the real driver (tests/security covers them on stand-ins)"
 # RM_ALLOC under a policy that denies it, sent with the type byte the driver ignores set to 'F',
@@ -161,6 +169,8 @@ for w in matmul allreduce; do
       "$(python3 -c "print($(median <<<"${times[$w.$extra]}") / $n)")" "$extra"
   done
 done
+for w in cuda matmul allreduce; do echo "$w per ioctl: ${phases[$w]}"; done
+grep -E 'enforce|trace' "$out/ioctl_latency.txt" | sed 's/^/per-call: /'
 echo "topology native vs proxied: $topo"
 echo "RM_ALLOC type-byte variants under a denying policy: $attacks"
 echo "ungranted GPU by device instance, and io_uring, refused: $gpu_grant"
