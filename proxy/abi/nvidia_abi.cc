@@ -158,12 +158,16 @@ const NvidiaDriverAbi* nvidia_abi_for_version(std::string_view version) {
 }
 
 const NvidiaDriverAbi& nvidia_newest_abi() {
-  const auto& abis = registry().abis;
-  const NvidiaDriverAbi* newest = abis.front();
-  for (const NvidiaDriverAbi* abi : abis) {
-    if (version_key(abi->version) > version_key(newest->version)) newest = abi;
-  }
-  return *newest;
+  // Chosen once: the policy asks on every NVIDIA ioctl, and comparing the versions parses them.
+  static const NvidiaDriverAbi& newest = *[] {
+    const auto& abis = registry().abis;
+    const NvidiaDriverAbi* n = abis.front();
+    for (const NvidiaDriverAbi* abi : abis) {
+      if (version_key(abi->version) > version_key(n->version)) n = abi;
+    }
+    return n;
+  }();
+  return newest;
 }
 
 std::optional<std::string> parse_nvidia_version_text(std::string_view text) {

@@ -658,18 +658,25 @@ void Session::decide_ioctl(const seccomp_notif& req, const DeviceNode& node, Ioc
   const int fd = static_cast<int>(req.data.args[0]);
   DecodedCall& call = reading.call;
   SessionStats::IoctlPhases& ph = stats_.ioctl_ns;
-  const uint64_t t_valid = monotonic_ns();
-  // Everything read is only trustworthy if the caller is still the one that trapped.
-  const bool valid = notif_id_valid(nfd_, req.id);
-  const uint64_t t_policy = monotonic_ns();
-  ph.answer += t_policy - t_valid;
-  if (!valid) return;
+  uint64_t t_policy = monotonic_ns();
+  // What was read is only trustworthy if the caller is still the one that trapped (its tid may
+  // have died and been reused). The answer cannot go astray: the kernel takes it only for this
+  // notification, and a dead caller's is gone. So the check is paid only where something else
+  // rests on what was read: a trace record, a printed line, a refusal.
+  const auto still_valid = [&] {
+    const uint64_t t = monotonic_ns();
+    const bool valid = notif_id_valid(nfd_, req.id);
+    const uint64_t spent = monotonic_ns() - t;
+    ph.answer += spent;
+    t_policy += spent;
+    return valid;
+  };
   if (call.keys.nv_device_instance && !all_gpus_granted_) {
     // A device object names its GPU by instance, through whichever frontend fd: the grant is
     // checked on the GPU the driver says that instance is.
     std::string why = ungranted_gpu(*call.keys.nv_device_instance);
     if (!why.empty()) {
-      refuse_ungranted(req, fd, node, std::move(call), why, t0);
+      if (still_valid()) refuse_ungranted(req, fd, node, std::move(call), why, t0);
       return;
     }
   }
@@ -686,6 +693,7 @@ void Session::decide_ioctl(const seccomp_notif& req, const DeviceNode& node, Ioc
     }
   }
   ph.policy += monotonic_ns() - t_policy;
+  if ((tracing() || v.action != Action::kAllow) && !still_valid()) return;
   TraceRecord r;
   if (tracing() || (v.action == Action::kDeny && v.log)) {
     r = begin_record(req, "ioctl");

@@ -1,6 +1,8 @@
 // Benchmark (not a test): the cost of decoding one NVIDIA ioctl and its result, over the calls
 // recorded from a real NCCL run (tests/fixtures/nvidia/nccl-allreduce-2gpu.nvcap.gz), so that the
-// mix of escapes, controls and UVM calls is the one the supervisor sees. Prints ns per call.
+// mix of escapes, controls and UVM calls is the one the supervisor sees. Prints ns per call, and
+// enforce mode's own pipeline: the decode at policy depth, then the built-in policy's verdict,
+// with the verdict's cost as a ratio of that decode's (the baseline from the same run).
 // Run: build/tests/proxy/nvidia_decode_bench [REPEATS]
 #include <zlib.h>
 
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "proxy/decode/nvidia_decoder.h"
+#include "proxy/policy/policy.h"
 
 using namespace gdrproxy::proxy;
 
@@ -84,5 +87,31 @@ int main(int argc, char** argv) {
   const size_t n = calls.size() * static_cast<size_t>(repeats);
   std::printf("%zu calls (%zu distinct), %.0f ns per call for decode + result (%zu fields)\n", n,
               calls.size(), ns / static_cast<double>(n), fields);
+
+  // Enforce mode: decode what the policy matches on, then judge it.
+  const Policy policy = Policy::builtin_default();
+  std::vector<DecodedCall> decoded;
+  const auto t1 = std::chrono::steady_clock::now();
+  for (int r = 0; r < repeats; ++r) {
+    for (const Call& c : calls) {
+      DecodedCall d =
+          c.kind == 2
+              ? decode_nvidia_uvm_ioctl(c.cmd, c.arg, c.before, abi, DecodeDepth::kPolicy)
+              : decode_nvidia_frontend_ioctl(c.cmd, c.arg, c.before, abi, DecodeDepth::kPolicy);
+      if (r == 0) decoded.push_back(std::move(d));
+    }
+  }
+  const auto t2 = std::chrono::steady_clock::now();
+  size_t allowed = 0;
+  for (int r = 0; r < repeats; ++r) {
+    for (const DecodedCall& d : decoded) allowed += policy.evaluate(d).action == Action::kAllow;
+  }
+  const auto t3 = std::chrono::steady_clock::now();
+  const double decode_ns = std::chrono::duration<double, std::nano>(t2 - t1).count() / double(n);
+  const double policy_ns = std::chrono::duration<double, std::nano>(t3 - t2).count() / double(n);
+  std::printf(
+      "enforce: decode %.0f ns, policy %.0f ns per call (policy/decode %.2f); %zu of %zu "
+      "allowed\n",
+      decode_ns, policy_ns, policy_ns / decode_ns, allowed / size_t(repeats), decoded.size());
   return 0;
 }
