@@ -2,11 +2,13 @@
 # Added latency per trapped device ioctl: native vs a minimal raw supervisor vs gdrproxy
 # (enforce, and trace with result observation), all in one run on this machine. Prints the table
 # and the ratios; it is a benchmark, not a test (no pass/fail).
-# Usage: tests/bench/ioctl_latency.sh [BUILD_DIR] [N]
+# The raw supervisor sets the synchronous wake-up flag, so gdrproxy is measured with it too
+# (--sync-wakeup on); its default (auto: off on hosts with more than 2 CPUs) is a row of its own.
+# Usage: tests/bench/ioctl_latency.sh [BUILD_DIR] [N]   (GDRPROXY=PATH measures another binary)
 set -euo pipefail
 build=$(realpath "${1:-build}")
 n=${2:-20000}
-gp=$build/gdrproxy
+gp=${GDRPROXY:-$build/gdrproxy}
 bench=$build/tests/bench/ioctl_bench
 dev=/dev/infiniband/uverbs0
 # Stand-in device nodes (see proxy/exercise/standin_devices.h) unless the host has a real one.
@@ -20,13 +22,15 @@ measure() {  # label, command prefix...
 }
 native=$(measure native)
 raw=$(measure raw "$bench" raw --)
-enforce=$(measure enforce "$gp" run -q --mode enforce --)
-trace=$(measure trace "$gp" run -q --mode trace --trace-json /dev/null --)
-awk -v n="$native" -v r="$raw" -v e="$enforce" -v t="$trace" -v count="$n" 'BEGIN {
+enforce=$(measure enforce "$gp" run -q --sync-wakeup on --mode enforce --)
+trace=$(measure trace "$gp" run -q --sync-wakeup on --mode trace --trace-json /dev/null --)
+auto=$(measure auto "$gp" run -q --mode enforce --)
+awk -v n="$native" -v r="$raw" -v e="$enforce" -v t="$trace" -v a="$auto" -v count="$n" 'BEGIN {
   printf "ioctl latency, %d calls x 5 runs (median), ns per call\n", count
   printf "%-34s %10s %12s %12s\n", "setup", "ns/call", "added ns", "vs raw"
   printf "%-34s %10.0f %12s %12s\n", "native (no filter)", n, "-", "-"
   printf "%-34s %10.0f %12.0f %12s\n", "raw supervisor (CONTINUE only)", r, r-n, "1.00"
   printf "%-34s %10.0f %12.0f %12.2f\n", "gdrproxy enforce (decode+policy)", e, e-n, (e-n)/(r-n)
   printf "%-34s %10.0f %12.0f %12.2f\n", "gdrproxy trace (+BPF result)", t, t-n, (t-n)/(r-n)
+  printf "%-34s %10.0f %12.0f %12.2f\n", "gdrproxy enforce, default wake-up", a, a-n, (a-n)/(r-n)
 }'
