@@ -112,12 +112,13 @@ if ((${#ctr_problems[@]} == 0)); then
   # load its device program; the build machine's does not).
   ctr_run_pair pingpong runc "ibv_rc_pingpong -d rxeA -n 50" "ibv_rc_pingpong -d rxeB -n 50" 18515
   # perftest's GID index is -x (its -g is multicast).
-  ctr_run_pair write_bw crun "ib_write_bw -d rxeA -F -n 50" "ib_write_bw -d rxeB -F -n 50" 18515 -x
+  ctr_run_pair write_bw runc "ib_write_bw -d rxeA -F -n 50" "ib_write_bw -d rxeB -F -n 50" 18515 -x
+  ctr_run_pair pingpong-crun crun "ibv_rc_pingpong -d rxeA -n 50" "ibv_rc_pingpong -d rxeB -n 50" 18515
 fi
 kill "$ctr_agent" 2>/dev/null
 wait "$ctr_agent" 2>/dev/null
 if ((${#ctr_problems[@]} == 0)); then
-  record runc-crun-containers PASS $(($(now_ms) - ctr_t0)) "2 containers, own netns, rail and uverbs: pingpong (runc), write_bw (crun); traced; the other's node refused"
+  record runc-crun-containers PASS $(($(now_ms) - ctr_t0)) "2 containers, own netns, rail and uverbs: pingpong and write_bw (runc), pingpong (crun); traced; the other's node refused"
 else
   for f in "$ctr_work"/*.out "$ctr_work"/*.prepare "$ctr_work/agent.log"; do [[ -f $f ]] && show "$f" "$(basename "$f")"; done
   record runc-crun-containers FAIL $(($(now_ms) - ctr_t0)) "$(IFS='; '; echo "${ctr_problems[*]}")"
