@@ -680,7 +680,7 @@ void Session::decide_ioctl(const seccomp_notif& req, const DeviceNode& node, Ioc
       return;
     }
   }
-  Verdict v = config_.policy.evaluate(call);
+  Verdict v = config_.policy.evaluate(call, tracing());
   if (v.action == Action::kAllow && reading.dmabuf) {
     // GPUDirect: the registered dma-buf must come from a granted GPU.
     if (!reading.dmabuf->allowed) {

@@ -393,17 +393,18 @@ const ClassPolicy* Policy::class_policy(DeviceClass c) const {
   return it == classes_.end() ? nullptr : &it->second;
 }
 
-Verdict Policy::evaluate(const DecodedCall& call) const {
+Verdict Policy::evaluate(const DecodedCall& call, bool explain_allow) const {
   Verdict v;
   auto it = classes_.find(call.device_class);
   static const ClassPolicy kOpen{};
   const ClassPolicy& cp = it == classes_.end() ? kOpen : it->second;
-  const std::string cls = device_class_name(call.device_class);
+  const char* cls = device_class_name(call.device_class);
+  const auto explain = [&] { return explain_allow || v.action != Action::kAllow; };
   if (!call.malformed.empty()) {
     v.action = cp.malformed_action;
     v.err = EINVAL;
     v.log = cp.log;
-    v.reason = cls + " malformed: " + call.malformed;
+    if (explain()) v.reason = std::string(cls) + " malformed: " + call.malformed;
     return v;
   }
   for (size_t i = 0; i < cp.rules.size(); ++i) {
@@ -412,14 +413,14 @@ Verdict Policy::evaluate(const DecodedCall& call) const {
     v.action = r.action;
     v.err = r.err.value_or(cp.err);
     v.log = r.log.value_or(cp.log);
-    v.reason = cls + " rule #" + std::to_string(i) + " " + r.text;
+    if (explain()) v.reason = std::string(cls) + " rule #" + std::to_string(i) + " " + r.text;
     return v;
   }
   const bool known = known_to_tables(call);
   v.action = known ? cp.default_action : cp.unknown_action;
   v.err = cp.err;
   v.log = cp.log;
-  v.reason = cls + (known ? " default" : " unknown call");
+  if (explain()) v.reason = std::string(cls) + (known ? " default" : " unknown call");
   return v;
 }
 

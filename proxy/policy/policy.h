@@ -62,7 +62,9 @@ class Policy {
   static Policy load_file(const std::string& path);  // throws gdrproxy::Error
   static Policy from_json(const nlohmann::json& j, const std::string& origin);
 
-  Verdict evaluate(const DecodedCall& call) const;
+  // `explain_allow` false: an allow carries no reason (the enforce fast path, which never prints
+  // or records an allowed call, builds no string); a denial always says why.
+  Verdict evaluate(const DecodedCall& call, bool explain_allow = true) const;
   const ClassPolicy* class_policy(DeviceClass c) const;
 
   // nullopt: the policy names no grants; an empty list grants no device.

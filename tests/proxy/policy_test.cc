@@ -1,8 +1,10 @@
 // Policy matching: names resolved at load, first match wins, errno and logging per rule,
 // malformed input denied, unknown calls handled per class, and load errors that name the fault.
 #include <gtest/gtest.h>
+
 #include <rdma/ib_user_ioctl_cmds.h>
 #include <rdma/ib_user_verbs.h>
+#include <initializer_list>
 
 #include <cerrno>
 #include <nlohmann/json.hpp>
@@ -58,6 +60,29 @@ TEST(Policy, WriteCommandByNameDeniesOnlyThatCommand) {
   EXPECT_EQ(v.err, EACCES);
   EXPECT_NE(v.reason.find("rule #0"), std::string::npos);
   EXPECT_EQ(p.evaluate(write_call(IB_USER_VERBS_CMD_ALLOC_PD, "ALLOC_PD")).action, Action::kAllow);
+}
+
+TEST(Policy, TheFastPathStillExplainsEveryDenial) {
+  // explain_allow = false (enforce without a trace): an allow carries no reason, a denial keeps
+  // the same reason as with it, and the verdicts do not change.
+  Policy p = make(
+      R"({"classes":{"uverbs":{"rules":[{"action":"deny","write_cmd":"REG_MR","errno":"EACCES"}]}}})");
+  const DecodedCall reg = write_call(IB_USER_VERBS_CMD_REG_MR, "REG_MR");
+  const DecodedCall pd = write_call(IB_USER_VERBS_CMD_ALLOC_PD, "ALLOC_PD");
+  DecodedCall bad = pd;
+  bad.malformed = "header unreadable";
+  for (const DecodedCall* c : std::initializer_list<const DecodedCall*>{&reg, &pd, &bad}) {
+    const Verdict full = p.evaluate(*c), fast = p.evaluate(*c, false);
+    EXPECT_EQ(full.action, fast.action);
+    EXPECT_EQ(full.err, fast.err);
+    EXPECT_EQ(full.log, fast.log);
+    if (full.action == Action::kAllow) {
+      EXPECT_FALSE(full.reason.empty());
+      EXPECT_TRUE(fast.reason.empty());
+    } else {
+      EXPECT_EQ(full.reason, fast.reason);
+    }
+  }
 }
 
 TEST(Policy, ObjectMethodPairsAndFirstMatchWins) {
