@@ -29,7 +29,8 @@ class ProcFdDirs {
   size_t size() const { return dirs_.size(); }
 
  private:
-  int dir_of(pid_t tid);
+  // Opens /proc/<tid>/fd and keeps it; -1 if the task is gone.
+  int open_dir(pid_t tid);
   std::unordered_map<pid_t, UniqueFd> dirs_;
 };
 

@@ -658,7 +658,7 @@ void Session::decide_ioctl(const seccomp_notif& req, const DeviceNode& node, Ioc
   const int fd = static_cast<int>(req.data.args[0]);
   DecodedCall& call = reading.call;
   SessionStats::IoctlPhases& ph = stats_.ioctl_ns;
-  uint64_t t_policy = monotonic_ns();
+  const uint64_t t_policy = monotonic_ns();
   // What was read is only trustworthy if the caller is still the one that trapped (its tid may
   // have died and been reused). The answer cannot go astray: the kernel takes it only for this
   // notification, and a dead caller's is gone. So the check is paid only where something else
@@ -666,9 +666,7 @@ void Session::decide_ioctl(const seccomp_notif& req, const DeviceNode& node, Ioc
   const auto still_valid = [&] {
     const uint64_t t = monotonic_ns();
     const bool valid = notif_id_valid(nfd_, req.id);
-    const uint64_t spent = monotonic_ns() - t;
-    ph.answer += spent;
-    t_policy += spent;
+    ph.answer += monotonic_ns() - t;
     return valid;
   };
   if (call.keys.nv_device_instance && !all_gpus_granted_) {
@@ -967,8 +965,7 @@ void Session::complete_open(const seccomp_notif& req, bool read_ok, const OpenCa
 }
 
 bool Session::inspect_fd(pid_t tid, int fd, const DeviceNode*& node) const {
-  // AT_STATX_DONT_SYNC: a file on the tenant's FUSE mount answers from its cache instead of
-  // asking the (possibly hung) server; device nodes never need it.
+  // Never asks a FUSE server (ProcFdDirs::stat_fd): the number may now be a file on a hung mount.
   struct statx stx {};
   node = nullptr;
   if (!fd_dirs_.stat_fd(tid, fd, stx)) return false;

@@ -59,17 +59,15 @@ std::optional<std::string> ProcessMemory::read_string(uint64_t addr, size_t max)
     const uint64_t page_left = 4096 - ((addr + s.size()) & 4095);
     const size_t chunk = std::min<uint64_t>(page_left, max - s.size());
     buf.resize(chunk);
-    iovec local{buf.data(), chunk};
-    iovec remote{reinterpret_cast<void*>(addr + s.size()), chunk};
-    ssize_t n = ::process_vm_readv(tid_, &local, 1, &remote, 1, 0);
-    if (n <= 0) return std::nullopt;
-    const void* nul = std::memchr(buf.data(), 0, static_cast<size_t>(n));
+    size_t n = 0;
+    if (!read_remote(addr + s.size(), buf.data(), chunk, &n)) return std::nullopt;
+    const void* nul = std::memchr(buf.data(), 0, n);
     if (nul) {
       s.append(reinterpret_cast<const char*>(buf.data()),
                static_cast<const uint8_t*>(nul) - buf.data());
       return s;
     }
-    s.append(reinterpret_cast<const char*>(buf.data()), static_cast<size_t>(n));
+    s.append(reinterpret_cast<const char*>(buf.data()), n);
   }
   return std::nullopt;
 }

@@ -1,6 +1,7 @@
 // Reads a live process's memory with process_vm_readv: no per-process file to open, cache or
-// invalidate when pids are reused. The supervisor checks SECCOMP_IOCTL_NOTIF_ID_VALID after
-// reading, which proves the bytes came from the process that made the call.
+// invalidate when pids are reused. Where anything besides the answer rests on the bytes, the
+// supervisor checks SECCOMP_IOCTL_NOTIF_ID_VALID after reading, which proves they came from the
+// process that made the call.
 //
 // The idea not to miss: a read fetches up to kWindow bytes, never past the end of its page, and
 // later reads inside those bytes are served from them. A decoder reads a header and then what

@@ -4,7 +4,7 @@
 # `gdrproxy run --mode enforce --policy configs/policy/default.json --trace-json ...`, checks that
 # both behave the same and that the traces hold the decoded calls, checks that a policy denying
 # REG_MR stops ibv_rc_pingpong cleanly, attacks the sandbox boundary as a tenant granted rxe0 only
-# (tests/vm/attacks.sh), runs two runc containers under one agent with RoCE between them
+# (tests/vm/attacks.sh), runs two containers (runc, then crun) under one agent with RoCE between them
 # (tests/vm/containers.sh), then runs the benchmark (tests/vm/bench.sh).
 #
 # The one idea: rxe0 on lo carries the raw-verbs tools (GID ::ffff:127.0.0.1); rdma_cm refuses
