@@ -75,11 +75,19 @@ void add_run(CLI::App& app, int& exit_code, const CommandTail& tail) {
          "Hand the CPU to the caller on each answer (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP):\n"
          "on, off, or auto (on with at most 4 CPUs; see docs/PERFORMANCE.md)")
       ->check(CLI::IsMember({"auto", "on", "off"}));
+  auto kernel_allow = std::make_shared<std::string>("on");
+  run->add_option("--kernel-allow", *kernel_allow,
+                  "In enforce mode without a trace, let NVIDIA requests the policy allows\n"
+                  "whatever their parameters (most UVM calls, RM_FREE, RM_MAP_MEMORY, ...) run\n"
+                  "in the kernel, untrapped, where every node of their device is granted: on\n"
+                  "(default) or off (trap every device ioctl; --stats then counts them)")
+      ->check(CLI::IsMember({"on", "off"}));
   run->add_flag("--stats", opts->stats,
                 "At exit, print how many notifications were served (ioctl, rdma_cm write, open,\n"
                 "brokered, denied)");
   run->add_option("command", opts->argv, "Command and arguments (after --)");
-  run->callback([opts, mode, trap, sync, &tail, &exit_code] {
+  run->callback([opts, mode, trap, sync, kernel_allow, &tail, &exit_code] {
+    opts->kernel_allow = *kernel_allow == "on";
     opts->argv = command_words(opts->argv, tail);
     if (opts->argv.empty()) throw CLI::RequiredError("a command (give it after --)");
     if (*sync != "auto") opts->sync_wakeup = *sync == "on";

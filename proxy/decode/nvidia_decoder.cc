@@ -7,6 +7,7 @@
 // counts) is recorded in `malformed`, and the policy fails closed on it.
 #include "proxy/decode/nvidia_decoder.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
@@ -503,6 +504,27 @@ void decode_frontend_result(uint8_t nr, Bytes b, std::vector<DecodedField>& out)
 }
 
 }  // namespace
+
+bool nv_escape_keys_from_request(const NvidiaDriverAbi& abi, uint8_t nr) {
+  const NvEscape* e = abi.find_escape(nr);
+  if (e == nullptr || e->elem_size != 0 || e->param_size == 0) return false;
+  // The escapes decode_escape hands to their own decoders (the switch there).
+  switch (nr) {
+    case kNvEscIoctlXferCmd:
+    case kNvEscRmAlloc:
+    case kNvEscRmControl:
+    case kNvEscCardInfo:
+    case kNvEscAttachGpusToFd:
+    case kNvEscCheckVersionStr:
+    case kNvEscExportToDmabufFd:
+      return false;
+    default:
+      break;
+  }
+  const std::span<const NvField> layout = nv_escape_layout(nr);
+  return std::none_of(layout.begin(), layout.end(),
+                      [](const NvField& f) { return f.kind == NvFieldKind::kClass; });
+}
 
 DecodedCall decode_nvidia_frontend_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& mem,
                                          const NvidiaDriverAbi& abi, DecodeDepth depth) {

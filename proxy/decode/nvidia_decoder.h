@@ -23,6 +23,13 @@ DecodedCall decode_nvidia_uvm_ioctl(uint32_t cmd, uint64_t arg, const MemoryRead
                                     const NvidiaDriverAbi& abi,
                                     DecodeDepth depth = DecodeDepth::kFull);
 
+// Whether frontend escape `nr` (at its own size) decodes to the same name and policy keys
+// whatever its parameters hold: known, fixed-size, decoded field by field, and naming no class
+// (RM_ALLOC, RM_CONTROL, CARD_INFO, ATTACH_GPUS_TO_FD, IOCTL_XFER_CMD, EXPORT_TO_DMABUF_FD and
+// escapes with a class field do not qualify). The policy's verdict on it then depends on the
+// request alone (proxy/sandbox/kernel_allow.h).
+bool nv_escape_keys_from_request(const NvidiaDriverAbi& abi, uint8_t nr);
+
 // Renders the result of a returned call from the bytes of its result regions (copied at
 // syscall exit): e.g. the RM status of RM_ALLOC/RM_CONTROL, rmStatus of UVM calls, the fd of
 // EXPORT_TO_DMABUF_FD.

@@ -103,6 +103,19 @@ Session::Session(Engine& engine, SessionConfig config)
   }
   setup_nvidia();
   all_gpus_granted_ = every_gpu_granted(catalog_, config_.grants);
+  if (config_.kernel_allow && config_.mode == Mode::kEnforce && !tracing() && nv_enforce_) {
+    KernelAllowFacts facts;
+    facts.nvidia_abi = engine_.nvidia().abi;
+    facts.nvidia_frontend_all_granted = facts.nvidia_uvm_all_granted = true;
+    for (const DeviceNode& n : catalog_.nodes()) {
+      const bool granted = config_.grants.granted(n);
+      if (n.device_class == DeviceClass::kNvidiaFrontend)
+        facts.nvidia_frontend_all_granted = facts.nvidia_frontend_all_granted && granted;
+      if (n.device_class == DeviceClass::kNvidiaUvm)
+        facts.nvidia_uvm_all_granted = facts.nvidia_uvm_all_granted && granted;
+    }
+    kernel_allowed_ = kernel_allowed_ioctls(config_.policy, facts);
+  }
   const ClassPolicy* uverbs = config_.policy.class_policy(DeviceClass::kUverbs);
   if (uverbs) dmabuf_exporters_ = uverbs->dmabuf_exporters;
   if (tracing()) {
@@ -460,7 +473,8 @@ void Session::print_summary(bool with_stats) const {
         s.ioctls ? double(s.ns_ioctl) / 1e3 / double(s.ioctls) : 0.0,
         s.opens ? double(s.ns_open) / 1e3 / double(s.opens) : 0.0, double(s.p50_ns) / 1e3,
         double(s.p99_ns) / 1e3);
-  if (with_stats && s.ioctls) {
+  const bool phases = with_stats && s.ioctls;
+  if (phases) {
     const auto us = [&](uint64_t ns) { return double(ns) / 1e3 / double(s.ioctls); };
     const SessionStats::IoctlPhases& p = s.ioctl_ns;
     std::fprintf(stderr,
@@ -468,7 +482,15 @@ void Session::print_summary(bool with_stats) const {
                  "%.1f us, answer %.1f us, trace %.1f us\n",
                  log_prefix_.c_str(), us(p.lookup), us(p.memory), us(p.decode), us(p.policy),
                  us(p.answer), us(p.trace));
-  } else if (s.denied && !config_.quiet)
+  }
+  if (with_stats && !kernel_allowed_.requests.empty())
+    std::fprintf(stderr,
+                 "%sin the kernel, never trapped: %zu ioctl requests the policy allows whatever "
+                 "their parameters (%u UVM calls, %u NVIDIA escapes); their calls are not counted "
+                 "above (--kernel-allow off traps them)\n",
+                 log_prefix_.c_str(), kernel_allowed_.requests.size(), kernel_allowed_.uvm,
+                 kernel_allowed_.frontend);
+  if (!phases && s.denied && !config_.quiet)
     note(std::to_string(s.denied) + " device call(s) denied" +
          (s.repeated_denials ? " (" + std::to_string(s.repeated_denials) +
                                    " repeated denial lines not printed; --stats counts them)"

@@ -38,6 +38,7 @@
 #include "proxy/engine/process_info.h"
 #include "proxy/observe/exit_event.h"
 #include "proxy/policy/policy.h"
+#include "proxy/sandbox/kernel_allow.h"
 #include "proxy/trace/trace_record.h"
 
 namespace gdrproxy::proxy {
@@ -65,6 +66,10 @@ struct SessionConfig {
   // Perform trapped pidfd_getfd calls whose target is a process of this sandbox (its pid
   // namespace, set_pid_namespace) with the supervisor's rights, and inject the fd.
   bool broker_pidfd_getfd = false;
+  // Let the requests this policy allows whatever their parameters run in the kernel, untrapped
+  // (enforce mode without a trace only): the session computes them, the launcher installs them
+  // (`gdrproxy run` only: an OCI profile cannot express them).
+  bool kernel_allow = false;
 };
 
 // Counters of one session, for --stats and `agent ctl stats`.
@@ -130,6 +135,9 @@ class Session {
   const std::string& name() const { return config_.name; }
   const SessionConfig& config() const { return config_; }
   bool tracing() const { return config_.trace_text || json_out_ != nullptr; }
+  // The ioctl requests the filter may let run untrapped (empty unless config.kernel_allow, in
+  // enforce mode, without a trace; see proxy/sandbox/kernel_allow.h).
+  const KernelAllowed& kernel_allowed() const { return kernel_allowed_; }
   // The closing lines of `gdrproxy run`: lost results, failed-closed calls, counts.
   void print_summary(bool with_stats) const;
 
@@ -205,6 +213,7 @@ class Session {
   std::string log_prefix_;
   bool nv_enforce_ = true;
   bool all_gpus_granted_ = true;
+  KernelAllowed kernel_allowed_;
   std::optional<ino_t> pidns_;
   std::function<bool(ino_t)> is_peer_;
   std::unique_ptr<boost::asio::posix::stream_descriptor> init_;  // pidfd of the init process

@@ -139,6 +139,11 @@ int exercise_nvidia(const std::string& ctl, const std::string& uvm, std::ostream
   control.params = reinterpret_cast<uintptr_t>(params);
   control.paramsSize = sizeof params;
   report(out, "RM_CONTROL(0x101)", rc(::ioctl(fd, _IOWR('F', 0x2a, decltype(control)), &control)));
+  // NVOS00 (RM_FREE): client, parent, object, status. Freeing the client frees what it holds.
+  struct {
+    uint32_t hRoot, hObjectParent, hObjectOld, status;
+  } release{alloc.hObjectNew, alloc.hObjectNew, alloc.hObjectNew, 0};
+  report(out, "RM_FREE", rc(::ioctl(fd, _IOWR('F', 0x29, decltype(release)), &release)));
   ctl_fd.reset();
   if (!uvm.empty()) {
     const UniqueFd u(::open(uvm.c_str(), O_RDWR | O_CLOEXEC));

@@ -167,6 +167,10 @@ json resolve_base_profile(const json& base, const ProfileOptions& o, const std::
 
 json merge_profile(const json& base_in, const ProfileOptions& o) {
   const json base = base_in.is_null() ? json{{"defaultAction", "SCMP_ACT_ALLOW"}} : base_in;
+  // A runtime compiles the profile with libseccomp, which cannot put an ALLOW of one request
+  // before the trap that covers it: a profile traps every device ioctl.
+  if (!o.filter.kernel_allowed_ioctls.empty())
+    throw Error("seccomp profile: in-kernel ALLOW of ioctls is only for `gdrproxy run`'s filter");
   const std::vector<SyscallRule> refusals = refusal_rules(o.filter);
   const std::vector<SyscallRule> traps = notify_rules(o.filter);
   // Names our rules decide entirely (an unconditional rule of ours), and names we trap only

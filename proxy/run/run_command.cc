@@ -32,7 +32,7 @@ namespace asio = boost::asio;
 
 // The launch of the sandbox as this kernel and these options allow; notes what it lacks.
 LaunchSpec sandbox_spec(const RunOptions& o, const SessionConfig& config,
-                        const DeviceCatalog& catalog) {
+                        const DeviceCatalog& catalog, const KernelAllowed& kernel_allowed) {
   auto note = [&](const std::string& msg) {
     if (!o.quiet) std::fprintf(stderr, "gdrproxy: %s\n", printable(msg).c_str());
   };
@@ -65,6 +65,7 @@ LaunchSpec sandbox_spec(const RunOptions& o, const SessionConfig& config,
   // makes useless for ioctls; io_uring opens are the one way to such an fd around the broker.
   spec.filter.refuse_io_uring = !every_gpu_granted(catalog, config.grants);
   spec.filter.trap_pidfd_getfd = config.broker_pidfd_getfd;
+  spec.filter.kernel_allowed_ioctls = kernel_allowed.requests;
   spec.pid_namespace = can_bind_lifetime();
   spec.quiet = o.quiet;
   spec.keep_caps = o.keep_caps;
@@ -103,8 +104,10 @@ int run_supervised(const RunOptions& o) {
   config.sync_wakeup = o.sync_wakeup;
   config.allow_unknown_nvidia_driver = o.allow_unknown_nvidia_driver;
   config.broker_pidfd_getfd = o.broker_pidfd_getfd;
+  config.kernel_allow = o.kernel_allow;
   Session session(engine, std::move(config));
-  const LaunchSpec spec = sandbox_spec(o, session.config(), engine.catalog());
+  const LaunchSpec spec =
+      sandbox_spec(o, session.config(), engine.catalog(), session.kernel_allowed());
 
   // Orphaned descendants are re-parented to us, so we can reap them: the listener hangs up only
   // once every sandboxed task has been reaped.

@@ -35,6 +35,9 @@ struct RunOptions {
   // --broker-pidfd-getfd: processes of the sandbox may take each other's fds with pidfd_getfd
   // (performed by gdrproxy; the sandbox lacks CAP_SYS_PTRACE for it).
   bool broker_pidfd_getfd = false;
+  // --kernel-allow: requests the policy allows whatever their parameters run untrapped
+  // (enforce mode without a trace); off traps every device ioctl.
+  bool kernel_allow = true;
 };
 
 // Returns the command's exit status (128+signal if it was killed). Throws gdrproxy::Error for

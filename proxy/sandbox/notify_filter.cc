@@ -17,6 +17,7 @@
 
 #include "proxy/base/error.h"
 #include "proxy/base/unique_fd.h"
+#include "proxy/sandbox/ioctl_allow_bpf.h"
 
 namespace gdrproxy::proxy {
 namespace {
@@ -58,20 +59,24 @@ void install_refusal_filter(const FilterOptions& options) {
 // seccomp(2): once the supervisor has received a call, only a fatal signal interrupts the
 // caller's wait. Without it a signal (Go's SIGURG preemption, timers) withdraws a call being
 // handled and the restarted call is handled again (a brokered open twice). Kernels before 5.19
-// lack the flag: the filter is then loaded without it.
-int load_with_listener(scmp_filter_ctx ctx) {
-  std::vector<sock_filter> prog;
+// lack the flag: the filter is then loaded without it. `allowed_ioctls` go in front, as a
+// block that falls through to libseccomp's program for every other call.
+int load_with_listener(scmp_filter_ctx ctx, const std::vector<uint32_t>& allowed_ioctls) {
+  std::vector<sock_filter> prog = ioctl_allow_block(allowed_ioctls);
+  const size_t block = prog.size();
   {
     const UniqueFd mfd(::memfd_create("gdrproxy-filter", MFD_CLOEXEC));
     if (!mfd) throw_errno("memfd_create", errno);
     const int rc = seccomp_export_bpf(ctx, mfd.get());
     const off_t size = rc == 0 ? ::lseek(mfd.get(), 0, SEEK_END) : -1;
     if (size > 0 && size % sizeof(sock_filter) == 0) {
-      prog.resize(static_cast<size_t>(size) / sizeof(sock_filter));
-      if (::pread(mfd.get(), prog.data(), static_cast<size_t>(size), 0) != size) prog.clear();
+      prog.resize(block + static_cast<size_t>(size) / sizeof(sock_filter));
+      if (::pread(mfd.get(), prog.data() + block, static_cast<size_t>(size), 0) != size)
+        prog.resize(block);
     }
   }
-  if (prog.empty() || prog.size() > BPF_MAXINSNS) throw Error("seccomp filter: export failed");
+  if (prog.size() == block) throw Error("seccomp filter: export failed");
+  if (prog.size() > BPF_MAXINSNS) throw Error("seccomp filter: longer than BPF_MAXINSNS");
   sock_fprog fprog{static_cast<unsigned short>(prog.size()), prog.data()};
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) throw_errno("no_new_privs", errno);
   long fd =
@@ -95,7 +100,7 @@ int install_notify_filter(const FilterOptions& options) {
   check(seccomp_attr_set(c.ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ERRNO(ENOSYS)), "badarch");
 
   add_rules(c.ctx, notify_rules(options));
-  return load_with_listener(c.ctx);
+  return load_with_listener(c.ctx, options.kernel_allowed_ioctls);
 }
 
 }  // namespace gdrproxy::proxy

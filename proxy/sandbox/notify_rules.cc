@@ -52,6 +52,18 @@ std::vector<IoctlMatch> nvidia_frontend_matches() {
   return out;
 }
 
+std::vector<IoctlMatch> uverbs_matches() {
+  return {{kTypeMask, uint32_t{uverbs::kIoctlType} << 8}};
+}
+
+std::vector<IoctlMatch> nvidia_uvm_matches() {
+  // UVM uses raw numbers: small ones (1..80 today), plus INITIALIZE/DEINITIALIZE and
+  // UVM_IS_8_SUPPORTED (2047), above the small range.
+  std::vector<IoctlMatch> out{{0xffffff00, 0}};
+  for (uint32_t raw : {0x7ffu, 0x30000001u, 0x30000002u}) out.push_back({0xffffffff, raw});
+  return out;
+}
+
 std::vector<SyscallRule> refusal_rules(const FilterOptions& options) {
   std::vector<SyscallRule> out{
       {"userfaultfd", std::nullopt, EPERM,
@@ -76,14 +88,11 @@ std::vector<SyscallRule> refusal_rules(const FilterOptions& options) {
 
 std::vector<SyscallRule> notify_rules(const FilterOptions& options) {
   std::vector<SyscallRule> out;
-  out.push_back(trap_ioctl({kTypeMask, uint32_t{uverbs::kIoctlType} << 8}, "uverbs ioctl"));
+  for (const IoctlMatch& m : uverbs_matches()) out.push_back(trap_ioctl(m, "uverbs ioctl"));
   for (const IoctlMatch& m : nvidia_frontend_matches())
     out.push_back(trap_ioctl(m, "NVIDIA frontend escape"));
-  // UVM uses raw numbers: small ones (1..80 today), plus INITIALIZE/DEINITIALIZE and
-  // UVM_IS_8_SUPPORTED (2047), above the small range.
-  out.push_back(trap_ioctl({0xffffff00, 0}, "UVM ioctl"));
-  for (uint32_t raw : {0x7ffu, 0x30000001u, 0x30000002u})
-    out.push_back(trap_ioctl({0xffffffff, raw}, "UVM initialisation"));
+  for (const IoctlMatch& m : nvidia_uvm_matches())
+    out.push_back(trap_ioctl(m, m.mask == 0xffffffff ? "UVM initialisation" : "UVM ioctl"));
   if (options.trap_pidfd_getfd)
     out.push_back({"pidfd_getfd", std::nullopt, 0, "brokered between the sandbox's processes"});
   if (options.open_trap == OpenTrap::kAllOpens) {

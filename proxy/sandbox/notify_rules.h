@@ -28,6 +28,11 @@ struct FilterOptions {
   // Trap pidfd_getfd so the supervisor performs it for processes of the same sandbox (opt-in:
   // `run --broker-pidfd-getfd`; without CAP_SYS_PTRACE the sandbox's own call fails).
   bool trap_pidfd_getfd = false;
+  // Exact ioctl requests (sorted, unique) the kernel lets run without a trap: those the policy
+  // allows whatever their parameters on every device that could receive them
+  // (proxy/sandbox/kernel_allow.h). Only the filter `gdrproxy run` installs itself uses it; an
+  // OCI profile cannot order an ALLOW before the trap of the same ioctl (see ioctl_allow_bpf.h).
+  std::vector<uint32_t> kernel_allowed_ioctls;
 };
 
 // One ioctl-request comparison of the filter: (request & mask) == value.
@@ -57,6 +62,9 @@ struct SyscallRule {
 // (nr, size) for fixed-size escapes (both sizes where the driver takes two), nr alone where the
 // size varies, and the canonical type 'F' for escapes no table names yet.
 std::vector<IoctlMatch> nvidia_frontend_matches();
+// The comparison that traps uverbs ioctls (type 0x1b) and the ones that trap UVM's raw numbers.
+std::vector<IoctlMatch> uverbs_matches();
+std::vector<IoctlMatch> nvidia_uvm_matches();
 
 // Calls answered with an errno, never notified: userfaultfd and open_by_handle_at always; where
 // Landlock cannot check device ioctls, also the opens the broker cannot police.

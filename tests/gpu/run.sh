@@ -24,7 +24,7 @@ head -1 /proc/driver/nvidia/version
 nvidia-smi -L
 "$gp" --help >/dev/null || { echo "gdrproxy does not run here"; exit 1; }
 
-declare -A status trapped denied
+declare -A status trapped denied trapall
 # check NAME CMD...: one enforce-mode run with stats; records pass/fail and counts.
 check() {
   local name=$1; shift
@@ -58,6 +58,10 @@ check matmul python3 tests/gpu/workloads.py matmul
 check allreduce python3 tests/gpu/workloads.py allreduce
 for w in matmul allreduce; do
   echo "$w: ${status[$w]}, $(grep 'gdrproxy: served' "$out/$w.err" | tail -1)"
+  # The same run with every device ioctl trapped: what the in-kernel ALLOW saves.
+  "$gp" run --mode enforce --stats --kernel-allow off -- python3 tests/gpu/workloads.py $w >/dev/null 2>"$out/$w-trapall.err"
+  trapall[$w]=$(grep 'gdrproxy: served' "$out/$w-trapall.err" | tail -1 | sed -n 's/.*served \([0-9]*\) notifications.*/\1/p')
+  echo "$w with --kernel-allow off: ${trapall[$w]} notifications (on: ${trapped[$w]})"
   [[ ${status[$w]} == pass ]] || tail -5 "$out/$w.err"
 done
 declare -A phases
@@ -134,12 +138,13 @@ declare -A times
 now() { date +%s.%N; }
 for ((i = 0; i < rounds; i++)); do
   for w in matmul allreduce; do
-    for mode in ${MODES:-native enforce trace}; do
+    for mode in ${MODES:-native enforce trace enforce-trapall}; do
       t0=$(now)
       case $mode in
         native) python3 tests/gpu/workloads.py $w >/dev/null 2>&1 ;;
         enforce) "$gp" run -q --mode enforce -- python3 tests/gpu/workloads.py $w >/dev/null 2>&1 ;;
         trace) "$gp" run -q --mode trace --trace-json "$out/$w-trace.jsonl" -- python3 tests/gpu/workloads.py $w >/dev/null 2>&1 ;;
+        enforce-trapall) "$gp" run -q --kernel-allow off --mode enforce -- python3 tests/gpu/workloads.py $w >/dev/null 2>&1 ;;
         enforce-sync) "$gp" run -q --sync-wakeup on --mode enforce -- python3 tests/gpu/workloads.py $w >/dev/null 2>&1 ;;
         trace-sync) "$gp" run -q --sync-wakeup on --mode trace --trace-json "$out/$w-trace.jsonl" -- python3 tests/gpu/workloads.py $w >/dev/null 2>&1 ;;
       esac
@@ -164,12 +169,13 @@ for w in matmul allreduce; do
   n=$(median <<<"${times[$w.native]}"); e=$(median <<<"${times[$w.enforce]}"); t=$(median <<<"${times[$w.trace]}")
   printf "%-10s %-8s %8s %7s %9.3f %10.3f %10.3f\n" $w "${status[$w]}" "${trapped[$w]}" "${denied[$w]}" "$n" \
     "$(python3 -c "print($e / $n)")" "$(python3 -c "print($t / $n)")"
-  for extra in enforce-sync trace-sync; do
+  for extra in enforce-trapall enforce-sync trace-sync; do
     [[ -n ${times[$w.$extra]:-} ]] && printf "%-10s %-8s %8s %7s %9s %10.3f  (%s/native)\n" $w "" "" "" "" \
       "$(python3 -c "print($(median <<<"${times[$w.$extra]}") / $n)")" "$extra"
   done
 done
 for w in cuda matmul allreduce; do echo "$w per ioctl: ${phases[$w]}"; done
+for w in matmul allreduce; do echo "$w notifications: ${trapped[$w]} with in-kernel ALLOW, ${trapall[$w]} with --kernel-allow off"; done
 grep -E 'enforce|trace' "$out/ioctl_latency.txt" | sed 's/^/per-call: /'
 echo "topology native vs proxied: $topo"
 echo "RM_ALLOC type-byte variants under a denying policy: $attacks"

@@ -167,6 +167,35 @@ case_nvidia_calls_are_decoded() {
   [[ $(jq_count "$WORK/t.jsonl" "r['device']=='nvidiactl' and r['syscall']=='openat' and r['decision']=='broker' and r['result']>=0") == 1 ]] || fail "nvidiactl open not brokered"
 }
 
+case_kernel_allow_runs_only_unconditional_calls() {
+  # Enforce mode without a trace: RM_FREE and UVM_INITIALIZE (allowed whatever their parameters)
+  # run in the kernel, untrapped; RM_ALLOC and RM_CONTROL (whose parameters name a class and a
+  # control) reach gdrproxy.
+  local run=("$GP" exercise nvidia /dev/nvidiactl /dev/nvidia-uvm)
+  sandboxed --stats -- "${run[@]}" >"$WORK/out" 2>"$WORK/err" || fail "exit $?"
+  expect_in "$WORK/out" "RM_FREE -> "
+  expect_in "$WORK/err" "notifications: 2 ioctl,"
+  expect_in "$WORK/err" "in the kernel, never trapped:"
+  # Off, with a trace, or in trace mode every device ioctl traps.
+  sandboxed --stats --kernel-allow off -- "${run[@]}" >/dev/null 2>"$WORK/err2"
+  expect_in "$WORK/err2" "notifications: 4 ioctl,"
+  expect_not_in "$WORK/err2" "in the kernel"
+  sandboxed --stats --trace-json "$WORK/t.jsonl" -- "${run[@]}" >/dev/null 2>"$WORK/err3"
+  expect_in "$WORK/err3" "notifications: 4 ioctl,"
+  [[ $(jq_count "$WORK/t.jsonl" "r['call'] in ('RM_FREE', 'UVM_INITIALIZE')") == 2 ]] || fail "untraced calls"
+  sandboxed --stats --mode trace -- "${run[@]}" >/dev/null 2>"$WORK/err4"
+  expect_in "$WORK/err4" "notifications: 4 ioctl,"
+  # A rule on RM_FREE keeps it trapped, and it is denied.
+  echo '{"version":1,"classes":{"nvidia":{"rules":[{"action":"deny","escape":"RM_FREE"}]}}}' >"$WORK/p.json"
+  sandboxed --stats --policy "$WORK/p.json" -- "${run[@]}" >"$WORK/out5" 2>"$WORK/err5"
+  expect_in "$WORK/out5" "RM_FREE -> EPERM"
+  expect_in "$WORK/err5" "denied nvidiactl RM_FREE"
+  expect_in "$WORK/err5" "notifications: 3 ioctl,"
+  # One GPU not granted: an fd of it must trap, so no frontend escape skips gdrproxy.
+  sandboxed --stats --grant nvidiactl,nvidia-uvm,nvidia0 -- "${run[@]}" >/dev/null 2>"$WORK/err6"
+  expect_in "$WORK/err6" "notifications: 3 ioctl,"
+}
+
 case_trace_summarize() {
   sandboxed --trace-json "$WORK/t.jsonl" -- "$GP" exercise uverbs /dev/infiniband/uverbs0 >/dev/null 2>&1
   "$GP" trace summarize "$WORK/t.jsonl" >"$WORK/sum" || fail "summarize failed"

@@ -4,6 +4,7 @@ add_executable(nvidia_tests
   nvidia_abi_test.cc
   nvidia_decoder_test.cc
   nvidia_fixture_test.cc
+  kernel_allow_test.cc
 )
 target_link_libraries(nvidia_tests PRIVATE gdrproxy_proxy GTest::gtest_main ZLIB::ZLIB)
 target_compile_definitions(nvidia_tests PRIVATE GDRPROXY_SOURCE_DIR="${PROJECT_SOURCE_DIR}")

@@ -4,8 +4,8 @@
 // enforce mode's own pipeline: the decode at policy depth, then the built-in policy's verdict,
 // with the verdict's cost as a ratio of that decode's (the baseline from the same run).
 // Run: build/tests/proxy/nvidia_decode_bench [REPEATS]
-#include <zlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +14,8 @@
 
 #include "proxy/decode/nvidia_decoder.h"
 #include "proxy/policy/policy.h"
+#include "proxy/sandbox/kernel_allow.h"
+#include "tests/proxy/nvidia_capture.h"
 
 using namespace gdrproxy::proxy;
 
@@ -26,37 +28,11 @@ struct Call {
   std::vector<uint8_t> after;
 };
 
-std::vector<Call> load(const char* path) {
-  std::vector<uint8_t> d;
-  gzFile f = gzopen(path, "rb");
-  if (f == nullptr) return {};
-  uint8_t buf[65536];
-  int n;
-  while ((n = gzread(f, buf, sizeof buf)) > 0) d.insert(d.end(), buf, buf + n);
-  gzclose(f);
+std::vector<Call> load(const char* name) {
   std::vector<Call> calls;
-  size_t o = 8;
-  while (o + 28 <= d.size()) {
-    Call c;
-    uint32_t nregions;
-    std::memcpy(&c.kind, &d[o], 4);
-    std::memcpy(&c.cmd, &d[o + 4], 4);
-    std::memcpy(&c.arg, &d[o + 8], 8);
-    std::memcpy(&nregions, &d[o + 24], 4);
-    o += 28;
-    for (uint32_t i = 0; i < nregions && o + 12 <= d.size(); ++i) {
-      uint64_t addr;
-      uint32_t len;
-      std::memcpy(&addr, &d[o], 8);
-      std::memcpy(&len, &d[o + 8], 4);
-      o += 12;
-      if (d.size() - o < 2ull * len) return calls;
-      c.before.map(addr, std::vector<uint8_t>(d.begin() + o, d.begin() + o + len));
-      if (i == 0) c.after.assign(d.begin() + o + len, d.begin() + o + 2 * len);
-      o += 2ull * len;
-    }
-    calls.push_back(std::move(c));
-  }
+  for (const testing_capture::Record& r : testing_capture::load(name))
+    calls.push_back({r.kind, r.cmd, r.arg, r.before(),
+                     r.regions.empty() ? std::vector<uint8_t>{} : r.regions.front().post});
   return calls;
 }
 
@@ -64,8 +40,7 @@ std::vector<Call> load(const char* path) {
 
 int main(int argc, char** argv) {
   const int repeats = argc > 1 ? std::atoi(argv[1]) : 20;
-  const auto calls =
-      load(GDRPROXY_SOURCE_DIR "/tests/fixtures/nvidia/nccl-allreduce-2gpu.nvcap.gz");
+  const auto calls = load("nccl-allreduce-2gpu.nvcap.gz");
   if (calls.empty()) {
     std::fprintf(stderr, "cannot read the NCCL fixture\n");
     return 1;
@@ -113,5 +88,17 @@ int main(int argc, char** argv) {
       "enforce: decode %.0f ns, policy %.0f ns per call (policy/decode %.2f); %zu of %zu "
       "allowed\n",
       decode_ns, policy_ns, policy_ns / decode_ns, allowed / size_t(repeats), decoded.size());
+
+  // In-kernel ALLOW with the default policy, every node granted: the calls that never trap.
+  const KernelAllowed k =
+      kernel_allowed_ioctls(policy, KernelAllowFacts{&abi, /*frontend=*/true, /*uvm=*/true});
+  size_t untrapped = 0;
+  for (const Call& c : calls)
+    untrapped += std::binary_search(k.requests.begin(), k.requests.end(), c.cmd);
+  std::printf(
+      "kernel-allow: %zu of %zu calls (%.0f %%) never trap (%zu requests: %u UVM, %u "
+      "NVIDIA escapes)\n",
+      untrapped, calls.size(), 100.0 * double(untrapped) / double(calls.size()), k.requests.size(),
+      k.uvm, k.frontend);
   return 0;
 }

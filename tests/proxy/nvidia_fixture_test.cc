@@ -5,7 +5,6 @@
 // must be allowed by configs/allowlists/nvidia-580.json, so that enforce mode with the default
 // policy denies none of them.
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <cstring>
 #include <fstream>
@@ -15,67 +14,14 @@
 #include <string>
 
 #include "proxy/decode/nvidia_decoder.h"
+#include "tests/proxy/nvidia_capture.h"
 
 namespace gdrproxy::proxy {
 namespace {
 
-struct Region {
-  uint64_t addr = 0;
-  std::vector<uint8_t> pre, post;
-};
-
-struct Record {
-  uint32_t kind = 0;  // 1 frontend, 2 uvm
-  uint32_t cmd = 0;
-  uint64_t arg = 0;
-  int32_t ret = 0;
-  std::vector<Region> regions;
-};
-
-std::vector<uint8_t> gunzip(const std::string& path) {
-  std::vector<uint8_t> out;
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (f == nullptr) return out;
-  uint8_t buf[65536];
-  int n;
-  while ((n = gzread(f, buf, sizeof buf)) > 0) out.insert(out.end(), buf, buf + n);
-  gzclose(f);
-  return out;
-}
-
-// Parses the capture format of tests/gpu/nv_ioctl_capture.c; stops at the first short record.
-std::vector<Record> load(const std::string& name) {
-  const auto data = gunzip(GDRPROXY_SOURCE_DIR "/tests/fixtures/nvidia/" + name);
-  std::vector<Record> recs;
-  if (data.size() < 8 || std::memcmp(data.data(), "NVIOCAP1", 8) != 0) return recs;
-  size_t off = 8;
-  auto take = [&](void* dst, size_t n) {
-    if (data.size() - off < n) return false;
-    std::memcpy(dst, data.data() + off, n);
-    off += n;
-    return true;
-  };
-  while (off < data.size()) {
-    Record r;
-    int32_t err;
-    uint32_t nregions;
-    if (!take(&r.kind, 4) || !take(&r.cmd, 4) || !take(&r.arg, 8) || !take(&r.ret, 4) ||
-        !take(&err, 4) || !take(&nregions, 4) || nregions > 2) {
-      break;
-    }
-    for (uint32_t i = 0; i < nregions; ++i) {
-      Region g;
-      uint32_t len;
-      if (!take(&g.addr, 8) || !take(&len, 4)) return recs;
-      g.pre.resize(len);
-      g.post.resize(len);
-      if (!take(g.pre.data(), len) || !take(g.post.data(), len)) return recs;
-      r.regions.push_back(std::move(g));
-    }
-    recs.push_back(std::move(r));
-  }
-  return recs;
-}
+using testing_capture::load;
+using testing_capture::Record;
+using testing_capture::Region;
 
 struct Policy {
   std::set<std::string> escapes, classes, controls, uvm;
