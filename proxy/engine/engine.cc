@@ -7,9 +7,18 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <chrono>
+
 #include "proxy/engine/session.h"
 
 namespace gdrproxy::proxy {
+namespace {
+
+// How long a result may wait in the observer's ring before the loop drains it: short beside a
+// trace reader's patience, long beside a trapped call (a few microseconds).
+constexpr std::chrono::milliseconds kObserverDrain{2};
+
+}  // namespace
 
 Engine::Engine(DeviceCatalog catalog) : catalog_(std::move(catalog)) {
   seccomp_notif_sizes sizes{};
@@ -38,7 +47,11 @@ ExitObserver* Engine::observer(std::string& why) {
     observer_tried_ = true;
     observer_ = ExitObserver::open([this](const gdrproxy_exit_event& e) { on_exit_event(e); },
                                    observer_why_);
-    if (observer_) arm_observer();
+    if (observer_) {
+      arm_observer();
+      drain_ = std::make_unique<boost::asio::steady_timer>(io_);
+      arm_drain();
+    }
   }
   if (!observer_) why = observer_why_;
   return observer_.get();
@@ -54,6 +67,15 @@ void Engine::arm_observer() {
                       observer_->consume();
                       arm_observer();
                     });
+}
+
+void Engine::arm_drain() {
+  drain_->expires_after(kObserverDrain);
+  drain_->async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    observer_->consume();
+    arm_drain();
+  });
 }
 
 // On the loop, which is also where sessions are destroyed: a session found here is alive.

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -76,6 +77,7 @@ class Engine {
 
  private:
   void arm_observer();
+  void arm_drain();
   void on_exit_event(const gdrproxy_exit_event& e);
 
   boost::asio::io_context io_;
@@ -87,6 +89,10 @@ class Engine {
   std::string observer_why_;
   bool observer_tried_ = false;
   std::unique_ptr<boost::asio::posix::stream_descriptor> ring_;
+  // Results are submitted without a wake-up (one per call would cost a cross-CPU wake-up of this
+  // loop on every trapped call): they are drained every kObserverDrain, or at once when the ring
+  // fills past GDRPROXY_RING_WAKE_BYTES.
+  std::unique_ptr<boost::asio::steady_timer> drain_;
   std::mutex routes_mu_;  // sessions route from their threads, the loop delivers
   std::map<uint64_t, Session*> by_seq_;
   std::map<uint32_t, Session*> by_tgid_;

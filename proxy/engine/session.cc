@@ -398,10 +398,19 @@ void Session::arm_sweep() {
   sweep_.expires_after(std::chrono::seconds(1));
   sweep_.async_wait([this](const boost::system::error_code& ec) {
     if (ec) return;
-    // A thread that died inside a call never produces an exit event.
+    // A thread that died inside a call never produces an exit event. One that died just after
+    // its call returned may have a result still waiting in the observer's ring (drained every
+    // few milliseconds): a pending call is given up only when its thread was already gone at
+    // the previous sweep.
+    std::set<pid_t> gone;
     for (auto it = pending_by_tid_.begin(); it != pending_by_tid_.end();) {
       struct stat st;
       if (::stat(("/proc/" + std::to_string(it->first)).c_str(), &st) == 0) {
+        ++it;
+        continue;
+      }
+      if (!gone_at_last_sweep_.contains(it->first)) {
+        gone.insert(it->first);
         ++it;
         continue;
       }
@@ -415,6 +424,7 @@ void Session::arm_sweep() {
       if (observer_) observer_->forget(it->first);
       it = pending_by_tid_.erase(it);
     }
+    gone_at_last_sweep_ = std::move(gone);
     if (json_out_) std::fflush(json_out_.get());
     check_end();
     if (!ended_) arm_sweep();

@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -245,7 +246,8 @@ class Session {
   std::unique_ptr<boost::asio::steady_timer> watchdog_;  // on the engine's loop
   DenialLog denials_once_;  // the watchdog's own: one deadline line per process
   boost::asio::steady_timer sweep_;
-  std::vector<uint64_t> recv_buf_;  // one notification (engine.notif_size() bytes, 8-aligned)
+  std::set<pid_t> gone_at_last_sweep_;  // tids with a pending result that had exited then
+  std::vector<uint64_t> recv_buf_;      // one notification (engine.notif_size() bytes, 8-aligned)
   // Records waiting for their result, by seq; and which seq each host tid waits on.
   std::map<uint64_t, std::pair<TraceRecord, uint64_t>> pending_;  // seq -> (record, t0)
   std::map<uint32_t, uint64_t> pending_by_tid_;

@@ -16,6 +16,11 @@ typedef int64_t gp_s64;
 #define GDRPROXY_REGION0_MAX 512
 #define GDRPROXY_REGION1_MAX 256
 
+// The ring of results, and the fill level at which a result wakes the supervisor at once (below
+// it results wait for the supervisor's periodic drain, see Engine).
+#define GDRPROXY_RING_BYTES (1 << 22)
+#define GDRPROXY_RING_WAKE_BYTES (GDRPROXY_RING_BYTES / 8)
+
 // Kinds of exit events.
 #define GDRPROXY_EVENT_RESULT 0    // the result of a call the supervisor registered
 #define GDRPROXY_EVENT_CM_WRITE 1  // a write() on a watched rdma_cm fd (never trapped)

@@ -32,7 +32,7 @@ struct {
 
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
-  __uint(max_entries, 1 << 22);
+  __uint(max_entries, GDRPROXY_RING_BYTES);
 } events SEC(".maps");
 
 // Results that found the ring buffer full: counted, so a lost result is reported, never silent.
@@ -78,7 +78,10 @@ static __always_inline int report(struct sys_exit_ctx* ctx) {
     e->len1 = 0;
     if (n0 && bpf_probe_read_user(e->region0, n0, (const void*)p->addr0) == 0) e->len0 = n0;
     if (n1 && bpf_probe_read_user(e->region1, n1, (const void*)p->addr1) == 0) e->len1 = n1;
-    bpf_ringbuf_submit(e, 0);
+    // No wake-up per result: the supervisor drains the ring on a short timer, so the caller's
+    // return does not wake its loop on every call. A ring an eighth full wakes it at once.
+    const __u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+    bpf_ringbuf_submit(e, avail > GDRPROXY_RING_WAKE_BYTES ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
   } else {
     __u32 zero = 0;
     __u64* n = bpf_map_lookup_elem(&lost, &zero);
