@@ -81,7 +81,8 @@ static __always_inline int report(struct sys_exit_ctx* ctx) {
     // No wake-up per result: the supervisor drains the ring on a short timer, so the caller's
     // return does not wake its loop on every call. A ring an eighth full wakes it at once.
     const __u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
-    bpf_ringbuf_submit(e, avail > GDRPROXY_RING_WAKE_BYTES ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+    bpf_ringbuf_submit(e,
+                       avail > GDRPROXY_RING_WAKE_BYTES ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
   } else {
     __u32 zero = 0;
     __u64* n = bpf_map_lookup_elem(&lost, &zero);
