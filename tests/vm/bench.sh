@@ -59,8 +59,9 @@ bench_pair rc_pingpong "ibv_rc_pingpong $V -n 500" "ibv_rc_pingpong $V -n 500 $l
 
 for ((r = 1; r <= 2; r++)); do
   for mode in native proxied; do
-    if PROXY_TRACE=0 run_as "$mode" "bench-ctrl-$r.$mode" "$build/tests/bench/verbs_ctrl_rate" -d rxe0 -t 1; then
-      awk -v w="$work" -v m="$mode" '{print $2 >> (w "/bench." $1 "." m ".values")}' "$work/bench-ctrl-$r.$mode.out"
+    # --stats: the proxied rounds also say where each ioctl's handling time goes.
+    if PROXY_TRACE=0 PROXY_ARGS=--stats run_as "$mode" "bench-ctrl-$r.$mode" "$build/tests/bench/verbs_ctrl_rate" -d rxe0 -t 1; then
+      awk -v w="$work" -v m="$mode" '$1 ~ /^(ctx_open_close|mr_reg_dereg|qp_create_destroy)$/ {print $2 >> (w "/bench." $1 "." m ".values")}' "$work/bench-ctrl-$r.$mode.out"
     else
       show "$work/bench-ctrl-$r.$mode.out" "bench-ctrl-$mode"
       bench_ok=0
@@ -94,6 +95,10 @@ done
   echo "tests/bench/verbs_ctrl_rate -d rxe0 -t 1. Every round:"
   for f in "$work"/bench.*.values; do
     echo "  $(basename "$f" .values | sed 's/^bench\.//'): $(tr '\n' ' ' <"$f")"
+  done
+  for ((r = 1; r <= 2; r++)); do
+    echo "Control path under enforce, round $r (gdrproxy --stats):"
+    grep -E 'gdrproxy: (served|per ioctl)' "$work/bench-ctrl-$r.proxied.out" | sed 's/^gdrproxy: /  /'
   done
   echo "Guest: $(uname -r), $(nproc) vCPUs under qemu TCG; host: ${GDRVM_HOST_MACHINE:-?}; ${GDRVM_HOST_DATE:-$(date -u)}."
 } >>"$out/bench.md"
