@@ -25,6 +25,8 @@ packages=(
   python3-jsonschema
   # a FUSE filesystem that hangs (the agent's stall test)
   fuse3 libfuse3-dev
+  # the multi-node harness's test (tests/harness/two_nodes.bats)
+  bats
   # NVIDIA decoder tests read gzip-compressed ioctl captures
   zlib1g-dev
   # Soft-RoCE VM stage (scripts/rxe-vm.sh): Debian's backports kernel with rdma_rxe booted under
