@@ -92,13 +92,16 @@ int main(int argc, char** argv) {
   // In-kernel ALLOW with the default policy, every node granted: the calls that never trap.
   const KernelAllowed k =
       kernel_allowed_ioctls(policy, KernelAllowFacts{&abi, /*frontend=*/true, /*uvm=*/true});
-  size_t untrapped = 0;
-  for (const Call& c : calls)
-    untrapped += std::binary_search(k.requests.begin(), k.requests.end(), c.cmd);
+  size_t untrapped = 0, untrapped_uvm = 0;
+  for (const Call& c : calls) {
+    const bool in = std::binary_search(k.requests.begin(), k.requests.end(), c.cmd);
+    untrapped += in;
+    untrapped_uvm += in && c.kind == 2;
+  }
   std::printf(
-      "kernel-allow: %zu of %zu calls (%.0f %%) never trap (%zu requests: %u UVM, %u "
-      "NVIDIA escapes)\n",
-      untrapped, calls.size(), 100.0 * double(untrapped) / double(calls.size()), k.requests.size(),
-      k.uvm, k.frontend);
+      "kernel-allow: %zu of %zu calls (%.0f %%) never trap, %zu of them UVM calls (%zu "
+      "requests: %u UVM, %u NVIDIA escapes)\n",
+      untrapped, calls.size(), 100.0 * double(untrapped) / double(calls.size()), untrapped_uvm,
+      k.requests.size(), k.uvm, k.frontend);
   return 0;
 }
