@@ -2,7 +2,9 @@
 //   ioctl_bench client N PATH    issue N well-formed RDMA_VERBS_IOCTLs on PATH, print ns per call
 //   ioctl_bench raw -- CMD...    a minimal supervisor written only for this benchmark: traps uverbs
 //                                ioctls and answers CONTINUE, nothing else (the floor any seccomp
-//                                notify design pays)
+//                                notify design pays), waiting in poll() before each RECV as
+//                                gdrproxy's event loop does
+//   ioctl_bench raw-blocking -- CMD...   the same with a thread blocked in RECV (no poll)
 #include <fcntl.h>
 #include <linux/seccomp.h>
 #include <poll.h>
@@ -21,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "proxy/engine/fd_passing.h"
@@ -58,7 +61,7 @@ int client(long n, const char* path) {
   return 0;
 }
 
-int raw_supervisor(char** argv) {
+int raw_supervisor(char** argv, bool blocking) {
   int sv[2];
   socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv);
   pid_t pid = fork();
@@ -78,16 +81,32 @@ int raw_supervisor(char** argv) {
     return 1;
   }
   ioctl(nfd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, 1UL, 0);  // same synchronous wake-up as gdrproxy
+  const auto answer = [nfd](const seccomp_notif& req) {
+    seccomp_notif_resp resp{};
+    resp.id = req.id;
+    resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+    ioctl(nfd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+  };
+  if (blocking) {
+    // A thread blocked in RECV, no wait before it: RECV never returns once the last task is gone,
+    // so the thread is left to die with the process after the command has been reaped.
+    std::thread([nfd, answer] {
+      for (;;) {
+        seccomp_notif req{};
+        if (ioctl(nfd, SECCOMP_IOCTL_NOTIF_RECV, &req) == 0) answer(req);
+      }
+    }).detach();
+    int st;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+  }
   for (;;) {
     pollfd p{nfd, POLLIN, 0};
     if (poll(&p, 1, -1) < 0) continue;
     if (!(p.revents & POLLIN)) break;
     seccomp_notif req{};
     if (ioctl(nfd, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) continue;
-    seccomp_notif_resp resp{};
-    resp.id = req.id;
-    resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-    ioctl(nfd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+    answer(req);
   }
   int st;
   waitpid(pid, &st, 0);
@@ -99,7 +118,9 @@ int raw_supervisor(char** argv) {
 int main(int argc, char** argv) {
   if (argc >= 4 && std::string(argv[1]) == "client") return client(atol(argv[2]), argv[3]);
   if (argc >= 4 && std::string(argv[1]) == "raw" && std::string(argv[2]) == "--")
-    return raw_supervisor(argv + 3);
-  fprintf(stderr, "usage: %s client N PATH | raw -- CMD...\n", argv[0]);
+    return raw_supervisor(argv + 3, false);
+  if (argc >= 4 && std::string(argv[1]) == "raw-blocking" && std::string(argv[2]) == "--")
+    return raw_supervisor(argv + 3, true);
+  fprintf(stderr, "usage: %s client N PATH | raw -- CMD... | raw-blocking -- CMD...\n", argv[0]);
   return 2;
 }

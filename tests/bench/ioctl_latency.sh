@@ -22,14 +22,16 @@ measure() {  # label, command prefix...
 }
 native=$(measure native)
 raw=$(measure raw "$bench" raw --)
+blocking=$(measure raw-blocking "$bench" raw-blocking --)
 enforce=$(measure enforce "$gp" run -q --sync-wakeup on --mode enforce --)
 trace=$(measure trace "$gp" run -q --sync-wakeup on --mode trace --trace-json /dev/null --)
 auto=$(measure auto "$gp" run -q --mode enforce --)
-awk -v n="$native" -v r="$raw" -v e="$enforce" -v t="$trace" -v a="$auto" -v count="$n" 'BEGIN {
+awk -v n="$native" -v r="$raw" -v b="$blocking" -v e="$enforce" -v t="$trace" -v a="$auto" -v count="$n" 'BEGIN {
   printf "ioctl latency, %d calls x 5 runs (median), ns per call\n", count
   printf "%-34s %10s %12s %12s\n", "setup", "ns/call", "added ns", "vs raw"
   printf "%-34s %10.0f %12s %12s\n", "native (no filter)", n, "-", "-"
   printf "%-34s %10.0f %12.0f %12s\n", "raw supervisor (CONTINUE only)", r, r-n, "1.00"
+  printf "%-34s %10.0f %12.0f %12.2f\n", "raw, blocking RECV thread, no poll", b, b-n, (b-n)/(r-n)
   printf "%-34s %10.0f %12.0f %12.2f\n", "gdrproxy enforce (decode+policy)", e, e-n, (e-n)/(r-n)
   printf "%-34s %10.0f %12.0f %12.2f\n", "gdrproxy trace (+BPF result)", t, t-n, (t-n)/(r-n)
   printf "%-34s %10.0f %12.0f %12.2f\n", "gdrproxy enforce, default wake-up", a, a-n, (a-n)/(r-n)
