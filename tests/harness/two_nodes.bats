@@ -1,0 +1,465 @@
+#!/usr/bin/env bats
+# harness/gdr-harness on two simulated nodes of this machine. Each node is a network namespace
+# (entered with nsenter, run under a UTS namespace of its own hostname) with a bootstrap link
+# eth0 and veth rails whose peer ends sit on one bridge in a third "fabric" namespace; node A
+# has rail0..rail2 plus eth1 (a rail with an eth-like name) and rail3 (no IPv4), node B has
+# rail0 and rail1. The idea not to miss: the nodes are the "hosts" here, so after every
+# teardown each node's links, addresses, routes, rules and the rails' ARP/rp_filter sysctls
+# must read back exactly as they did before the first prepare. No RDMA device exists on this
+# machine, so every rail is a plain one (ibdev: none) and NCCL_IB_HCA stays empty; the RDMA-backed
+# path (real ibdevs, NCCL_IB_HCA, the synthetic /sys) needs the soft-RoCE VM.
+# Addresses: 192.0.2.0/24 (bootstrap), 198.51.100.0/24 (rails) only. Every name carries this
+# run's pid; teardown_file removes everything, also after a failure.
+# Usage: GDRPROXY=build/gdrproxy bats tests/harness/two_nodes.bats   (root)
+
+setup_file() {
+  export GH_ROOT="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
+  export HARNESS="$GH_ROOT/harness/gdr-harness"
+  GDRPROXY=${GDRPROXY:-$GH_ROOT/build/gdrproxy}
+  export GDRPROXY="$(realpath "$GDRPROXY")"
+  export GH_P="gh$$"
+  export GH_W="$BATS_FILE_TMPDIR/w"
+  mkdir -p "$GH_W"
+  if [[ $(id -u) -ne 0 ]]; then
+    export GH_SKIP="needs root (network namespaces, veths, bridges)"
+    return 0
+  fi
+  if [[ ! -x $GDRPROXY ]]; then
+    echo "no gdrproxy binary at $GDRPROXY (build it, or set GDRPROXY)" >&2
+    return 1
+  fi
+  build_topology || { cleanup_all; return 1; }
+}
+
+teardown_file() {
+  cleanup_all
+}
+
+setup() {
+  [[ -z ${GH_SKIP:-} ]] || skip "$GH_SKIP"
+}
+
+# Each case leaves both nodes torn down, whatever happened in it.
+teardown() {
+  [[ -n ${GH_SKIP:-} ]] && return 0
+  local n
+  for n in A B; do timeout 60 bash -c 'on_node "$1" teardown' _ "$n" >/dev/null 2>&1 || true; done
+}
+
+# refute CMD...: CMD must fail (a bare `! CMD` does not fail a bats test).
+refute() {
+  if "$@"; then
+    echo "unexpectedly succeeded: $*" >&2
+    return 1
+  fi
+}
+
+# ---------------------------------------------------------------------------------------------
+# topology and test functions
+
+ns() { printf '/run/netns/%s%s' "$GH_P" "$1"; }
+
+build_topology() {
+  local f=${GH_P}F a=${GH_P}A b=${GH_P}B i
+  ip netns add "$f" && ip netns add "$a" && ip netns add "$b" || return 1
+  ip -n "$f" link add br0 type bridge || return 1  # the rails' fabric
+  ip -n "$f" link add br1 type bridge || return 1  # the bootstrap network
+  ip -n "$f" link set br0 up && ip -n "$f" link set br1 up && ip -n "$f" link set lo up || return 1
+  # veth_to NODE NAME BRIDGE FABRIC_END [CIDR]
+  veth_to() {
+    ip -n "$f" link add "$4" type veth peer name "$2" netns "${GH_P}$1" || return 1
+    ip -n "$f" link set "$4" master "$3" up || return 1
+    if [[ -n ${5:-} ]]; then ip -n "${GH_P}$1" addr add "$5" dev "$2" || return 1; fi
+    ip -n "${GH_P}$1" link set "$2" up
+  }
+  for n in A B; do ip -n "${GH_P}$n" link set lo up || return 1; done
+  veth_to A eth0 br1 Ae0 192.0.2.10/24 || return 1
+  veth_to B eth0 br1 Be0 192.0.2.20/24 || return 1
+  ip -n "$a" route add default via 192.0.2.1 dev eth0 || return 1
+  ip -n "$b" route add default via 192.0.2.1 dev eth0 || return 1
+  for i in 0 1 2; do veth_to A "rail$i" br0 "Ar$i" "198.51.100.1$i/24" || return 1; done
+  veth_to A eth1 br0 Ae1 198.51.100.13/24 || return 1
+  veth_to A rail3 br0 Ar3 || return 1   # a rail without IPv4
+  for i in 0 1; do veth_to B "rail$i" br0 "Br$i" "198.51.100.2$i/24" || return 1; done
+  settle A && settle B || return 1
+  snapshot A >"$GH_W/A.before" && snapshot B >"$GH_W/B.before"
+}
+
+cleanup_all() {
+  local n m
+  [[ -n ${GH_P:-} ]] || return 0
+  for n in A B; do
+    [[ -e $(ns "$n") ]] || continue
+    on_node "$n" teardown >/dev/null 2>&1 || true
+  done
+  # Anything a failed teardown left: pinned namespaces under the work dir, state dirs.
+  if [[ -n ${GH_W:-} && -d $GH_W ]]; then
+    while read -r m; do umount "$m" 2>/dev/null || true; done < <(findmnt -rn -o TARGET | grep -F "$GH_W/" || true)
+  fi
+  for n in A B; do
+    while read -r m; do umount "$m" 2>/dev/null || true; done < <(findmnt -rn -o TARGET | grep -F "/run/gdr-harness/${GH_P}-node$n/" || true)
+    rm -rf "/run/gdr-harness/${GH_P}-node$n"
+  done
+  rmdir /run/gdr-harness 2>/dev/null || true
+  for n in A B F; do ip netns del "${GH_P}$n" 2>/dev/null || true; done
+  [[ -n ${GH_W:-} ]] && rm -rf "$GH_W"
+  return 0
+}
+
+# on_node NODE HARNESS-ARGS...: the harness inside NODE's network namespace, hostname
+# $GH_P-nodeNODE (so its state is /run/gdr-harness/$GH_P-nodeNODE unless GDR_HARNESS_STATE).
+on_node() {
+  local n=$1
+  shift
+  nsenter --net="$(ns "$n")" -- unshare --uts -- \
+    bash -c 'hostname "$1" && shift && exec "$@"' _ "${GH_P}-node$n" "$HARNESS" "$@"
+}
+export -f on_node ns
+
+# in_node NODE CMD...: a plain command in NODE's network namespace.
+in_node() {
+  local n=$1
+  shift
+  nsenter --net="$(ns "$n")" -- "$@"
+}
+
+# Wait (bounded) for IPv6 duplicate address detection, so snapshots see settled addresses.
+settle() {
+  local i
+  for ((i = 0; i < 60; i++)); do
+    [[ -z $(in_node "$1" ip -6 addr show tentative) ]] && return 0
+    sleep 0.1
+  done
+  return 0
+}
+
+# The node's network state the harness must leave untouched. Routes are sorted: the kernel
+# orders its own link-local routes by when each link came up, which a move changes.
+snapshot() {
+  in_node "$1" bash -c '
+    ip -d link show
+    ip addr show
+    ip route show table all | sort
+    ip rule show
+    for d in /proc/sys/net/ipv4/conf/*/; do
+      d=${d%/}
+      for k in arp_announce arp_ignore arp_filter rp_filter; do echo "${d##*/}.$k=$(cat "$d/$k")"; done
+    done'
+}
+
+# assert_restored NODE: the snapshot equals the one taken before the first prepare (retrying
+# for up to 6 s while links come back up and DAD settles).
+assert_restored() {
+  local i
+  for ((i = 0; i < 30; i++)); do
+    settle "$1"
+    snapshot "$1" >"$GH_W/$1.after"
+    cmp -s "$GH_W/$1.before" "$GH_W/$1.after" && return 0
+    sleep 0.2
+  done
+  diff -u "$GH_W/$1.before" "$GH_W/$1.after"
+  echo "node $1: network state differs from before prepare" >&2
+  return 1
+}
+
+plan_rails() {
+  jq -r '[.rails[].netdev] | join(",")' "/run/gdr-harness/${GH_P}-node$1/plan.json"
+}
+
+# wait_for FILE SECONDS
+wait_for() {
+  local i
+  for ((i = 0; i < $2 * 10; i++)); do
+    [[ -e $1 ]] && return 0
+    sleep 0.1
+  done
+  echo "timed out waiting for $1" >&2
+  return 1
+}
+
+# ---------------------------------------------------------------------------------------------
+# (1) asymmetric rails end symmetric through the RDMA_PEER_IFACES line
+
+@test "asymmetric rails: A has 3, B has 2; the printed RDMA_PEER_IFACES line makes both sets equal" {
+  export RDMA_IFACES=rail0,rail1,rail2
+  run on_node A prepare
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output == *"ibdev: none for rail0,rail1,rail2"* ]]
+  [[ $output == *"NCCL_IB_HCA: empty"* ]]
+  line=$(grep '^RDMA_PEER_IFACES=' <<<"$output")
+  [ "$line" = "RDMA_PEER_IFACES=rail0,rail1,rail2" ]
+  [ "$(plan_rails A)" = rail0,rail1,rail2 ]
+
+  run env "$line" bash -c 'on_node B prepare'
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output == *"rail2: not in this network namespace; skipped"* ]]
+  line=$(grep '^RDMA_PEER_IFACES=' <<<"$output")
+  [ "$line" = "RDMA_PEER_IFACES=rail0,rail1" ]
+  [ "$(plan_rails B)" = rail0,rail1 ]
+
+  run env "$line" bash -c 'on_node A prepare'
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output == *"rail2: the peer has no rail of that name; skipped"* ]]
+  [ "$(plan_rails A)" = rail0,rail1 ]
+  [ "$(grep '^RDMA_PEER_IFACES=' <<<"$output")" = "RDMA_PEER_IFACES=rail0,rail1" ]
+}
+
+# ---------------------------------------------------------------------------------------------
+# (2) selection rules
+
+@test "selection: include-list wins over the exclude regex; default exclude drops eth*; no-IPv4 rail" {
+  # Every netdev a candidate (stand-in rig): the default regex drops eth0 and eth1.
+  run env RDMA_PLAIN_RAILS=1 RDMA_AUTO_SKIP_NO_IPV4=1 bash -c 'on_node A prepare'
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output == *"eth0: excluded by regex ^eth[0-9]+\$"* ]]
+  [[ $output == *"eth1: excluded by regex ^eth[0-9]+\$"* ]]
+  [[ $output == *"rail3: no IPv4 address; skipped"* ]]
+  [ "$(plan_rails A)" = rail0,rail1,rail2 ]
+
+  # The include-list names eth1: it wins over the (default) regex.
+  run env RDMA_IFACES=rail0,eth1 bash -c 'on_node A prepare'
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "$(plan_rails A)" = rail0,eth1 ]
+
+  # Regex disabled: eth1 is a rail, eth0 still stays (it carries the default route).
+  run env RDMA_PLAIN_RAILS=1 RDMA_EXCLUDE_REGEX= RDMA_AUTO_SKIP_NO_IPV4=1 bash -c 'on_node A prepare'
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output == *"eth0: carries the default route; skipped"* ]]
+  [ "$(plan_rails A)" = rail0,rail1,rail2,eth1 ]
+
+  # A rail without IPv4 is an error naming it, unless RDMA_AUTO_SKIP_NO_IPV4=1.
+  run env RDMA_IFACES=rail0,rail3 bash -c 'on_node A prepare'
+  echo "$output"
+  [ "$status" -eq 1 ]
+  [[ $output == *"rail(s) rail3: no IPv4 address"*"RDMA_AUTO_SKIP_NO_IPV4=1"* ]]
+  run env RDMA_IFACES=rail0,rail3 RDMA_AUTO_SKIP_NO_IPV4=1 bash -c 'on_node A prepare'
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output == *"rail3: no IPv4 address; skipped (RDMA_AUTO_SKIP_NO_IPV4=1)"* ]]
+  [ "$(plan_rails A)" = rail0 ]
+
+  # The bootstrap interface named as a rail: refused unless ALLOW_BOOTSTRAP_RDMA_IFACE=1.
+  run env RDMA_IFACES=eth0 bash -c 'on_node A prepare'
+  echo "$output"
+  [ "$status" -eq 1 ]
+  [[ $output == *"eth0: refusing to use it as a rail: it carries the default route"* ]]
+
+  # Nothing left: exit 3 with the reason.
+  run env RDMA_IFACES=rail0 RDMA_PEER_IFACES=rail7 bash -c 'on_node A prepare'
+  echo "$output"
+  [ "$status" -eq 3 ]
+  [[ $output == *"rail0: the peer has no rail of that name"* ]]
+}
+
+@test "identity: Slurm ranks shown in status; local rank 1 leaves prepare to local rank 0" {
+  run env SLURM_PROCID=3 SLURM_LOCALID=1 SLURM_NODEID=1 RDMA_IFACES=rail0 bash -c 'on_node A prepare'
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output == *"local rank 1 has nothing to do"* ]]
+  [ ! -e "/run/gdr-harness/${GH_P}-nodeA/plan.json" ]
+  run env OMPI_COMM_WORLD_RANK=5 OMPI_COMM_WORLD_LOCAL_RANK=0 RDMA_IFACES=rail0 bash -c 'on_node A prepare'
+  [ "$status" -eq 0 ]
+  run env SLURM_PROCID=3 SLURM_LOCALID=1 SLURM_NODEID=1 bash -c 'on_node A status'
+  echo "$output"
+  [[ $output == *"node ${GH_P}-nodeA"*"launcher slurm node index 1 rank 3 local rank 1"* ]]
+  [[ $output == *"rail rail0 ibdev none"* ]]
+  [[ $output == *"run: none"* ]]
+
+  # GDR_HARNESS_STATE moves the state; usage errors are one line and exit 2.
+  run env GDR_HARNESS_STATE="$GH_W/stA" RDMA_IFACES=rail1 bash -c 'on_node A prepare'
+  [ "$status" -eq 0 ]
+  [ "$(jq -r '[.rails[].netdev] | join(",")' "$GH_W/stA/plan.json")" = rail1 ]
+  run env GDR_HARNESS_STATE="$GH_W/stA" bash -c 'on_node A teardown'
+  [ "$status" -eq 0 ]
+  [ ! -e "$GH_W/stA" ]
+  run on_node A prepare extra
+  [ "$status" -eq 2 ]
+  run on_node A run
+  [ "$status" -eq 2 ]
+  [[ $output == *"run needs a command"* ]]
+  run on_node A frobnicate
+  [ "$status" -eq 2 ]
+  for sub in prepare run status teardown; do
+    run "$HARNESS" "$sub" --help
+    [ "$status" -eq 0 ]
+    [[ $output == *Example* ]]
+  done
+}
+
+# ---------------------------------------------------------------------------------------------
+# (3) run
+
+@test "run: each container reaches its peer over every rail; NCCL environment" {
+  export RDMA_IFACES=rail0,rail1
+  run on_node A prepare
+  [ "$status" -eq 0 ]
+  run on_node B prepare
+  [ "$status" -eq 0 ]
+
+  # B's container waits (bounded) while A's container pings it; both hold their rails.
+  rm -f "$GH_W/B.up" "$GH_W/B.stop"
+  GDR_HARNESS_BOOTSTRAP_ADDR=192.0.2.120/24 timeout 60 bash -c 'on_node B run -- bash -c "$1"' _ \
+    "touch '$GH_W/B.up'; for i in \$(seq 200); do [ -e '$GH_W/B.stop' ] && exit 0; sleep 0.1; done; exit 9" \
+    >"$GH_W/B.out" 2>&1 &
+  bpid=$!
+  wait_for "$GH_W/B.up" 20 || { cat "$GH_W/B.out"; false; }
+  refute in_node B ip link show rail0 >/dev/null 2>&1   # moved out of node B's namespace
+
+  script='set -e; env | sort >"$0/A.env"; ip -o link show | cut -d: -f2 >"$0/A.links"
+    for i in 0 1; do ping -q -I rail$i -c1 -W1 198.51.100.2$i; done
+    ping -q -I eth0 -c1 -W1 192.0.2.120'
+  run env GDR_HARNESS_BOOTSTRAP_ADDR=192.0.2.110/24 UCX_TLS=rc NIXL_PLUGIN_DIR=/x NCCL_ALGO=Ring \
+    NCCL_SOCKET_IFNAME=rail0 OTHER_VAR=1 timeout 60 bash -c 'on_node A run -- bash -c "$1" "$GH_W"' _ "$script"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  touch "$GH_W/B.stop"
+  wait "$bpid"
+  cat "$GH_W/B.out"
+  grep -q 'CMD exited with status 0' "$GH_W/B.out"
+
+  # Inside: the rails and the bootstrap link, nothing else of the node.
+  sed 's/^ *//; s/@.*//' "$GH_W/A.links" | sort | tr '\n' ' ' >"$GH_W/A.links.s"
+  [ "$(cat "$GH_W/A.links.s")" = "eth0 lo rail0 rail1 " ]
+  grep -qx 'NCCL_SOCKET_IFNAME=eth0' "$GH_W/A.env"
+  [[ $output == *"the caller's value 'rail0' is replaced by the bootstrap interface"* ]]
+  refute grep -q '^NCCL_IB_HCA=' "$GH_W/A.env"     # no RDMA device: not set, and said so
+  [[ $output == *"NCCL_IB_HCA not set: no rail of the plan has an RDMA device"* ]]
+  [[ $output == *"CMD runs directly, not under gdrproxy run"* ]]
+  grep -qx 'UCX_TLS=rc' "$GH_W/A.env"
+  grep -qx 'NIXL_PLUGIN_DIR=/x' "$GH_W/A.env"
+  grep -qx 'NCCL_ALGO=Ring' "$GH_W/A.env"
+  refute grep -q '^OTHER_VAR=' "$GH_W/A.env"
+  refute grep -q '^NCCL_DEBUG=' "$GH_W/A.env"
+  # The rails are back on both nodes.
+  in_node A ip link show rail1 >/dev/null
+  in_node B ip link show rail1 >/dev/null
+
+  # B's container pings A's rails (back on node A, unmoved) the other way round.
+  run timeout 60 bash -c 'on_node B run -- bash -c "$1"' _ \
+    'for i in 0 1; do ping -q -I rail$i -c1 -W1 198.51.100.1$i || exit 1; done'
+  echo "$output"
+  [ "$status" -eq 0 ]
+}
+
+@test "run: DEBUG_ALL sets NCCL debug variables, the caller's own values win; NCCL_TOPO_FILE gated" {
+  run env RDMA_IFACES=rail0 bash -c 'on_node A prepare'
+  [ "$status" -eq 0 ]
+  dump='env | sort >"$0"'
+  run env DEBUG_ALL=1 GDR_HARNESS_LOG_DIR="$GH_W" timeout 30 bash -c 'on_node A run -- bash -c "$1" "$GH_W/d1.env"' _ "$dump"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output == *"debug output costs speed"* ]]
+  grep -qx 'NCCL_DEBUG=INFO' "$GH_W/d1.env"
+  grep -qx 'NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH' "$GH_W/d1.env"
+  grep -qx "NCCL_DEBUG_FILE=$GH_W/nccl-debug.${GH_P}-nodeA.%h.%p.log" "$GH_W/d1.env"
+  grep -qx "NCCL_TOPO_DUMP_FILE=$GH_W/nccl-topo.${GH_P}-nodeA.xml" "$GH_W/d1.env"
+
+  run env DEBUG_ALL=1 NCCL_DEBUG=WARN NCCL_DEBUG_FILE=/tmp/mine.log timeout 30 bash -c 'on_node A run -- bash -c "$1" "$GH_W/d2.env"' _ "$dump"
+  [ "$status" -eq 0 ]
+  grep -qx 'NCCL_DEBUG=WARN' "$GH_W/d2.env"
+  grep -qx 'NCCL_DEBUG_FILE=/tmp/mine.log' "$GH_W/d2.env"
+  grep -qx 'NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH' "$GH_W/d2.env"
+
+  # NCCL_TOPO_FILE: only with INCLUDE_NCCL_TOPO=1 and an existing file, silently dropped otherwise.
+  echo '<system/>' >"$GH_W/topo.xml"
+  run env NCCL_TOPO_FILE="$GH_W/topo.xml" timeout 30 bash -c 'on_node A run -- bash -c "$1" "$GH_W/t1.env"' _ "$dump"
+  [ "$status" -eq 0 ]
+  refute grep -q '^NCCL_TOPO_FILE=' "$GH_W/t1.env"
+  run env INCLUDE_NCCL_TOPO=1 NCCL_TOPO_FILE="$GH_W/missing.xml" timeout 30 bash -c 'on_node A run -- bash -c "$1" "$GH_W/t2.env"' _ "$dump"
+  [ "$status" -eq 0 ]
+  refute grep -q '^NCCL_TOPO_FILE=' "$GH_W/t2.env"
+  [[ $output != *NCCL_TOPO_FILE* ]]
+  run env INCLUDE_NCCL_TOPO=1 NCCL_TOPO_FILE="$GH_W/topo.xml" timeout 30 bash -c 'on_node A run -- bash -c "$1" "$GH_W/t3.env"' _ "$dump"
+  [ "$status" -eq 0 ]
+  grep -qx "NCCL_TOPO_FILE=$GH_W/topo.xml" "$GH_W/t3.env"
+
+  # CMD's exit status comes back; the rails too.
+  run timeout 30 bash -c 'on_node A run -- sh -c "exit 7"'
+  [ "$status" -eq 7 ]
+  in_node A ip link show rail0 >/dev/null
+}
+
+# ---------------------------------------------------------------------------------------------
+# (4) teardown restores both nodes exactly
+
+@test "teardown: both nodes byte for byte as before, after runs and after a run killed with SIGKILL" {
+  export RDMA_IFACES=rail0,rail1,rail2
+  run on_node A prepare
+  [ "$status" -eq 0 ]
+  run on_node B prepare
+  [ "$status" -eq 0 ]
+  run timeout 30 bash -c 'on_node A run -- true'
+  [ "$status" -eq 0 ]
+  run on_node A teardown
+  echo "$output"
+  [ "$status" -eq 0 ]
+  run on_node B teardown
+  [ "$status" -eq 0 ]
+  [ ! -e "/run/gdr-harness/${GH_P}-nodeA" ]
+  [ ! -e "/run/gdr-harness/${GH_P}-nodeB" ]
+  assert_restored A
+  assert_restored B
+  # Idempotent.
+  run on_node A teardown
+  [ "$status" -eq 0 ]
+  [[ $output == *"nothing to tear down"* ]]
+
+  # SIGTERM to a running harness: forwarded to CMD, rails given back, 128+15.
+  on_node A prepare >/dev/null 2>&1
+  st=/run/gdr-harness/${GH_P}-nodeA
+  on_node A run -- sleep 60 >"$GH_W/t.out" 2>&1 &
+  tpid=$!
+  wait_for "$st/run/journal.json" 20 || { cat "$GH_W/t.out"; false; }
+  for ((i = 0; i < 100; i++)); do grep -q 'running in the container' "$GH_W/t.out" && break; sleep 0.1; done
+  read -r owner _ <"$st/run/owner"
+  kill -TERM "$owner"
+  rc=0
+  wait "$tpid" || rc=$?
+  cat "$GH_W/t.out"
+  [ "$rc" -eq 143 ]
+  grep -q 'SIGTERM: forwarding to CMD' "$GH_W/t.out"
+  [ ! -e "$st/run" ]
+  in_node A ip link show rail0 >/dev/null
+  run on_node A teardown
+  [ "$status" -eq 0 ]
+  assert_restored A
+
+  # A run killed with SIGKILL: its rails stay in the container until teardown.
+  run on_node A prepare
+  [ "$status" -eq 0 ]
+  st=/run/gdr-harness/${GH_P}-nodeA
+  GDR_HARNESS_BOOTSTRAP_ADDR=192.0.2.110/24 on_node A run -- sleep 120 >"$GH_W/k.out" 2>&1 &
+  kpid=$!
+  wait_for "$st/run/journal.json" 20 || { cat "$GH_W/k.out"; false; }
+  for ((i = 0; i < 100; i++)); do grep -q 'running in the container' "$GH_W/k.out" && break; sleep 0.1; done
+  run on_node A status
+  echo "$output"
+  [[ $output == *"run: alive"* ]]
+  [[ $output == *"moved rail rail0: in the container"* ]]
+  read -r owner _ <"$st/run/owner"
+  kill -KILL "$owner"
+  wait "$kpid" || true
+  run on_node A status
+  echo "$output"
+  [[ $output == *"not alive, but its journal is present"* ]]
+  refute in_node A ip link show rail0 >/dev/null 2>&1
+  # prepare and run refuse until teardown.
+  run on_node A prepare
+  [ "$status" -eq 1 ]
+  [[ $output == *"run '"*"teardown' first"* ]]
+  run on_node A run -- true
+  [ "$status" -eq 125 ]
+  run on_node A teardown
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output == *"stopping 1 process(es) left in the container"* ]]
+  [ ! -e "$st" ]
+  assert_restored A
+  assert_restored B
+}
