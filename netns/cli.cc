@@ -114,6 +114,9 @@ void add_select(CLI::App& netns, int& exit_code) {
                   "Comma-separated addresses whose interface must stay");
   cmd->add_flag("--allow-bootstrap", opts->allow_bootstrap,
                 "Allow the default-route/bootstrap interface");
+  cmd->add_flag("--allow-plain-rails", opts->allow_plain_rails,
+                "Netdevs no RDMA device backs are candidates too (test rigs: veths): shown with\n"
+                "IBDEV -, never in NCCL_IB_HCA");
   cmd->add_flag("--json", *json, "Print JSON");
   cmd->callback([=, &exit_code] {
     run_reporting(exit_code, [&] {

@@ -6,6 +6,8 @@
 #include <set>
 #include <sstream>
 
+#include <netlink/route/link.h>
+
 #include "netns/guard.h"
 #include "proxy/base/error.h"
 
@@ -14,6 +16,11 @@ namespace {
 
 bool contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+// "rdma0 (mlx5_0)", or just the name of a plain rail.
+std::string label(const RdmaNetdev& c) {
+  return c.ibdev.empty() ? c.netdev : c.netdev + " (" + c.ibdev + ")";
 }
 
 }  // namespace
@@ -33,8 +40,11 @@ Selection select_rails_from(const std::vector<RdmaNetdev>& candidates, const Liv
     bool known = std::any_of(candidates.begin(), candidates.end(),
                              [&](const RdmaNetdev& c) { return c.netdev == name; });
     if (!known)
-      throw Error(name + ": not backed by any RDMA device under " + opts.sysfs_root +
-                  "/class/infiniband (the include-list names RDMA netdevs)");
+      throw Error(name + (opts.allow_plain_rails
+                              ? ": no such netdev in this network namespace"
+                              : ": not backed by any RDMA device under " + opts.sysfs_root +
+                                    "/class/infiniband (the include-list names RDMA netdevs; "
+                                    "--allow-plain-rails takes others too)"));
   }
   for (const auto& c : candidates) {
     const bool included = contains(opts.include, c.netdev);
@@ -48,11 +58,11 @@ Selection select_rails_from(const std::vector<RdmaNetdev>& candidates, const Liv
     }
     auto it = live.ipv4.find(c.netdev);
     if (it == live.ipv4.end()) {
-      sel.notes.push_back(c.netdev + " (" + c.ibdev + "): not in this network namespace; skipped");
+      sel.notes.push_back(label(c) + ": not in this network namespace; skipped");
       continue;
     }
     if (it->second.empty() && !opts.keep_no_ipv4) {
-      sel.notes.push_back(c.netdev + " (" + c.ibdev + "): no IPv4 address; skipped");
+      sel.notes.push_back(label(c) + ": no IPv4 address; skipped");
       continue;
     }
     if (opts.peer && !contains(*opts.peer, c.netdev)) {
@@ -72,6 +82,7 @@ Selection select_rails_from(const std::vector<RdmaNetdev>& candidates, const Liv
   }
   std::vector<std::string> hcas;
   for (const auto& r : sel.rails) {
+    if (r.ibdev.empty()) continue;  // a plain rail: nothing for NCCL's IB transport
     std::string h = r.ibdev + ":" + std::to_string(r.port);
     if (!contains(hcas, h)) hcas.push_back(h);
   }
@@ -81,9 +92,25 @@ Selection select_rails_from(const std::vector<RdmaNetdev>& candidates, const Liv
 
 Selection select_rails(const SelectOptions& opts) {
   std::vector<RdmaNetdev> candidates = enumerate_rdma_netdevs(opts.sysfs_root);
+  const size_t rdma_backed = candidates.size();
   NlSocket sock;
   CachePtr links = sock.links();
   ObjList addrs = sock.addrs();
+  if (opts.allow_plain_rails) {
+    // Every other netdev of this namespace but lo, by ifindex order; no ibdev, no GIDs.
+    for (nl_object* o = nl_cache_get_first(links.get()); o; o = nl_cache_get_next(o)) {
+      const char* name = rtnl_link_get_name(reinterpret_cast<rtnl_link*>(o));
+      if (!name || std::string(name) == "lo") continue;
+      if (std::none_of(candidates.begin(), candidates.end(),
+                       [&](const RdmaNetdev& c) { return c.netdev == name; }))
+        candidates.push_back(RdmaNetdev{name, "", 0, {}});
+    }
+    // A named rail that is not here is skipped with a note, as an absent RDMA-backed one is.
+    for (const std::string& name : opts.include)
+      if (std::none_of(candidates.begin(), candidates.end(),
+                       [&](const RdmaNetdev& c) { return c.netdev == name; }))
+        candidates.push_back(RdmaNetdev{name, "", 0, {}});
+  }
   LiveView live;
   for (const auto& c : candidates) {
     int ifindex = ifindex_by_name(links.get(), c.netdev);
@@ -98,7 +125,7 @@ Selection select_rails(const SelectOptions& opts) {
       live.bootstrap[c.netdev] = *why;
   }
   Selection s = select_rails_from(candidates, live, opts);
-  if (candidates.empty())
+  if (rdma_backed == 0)
     s.notes.push_back("no RDMA-backed netdev under " + opts.sysfs_root + "/class/infiniband");
   return s;
 }
@@ -107,8 +134,8 @@ Json selection_to_json(const Selection& s) {
   Json rails = Json::array();
   for (const auto& r : s.rails)
     rails.push_back(Json{{"netdev", r.netdev},
-                         {"ibdev", r.ibdev},
-                         {"port", r.port},
+                         {"ibdev", r.ibdev.empty() ? Json(nullptr) : Json(r.ibdev)},
+                         {"port", r.ibdev.empty() ? Json(nullptr) : Json(r.port)},
                          {"gid_index", r.gid_index < 0 ? Json(nullptr) : Json(r.gid_index)},
                          {"ipv4", r.ipv4}});
   return Json{{"rails", rails}, {"nccl_ib_hca", s.nccl_ib_hca}, {"notes", s.notes}};
@@ -124,8 +151,10 @@ std::string selection_to_text(const Selection& s) {
     std::string v4;
     for (const auto& a : r.ipv4) v4 += (v4.empty() ? "" : ",") + a;
     std::string gid = r.gid_index < 0 ? "-" : std::to_string(r.gid_index);
-    std::snprintf(line, sizeof(line), "%-16s %-12s %-5u %-9s %s\n", r.netdev.c_str(),
-                  r.ibdev.c_str(), r.port, gid.c_str(), v4.empty() ? "-" : v4.c_str());
+    const std::string port = r.ibdev.empty() ? "-" : std::to_string(r.port);
+    std::snprintf(line, sizeof(line), "%-16s %-12s %-5s %-9s %s\n", r.netdev.c_str(),
+                  r.ibdev.empty() ? "-" : r.ibdev.c_str(), port.c_str(), gid.c_str(),
+                  v4.empty() ? "-" : v4.c_str());
     out << line;
   }
   out << "NCCL_IB_HCA=" << s.nccl_ib_hca << "\n";

@@ -1,11 +1,13 @@
 // Rail selection: which RDMA-backed netdevs a job gets, by the rules cluster users rely on.
 //
 // The rules, in the order they apply (each dropped candidate gets a note saying why):
-//  1. candidates are netdevs backed by an RDMA device (rdma_sysfs.h);
+//  1. candidates are netdevs backed by an RDMA device (rdma_sysfs.h); with allow_plain_rails
+//     also the namespace's other netdevs but lo ("plain rails": veths of a test rig), which get
+//     no ibdev, no GID index and no place in NCCL_IB_HCA;
 //  2. the exclusion regex (default ^eth[0-9]+$, "" disables) drops names right away,
 //     unless the name is in the include-list;
 //  3. a non-empty include-list keeps only its names, as the real records (real ibdev, port,
-//     GIDs); a name that is not RDMA-backed is an error, never a made-up record;
+//     GIDs); a name that is not a candidate is an error, never a made-up record;
 //  4. a netdev absent from this network namespace is dropped;
 //  5. a netdev without IPv4 is dropped (unless keep_no_ipv4);
 //  6. with a peer list, only names the peer also has stay (symmetric multi-node sets);
@@ -33,6 +35,7 @@ struct SelectOptions {
   std::optional<std::vector<std::string>> peer;
   bool allow_bootstrap = false;
   std::vector<std::string> bootstrap_addrs;
+  bool allow_plain_rails = false;  // netdevs no RDMA device backs are candidates too
 };
 
 // What the current network namespace says about each netdev name.
@@ -42,7 +45,7 @@ struct LiveView {
 };
 
 struct SelectedRail {
-  std::string netdev, ibdev;
+  std::string netdev, ibdev;  // ibdev "" for a plain rail
   unsigned port = 0;
   int gid_index = -1;  // RoCE v2 IPv4 GID index, -1 if none
   std::vector<std::string> ipv4;

@@ -195,6 +195,47 @@ TEST(Selection, KeepsRealMetadataAndDerivesNcclIbHca) {
   EXPECT_EQ(s.nccl_ib_hca, "=mlx5_1:1,mlx5_3:1,mlx5_1:2");
 }
 
+TEST(Selection, PlainRailsFollowTheSameRulesAndStayOutOfNcclIbHca) {
+  // What select_rails adds with allow_plain_rails: netdevs no RDMA device backs.
+  auto c = candidates();
+  c.push_back(RdmaNetdev{"veth0", "", 0, {}});
+  c.push_back(RdmaNetdev{"veth1", "", 0, {}});
+  c.push_back(RdmaNetdev{"eth7", "", 0, {}});
+  LiveView v = live();
+  v.ipv4["veth0"] = {"198.51.100.1"};
+  v.ipv4["veth1"] = {};
+  v.ipv4["eth7"] = {"198.51.100.7"};
+  Selection s = select_rails_from(c, v, opts([](auto& o) { o.allow_plain_rails = true; }));
+  std::vector<std::string> got;
+  for (const auto& r : s.rails) got.push_back(r.netdev);
+  // The default regex drops eth7, veth1 has no IPv4; the RDMA-backed rails are as before.
+  EXPECT_EQ(got, (std::vector<std::string>{"rdma0", "rdma1", "veth0"}));
+  EXPECT_EQ(s.rails[2].ibdev, "");
+  EXPECT_EQ(s.rails[2].gid_index, -1);
+  EXPECT_EQ(s.nccl_ib_hca, "=mlx5_0:1,mlx5_1:1");
+  bool noted = false;
+  for (const auto& n : s.notes) noted = noted || n == "veth1: no IPv4 address; skipped";
+  EXPECT_TRUE(noted);
+  const Json j = selection_to_json(s);
+  EXPECT_TRUE(j["rails"][2]["ibdev"].is_null());
+  EXPECT_TRUE(j["rails"][2]["port"].is_null());
+  EXPECT_NE(selection_to_text(s).find("veth0            -            -     -"), std::string::npos)
+      << selection_to_text(s);
+  // Named, a plain rail wins over the regex like any other; only plain rails: no NCCL_IB_HCA.
+  Selection named = select_rails_from(c, v, opts([](auto& o) {
+                                        o.allow_plain_rails = true;
+                                        o.include = {"eth7", "veth0"};
+                                      }));
+  ASSERT_EQ(named.rails.size(), 2u);
+  EXPECT_EQ(named.nccl_ib_hca, "");
+  // A name that is no netdev at all is still an error.
+  EXPECT_THROW(select_rails_from(c, v, opts([](auto& o) {
+                                   o.allow_plain_rails = true;
+                                   o.include = {"nosuch0"};
+                                 })),
+               Error);
+}
+
 TEST(Selection, GidIndexIsTheRoceV2EntryOfTheCurrentAddress) {
   RdmaNetdev d = dev("rdma0", "mlx5_0", 1, 10);
   d.gids.push_back({4, gid4(192, 0, 2, 99), "IB/RoCE v1", "rdma0", "192.0.2.99"});
