@@ -7,6 +7,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <system_error>
+#include <thread>
 
 #include "proxy/observe/syscall_exit_bpf.h"
 
@@ -79,8 +81,18 @@ std::unique_ptr<ExitObserver> ExitObserver::open(Callback cb, std::string& why) 
 
 ExitObserver::~ExitObserver() {
   if (rb_) ring_buffer__free(rb_);
-  // Links are not owned by the object: each is destroyed, which detaches its program.
-  for (bpf_link* l : links_) bpf_link__destroy(l);
+  // Links are not owned by the object: each is destroyed, which detaches its program. Each
+  // detach waits for an RCU grace period in the kernel (40-55 ms each on a 2-vCPU VM); destroyed
+  // side by side they share one, instead of adding a quarter second to every traced run's exit.
+  std::vector<std::thread> detach;
+  for (bpf_link* l : links_) {
+    try {
+      detach.emplace_back([l] { bpf_link__destroy(l); });
+    } catch (const std::system_error&) {
+      bpf_link__destroy(l);  // no thread to spare: one after the other
+    }
+  }
+  for (std::thread& t : detach) t.join();
   if (obj_) bpf_object__close(obj_);
 }
 
