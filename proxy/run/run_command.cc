@@ -187,6 +187,7 @@ int run_supervised(const RunOptions& o) {
   if (ExitObserver* obs = engine.observer_if_open()) obs->consume();
   session.finish("result not observed before the sandbox exited");
   session.print_summary(o.stats);
+  if (ExitObserver* obs = engine.observer_if_open()) obs->detach_after_exit();
   return exit_status;
 }
 
