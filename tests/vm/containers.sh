@@ -83,7 +83,9 @@ ctr_bundle() {
 gid_of='g=; for i in $(seq 0 15); do [ "$(cat /sys/class/infiniband/IB/ports/1/gid_attrs/types/$i 2>/dev/null)" = "RoCE v2" ] && case $(cat /sys/class/infiniband/IB/ports/1/gids/$i) in *ffff:cb00:71*) g=$i; break;; esac; done'
 # The server's attack: a node with the client container's uverbs device number, made and opened.
 read -r ctr_major ctr_minor < <(stat -c '%t %T' "/dev/infiniband/$uvB" 2>/dev/null || echo 0 0)
-other_node="mknod /tmp/other c $((16#$ctr_major)) $((16#$ctr_minor)) && head -c1 /tmp/other; echo other-rc=\$?"
+# head's complaint goes to a file and is printed after the status line: busybox's head writes
+# "head: " and the rest separately, and the shell's next line could land between them.
+other_node="mknod /tmp/other c $((16#$ctr_major)) $((16#$ctr_minor)) && head -c1 /tmp/other 2>/tmp/other.err; echo other-rc=\$?; cat /tmp/other.err 2>/dev/null"
 # ctr_run_pair NAME RUNTIME SERVER-CMD CLIENT-CMD PORT [GID-FLAG]
 ctr_run_pair() {
   local name=$1 runtime=$2 scmd=$3 ccmd=$4 port=$5 gflag=${6:--g}
