@@ -3,6 +3,8 @@
 // read these tables; nothing else in the project spells an NVIDIA number.
 #pragma once
 
+#include <linux/ioctl.h>
+
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -78,6 +80,11 @@ const char* nvidia_status_name(uint32_t status);
 
 // NVIDIA frontend ioctls use type 'F'; the driver dispatches on IOC_NR alone.
 inline constexpr uint8_t kNvIoctlType = 0x46;
+// The request NVIDIA's user-space libraries send for escape `nr` with a `size`-byte parameter
+// block: _IOWR('F', nr, size).
+inline constexpr uint32_t nv_escape_request(uint8_t nr, uint32_t size) {
+  return _IOC(_IOC_READ | _IOC_WRITE, kNvIoctlType, nr, size);
+}
 // Escapes whose parameters are not a flat struct, so that decoders treat them by hand
 // (nv_escape.h and nv-ioctl-numbers.h; the same in every known release).
 inline constexpr uint8_t kNvEscRmControl = 0x2a;

@@ -35,8 +35,7 @@ T take(const std::vector<uint8_t>& b, size_t off) {
 
 // One frontend escape on `fd` with `params` as its in/out block; -errno on failure.
 int escape(int fd, uint8_t nr, std::vector<uint8_t>& params) {
-  const unsigned long req =
-      _IOC(_IOC_READ | _IOC_WRITE, kNvIoctlType, nr, static_cast<unsigned>(params.size()));
+  const unsigned long req = nv_escape_request(nr, static_cast<uint32_t>(params.size()));
   return ::ioctl(fd, req, params.data()) == 0 ? 0 : -errno;
 }
 

@@ -18,11 +18,6 @@ bool any_matches(const std::vector<IoctlMatch>& ms, uint32_t request) {
   return std::any_of(ms.begin(), ms.end(), [&](const IoctlMatch& m) { return m.matches(request); });
 }
 
-// The frontend's own encoding: _IOWR('F', nr, size).
-uint32_t canonical_escape(uint8_t nr, uint32_t size) {
-  return (3u << 30) | (size << 16) | (uint32_t{kNvIoctlType} << 8) | nr;
-}
-
 bool allowed_from_zeroes(const Policy& policy, const DecodedCall& call) {
   return call.malformed.empty() &&
          policy.evaluate(call, /*explain_allow=*/false).action == Action::kAllow;
@@ -58,7 +53,7 @@ KernelAllowed kernel_allowed_ioctls(const Policy& policy, const KernelAllowFacts
       bool any = false;
       for (uint32_t size : {uint32_t{e.param_size}, uint32_t{e.alt_param_size}}) {
         if (size == 0) continue;
-        const uint32_t request = canonical_escape(e.nr, size);
+        const uint32_t request = nv_escape_request(e.nr, size);
         if (any_matches(uvm, request) || any_matches(uverbs, request)) continue;
         const DecodedCall c =
             decode_nvidia_frontend_ioctl(request, kParams, zeroes, abi, DecodeDepth::kPolicy);

@@ -118,7 +118,7 @@ TEST(KernelAllow, QualifyingEscapesDecodeTheSameWhateverTheirParametersHold) {
   uint32_t seed = 12345;
   for (const NvEscape& e : abi.escapes) {
     if (!nv_escape_keys_from_request(abi, e.nr)) continue;
-    const uint32_t request = (3u << 30) | (uint32_t{e.param_size} << 16) | (0x46u << 8) | e.nr;
+    const uint32_t request = nv_escape_request(e.nr, e.param_size);
     BufferMemory zero, noise;
     std::vector<uint8_t> bytes(e.param_size);
     for (uint8_t& b : bytes) b = static_cast<uint8_t>((seed = seed * 1103515245 + 12345) >> 16);
