@@ -78,6 +78,12 @@ const DeviceNode kAnyUverbs{"/dev/infiniband/uverbs*", "uverbs", DeviceClass::kU
 // Up to this many CPUs the synchronous wake-up flag is on by default.
 constexpr long kSyncWakeupMaxCpus = 4;
 
+bool every_node_granted(const DeviceCatalog& catalog, const Grants& grants, DeviceClass cls) {
+  for (const DeviceNode& n : catalog.nodes())
+    if (n.device_class == cls && !grants.granted(n)) return false;
+  return true;
+}
+
 }  // namespace
 
 bool every_gpu_granted(const DeviceCatalog& catalog, const Grants& grants) {
@@ -104,16 +110,10 @@ Session::Session(Engine& engine, SessionConfig config)
   setup_nvidia();
   all_gpus_granted_ = every_gpu_granted(catalog_, config_.grants);
   if (config_.kernel_allow && config_.mode == Mode::kEnforce && !tracing() && nv_enforce_) {
-    KernelAllowFacts facts;
-    facts.nvidia_abi = engine_.nvidia().abi;
-    facts.nvidia_frontend_all_granted = facts.nvidia_uvm_all_granted = true;
-    for (const DeviceNode& n : catalog_.nodes()) {
-      const bool granted = config_.grants.granted(n);
-      if (n.device_class == DeviceClass::kNvidiaFrontend)
-        facts.nvidia_frontend_all_granted = facts.nvidia_frontend_all_granted && granted;
-      if (n.device_class == DeviceClass::kNvidiaUvm)
-        facts.nvidia_uvm_all_granted = facts.nvidia_uvm_all_granted && granted;
-    }
+    const KernelAllowFacts facts{
+        engine_.nvidia().abi,
+        every_node_granted(catalog_, config_.grants, DeviceClass::kNvidiaFrontend),
+        every_node_granted(catalog_, config_.grants, DeviceClass::kNvidiaUvm)};
     kernel_allowed_ = kernel_allowed_ioctls(config_.policy, facts);
   }
   const ClassPolicy* uverbs = config_.policy.class_policy(DeviceClass::kUverbs);
