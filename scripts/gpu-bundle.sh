@@ -14,6 +14,9 @@ cp build/tests/security/attack_client "$dir/" && strip "$dir/attack_client"
 cp build/tests/agent/runtime_client "$dir/" && strip "$dir/runtime_client"
 # tests/bench/ioctl_latency.sh takes the bundle as its build directory.
 mkdir -p "$dir/tests/bench" && cp build/tests/bench/ioctl_bench "$dir/tests/bench/"
+# tests/gpu/run.sh's caller-side clock (an LD_PRELOAD library), built here: the GPU machine may
+# have no compiler.
+gcc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$dir/call_clock.so" tests/gpu/call_clock.c -ldl
 # Debian's runc (needs libseccomp, copied below with gdrproxy's), for tests/gpu/runc_container.sh.
 if command -v runc >/dev/null; then cp "$(command -v runc)" "$dir/"; fi
 # Everything outside glibc and libstdc++ (those are newer on the GPU image).

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The GPU machine's one script: builds the test programs, checks every workload natively and
 # under `gdrproxy run --mode enforce` (default policy) and `--mode trace`, times them (median of 5
-# alternating rounds), compares NCCL's topology dump native vs proxied, and prints a short table
-# last. Run from the repo root on the GPU test machine:
+# alternating rounds), measures from the caller's side the time gdrproxy adds to device calls
+# (tests/gpu/call_clock.c), compares NCCL's topology dump native vs proxied, and prints a short
+# table last. Run from the repo root on the GPU test machine:
 #   tests/gpu/run.sh [GDRPROXY_BUNDLE_DIR]
 # The bundle (scripts/gpu-bundle.sh makes it here) holds build/gdrproxy and the shared libraries
 # it needs, because that machine has no package manager.
@@ -154,6 +155,56 @@ for ((i = 0; i < rounds; i++)); do
 done
 median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
+echo "== caller-side time in ioctl and open (tests/gpu/call_clock.c, $rounds alternating rounds)"
+# The wall times above carry CUDA start-up's noise (tens of ms from run to run). What gdrproxy
+# adds is the time its device calls take longer from the caller's side, plus its own start and
+# exit: both measured here, each against a native baseline of the same rounds.
+clock_lib=$(realpath "$bundle/call_clock.so")
+declare -A cc
+for ((i = 0; i < rounds; i++)); do
+  for w in matmul allreduce; do
+    for mode in native enforce trace; do
+      d=$work/clock-$w-$mode-$i
+      mkdir -p "$d"
+      timed=(env LD_PRELOAD="$clock_lib" CALL_CLOCK_DIR="$d" python3 tests/gpu/workloads.py "$w")
+      case $mode in
+        native) "${timed[@]}" ;;
+        enforce) "$gp" run -q --mode enforce -- "${timed[@]}" ;;
+        trace) "$gp" run -q --mode trace --trace-json "$work/clock.jsonl" -- "${timed[@]}" ;;
+      esac >/dev/null 2>&1
+      # ioctl_calls open_calls total_ms max_process_ms
+      read -r nio nop _ mx < <(python3 tests/gpu/call_clock_sum.py "$d")
+      cc[$w.$mode.ioctls]+="$nio " cc[$w.$mode.opens]+="$nop " cc[$w.$mode.ms]+="$mx "
+    done
+  done
+done
+# gdrproxy's own start and exit: `run -- true` against `true`, 20 alternating runs each.
+declare -A fixed
+for ((i = 0; i < 20; i++)); do
+  for mode in native enforce trace; do
+    t0=$(now)
+    case $mode in
+      native) /bin/true ;;
+      enforce) "$gp" run -q --mode enforce -- /bin/true ;;
+      trace) "$gp" run -q --mode trace --trace-json "$work/fixed.jsonl" -- /bin/true ;;
+    esac >/dev/null 2>&1
+    fixed[$mode]+="$(python3 -c "print(($(now) - $t0) * 1000)") "
+  done
+done
+declare -A added
+for w in matmul allreduce; do
+  n_ms=$(median <<<"${cc[$w.native.ms]}")
+  wall_ms=$(python3 -c "print($(median <<<"${times[$w.native]}") * 1000)")
+  for mode in enforce trace; do
+    m_ms=$(median <<<"${cc[$w.$mode.ms]}")
+    f_ms=$(python3 -c "print($(median <<<"${fixed[$mode]}") - $(median <<<"${fixed[native]}"))")
+    added[$w.$mode]=$(python3 -c "
+calls = $m_ms - $n_ms; fixed = $f_ms; wall = $wall_ms
+print(f'{1 + (calls + fixed) / wall:.4f} (calls +{calls:.1f} ms, start/exit +{fixed:.1f} ms, native wall {wall:.0f} ms)')")
+    echo "$w $mode: $(median <<<"${cc[$w.$mode.ioctls]}") ioctls, $(median <<<"${cc[$w.$mode.opens]}") opens; slowest process in them: $m_ms ms (native $n_ms ms) -> ${added[$w.$mode]}"
+  done
+done
+
 echo "== 8 concurrent CUDA processes, each its own session of one agent (tests/gpu/agent_sessions.sh)"
 agent8=$(ROUNDS=$rounds tests/gpu/agent_sessions.sh "$bundle" 2>&1 | tail -1)
 echo "$agent8"
@@ -175,6 +226,9 @@ for w in matmul allreduce; do
   done
 done
 for w in cuda matmul allreduce; do echo "$w per ioctl: ${phases[$w]}"; done
+for w in matmul allreduce; do
+  for mode in enforce trace; do echo "$w $mode, caller-side added time / native wall: ${added[$w.$mode]}"; done
+done
 for w in matmul allreduce; do echo "$w notifications: ${trapped[$w]} with in-kernel ALLOW, ${trapall[$w]} with --kernel-allow off"; done
 grep -E 'enforce|trace' "$out/ioctl_latency.txt" | sed 's/^/per-call: /'
 echo "topology native vs proxied: $topo"
