@@ -347,6 +347,89 @@ wait_for() {
   [ "$status" -eq 0 ]
 }
 
+@test "run in runc containers served by an agent: peers over every rail; crun refused on hybrid cgroups; killed run torn down" {
+  command -v runc >/dev/null || { echo "runc is not installed (scripts/setup.sh installs it)" >&2; false; }
+  export RDMA_IFACES=rail0,rail1
+  run on_node A prepare
+  [ "$status" -eq 0 ]
+  run on_node B prepare
+  [ "$status" -eq 0 ]
+  cd "$GH_W"  # the container's working directory, bound read-write: the results land here
+
+  # crun 1.8 drives cgroup v2 only: on a host with v1 controllers beside cgroup2 the harness
+  # refuses before anything changes, saying so.
+  if [[ $(stat -f -c %T /sys/fs/cgroup) != cgroup2fs ]] && command -v crun >/dev/null; then
+    run env GDR_HARNESS_RUNTIME=crun timeout 30 bash -c 'on_node B run -- true'
+    echo "$output"
+    [ "$status" -eq 125 ]
+    [[ $output == *"crun drives cgroup v2 only"* ]]
+    in_node B ip link show rail0 >/dev/null
+  fi
+
+  rm -f "$GH_W/B.up" "$GH_W/B.stop"
+  env GDR_HARNESS_RUNTIME=runc GDR_HARNESS_BOOTSTRAP_ADDR=192.0.2.120/24 timeout 60 \
+    bash -c 'on_node B run -- sh -c "$1"' _ \
+    "touch B.up; for i in \$(seq 200); do [ -e B.stop ] && exit 0; sleep 0.1; done; exit 9" \
+    >"$GH_W/B.out" 2>&1 &
+  bpid=$!
+  wait_for "$GH_W/B.up" 30 || { cat "$GH_W/B.out"; false; }
+  grep -q 'container gdrh-'"$GH_P"'-nodeB by runc' "$GH_W/B.out"
+
+  script='set -e; env | sort >A.env; ip -o link show | cut -d: -f2 >A.links
+    grep -E "^(Seccomp|CapEff):" /proc/self/status >A.status; ls /dev >A.dev
+    for i in 0 1; do ping -q -I rail$i -c1 -W1 198.51.100.2$i; done
+    ping -q -I eth0 -c1 -W1 192.0.2.120'
+  run env GDR_HARNESS_RUNTIME=runc GDR_HARNESS_BOOTSTRAP_ADDR=192.0.2.110/24 UCX_TLS=rc OTHER_VAR=1 \
+    timeout 60 bash -c 'on_node A run -- sh -c "$1"' _ "$script"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  touch "$GH_W/B.stop"
+  wait "$bpid"
+  cat "$GH_W/B.out"
+  grep -q 'CMD exited with status 0' "$GH_W/B.out"
+
+  [[ $output == *"CMD runs in a runc container served by gdrproxy agent"* ]]
+  [[ $output == *"container gdrh-${GH_P}-nodeA by runc"* ]]
+  sed 's/^ *//; s/@.*//' "$GH_W/A.links" | sort | tr '\n' ' ' >"$GH_W/A.links.s"
+  [ "$(cat "$GH_W/A.links.s")" = "eth0 lo rail0 rail1 " ]
+  grep -qx 'NCCL_SOCKET_IFNAME=eth0' "$GH_W/A.env"
+  grep -qx 'UCX_TLS=rc' "$GH_W/A.env"
+  refute grep -q '^OTHER_VAR=' "$GH_W/A.env"
+  # The container is under the agent's seccomp listener (filter mode 2) and holds no device node
+  # of the host: no rail has an RDMA device, so nothing is granted.
+  grep -qx 'Seccomp:[[:space:]]*2' "$GH_W/A.status"
+  refute grep -qE '^(infiniband|nvidia)' "$GH_W/A.dev"
+  # After the run: rails back, the container deleted, the run's agent gone, no state left.
+  in_node A ip link show rail1 >/dev/null
+  in_node B ip link show rail1 >/dev/null
+  [ ! -e "/run/gdr-harness/${GH_P}-nodeA/run" ]
+  [ ! -e "/run/gdr-harness/${GH_P}-nodeB/run" ]
+  refute pgrep -f "/run/gdr-harness/${GH_P}-node[AB]/run/agent.sock"
+
+  # A run killed with SIGKILL: teardown deletes its container and stops its agent.
+  st=/run/gdr-harness/${GH_P}-nodeA
+  GDR_HARNESS_RUNTIME=runc on_node A run -- sleep 127 >"$GH_W/k.out" 2>&1 &
+  kpid=$!
+  for ((i = 0; i < 200; i++)); do grep -q 'running in the container' "$GH_W/k.out" && break; sleep 0.1; done
+  for ((i = 0; i < 100; i++)); do [[ $(runc --root "$st/run/runtime" state "gdrh-${GH_P}-nodeA" 2>/dev/null | jq -r .status) == running ]] && break; sleep 0.1; done
+  [[ $(runc --root "$st/run/runtime" state "gdrh-${GH_P}-nodeA" | jq -r .status) == running ]]
+  read -r owner _ <"$st/run/owner"
+  read -r agent _ <"$st/run/agent.pid"
+  kill -KILL "$owner"
+  wait "$kpid" || true
+  kill -0 "$agent"   # the agent outlives the harness until teardown
+  run on_node A teardown
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ ! -e "$st" ]
+  refute kill -0 "$agent" 2>/dev/null
+  refute pgrep -fx "sleep 127"
+  run on_node B teardown
+  [ "$status" -eq 0 ]
+  assert_restored A
+  assert_restored B
+}
+
 @test "run: DEBUG_ALL sets NCCL debug variables, the caller's own values win; NCCL_TOPO_FILE gated" {
   run env RDMA_IFACES=rail0 bash -c 'on_node A prepare'
   [ "$status" -eq 0 ]

@@ -1,0 +1,201 @@
+# shellcheck shell=bash
+# gdr-harness's container path: `gdr-harness run` with GDR_HARNESS_RUNTIME=runc or crun runs CMD
+# as an OCI container of that runtime, served by `gdrproxy agent`, instead of under `gdrproxy run`
+# in namespaces of the harness's own. Sourced by harness/gdr-harness (it needs its say/die,
+# join_csv, GP, PLAN, NODE, RUN_DIR and CTR_NETNS).
+#
+# The idea not to miss: the rails are still moved by the harness (`gdrproxy netns move` into the
+# pinned namespace at $CTR_NETNS, journal and teardown unchanged); the container joins that
+# namespace by path, and everything about devices is `gdrproxy oci prepare`'s: the seccomp
+# profile with the agent's listener, /dev nodes of the granted devices only, device cgroup rules
+# and the synthetic /sys. The agent, when the harness starts it, lives as long as the run and
+# grants exactly the run's grant set; an operator's agent (GDR_HARNESS_AGENT_SOCKET) decides by
+# its own config. The container's state is under $RUN_DIR, so `teardown` finds a killed run's
+# container and agent there.
+
+# The runtime, its state directory, the container id, the agent this run started.
+oci_runtime() { printf '%s' "${GDR_HARNESS_RUNTIME:-}"; }
+oci_root() { printf '%s/runtime' "$RUN_DIR"; }
+oci_id() { printf 'gdrh-%s' "$NODE"; }
+
+# Is the requested runtime one this path drives? Dies otherwise (before anything is changed).
+oci_check_runtime() {
+  local rt
+  rt=$(oci_runtime)
+  case $rt in
+    runc | crun) ;;
+    *) die "GDR_HARNESS_RUNTIME='$rt': the container path drives runc or crun (unset it to run under gdrproxy run)" 125 ;;
+  esac
+  command -v "$rt" >/dev/null 2>&1 || die "GDR_HARNESS_RUNTIME=$rt, but $rt is not installed (apt-get install $rt)" 125
+  if [[ $rt == crun && $(stat -f -c %T /sys/fs/cgroup 2>/dev/null) != cgroup2fs ]]; then
+    die "GDR_HARNESS_RUNTIME=crun: crun drives cgroup v2 only, and /sys/fs/cgroup here is not a cgroup2 hierarchy (v1 controllers beside it); use runc" 125
+  fi
+  if [[ -n ${GDR_HARNESS_ROOTFS:-} && ! -d ${GDR_HARNESS_ROOTFS} ]]; then
+    die "GDR_HARNESS_ROOTFS='${GDR_HARNESS_ROOTFS}' is not a directory (an image's unpacked root file system)" 125
+  fi
+}
+
+# oci_bundle BUNDLE ENVS_JSON CMD...: BUNDLE/config.json for CMD with the environment in
+# ENVS_JSON (a JSON array of NAME=VALUE). The root file system is GDR_HARNESS_ROOTFS (an image's
+# unpacked rootfs, read-only), or else the host's /usr, /etc and /opt bound read-only on an
+# empty root. The caller's working directory is bound read-write at its own path and is CMD's.
+# CMD gets the capabilities of a default Docker container (ping and the like work as in the
+# user's usual containers; the device cgroup still refuses device nodes) and the harness's own
+# hard memlock limit as both limits (RDMA memory registration pins pages).
+oci_bundle() {
+  local b=$1 envs=$2
+  shift 2
+  local root=$b/rootfs host=1 d binds=()
+  if [[ -n ${GDR_HARNESS_ROOTFS:-} ]]; then
+    root=$(cd "$GDR_HARNESS_ROOTFS" && pwd -P)
+    host=0
+  else
+    mkdir -p "$root"/{usr,etc,opt,proc,dev,sys,tmp,run,root}
+    # Merged /usr (Debian 12): /bin, /sbin, /lib* are links into /usr; a host without it gets
+    # those directories bound as well.
+    for d in bin sbin lib lib32 lib64 libx32; do
+      if [[ -L /$d ]]; then
+        ln -s "$(readlink "/$d")" "$root/$d"
+      elif [[ -d /$d ]]; then
+        mkdir -p "$root/$d"
+        binds+=("/$d")
+      fi
+    done
+  fi
+  local cwd memlock token=memlock-$$-$RANDOM$RANDOM
+  cwd=$(pwd -P)
+  if ((host)); then
+    for d in /usr /etc /opt; do [[ -d $d ]] && binds+=("$d"); done
+  fi
+  # As much locked memory as the harness itself may have: raising a hard limit needs
+  # CAP_SYS_RESOURCE, which a node's root does not always hold. (jq would print 2^64-1 as a
+  # float, which runtimes refuse, so the number replaces a random token after jq.)
+  memlock=$(ulimit -H -l)
+  [[ $memlock == unlimited ]] && memlock=18446744073709551615 || memlock=$((memlock * 1024))
+  # A working directory of / stays the image's own.
+  [[ $cwd == / ]] || binds+=("$cwd")
+  jq -n --arg root "$root" --argjson binds "$(jq -cn '$ARGS.positional' --args -- "${binds[@]}")" \
+    --arg cwd "$cwd" --argjson env "$envs" --arg netns "$CTR_NETNS" \
+    --arg token "$token" --arg user "${GDR_HARNESS_USER:-0:0}" --arg hostname "$(uname -n)" \
+    --args '
+    def bind($src; $opts): {destination: $src, type: "bind", source: $src, options: (["rbind"] + $opts)};
+    ($user | split(":") | map(tonumber)) as $ug |
+    ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW",
+     "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
+     "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE"] as $caps |
+    {
+      ociVersion: "1.0.2",
+      hostname: $hostname,
+      process: {
+        terminal: false, user: {uid: $ug[0], gid: $ug[1]}, cwd: $cwd, args: $ARGS.positional,
+        env: $env, noNewPrivileges: true,
+        capabilities: {bounding: $caps, effective: $caps, permitted: $caps},
+        rlimits: [{type: "RLIMIT_MEMLOCK", hard: $token, soft: $token}]
+      },
+      root: {path: $root, readonly: true},
+      mounts: ([
+        {destination: "/proc", type: "proc", source: "proc"},
+        {destination: "/dev", type: "tmpfs", source: "tmpfs", options: ["nosuid", "strictatime", "mode=755", "size=65536k"]},
+        {destination: "/dev/pts", type: "devpts", source: "devpts", options: ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"]},
+        {destination: "/dev/shm", type: "tmpfs", source: "shm", options: ["nosuid", "noexec", "nodev", "mode=1777", "size=1g"]},
+        {destination: "/tmp", type: "tmpfs", source: "tmpfs", options: ["nosuid", "nodev", "mode=1777"]},
+        {destination: "/run", type: "tmpfs", source: "tmpfs", options: ["nosuid", "nodev", "mode=755"]},
+        {destination: "/sys", type: "sysfs", source: "sysfs", options: ["nosuid", "noexec", "nodev", "ro"]}
+      ] + ($binds | map(bind(.; if . == $cwd then ["rw"] else ["ro"] end)))),
+      linux: {
+        namespaces: [{type: "pid"}, {type: "mount"}, {type: "ipc"}, {type: "uts"},
+                     {type: "network", path: $netns}],
+        resources: {devices: [{allow: false, access: "rwm"}]},
+        maskedPaths: ["/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug"],
+        readonlyPaths: ["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"]
+      }
+    }' -- "$@" | sed "s/\"$token\"/$memlock/g" >"$b/config.json"
+}
+
+# oci_start_agent GRANTS_CSV: an agent for this run on $RUN_DIR/agent.sock granting exactly
+# GRANTS_CSV to this run's container id; traces to GDR_HARNESS_LOG_DIR with DEBUG_ALL.
+# Sets OCI_SOCK.
+oci_start_agent() {
+  local grants=$1 trace=false
+  local -a args=()
+  OCI_SOCK=$RUN_DIR/agent.sock
+  if is_true "${DEBUG_ALL:-}"; then
+    trace=true
+    local tdir=${GDR_HARNESS_LOG_DIR:-/tmp}/gdrproxy-trace.$NODE
+    mkdir -p "$tdir"
+    args+=(--trace-dir "$tdir")
+    say "DEBUG_ALL=1: gdrproxy traces the container's device calls into $tdir"
+  fi
+  jq -n --arg id "$(oci_id)" --arg grants "$grants" --argjson trace "$trace" \
+    '{version: 1, containers: [{match: {id: $id}, grants: ($grants | split(",") | map(select(. != ""))),
+      grants_from_metadata: true, trace: $trace}]}' >"$RUN_DIR/agent.json"
+  "$GP" agent --socket "$OCI_SOCK" --ctl-socket "$RUN_DIR/agent.ctl" --config "$RUN_DIR/agent.json" \
+    "${args[@]}" >"$RUN_DIR/agent.log" 2>&1 &
+  local pid=$! i
+  printf '%s %s\n' "$pid" "$(awk '{print $22}' "/proc/$pid/stat" 2>/dev/null)" >"$RUN_DIR/agent.pid"
+  for ((i = 0; i < 100; i++)); do
+    grep -q 'gdrproxy agent: serving' "$RUN_DIR/agent.log" 2>/dev/null && return 0
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  sed 's/^/  agent: /' "$RUN_DIR/agent.log" >&2
+  die "gdrproxy agent did not start on $OCI_SOCK (log above)" 125
+}
+
+# oci_prepare_container GRANTS_CSV ENVS_JSON CMD...: bundle, agent and `gdrproxy oci prepare`.
+# Sets OCI_CMD, the command line that runs the container in the foreground.
+oci_prepare_container() {
+  local grants=$1 envs=$2
+  shift 2
+  local rt b
+  rt=$(oci_runtime)
+  b=$RUN_DIR/bundle
+  mkdir -p "$b" "$(oci_root)"
+  printf '%s\n' "$rt" >"$RUN_DIR/runtime.name"
+  oci_bundle "$b" "$envs" "$@" || die "cannot write the container's config.json in $b" 125
+  if [[ -n ${GDR_HARNESS_AGENT_SOCKET:-} ]]; then
+    OCI_SOCK=$GDR_HARNESS_AGENT_SOCKET
+    [[ -S $OCI_SOCK ]] || die "GDR_HARNESS_AGENT_SOCKET=$OCI_SOCK is not a socket (is the agent running?)" 125
+    say "the operator's agent on $OCI_SOCK serves the container $(oci_id) (its config decides)"
+  else
+    oci_start_agent "$grants"
+    say "gdrproxy agent for this run on $OCI_SOCK, granting ${grants:-nothing} to $(oci_id)"
+  fi
+  local -a prep=("$GP" oci prepare "$b" --listener "$OCI_SOCK" --runtime "$rt")
+  [[ -n $grants ]] && prep+=(--grant "$grants")
+  # The synthetic /sys models RDMA devices; plain rails have none, and a GPU-only grant keeps it.
+  if [[ -z $grants ]]; then prep+=(--no-sysfs); fi
+  "${prep[@]}" >"$RUN_DIR/oci-prepare.log" 2>&1 || {
+    sed 's/^/  oci prepare: /' "$RUN_DIR/oci-prepare.log" >&2
+    die "gdrproxy oci prepare failed for the container's bundle $b (output above)" 125
+  }
+  # shellcheck disable=SC2034 # run by gdr-harness's cmd_run
+  OCI_CMD=("$rt" --root "$(oci_root)" run --bundle "$b" "$(oci_id)")
+  say "container $(oci_id) by $rt, bundle $b"
+}
+
+# oci_cleanup: the container deleted (killed first) and the run's agent stopped. Safe to call
+# twice and after a killed run (teardown): it reads only what lies under $RUN_DIR.
+oci_cleanup() {
+  local rt=${1:-$(oci_runtime)} failed=0
+  if [[ -d $(oci_root) ]]; then
+    [[ -n $rt ]] || rt=$(cat "$RUN_DIR/runtime.name" 2>/dev/null || true)
+    if [[ -n $rt ]] && command -v "$rt" >/dev/null 2>&1; then
+      "$rt" --root "$(oci_root)" delete -f "$(oci_id)" >/dev/null 2>&1 || true
+      if "$rt" --root "$(oci_root)" state "$(oci_id)" >/dev/null 2>&1; then
+        say "cannot delete container $(oci_id) ($rt --root $(oci_root))"
+        failed=1
+      fi
+    fi
+  fi
+  local pid start i
+  if [[ -f $RUN_DIR/agent.pid ]] && read -r pid start <"$RUN_DIR/agent.pid" && [[ $pid =~ ^[0-9]+$ ]]; then
+    if [[ $(awk '{print $22}' "/proc/$pid/stat" 2>/dev/null) == "$start" ]]; then
+      kill -TERM "$pid" 2>/dev/null || true
+      for ((i = 0; i < 50; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+    rm -f "$RUN_DIR/agent.pid"
+  fi
+  return "$failed"
+}
