@@ -13,10 +13,15 @@
 # its own config. The container's state is under $RUN_DIR, so `teardown` finds a killed run's
 # container and agent there.
 
-# The runtime, its state directory, the container id, the agent this run started.
+# The runtime; per container (OWNER_KEY: node, or rank-N with one container per rank) its
+# directory (bundle, the runtime's state) and id: gdrh-<node>, or gdrh-<node>-rN.
 oci_runtime() { printf '%s' "${GDR_HARNESS_RUNTIME:-}"; }
-oci_root() { printf '%s/runtime' "$RUN_DIR"; }
-oci_id() { printf 'gdrh-%s' "$NODE"; }
+oci_dir() { printf '%s/ctr-%s' "$RUN_DIR" "${1:-$OWNER_KEY}"; }
+oci_root() { printf '%s/runtime' "$(oci_dir "${1:-}")"; }
+oci_id() {
+  local key=${1:-$OWNER_KEY}
+  if [[ $key == node ]]; then printf 'gdrh-%s' "$NODE"; else printf 'gdrh-%s-r%s' "$NODE" "${key#rank-}"; fi
+}
 
 # Is the requested runtime one this path drives? Dies otherwise (before anything is changed).
 oci_check_runtime() {
@@ -112,9 +117,16 @@ oci_bundle() {
     }' -- "$@" | sed "s/\"$token\"/$memlock/g" >"$b/config.json"
 }
 
-# oci_start_agent GRANTS_CSV: an agent for this run on $RUN_DIR/agent.sock granting exactly
-# GRANTS_CSV to this run's container id; traces to GDR_HARNESS_LOG_DIR with DEBUG_ALL.
-# Sets OCI_SOCK.
+# Is the agent the node's runs started alive?
+oci_agent_alive() {
+  local pid start
+  [[ -f $RUN_DIR/agent.pid ]] && read -r pid start <"$RUN_DIR/agent.pid" && [[ $pid =~ ^[0-9]+$ ]] &&
+    [[ $(awk '{print $22}' "/proc/$pid/stat" 2>/dev/null) == "$start" ]]
+}
+
+# oci_start_agent GRANTS_CSV: the node's agent on $RUN_DIR/agent.sock granting exactly
+# GRANTS_CSV to the node's containers (gdrh-<node>, gdrh-<node>-rN); traces to
+# GDR_HARNESS_LOG_DIR with DEBUG_ALL. Sets OCI_SOCK. Called under the node's run lock.
 oci_start_agent() {
   local grants=$1 trace=false
   local -a args=()
@@ -126,11 +138,14 @@ oci_start_agent() {
     args+=(--trace-dir "$tdir")
     say "DEBUG_ALL=1: gdrproxy traces the container's device calls into $tdir"
   fi
-  jq -n --arg id "$(oci_id)" --arg grants "$grants" --argjson trace "$trace" \
-    '{version: 1, containers: [{match: {id: $id}, grants: ($grants | split(",") | map(select(. != ""))),
-      grants_from_metadata: true, trace: $trace}]}' >"$RUN_DIR/agent.json"
+  jq -n --arg id "gdrh-$NODE" --arg grants "$grants" --argjson trace "$trace" \
+    '($grants | split(",") | map(select(. != ""))) as $g |
+     {version: 1, containers: [{match: {id: $id}, grants: $g, grants_from_metadata: true, trace: $trace},
+                               {match: {id: ($id + "-r*")}, grants: $g, grants_from_metadata: true, trace: $trace}]}' \
+    >"$RUN_DIR/agent.json"
+  # Not holding the run lock's fd: the agent outlives this run when other ranks remain.
   "$GP" agent --socket "$OCI_SOCK" --ctl-socket "$RUN_DIR/agent.ctl" --config "$RUN_DIR/agent.json" \
-    "${args[@]}" >"$RUN_DIR/agent.log" 2>&1 &
+    "${args[@]}" >"$RUN_DIR/agent.log" 2>&1 {RUN_LOCK_FD}>&- &
   local pid=$! i
   printf '%s %s\n' "$pid" "$(awk '{print $22}' "/proc/$pid/stat" 2>/dev/null)" >"$RUN_DIR/agent.pid"
   for ((i = 0; i < 100; i++)); do
@@ -149,17 +164,20 @@ oci_prepare_container() {
   shift 2
   local rt b
   rt=$(oci_runtime)
-  b=$RUN_DIR/bundle
+  b=$(oci_dir)/bundle
   mkdir -p "$b" "$(oci_root)"
-  printf '%s\n' "$rt" >"$RUN_DIR/runtime.name"
+  printf '%s\n' "$rt" >"$(oci_dir)/runtime.name"
   oci_bundle "$b" "$envs" "$@" || die "cannot write the container's config.json in $b" 125
   if [[ -n ${GDR_HARNESS_AGENT_SOCKET:-} ]]; then
     OCI_SOCK=$GDR_HARNESS_AGENT_SOCKET
     [[ -S $OCI_SOCK ]] || die "GDR_HARNESS_AGENT_SOCKET=$OCI_SOCK is not a socket (is the agent running?)" 125
     say "the operator's agent on $OCI_SOCK serves the container $(oci_id) (its config decides)"
+  elif oci_agent_alive; then
+    OCI_SOCK=$RUN_DIR/agent.sock
+    say "the node's gdrproxy agent on $OCI_SOCK serves the container $(oci_id)"
   else
     oci_start_agent "$grants"
-    say "gdrproxy agent for this run on $OCI_SOCK, granting ${grants:-nothing} to $(oci_id)"
+    say "gdrproxy agent for node $NODE on $OCI_SOCK, granting ${grants:-nothing} to $(oci_id)"
   fi
   local -a prep=("$GP" oci prepare "$b" --listener "$OCI_SOCK" --runtime "$rt")
   [[ -n $grants ]] && prep+=(--grant "$grants")
@@ -174,28 +192,42 @@ oci_prepare_container() {
   say "container $(oci_id) by $rt, bundle $b"
 }
 
-# oci_cleanup: the container deleted (killed first) and the run's agent stopped. Safe to call
-# twice and after a killed run (teardown): it reads only what lies under $RUN_DIR.
-oci_cleanup() {
-  local rt=${1:-$(oci_runtime)} failed=0
-  if [[ -d $(oci_root) ]]; then
-    [[ -n $rt ]] || rt=$(cat "$RUN_DIR/runtime.name" 2>/dev/null || true)
-    if [[ -n $rt ]] && command -v "$rt" >/dev/null 2>&1; then
-      "$rt" --root "$(oci_root)" delete -f "$(oci_id)" >/dev/null 2>&1 || true
-      if "$rt" --root "$(oci_root)" state "$(oci_id)" >/dev/null 2>&1; then
-        say "cannot delete container $(oci_id) ($rt --root $(oci_root))"
-        failed=1
-      fi
+# oci_delete_container KEY: container KEY deleted (killed first) with the runtime that made it,
+# its directory removed. Safe to call twice and after a killed run.
+oci_delete_container() {
+  local key=$1 rt dir
+  dir=$(oci_dir "$key")
+  [[ -d $dir ]] || return 0
+  rt=$(cat "$dir/runtime.name" 2>/dev/null || true)
+  if [[ -n $rt && -d $(oci_root "$key") ]] && command -v "$rt" >/dev/null 2>&1; then
+    "$rt" --root "$(oci_root "$key")" delete -f "$(oci_id "$key")" >/dev/null 2>&1 || true
+    if "$rt" --root "$(oci_root "$key")" state "$(oci_id "$key")" >/dev/null 2>&1; then
+      say "cannot delete container $(oci_id "$key") ($rt --root $(oci_root "$key"))"
+      return 1
     fi
   fi
-  local pid start i
-  if [[ -f $RUN_DIR/agent.pid ]] && read -r pid start <"$RUN_DIR/agent.pid" && [[ $pid =~ ^[0-9]+$ ]]; then
-    if [[ $(awk '{print $22}' "/proc/$pid/stat" 2>/dev/null) == "$start" ]]; then
-      kill -TERM "$pid" 2>/dev/null || true
-      for ((i = 0; i < 50; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -KILL "$pid" 2>/dev/null || true
-    fi
-    rm -f "$RUN_DIR/agent.pid"
+  rm -rf -- "$dir"
+}
+
+# oci_stop_agent: the agent the node's runs started, stopped (SIGTERM, SIGKILL after 5 s).
+oci_stop_agent() {
+  local pid i
+  if oci_agent_alive; then
+    read -r pid _ <"$RUN_DIR/agent.pid"
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((i = 0; i < 50; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
   fi
+  rm -f "$RUN_DIR/agent.pid"
+}
+
+# oci_cleanup_all: every container of the node's runs deleted and the agent stopped (teardown).
+oci_cleanup_all() {
+  local dir failed=0
+  for dir in "$RUN_DIR"/ctr-*; do
+    [[ -d $dir ]] || continue
+    oci_delete_container "${dir##*/ctr-}" || failed=1
+  done
+  oci_stop_agent
   return "$failed"
 }

@@ -411,8 +411,8 @@ wait_for() {
   GDR_HARNESS_RUNTIME=runc on_node A run -- sleep 127 >"$GH_W/k.out" 2>&1 &
   kpid=$!
   for ((i = 0; i < 200; i++)); do grep -q 'running in the container' "$GH_W/k.out" && break; sleep 0.1; done
-  for ((i = 0; i < 100; i++)); do [[ $(runc --root "$st/run/runtime" state "gdrh-${GH_P}-nodeA" 2>/dev/null | jq -r .status) == running ]] && break; sleep 0.1; done
-  [[ $(runc --root "$st/run/runtime" state "gdrh-${GH_P}-nodeA" | jq -r .status) == running ]]
+  for ((i = 0; i < 100; i++)); do [[ $(runc --root "$st/run/ctr-node/runtime" state "gdrh-${GH_P}-nodeA" 2>/dev/null | jq -r .status) == running ]] && break; sleep 0.1; done
+  [[ $(runc --root "$st/run/ctr-node/runtime" state "gdrh-${GH_P}-nodeA" | jq -r .status) == running ]]
   read -r owner _ <"$st/run/owner"
   read -r agent _ <"$st/run/agent.pid"
   kill -KILL "$owner"
@@ -424,6 +424,71 @@ wait_for() {
   [ ! -e "$st" ]
   refute kill -0 "$agent" 2>/dev/null
   refute pgrep -fx "sleep 127"
+  run on_node B teardown
+  [ "$status" -eq 0 ]
+  assert_restored A
+  assert_restored B
+}
+
+@test "run with one container per rank: ranks of a node share its rails; the last to leave gives them back" {
+  export RDMA_IFACES=rail0,rail1
+  run on_node A prepare
+  [ "$status" -eq 0 ]
+  run on_node B prepare
+  [ "$status" -eq 0 ]
+  cd "$GH_W"
+  st=/run/gdr-harness/${GH_P}-nodeA
+  # Ranks 0 and 1 on node A (rank 0 in the harness's namespaces, rank 1 in a runc container),
+  # rank 2 on node B; rank 0 stays until told, rank 1 pings node B over both rails meanwhile.
+  rm -f r0.up r0.stop
+  GDR_HARNESS_CONTAINER=rank SLURM_PROCID=0 SLURM_LOCALID=0 timeout 60 bash -c 'on_node A run -- sh -c "$1"' _ \
+    'touch r0.up; for i in $(seq 300); do [ -e r0.stop ] && exit 0; sleep 0.1; done; exit 9' >r0.out 2>&1 &
+  r0=$!
+  wait_for "$GH_W/r0.up" 30 || { cat r0.out; false; }
+  # A second run of node A without rank mode is refused while the ranks hold the rails.
+  run timeout 30 bash -c 'on_node A run -- true'
+  [ "$status" -eq 125 ]
+  [[ $output == *"GDR_HARNESS_CONTAINER=rank in every rank"* ]]
+  # Rank mode without a rank from the launcher is refused.
+  run env GDR_HARNESS_CONTAINER=rank timeout 30 bash -c 'on_node A run -- true'
+  [ "$status" -eq 125 ]
+  [[ $output == *"needs the launcher's rank"* ]]
+  rm -f r2.up r2.stop
+  GDR_HARNESS_CONTAINER=rank SLURM_PROCID=2 timeout 60 bash -c 'on_node B run -- sh -c "$1"' _ \
+    'touch r2.up; for i in $(seq 300); do [ -e r2.stop ] && exit 0; sleep 0.1; done; exit 9' >r2.out 2>&1 &
+  r2=$!
+  wait_for "$GH_W/r2.up" 30 || { cat r2.out; false; }
+  run env GDR_HARNESS_CONTAINER=rank GDR_HARNESS_RUNTIME=runc SLURM_PROCID=1 SLURM_LOCALID=1 timeout 60 \
+    bash -c 'on_node A run -- sh -c "$1"' _ \
+    'set -e; echo "rank=$SLURM_PROCID" >r1.env; ip -o link show | cut -d: -f2 >r1.links
+     for i in 0 1; do ping -q -I rail$i -c1 -W1 198.51.100.2$i; done'
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output == *"rank 1 joins node ${GH_P}-nodeA's running container network namespace"* ]]
+  [[ $output == *"container gdrh-${GH_P}-nodeA-r1 by runc"* ]]
+  [[ $output == *"rank 1 leaves; 1 other run(s) of node ${GH_P}-nodeA still hold the rails"* ]]
+  grep -qx 'rank=1' r1.env
+  [ "$(sed 's/^ *//; s/@.*//' r1.links | sort | tr '\n' ' ')" = "lo rail0 rail1 " ]
+  # Rank 1 left: the rails stay with rank 0, its container is gone, the node's agent stays.
+  refute in_node A ip link show rail0 >/dev/null 2>&1
+  [ ! -e "$st/run/ctr-rank-1" ]
+  [ -e "$st/run/owners/rank-0" ]
+  read -r agent _ <"$st/run/agent.pid"
+  kill -0 "$agent"
+  run on_node A status
+  [[ $output == *"run: alive"* ]]
+  # The last rank leaves: rails back, agent stopped, nothing left.
+  touch r0.stop r2.stop
+  wait "$r0"
+  wait "$r2"
+  cat r0.out
+  grep -q 'CMD exited with status 0' r0.out
+  in_node A ip link show rail0 >/dev/null
+  in_node B ip link show rail0 >/dev/null
+  [ ! -e "$st/run" ]
+  refute kill -0 "$agent" 2>/dev/null
+  run on_node A teardown
+  [ "$status" -eq 0 ]
   run on_node B teardown
   [ "$status" -eq 0 ]
   assert_restored A
