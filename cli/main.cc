@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/demo.h"
+#include "harness/doctor/cli.h"
 #include "netns/cli.h"
 #include "proxy/cli.h"
 #include "proxy/exercise/cli_helpers.h"
@@ -69,6 +70,7 @@ int main(int argc, char** argv) {
   gdrproxy::sysfs::register_commands(app, exit_code);
   gdrproxy::netns::register_commands(app, exit_code);
   gdrproxy::cli::register_demo(app, exit_code);
+  gdrproxy::doctor::register_commands(app, exit_code);
   try {
     std::vector<char*> args;
     for (auto& w : own) args.push_back(w.data());

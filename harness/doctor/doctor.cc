@@ -1,0 +1,35 @@
+// The check registry (see doctor.h).
+#include "harness/doctor/doctor.h"
+
+#include <algorithm>
+
+#include "harness/doctor/nccl_env.h"
+#include "harness/doctor/rdma.h"
+
+namespace gdrproxy::doctor {
+
+const std::vector<Family>& families() {
+  static const std::vector<Family> all = {
+      {"nccl", "NCCL_IB_HCA, NCCL_IB_GID_INDEX, NCCL_SOCKET_IFNAME and nccl.conf settings",
+       check_nccl_env},
+      {"rdma", "uverbs ABI and device nodes, per rail IPv4, ARP sysctls and RoCE v2 GID",
+       check_rdma},
+  };
+  return all;
+}
+
+Report run_doctor(const Context& ctx, const std::vector<std::string>& only) {
+  Report report;
+  for (const auto& f : families()) {
+    if (!only.empty() && std::find(only.begin(), only.end(), f.name) == only.end()) continue;
+    try {
+      f.run(ctx, report);
+    } catch (const std::exception& e) {
+      report.warn(std::string(f.name) + ".error", std::string("could not check: ") + e.what(),
+                  "see the message; the other families still ran");
+    }
+  }
+  return report;
+}
+
+}  // namespace gdrproxy::doctor
