@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "harness/doctor/image.h"
+#include "harness/doctor/libraries.h"
 #include "harness/doctor/nccl_env.h"
 #include "harness/doctor/rdma.h"
 
@@ -14,6 +16,10 @@ const std::vector<Family>& families() {
        check_nccl_env},
       {"rdma", "uverbs ABI and device nodes, per rail IPv4, ARP sysctls and RoCE v2 GID",
        check_rdma},
+      {"lib", "--pid: RDMA/NCCL/UCX/libfabric/CUDA/NIXL libraries mapped, duplicates, private UCX",
+       check_libraries},
+      {"image", "--rootfs: NIXL plugins' DT_NEEDED resolved as ld.so would, against their prefix",
+       check_image},
   };
   return all;
 }

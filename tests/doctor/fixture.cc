@@ -67,6 +67,29 @@ void add_hca(const TempTree& t, const std::string& ibdev, const std::string& net
   t.mkdir("sys/class/net/" + netdev);
 }
 
+void build_so(const std::string& out, const std::string& soname,
+              const std::vector<std::string>& link_with, const std::vector<std::string>& search,
+              bool rpath_not_runpath, bool m32) {
+  fs::create_directories(fs::path(out).parent_path());
+  const std::string src = out + ".c";
+  {
+    std::ofstream c(src);
+    c << "int doctor_fixture_symbol(void) { return 42; }\n";
+  }
+  // -nostdlib keeps the objects tiny and their DT_NEEDED exactly what the test asks for.
+  std::string cmd = "gcc -shared -fPIC -nostdlib -o '" + out + "' '" + src + "'";
+  if (m32) cmd += " -m32";
+  if (!soname.empty()) cmd += " -Wl,-soname," + soname;
+  cmd += rpath_not_runpath ? " -Wl,--disable-new-dtags" : " -Wl,--enable-new-dtags";
+  for (const auto& s : search) cmd += " '-Wl,-rpath," + s + "'";
+  cmd += " -Wl,--no-as-needed";
+  for (const auto& l : link_with) cmd += " '" + l + "'";
+  cmd += " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  fs::remove(src);
+  if (rc != 0) throw std::runtime_error("gcc failed: " + cmd);
+}
+
 Context tree_context(const TempTree& t) {
   Context c;
   c.sysfs_root = t.path("sys");

@@ -41,6 +41,14 @@ struct FakeGid {
 void add_hca(const TempTree& t, const std::string& ibdev, const std::string& netdev,
              const std::vector<FakeGid>& gids, const std::string& link_layer = "Ethernet");
 
+// Compiles a small shared object with gcc at `out` (parent directories made): SONAME `soname`
+// (none when empty), one DT_NEEDED per library in `link_with` (paths of objects built before:
+// each contributes its SONAME), and DT_RUNPATH (or DT_RPATH when `rpath_not_runpath`) entries.
+void build_so(const std::string& out, const std::string& soname,
+              const std::vector<std::string>& link_with = {},
+              const std::vector<std::string>& search = {}, bool rpath_not_runpath = false,
+              bool m32 = false);
+
 // A Context reading only `t`: sysfs at t/sys, /proc at t/proc, /dev at t/dev, /etc at t/etc, an
 // empty environment, no home, and no IPv4 addresses.
 Context tree_context(const TempTree& t);

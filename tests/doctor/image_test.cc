@@ -1,0 +1,135 @@
+// Image checks on rootfs trees assembled from small ELF libraries compiled here.
+#include <gtest/gtest.h>
+
+#include "harness/doctor/image.h"
+#include "harness/doctor/ld_resolve.h"
+#include "tests/doctor/fixture.h"
+
+namespace gdrproxy::doctor {
+namespace {
+using testing::build_so;
+using testing::only_check;
+using testing::TempTree;
+using testing::tree_context;
+
+Report run(const TempTree& t) {
+  Context c = tree_context(t);
+  c.rootfs = t.path("rootfs");
+  Report r;
+  check_image(c, r);
+  return r;
+}
+
+const char* const kPlugin = "image.libplugin_LIBFABRIC.so";
+
+// NIXL's libfabric plugin built with RUNPATH /opt/libfabric/lib; libfabric installed at
+// `installed_dir` (and found through ld.so.conf.d when that is not the RUNPATH).
+void libfabric_image(const TempTree& t, const std::string& installed_dir) {
+  const std::string r = t.path("rootfs");
+  build_so(r + installed_dir + "/libfabric.so.1.18.0", "libfabric.so.1");
+  t.symlink("libfabric.so.1.18.0", "rootfs" + installed_dir + "/libfabric.so.1");
+  build_so(r + "/opt/nvidia/nvda_nixl/lib/x86_64-linux-gnu/plugins/libplugin_LIBFABRIC.so", "",
+           {r + installed_dir + "/libfabric.so.1.18.0"}, {"/opt/libfabric/lib"});
+  t.write("rootfs/etc/ld.so.conf", "include /etc/ld.so.conf.d/*.conf\n");
+  t.write("rootfs/etc/ld.so.conf.d/efa.conf", "# EFA\n" + installed_dir + "\n");
+}
+
+TEST(Image, LibfabricUnderThePrefixNixlWasBuiltWithPasses) {
+  TempTree t;
+  libfabric_image(t, "/opt/libfabric/lib");
+  Report r = run(t);
+  Check k = only_check(r, std::string(kPlugin) + ".needed");
+  EXPECT_EQ(k.status, Status::Pass) << r.to_text();
+  EXPECT_NE(k.found.find("libfabric.so.1 -> /opt/libfabric/lib/libfabric.so.1.18.0 (RUNPATH)"),
+            std::string::npos)
+      << k.found;
+  EXPECT_TRUE(r.matching(std::string(kPlugin) + ".prefix").empty()) << r.to_text();
+  EXPECT_EQ(r.exit_code(), 0) << r.to_text();
+}
+
+TEST(Image, LibfabricUnderAnotherPrefixFails) {
+  TempTree t;
+  libfabric_image(t, "/opt/amazon/efa/lib");
+  Report r = run(t);
+  Check k = only_check(r, std::string(kPlugin) + ".prefix");
+  EXPECT_EQ(k.status, Status::Fail);
+  EXPECT_NE(k.found.find("built against /opt/libfabric/lib but libfabric.so.1 resolves to "
+                         "/opt/amazon/efa/lib/libfabric.so.1.18.0 (ld.so.conf)"),
+            std::string::npos)
+      << k.found;
+}
+
+TEST(Image, UnresolvedNeededFailsButInjectedDriverLibraryDoesNot) {
+  TempTree t;
+  const std::string r = t.path("rootfs");
+  TempTree scratch;
+  build_so(scratch.path("libucp.so.0"), "libucp.so.0");
+  build_so(scratch.path("libcuda.so.1"), "libcuda.so.1");
+  build_so(r + "/usr/lib/nixl/plugins/libplugin_UCX.so", "",
+           {scratch.path("libucp.so.0"), scratch.path("libcuda.so.1")});
+  Check k = only_check(run(t), "image.libplugin_UCX.so.needed");
+  EXPECT_EQ(k.status, Status::Fail);
+  EXPECT_NE(k.found.find("libucp.so.0"), std::string::npos) << k.found;
+  EXPECT_EQ(k.found.find("libcuda"), std::string::npos) << k.found;
+  build_so(r + "/usr/lib/x86_64-linux-gnu/libucp.so.0", "libucp.so.0");
+  EXPECT_EQ(only_check(run(t), "image.libplugin_UCX.so.needed").status, Status::Pass);
+}
+
+TEST(Image, UcxFromTwoDirectoriesFails) {
+  TempTree t;
+  const std::string r = t.path("rootfs");
+  // UCX built into /usr/local/ucx, but the base image's libucs still in the default directory,
+  // and libucp from /usr/local/ucx has no RUNPATH: its libucs comes from the default directory.
+  build_so(r + "/usr/lib/x86_64-linux-gnu/libucs.so.0", "libucs.so.0");
+  build_so(r + "/usr/local/ucx/lib/libucs.so.0", "libucs.so.0");
+  build_so(r + "/usr/local/ucx/lib/libucp.so.0", "libucp.so.0",
+           {r + "/usr/local/ucx/lib/libucs.so.0"});
+  build_so(r + "/usr/local/nixl/plugins/libplugin_UCX.so", "",
+           {r + "/usr/local/ucx/lib/libucp.so.0", r + "/usr/local/ucx/lib/libucs.so.0"},
+           {"/usr/local/ucx/lib"});
+  Report rep = run(t);
+  Check k = only_check(rep, "image.libplugin_UCX.so.ucx_mixed");
+  EXPECT_EQ(k.status, Status::Fail);
+  EXPECT_NE(k.found.find("/usr/lib/x86_64-linux-gnu"), std::string::npos) << k.found;
+  // Giving libucp the RUNPATH it should have had makes the closure consistent.
+  build_so(r + "/usr/local/ucx/lib/libucp.so.0", "libucp.so.0",
+           {r + "/usr/local/ucx/lib/libucs.so.0"}, {"$ORIGIN"});
+  EXPECT_TRUE(run(t).matching("image.libplugin_UCX.so.ucx_mixed").empty());
+}
+
+TEST(Image, NoPluginWarnsAndBadPluginFails) {
+  TempTree t;
+  t.mkdir("rootfs/usr/lib");
+  EXPECT_EQ(only_check(run(t), "image.nixl").status, Status::Warn);
+  t.write("rootfs/usr/lib/plugins/libplugin_POSIX.so",
+          "\x7f"
+          "ELF garbage");
+  EXPECT_EQ(only_check(run(t), "image.libplugin_POSIX.so.elf").status, Status::Fail);
+}
+
+TEST(Rootfs, SymlinksStayInsideTheImage) {
+  TempTree t;
+  t.write("rootfs/usr/lib/real.so", "x");
+  t.symlink("/usr/lib/real.so", "rootfs/lib/abs.so");
+  t.symlink("../../../../../../usr/lib/real.so", "rootfs/lib/up.so");
+  t.symlink("/etc/passwd", "rootfs/lib/escape");
+  t.symlink("loop2", "rootfs/lib/loop1");
+  t.symlink("loop1", "rootfs/lib/loop2");
+  Rootfs fs(t.path("rootfs"));
+  EXPECT_EQ(fs.resolve("/lib/abs.so"), "/usr/lib/real.so");
+  EXPECT_EQ(fs.resolve("/lib/up.so"), "/usr/lib/real.so");
+  EXPECT_FALSE(fs.resolve("/lib/escape"));  // the image has no /etc/passwd
+  EXPECT_FALSE(fs.resolve("/lib/loop1"));
+  t.write("rootfs/etc/ld.so.conf", "/a\ninclude conf.d/*.conf # c\n/z\n");
+  t.write("rootfs/etc/conf.d/1.conf", "/b\n");
+  t.write("rootfs/etc/conf.d/2.conf", "/c\ninclude /etc/conf.d/*.conf\n");
+  auto dirs = fs.ld_so_conf_dirs();
+  ASSERT_GE(dirs.size(), 4u);
+  EXPECT_EQ(dirs[0], "/a");
+  EXPECT_EQ(dirs[1], "/b");
+  EXPECT_EQ(dirs[2], "/c");
+  EXPECT_EQ(dirs.back(), "/z");
+}
+
+}  // namespace
+}  // namespace gdrproxy::doctor
