@@ -3,9 +3,11 @@
 
 #include <algorithm>
 
+#include "harness/doctor/container.h"
 #include "harness/doctor/image.h"
 #include "harness/doctor/libraries.h"
 #include "harness/doctor/nccl_env.h"
+#include "harness/doctor/peer.h"
 #include "harness/doctor/rdma.h"
 
 namespace gdrproxy::doctor {
@@ -20,6 +22,11 @@ const std::vector<Family>& families() {
        check_libraries},
       {"image", "--rootfs: NIXL plugins' DT_NEEDED resolved as ld.so would, against their prefix",
        check_image},
+      {"container", "pid namespace, ranks' pid/net namespaces, pidfd_open/pidfd_getfd, Yama",
+       check_container},
+      // Last: it compares the facts every family above recorded.
+      {"peer", "--peer: rails, HCAs, library versions and NCCL env against another node",
+       check_peer},
   };
   return all;
 }

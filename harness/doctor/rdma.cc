@@ -160,14 +160,15 @@ void check_rails(const Context& ctx, Report& report) {
       const long all = read_sysctl(ctx, "all", key);
       const long own = read_sysctl(ctx, d.netdev, key);
       if (own < 0) {
-        off += " " + key + " unreadable;";
+        off += std::string(off.empty() ? " " : "; ") + key + " unreadable";
         looser += "x";
         continue;
       }
       const long eff = key == "arp_filter" ? (all > 0 || own > 0 ? 1 : 0) : std::max(all, own);
       shown += " " + key + "=" + std::to_string(eff);
       if (eff != want) {
-        off += " " + key + "=" + std::to_string(eff) + " (want " + std::to_string(want) + ");";
+        off += std::string(off.empty() ? " " : "; ") + key + "=" + std::to_string(eff) + " (want " +
+               std::to_string(want) + ")";
         if (eff < want) looser += "x";
       }
     }
