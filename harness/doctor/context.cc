@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
+#include <sys/utsname.h>
 
 extern char** environ;
 
@@ -49,6 +50,8 @@ Context node_context() {
   }
   if (auto it = c.env.find("HOME"); it != c.env.end()) c.home = it->second;
   c.ipv4_of = getifaddrs_ipv4;
+  utsname u{};
+  if (::uname(&u) == 0) c.kernel_release = u.release;
   return c;
 }
 

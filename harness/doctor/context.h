@@ -28,6 +28,8 @@ struct Context {
   std::string rootfs;                     // --rootfs: an image's root file system
   std::string peer;                       // --peer: another node's `doctor --json`
   std::string arp_profile = "multirail";  // the rail profile gdrproxy applies (netns/)
+  std::string libcuda = "libcuda.so.1";   // what the NVIDIA checks dlopen()
+  std::string kernel_release;             // uname -r ("" = unknown)
 
   // IPv4 addresses of a netdev, dotted. Default: getifaddrs() of the current network namespace.
   std::function<std::vector<std::string>(const std::string& netdev)> ipv4_of;

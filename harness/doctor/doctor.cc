@@ -7,6 +7,7 @@
 #include "harness/doctor/image.h"
 #include "harness/doctor/libraries.h"
 #include "harness/doctor/nccl_env.h"
+#include "harness/doctor/nvidia.h"
 #include "harness/doctor/peer.h"
 #include "harness/doctor/rdma.h"
 
@@ -22,6 +23,8 @@ const std::vector<Family>& families() {
        check_libraries},
       {"image", "--rootfs: NIXL plugins' DT_NEEDED resolved as ld.so would, against their prefix",
        check_image},
+      {"nvidia", "kernel module, libcuda against it, dma-buf/peermem, GPUDirect path per GPU",
+       check_nvidia},
       {"container", "pid namespace, ranks' pid/net namespaces, pidfd_open/pidfd_getfd, Yama",
        check_container},
       // Last: it compares the facts every family above recorded.

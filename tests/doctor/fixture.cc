@@ -69,12 +69,12 @@ void add_hca(const TempTree& t, const std::string& ibdev, const std::string& net
 
 void build_so(const std::string& out, const std::string& soname,
               const std::vector<std::string>& link_with, const std::vector<std::string>& search,
-              bool rpath_not_runpath, bool m32) {
+              bool rpath_not_runpath, bool m32, const std::string& source) {
   fs::create_directories(fs::path(out).parent_path());
   const std::string src = out + ".c";
   {
     std::ofstream c(src);
-    c << "int doctor_fixture_symbol(void) { return 42; }\n";
+    c << (source.empty() ? "int doctor_fixture_symbol(void) { return 42; }\n" : source);
   }
   // -nostdlib keeps the objects tiny and their DT_NEEDED exactly what the test asks for.
   std::string cmd = "gcc -shared -fPIC -nostdlib -o '" + out + "' '" + src + "'";

@@ -43,11 +43,12 @@ void add_hca(const TempTree& t, const std::string& ibdev, const std::string& net
 
 // Compiles a small shared object with gcc at `out` (parent directories made): SONAME `soname`
 // (none when empty), one DT_NEEDED per library in `link_with` (paths of objects built before:
-// each contributes its SONAME), and DT_RUNPATH (or DT_RPATH when `rpath_not_runpath`) entries.
+// each contributes its SONAME), C `source` (a dummy function when empty), and DT_RUNPATH (or
+// DT_RPATH when `rpath_not_runpath`) entries.
 void build_so(const std::string& out, const std::string& soname,
               const std::vector<std::string>& link_with = {},
               const std::vector<std::string>& search = {}, bool rpath_not_runpath = false,
-              bool m32 = false);
+              bool m32 = false, const std::string& source = "");
 
 // A Context reading only `t`: sysfs at t/sys, /proc at t/proc, /dev at t/dev, /etc at t/etc, an
 // empty environment, no home, and no IPv4 addresses.
