@@ -123,6 +123,18 @@ TEST(Libraries, NixlExpectedSonameChecked) {
             Status::Fail);
 }
 
+TEST(Libraries, PreloadedGlobalUcxWithoutDeepbindWarns) {
+  TempTree t;
+  const std::string pre = std::string("LD_PRELOAD=/opt/hpcx/ucx/lib/libucp.so.0") + '\0';
+  Check k =
+      only_check(private_ucx(t, "/opt/nixl/ucx/lib/libucp-nixl.so.0", pre), "lib.4242.ucx_preload");
+  EXPECT_EQ(k.status, Status::Warn);
+  TempTree t2;
+  Report r =
+      private_ucx(t2, "/opt/nixl/ucx/lib/libucp-nixl.so.0", pre + "NIXL_UCX_DEEPBIND=1" + '\0');
+  EXPECT_TRUE(r.matching("lib.4242.ucx_preload").empty()) << r.to_text();
+}
+
 TEST(Libraries, LiveProcessWithTwoCopiesFails) {
   TempTree t;
   build_so(t.path("a/libucs.so.0"), "libucs.so.0");
