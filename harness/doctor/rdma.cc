@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "harness/doctor/rdma_netlink.h"
 #include "netns/profile.h"
 #include "netns/rdma_sysfs.h"
 #include "sysfs/fsio.h"
@@ -214,6 +215,7 @@ void check_rdma(const Context& ctx, Report& report) {
   hca_facts(ctx, report);
   check_abi(ctx, report);
   check_nodes(ctx, report);
+  check_rdma_netlink(ctx, report);
   check_rails(ctx, report);
 }
 
