@@ -169,13 +169,22 @@ std::optional<ElfDynamic> parse_elf_dynamic(std::span<const uint8_t> bytes, std:
 }
 
 std::optional<ElfDynamic> read_elf_dynamic(const std::string& path, std::string* error) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  // Never open what is not a regular file: opening a device node can have effects (a watchdog
+  // arms on open), and a FIFO blocks. Checked before the open, and the opened file must be the
+  // one checked.
+  struct stat before {};
+  if (::stat(path.c_str(), &before) != 0 || !S_ISREG(before.st_mode)) {
+    if (error) *error = "not a regular file";
+    return std::nullopt;
+  }
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
   if (!fd) {
     if (error) *error = "cannot open: " + std::string(std::strerror(errno));
     return std::nullopt;
   }
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_dev != before.st_dev ||
+      st.st_ino != before.st_ino) {
     if (error) *error = "not a regular file";
     return std::nullopt;
   }

@@ -32,7 +32,7 @@ using ElfReader = std::function<bool(uint64_t offset, size_t len, void* out)>;
 std::optional<ElfDynamic> parse_elf_dynamic(const ElfReader& read, uint64_t size,
                                             std::string* error);
 std::optional<ElfDynamic> parse_elf_dynamic(std::span<const uint8_t> bytes, std::string* error);
-// Opens `path` (following symlinks) and parses it with pread.
+// Opens `path` (following symlinks) and parses it with pread; only a regular file is opened.
 std::optional<ElfDynamic> read_elf_dynamic(const std::string& path, std::string* error);
 
 }  // namespace gdrproxy::doctor

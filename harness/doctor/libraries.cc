@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "harness/doctor/elf_dynamic.h"
+#include "harness/doctor/ld_resolve.h"
 #include "sysfs/fsio.h"
 
 namespace gdrproxy::doctor {
@@ -185,7 +186,9 @@ void check_pid(const Context& ctx, int pid, Report& report, nlohmann::json& fact
     std::vector<std::string> bad, good;
     for (const auto& p : plugins) {
       std::string err;
-      auto elf = read_elf_dynamic(dir + "/root" + p, &err);
+      // The path is the process's: resolved inside its root, so that its symlinks cannot
+      // point the doctor at the host's files.
+      auto elf = Rootfs(dir + "/root").read_elf(p, &err);
       if (!elf) {
         bad.push_back(p + " unreadable (" + err + ")");
         continue;

@@ -193,7 +193,9 @@ void check_gid_index(const Context& ctx, const std::map<std::string, NcclSetting
     fix =
         "unset NCCL_IB_GID_INDEX: the RoCE v2 IPv4 index differs per device and NCCL >= "
         "2.21.5 picks it per device";
-  if (selected.empty()) {
+  if (!selected.empty() && right.empty() && wrong.empty()) {
+    report.pass("nccl.ib_gid_index", shown + ": the selected devices are InfiniBand (no RoCE GID)");
+  } else if (selected.empty()) {
     report.warn("nccl.ib_gid_index", shown + ": no RDMA device selected to check",
                 "check NCCL_IB_HCA and that RDMA devices are visible in /sys/class/infiniband");
   } else if (!wrong.empty() && index >= 0) {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <elf.h>
+#include <sys/stat.h>
 
 #include <cstring>
 #include <fstream>
@@ -87,6 +88,18 @@ TEST(ElfDynamic, BrokenFilesGiveErrorsNotCrashes) {
   EXPECT_FALSE(parse_elf_dynamic(text, &err));
   EXPECT_EQ(err, "too short for ELF");
   EXPECT_FALSE(read_elf_dynamic(t.path("missing.so"), &err));
+}
+
+TEST(ElfDynamic, OnlyRegularFilesAreOpened) {
+  TempTree t;
+  ASSERT_EQ(::mkfifo(t.path("fifo.so").c_str(), 0600), 0);
+  std::string err;
+  // A FIFO would block an open for reading; it is refused before any open.
+  EXPECT_FALSE(read_elf_dynamic(t.path("fifo.so"), &err));
+  EXPECT_EQ(err, "not a regular file");
+  t.symlink("/dev/null", "null.so");
+  EXPECT_FALSE(read_elf_dynamic(t.path("null.so"), &err));
+  EXPECT_EQ(err, "not a regular file");
 }
 
 }  // namespace

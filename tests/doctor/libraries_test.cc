@@ -101,6 +101,24 @@ TEST(Libraries, PrivateUcxBoundByNixlPluginPasses) {
   EXPECT_EQ(k.status, Status::Pass) << k.found;
 }
 
+TEST(Libraries, PluginPathIsResolvedInsideTheProcessRoot) {
+  TempTree t;
+  const std::string root = t.path("proc/4242/root");
+  build_so(root + "/usr/lib/libucp.so.0", "libucp.so.0");
+  build_so(root + "/opt/nixl/ucx/lib/libucp-nixl.so.0", "libucp-nixl.so.0");
+  build_so(root + "/opt/nixl/real/libplugin_UCX.so", "",
+           {root + "/opt/nixl/ucx/lib/libucp-nixl.so.0"});
+  // An absolute link means the process's /opt, not the host's.
+  t.symlink("/opt/nixl/real/libplugin_UCX.so", "proc/4242/root/opt/nixl/plugins/libplugin_UCX.so");
+  t.write("proc/4242/maps", map_line("31", "/usr/lib/libucp.so.0") +
+                                map_line("32", "/opt/nixl/ucx/lib/libucp-nixl.so.0") +
+                                map_line("33", "/opt/nixl/plugins/libplugin_UCX.so"));
+  Context c = tree_context(t);
+  c.pids = {4242};
+  Check k = only_check(run(c), "lib.4242.ucx_private");
+  EXPECT_EQ(k.status, Status::Pass) << k.found;
+}
+
 TEST(Libraries, PrivateUcxButPluginLinksGlobalFails) {
   TempTree t;
   Check k = only_check(private_ucx(t, "/usr/lib/libucp.so.0"), "lib.4242.ucx_private");

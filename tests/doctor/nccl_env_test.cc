@@ -112,6 +112,16 @@ TEST(NcclGidIndex, Ipv6RoceV1AndEmptySlotsFail) {
   EXPECT_NE(only_check(run(c), "nccl.ib_gid_index").found.find("not RoCE v2"), std::string::npos);
 }
 
+TEST(NcclGidIndex, InfinibandPortsNeedNoRoceGid) {
+  TempTree t;
+  add_hca(t, "mlx5_0", "ib0", {}, "InfiniBand");
+  Context c = tree_context(t);
+  c.env["NCCL_IB_GID_INDEX"] = "3";
+  Check k = only_check(run(c), "nccl.ib_gid_index");
+  EXPECT_EQ(k.status, Status::Pass);
+  EXPECT_NE(k.found.find("InfiniBand"), std::string::npos) << k.found;
+}
+
 TEST(NcclSocketIfname, ExistingPassesMissingFailsRailWarns) {
   TempTree t;
   node(t);
