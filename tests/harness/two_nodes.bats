@@ -190,6 +190,12 @@ wait_for() {
   line=$(grep '^RDMA_PEER_IFACES=' <<<"$output")
   [ "$line" = "RDMA_PEER_IFACES=rail0,rail1,rail2" ]
   [ "$(plan_rails A)" = rail0,rail1,rail2 ]
+  # prepare ends with gdrproxy doctor's verdict and keeps its report, checked with the plan's
+  # NCCL environment (the bootstrap interface as NCCL_SOCKET_IFNAME).
+  [[ $output =~ doctor:\ (PASS|WARN|FAIL)\ \([0-9]+\ pass,\ [0-9]+\ warn,\ [0-9]+\ fail\) ]]
+  rep=/run/gdr-harness/${GH_P}-nodeA/doctor.json
+  jq -e '.schema == "gdrproxy.doctor" and (.checks | length > 0)' "$rep"
+  jq -e '.checks[] | select(.id == "nccl.socket_ifname") | .found | contains("eth0")' "$rep"
 
   run env "$line" bash -c 'on_node B prepare'
   echo "$output"
@@ -507,6 +513,9 @@ wait_for() {
   grep -qx 'NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH' "$GH_W/d1.env"
   grep -qx "NCCL_DEBUG_FILE=$GH_W/nccl-debug.${GH_P}-nodeA.%h.%p.log" "$GH_W/d1.env"
   grep -qx "NCCL_TOPO_DUMP_FILE=$GH_W/nccl-topo.${GH_P}-nodeA.xml" "$GH_W/d1.env"
+  # The node's doctor report from prepare is among the debug files.
+  [[ $output == *"the node's doctor report (from prepare) is $GH_W/gdrproxy-doctor.${GH_P}-nodeA.json"* ]]
+  cmp "/run/gdr-harness/${GH_P}-nodeA/doctor.json" "$GH_W/gdrproxy-doctor.${GH_P}-nodeA.json"
 
   run env DEBUG_ALL=1 NCCL_DEBUG=WARN NCCL_DEBUG_FILE=/tmp/mine.log timeout 30 bash -c 'on_node A run -- bash -c "$1" "$GH_W/d2.env"' _ "$dump"
   [ "$status" -eq 0 ]
