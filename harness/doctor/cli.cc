@@ -47,7 +47,8 @@ void register_commands(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", opts->json, "Print the report as JSON (for --peer on another node)");
   cmd->add_option("--pid", opts->pids,
                   "A process of the job (repeatable): its mapped libraries, environment and "
-                  "namespaces are checked");
+                  "namespaces are checked")
+      ->check(CLI::PositiveNumber);
   cmd->add_option(
       "--rootfs", opts->rootfs,
       "An image's root file system: resolve its NIXL plugins' DT_NEEDED as ld.so would");

@@ -253,7 +253,8 @@ void check_socket_ifname(const Context& ctx, const std::map<std::string, NcclSet
 std::map<std::string, NcclSetting> nccl_settings(const Context& ctx) {
   std::map<std::string, NcclSetting> out;
   for (const auto& [k, v] : ctx.env)
-    if (k.rfind("NCCL_", 0) == 0) out.emplace(k, NcclSetting{v, ctx.env_origin});
+    if (k.rfind("NCCL_", 0) == 0 && k != "NCCL_VERSION")  // NGC images' label, not a setting
+      out.emplace(k, NcclSetting{v, ctx.env_origin});
   if (!ctx.home.empty()) read_conf(ctx.home + "/.nccl.conf", ctx.home + "/.nccl.conf", out);
   read_conf(ctx.etc_root + "/nccl.conf", "/etc/nccl.conf", out);
   return out;

@@ -143,7 +143,9 @@ TEST(NcclSettings, EnvironmentWinsOverUserFileOverSystemFile) {
           "# system\nNCCL_IB_HCA=mlx5_1\nNCCL_DEBUG=WARN\nNCCL_SOCKET_IFNAME=nope\n");
   t.write("home/.nccl.conf", "NCCL_DEBUG=INFO\n");
   c.env["NCCL_SOCKET_IFNAME"] = "bond0";
+  c.env["NCCL_VERSION"] = "2.28.3-1";  // set by NVIDIA's images; NCCL does not read it
   auto s = nccl_settings(c);
+  EXPECT_EQ(s.count("NCCL_VERSION"), 0u);
   EXPECT_EQ(s.at("NCCL_DEBUG").value, "INFO");
   EXPECT_EQ(s.at("NCCL_DEBUG").origin, t.path("home") + "/.nccl.conf");
   EXPECT_EQ(s.at("NCCL_IB_HCA").origin, "/etc/nccl.conf");
