@@ -17,6 +17,7 @@ struct Options {
   std::string peer;
   std::string sysfs_root = "/sys";
   std::string arp_profile = "multirail";
+  std::string profile_dir;
   std::vector<std::string> only;
 };
 
@@ -60,6 +61,8 @@ void register_commands(CLI::App& app, int& exit_code) {
   cmd->add_option("--arp-profile", opts->arp_profile,
                   "The rail ARP profile to compare against (configs/netns/NAME.json)")
       ->capture_default_str();
+  cmd->add_option("--profile-dir", opts->profile_dir,
+                  "Directory searched first for ARP profiles (as `netns move --profile-dir`)");
   cmd->add_option("--only", opts->only, "Run only these families")->delimiter(',');
   cmd->callback([opts, &exit_code] {
     Context ctx = node_context();
@@ -68,6 +71,7 @@ void register_commands(CLI::App& app, int& exit_code) {
     ctx.rootfs = opts->rootfs;
     ctx.peer = opts->peer;
     ctx.arp_profile = opts->arp_profile;
+    ctx.arp_profile_dir = opts->profile_dir;
     if (!ctx.pids.empty()) {
       const int pid = ctx.pids.front();
       auto r = sysfs::read_file(ctx.proc_root + "/" + std::to_string(pid) + "/environ");

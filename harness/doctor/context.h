@@ -28,6 +28,7 @@ struct Context {
   std::string rootfs;                     // --rootfs: an image's root file system
   std::string peer;                       // --peer: another node's `doctor --json`
   std::string arp_profile = "multirail";  // the rail profile gdrproxy applies (netns/)
+  std::string arp_profile_dir;            // searched first for it, as `netns move` does
   std::string libcuda = "libcuda.so.1";   // what the NVIDIA checks dlopen()
   std::string kernel_release;             // uname -r ("" = unknown)
 

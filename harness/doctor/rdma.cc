@@ -111,7 +111,7 @@ void check_rails(const Context& ctx, Report& report) {
   std::optional<netns::ArpProfile> profile;
   std::string profile_error;
   try {
-    profile = netns::load_profile(ctx.arp_profile, "");
+    profile = netns::load_profile(ctx.arp_profile, ctx.arp_profile_dir);
   } catch (const std::exception& e) {
     profile_error = e.what();
   }

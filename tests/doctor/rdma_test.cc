@@ -110,6 +110,21 @@ TEST(RdmaRails, ArpFluxSysctlFailsAndConfAllCounts) {
   EXPECT_EQ(only_check(run(with_addresses(t)), "rdma.rail.eth1.arp").status, Status::Pass);
 }
 
+TEST(RdmaRails, ProfileFromAnotherDirectory) {
+  TempTree t;
+  rails(t, 0);
+  // A profile of the operator's own that asks for arp_ignore 0 on every rail.
+  t.write("profiles/lax.json",
+          R"({"name": "lax", "sysctls": {"arp_ignore": 0}, "source_routing": null})");
+  Context c = with_addresses(t);
+  c.arp_profile = "lax";
+  c.arp_profile_dir = t.path("profiles");
+  Check k = only_check(run(c), "rdma.rail.eth1.arp");
+  EXPECT_EQ(k.status, Status::Pass) << k.found;
+  c.arp_profile = "nosuch";
+  EXPECT_EQ(only_check(run(c), "rdma.rail.eth1.arp").status, Status::Warn);
+}
+
 TEST(RdmaRails, MissingAddressAndGidFail) {
   TempTree t;
   rails(t, 1);
