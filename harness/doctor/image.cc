@@ -54,7 +54,8 @@ Walk walk(const Rootfs& rootfs, const std::string& root) {
       break;
     }
     const std::string host = it->path().string();
-    const std::string image = host.substr(root.size());
+    // Image paths are host paths without the root ("/" as the root strips nothing).
+    const std::string image = root == "/" ? host : host.substr(root.size());
     if (it.depth() == 0 && (image == "/proc" || image == "/sys" || image == "/dev")) {
       it.disable_recursion_pending();
       continue;
@@ -176,7 +177,7 @@ void check_image(const Context& ctx, Report& report) {
   }
   Rootfs rootfs(ctx.rootfs);
   const std::string root = sysfs::real_path(ctx.rootfs).value_or(ctx.rootfs);
-  Walk w = walk(rootfs, root == "/" ? std::string() : root);
+  Walk w = walk(rootfs, root);
   if (w.truncated)
     report.warn("image.walk", "stopped after " + std::to_string(kMaxWalk) + " entries",
                 "pass a smaller tree");

@@ -1,5 +1,7 @@
 // Image checks on rootfs trees assembled from small ELF libraries compiled here.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "harness/doctor/image.h"
 #include "harness/doctor/ld_resolve.h"
@@ -105,6 +107,29 @@ TEST(Image, NoPluginWarnsAndBadPluginFails) {
           "\x7f"
           "ELF garbage");
   EXPECT_EQ(only_check(run(t), "image.libplugin_POSIX.so.elf").status, Status::Fail);
+}
+
+// "/" as the rootfs (the doctor run inside the image itself): walked like any other root. The
+// check runs in a child chroot()ed into a tree holding one plugin, which must be found.
+TEST(Image, SlashAsTheRootIsWalked) {
+  TempTree t;
+  build_so(t.path("rootfs/usr/lib/libplugin_UCX.so"), "");
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (::chroot(t.path("rootfs").c_str()) != 0 || ::chdir("/") != 0) ::_exit(3);
+    Context c;
+    c.rootfs = "/";
+    Report r;
+    check_image(c, r);
+    for (const auto& k : r.checks())
+      if (k.id == "image.libplugin_UCX.so.needed") ::_exit(k.status == Status::Pass ? 0 : 4);
+    ::_exit(5);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "3: chroot failed, 4: not a pass, 5: plugin not found";
 }
 
 TEST(Rootfs, SymlinksStayInsideTheImage) {
