@@ -25,8 +25,9 @@ packages=(
   python3-jsonschema
   # a FUSE filesystem that hangs (the agent's stall test)
   fuse3 libfuse3-dev
-  # the multi-node harness's test (tests/harness/two_nodes.bats)
-  bats
+  # the multi-node harness's tests (tests/harness/*.bats); a real Slurm with munge, the SPANK
+  # headers for harness/slurm, and Debian's Open MPI for the MPI ping-pong under srun
+  bats slurmctld slurmd slurm-client munge libslurm-dev openmpi-bin libopenmpi-dev
   # NVIDIA decoder tests read gzip-compressed ioctl captures
   zlib1g-dev
   # Soft-RoCE VM stage (scripts/rxe-vm.sh): Debian's backports kernel with rdma_rxe booted under

@@ -6,8 +6,10 @@
 // runtime as the user): slurm_spank_init_post_opt attaches the step (preparing the node on its
 // first step), slurm_spank_task_init_privileged moves each task into the namespace with
 // setns() before the task execs, and slurm_spank_exit detaches, so the last step of a node
-// gives the rails back, also after scancel. The user's options only choose; a failure stops
-// the step with one line naming what failed (fail closed), never a task outside its namespace.
+// gives the rails back, also after scancel. slurmstepd's loopback ports (the PMIx server) are
+// relayed into the namespace (loopback_relay.h), so MPI's wire-up works from there. The user's
+// options only choose; a failure stops the step with one line naming what failed (fail closed),
+// never a task outside its namespace.
 //
 // plugstack.conf arguments: harness=PATH gdrproxy=PATH default=auto|none and any number of
 // env=NAME=VALUE (the node's selection settings for prepare: RDMA_IFACES, RDMA_EXCLUDE_REGEX,
@@ -27,6 +29,8 @@
 
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
+
+#include "loopback_relay.h"
 
 SPANK_PLUGIN(gdr, 1);
 
@@ -128,19 +132,38 @@ static int run_harness(const char* node, char* const args[], char* out, size_t s
   for (int i = 0; i < admin_env_count; ++i) envp[envc++] = admin_env[i];
   envp[envc] = NULL;
 
+  // The harness runs outside slurmstepd's process tree: slurmstepd reaps any child of its own
+  // (waitpid(-1)) and, at the step's end, proctrack kills every process descending from it,
+  // which would stop a detach half way. So: a child forks a runner and exits at once; the
+  // runner, reparented, starts the harness, waits for it and reports its status through a pipe.
+  int status_pipe[2];
+  if (pipe2(status_pipe, O_CLOEXEC) != 0) return -1;
   pid_t pid = fork();
   if (pid < 0) return -1;
   if (pid == 0) {
-    dup2(out_pipe[1], STDOUT_FILENO);
-    dup2(err_pipe[1], STDERR_FILENO);
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    execve("/usr/bin/timeout", argv, envp);
-    _exit(127);
+    signal(SIGCHLD, SIG_DFL);
+    if (fork() != 0) _exit(0);
+    setsid();
+    pid_t harness = fork();
+    if (harness == 0) {
+      dup2(out_pipe[1], STDOUT_FILENO);
+      dup2(err_pipe[1], STDERR_FILENO);
+      int devnull = open("/dev/null", O_RDONLY);
+      if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+      execve("/usr/bin/timeout", argv, envp);
+      _exit(127);
+    }
+    int st = 0, code = -1;
+    while (harness > 0 && waitpid(harness, &st, 0) < 0 && errno == EINTR) {
+    }
+    if (harness > 0 && WIFEXITED(st)) code = WEXITSTATUS(st);
+    if (write(status_pipe[1], &code, sizeof code) != sizeof code) _exit(1);
+    _exit(0);
   }
+  close(status_pipe[1]);
   close(out_pipe[1]);
   close(err_pipe[1]);
   // stdout is short (a few lines); stderr is read after it, line by line.
@@ -165,11 +188,13 @@ static int run_harness(const char* node, char* const args[], char* out, size_t s
   } else {
     close(err_pipe[0]);
   }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return -1;
+  int code = -1;
+  ssize_t got;
+  while ((got = read(status_pipe[0], &code, sizeof code)) < 0 && errno == EINTR) {
   }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  close(status_pipe[0]);
+  waitpid(pid, NULL, 0);  // or slurmstepd has reaped it already
+  return got == sizeof code ? code : -1;
 }
 
 int slurm_spank_init(spank_t sp, int ac, char** av) {
@@ -256,6 +281,16 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char** av) {
   (void)av;
   if (!attached) return 0;
   int fd = open(netns_path, O_RDONLY | O_CLOEXEC);
+  // slurmstepd's loopback services (the PMIx server) stay reachable from the rail namespace.
+  char err[256] = "";
+  int relayed = fd >= 0 ? relay_step_loopback(getppid(), fd, err, sizeof err) : 0;
+  if (relayed < 0) {
+    slurm_error("gdr: cannot relay slurmstepd's loopback ports into %s: %s", netns_path, err);
+    close(fd);
+    return -1;
+  }
+  if (relayed > 0)
+    slurm_info("gdr: %d loopback port(s) of slurmstepd relayed into %s", relayed, netns_path);
   if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
     slurm_error("gdr: cannot enter the rail network namespace %s: %s", netns_path, strerror(errno));
     if (fd >= 0) close(fd);
