@@ -372,6 +372,45 @@ load lib
   assert_restored B
 }
 
+@test "mpirun: an Open MPI ping-pong, one container per rank on each node, PMIx relayed in" {
+  command -v mpirun >/dev/null || { echo "mpirun is not installed (scripts/setup.sh installs openmpi-bin)" >&2; false; }
+  export RDMA_IFACES=rail0,rail1
+  run on_node A prepare
+  [ "$status" -eq 0 ]
+  run on_node B prepare
+  [ "$status" -eq 0 ]
+  mpicc -O2 -o "$GH_W/pingpong" "$BATS_TEST_DIRNAME/mpi_pingpong.c"
+  # ssh stand-in for mpirun's launcher: the node's address picks its namespaces and host name.
+  cat >"$GH_W/node-ssh" <<EOF
+#!/bin/bash
+while [[ \$1 == -* ]]; do shift; done
+case \$1 in 192.0.2.10) n=A ;; 192.0.2.20) n=B ;; *) echo "node-ssh: unknown node \$1" >&2; exit 255 ;; esac
+shift
+exec nsenter --net="/run/netns/${GH_P}\$n" -- unshare --uts -- sh -c 'hostname "\$0" && exec sh -c "\$1"' "${GH_P}-node\$n" "\$*"
+EOF
+  chmod +x "$GH_W/node-ssh"
+  ip -n "${GH_P}F" addr add 192.0.2.1/24 dev br1
+  run nsenter --net="$(ns F)" -- timeout 120 mpirun --allow-run-as-root -np 2 --host 192.0.2.10,192.0.2.20 \
+    --mca plm_rsh_agent "$GH_W/node-ssh" --mca btl self,tcp --mca btl_tcp_if_include rail0 --mca pml ob1 \
+    --mca oob_tcp_if_include 192.0.2.0/24 -x GDR_HARNESS_CONTAINER=rank -x GDRPROXY -x PATH \
+    "$HARNESS" run -- "$GH_W/pingpong"
+  ip -n "${GH_P}F" addr del 192.0.2.1/24 dev br1
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output == *"pingpong: 100 round trips, 0 mismatched"* ]]
+  [[ $output == *"loopback port(s) (pid "*", PMIx) relayed into the container"* ]]
+  grep -qE "rank 0 of 2 on ${GH_P}-nodeA sees: lo rail[01] rail[01] \$" <<<"$output"
+  grep -qE "rank 1 of 2 on ${GH_P}-nodeB sees: lo rail[01] rail[01] \$" <<<"$output"
+  [ ! -e "/run/gdr-harness/${GH_P}-nodeA/run" ]
+  [ ! -e "/run/gdr-harness/${GH_P}-nodeB/run" ]
+  run on_node A teardown
+  [ "$status" -eq 0 ]
+  run on_node B teardown
+  [ "$status" -eq 0 ]
+  assert_restored A
+  assert_restored B
+}
+
 @test "run: DEBUG_ALL sets NCCL debug variables, the caller's own values win; NCCL_TOPO_FILE gated" {
   run env RDMA_IFACES=rail0 bash -c 'on_node A prepare'
   [ "$status" -eq 0 ]
