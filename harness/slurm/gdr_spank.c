@@ -9,20 +9,34 @@
 // gives the rails back, also after scancel. slurmstepd's loopback ports (the PMIx server) are
 // relayed into the namespace (loopback_relay.h), so MPI's wire-up works from there. The user's
 // options only choose; a failure stops the step with one line naming what failed (fail closed),
-// never a task outside its namespace.
+// never a task outside its namespace: a task of a --gdr=auto step whose node could not be
+// attached _exit()s in task_init_privileged, so that this holds under `optional` in
+// plugstack.conf too (Slurm ignores an optional plugin's failed callbacks).
+//
+// Each task also gets a mount namespace of its own (slave to the node's): a fresh sysfs of the
+// rail namespace on /sys (the node's sysfs lists the node's links, not the rails; its submounts,
+// /sys/fs/cgroup and the like, are carried over), and, where the node has /dev/infiniband, a
+// read-only tmpfs there holding only the uverbs nodes of the granted RDMA devices and rdma_cm
+// (--gdr-grant=DEV,...: a subset of the devices of the node's plan; by default all of them;
+// NCCL_IB_HCA names the granted ones only). This is placement, not a sandbox (docs/SECURITY.md).
 //
 // plugstack.conf arguments: harness=PATH gdrproxy=PATH default=auto|none and any number of
 // env=NAME=VALUE (the node's selection settings for prepare: RDMA_IFACES, RDMA_EXCLUDE_REGEX,
 // GDR_HARNESS_STATE, ...). See harness/examples/plugstack.conf.
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -34,7 +48,7 @@
 
 SPANK_PLUGIN(gdr, 1);
 
-enum { kMaxEnv = 32, kLine = 1024 };
+enum { kMaxEnv = 32, kLine = 1024, kMaxDev = 32, kName = 64 };
 
 // Settings from plugstack.conf and the user's options; what attach said.
 static char harness_path[kLine] = "/usr/lib/gdrproxy/gdr-harness";
@@ -48,15 +62,25 @@ static char step_key[64];
 static char netns_path[kLine];
 static char* task_env[kMaxEnv];
 static int task_env_count;
+static char grant_opt[512];    // --gdr-grant as given ("" when not given)
+static int step_applies;       // a --gdr=auto step with tasks: they must end up in the namespace
+static char fail_line[kLine];  // why they cannot (the tasks print it and exit)
+static char dev_nodes[kMaxDev][kName];  // the granted /dev/infiniband nodes
+static int dev_node_count;
 
 static int opt_gdr(int val, const char* optarg, int remote);
 static int opt_debug(int val, const char* optarg, int remote);
+static int opt_grant(int val, const char* optarg, int remote);
 
 static struct spank_option gdr_options[] = {
     {"gdr", "auto|none",
      "Run the tasks in this node's RDMA rail network namespace (auto) or not (none); the node is "
      "prepared on its first step and given back after its last",
      1, 0, opt_gdr},
+    {"gdr-grant", "DEV[,DEV...]|none",
+     "With --gdr=auto: the RDMA devices (ibdev names of the node's rails, e.g. mlx5_0) the tasks "
+     "get in /dev/infiniband and NCCL_IB_HCA; by default every device of the node's rails",
+     1, 0, opt_grant},
     {"gdr-debug", NULL,
      "Set NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH in the tasks (unless set); slower",
      0, 0, opt_debug},
@@ -85,25 +109,50 @@ static int opt_debug(int val, const char* optarg, int remote) {
   return 0;
 }
 
+static int opt_grant(int val, const char* optarg, int remote) {
+  (void)val;
+  (void)remote;
+  size_t n = optarg ? strlen(optarg) : 0;
+  int ok = n > 0 && n < sizeof grant_opt && optarg[0] != ',' && optarg[n - 1] != ',';
+  for (size_t i = 0; ok && i < n; ++i) {
+    char c = optarg[i];
+    ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-' || c == '.' || (c == ',' && optarg[i + 1] != ',');
+  }
+  if (!ok) {
+    slurm_error(
+        "gdr: --gdr-grant takes RDMA device names (letters, digits, '_', '-', '.') "
+        "separated by commas, or none");
+    return -1;
+  }
+  memcpy(grant_opt, optarg, n + 1);
+  return 0;
+}
+
 // A line from a child process, made printable before it reaches Slurm's log (the harness
 // quotes interface names it prints, but the line is still not ours).
-static void log_printable(const char* prefix, const char* line) {
-  char out[kLine];
+static void log_printable_to(char* out, size_t size, const char* line) {
   size_t n = 0;
-  for (const unsigned char* p = (const unsigned char*)line; *p && n + 5 < sizeof out; ++p) {
+  for (const unsigned char* p = (const unsigned char*)line; *p && n + 5 < size; ++p) {
     if (*p >= 0x20 && *p < 0x7f && *p != '\\') {
       out[n++] = (char)*p;
     } else {
-      n += (size_t)snprintf(out + n, sizeof out - n, "\\x%02x", *p);
+      n += (size_t)snprintf(out + n, size - n, "\\x%02x", *p);
     }
   }
   out[n] = '\0';
+}
+
+static void log_printable(const char* prefix, const char* line) {
+  char out[kLine];
+  log_printable_to(out, sizeof out, line);
   slurm_info("gdr: %s%s", prefix, out);
 }
 
 // Runs `timeout 120 harness ARGS...` with a clean environment (PATH, GDRPROXY, the node name,
 // the admin's env= settings). Its stdout goes to out (NUL-terminated, truncated at size), its
-// stderr to Slurm's log line by line; returns its exit status, or -1.
+// stderr to Slurm's log line by line, its first error line (else its last line) to last_err;
+// returns its exit status, or -1.
 static int run_harness(const char* node, char* const args[], char* out, size_t size, char* last_err,
                        size_t last_err_size) {
   int out_pipe[2], err_pipe[2];
@@ -179,10 +228,12 @@ static int run_harness(const char* node, char* const args[], char* out, size_t s
   FILE* err = fdopen(err_pipe[0], "r");
   if (err) {
     char line[kLine];
+    int have_error = 0;  // the first "error:" line names the cause; later ones the consequence
     while (fgets(line, sizeof line, err)) {
       line[strcspn(line, "\n")] = '\0';
       log_printable("", line);
-      if (last_err) snprintf(last_err, last_err_size, "%s", line);
+      if (last_err && !have_error) snprintf(last_err, last_err_size, "%s", line);
+      have_error |= strstr(line, "error:") != NULL;
     }
     fclose(err);
   } else {
@@ -232,20 +283,141 @@ static void node_name(spank_t sp, char* buf, int len) {
   buf[len - 1] = '\0';
 }
 
+// The step's tasks cannot be placed: says so once in slurmstepd's log and keeps the line for
+// the tasks, which print it again and exit (fail closed). Returns -1.
+static int fail_step(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail_step(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(fail_line, sizeof fail_line, fmt, ap);
+  va_end(ap);
+  slurm_error("%s", fail_line);
+  return -1;
+}
+
+// Runs the harness's detach for this step (the last step of the node gives the rails back).
+static int detach_step(spank_t sp) {
+  char node[256];
+  node_name(sp, node, sizeof node);
+  char out[1024], last_err[kLine] = "";
+  char* args[] = {"detach", "--key", step_key, NULL};
+  int rc = run_harness(node, args, out, sizeof out, last_err, sizeof last_err);
+  if (rc != 0) {
+    slurm_error(
+        "gdr: %s detach --key %s failed on node %s (status %d): %s; run gdr-harness "
+        "teardown there",
+        harness_path, step_key, node, rc, last_err[0] ? last_err : "no message");
+    return -1;
+  }
+  attached = 0;
+  return 0;
+}
+
+// The task environment entry NAME=..., or NULL.
+static char** task_env_entry(const char* name) {
+  size_t n = strlen(name);
+  for (int i = 0; i < task_env_count; ++i) {
+    if (strncmp(task_env[i], name, n) == 0 && task_env[i][n] == '=') return &task_env[i];
+  }
+  return NULL;
+}
+
+// Whether name is an element of the comma-separated list (a ":port" after a name is ignored).
+static int in_list(const char* list, const char* name) {
+  size_t n = strlen(name);
+  for (const char* p = list; *p;) {
+    size_t len = strcspn(p, ",");
+    size_t name_len = strcspn(p, ":,");
+    if (name_len == n && strncmp(p, name, n) == 0) return 1;
+    p += len;
+    if (*p == ',') ++p;
+  }
+  return 0;
+}
+
+// The granted RDMA devices: --gdr-grant checked against the plan's (NCCL_IB_HCA's entries,
+// "=mlx5_0:1,mlx5_1:1"), NCCL_IB_HCA narrowed to them, and their uverbs nodes found in sysfs.
+static int apply_grants(const char* node) {
+  char** hca_entry = task_env_entry("NCCL_IB_HCA");
+  const char* plan = "";
+  if (hca_entry) {
+    plan = *hca_entry + strlen("NCCL_IB_HCA=");
+    if (*plan == '=') ++plan;
+  }
+  char granted[1024] = "";  // NCCL_IB_HCA's entries for the granted devices, with their ports
+  size_t used = 0;
+  if (grant_opt[0] && strcmp(grant_opt, "none") != 0) {
+    char names[sizeof grant_opt];
+    memcpy(names, grant_opt, sizeof names);
+    for (char *save = NULL, *name = strtok_r(names, ",", &save); name;
+         name = strtok_r(NULL, ",", &save)) {
+      if (!in_list(plan, name))
+        return fail_step("gdr: --gdr-grant: %s is not an RDMA device of node %s's rails (%s)", name,
+                         node, plan[0] ? plan : "they have none");
+    }
+  }
+  for (const char* p = plan; *p;) {
+    size_t len = strcspn(p, ",");
+    char entry[kName * 2];
+    snprintf(entry, sizeof entry, "%.*s", (int)len, p);
+    p += len;
+    if (*p == ',') ++p;
+    char name[kName];
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(entry, ":"), entry);
+    if (grant_opt[0] && (strcmp(grant_opt, "none") == 0 || !in_list(grant_opt, name))) continue;
+    used +=
+        (size_t)snprintf(granted + used, sizeof granted - used, "%s%s", used ? "," : "=", entry);
+    // Its uverbs node(s), as the kernel links them under the device.
+    char dir[kLine];
+    snprintf(dir, sizeof dir, "/sys/class/infiniband/%s/device/infiniband_verbs", name);
+    DIR* d = opendir(dir);
+    int found = 0;
+    for (struct dirent* e; d && (e = readdir(d));) {
+      if (strncmp(e->d_name, "uverbs", 6) != 0 || dev_node_count >= kMaxDev) continue;
+      snprintf(dev_nodes[dev_node_count++], kName, "%.63s", e->d_name);
+      found = 1;
+    }
+    if (d) closedir(d);
+    if (!found)
+      return fail_step("gdr: RDMA device %s of node %s has no uverbs node under %s", name, node,
+                       dir);
+  }
+  if (dev_node_count > 0 && dev_node_count < kMaxDev)
+    snprintf(dev_nodes[dev_node_count++], kName, "rdma_cm");
+  if (hca_entry) {
+    free(*hca_entry);
+    if (used) {
+      char line[sizeof granted + 16];
+      snprintf(line, sizeof line, "NCCL_IB_HCA=%s", granted);
+      *hca_entry = strdup(line);
+    } else {
+      // No device granted: no NCCL_IB_HCA at all (NCCL then finds no RDMA device to use).
+      *hca_entry = task_env[--task_env_count];
+    }
+  }
+  return 0;
+}
+
 int slurm_spank_init_post_opt(spank_t sp, int ac, char** av) {
   (void)ac;
   (void)av;
-  if (spank_context() != S_CTX_REMOTE || !mode_auto) return 0;
+  int remote = spank_context() == S_CTX_REMOTE;
+  if (grant_opt[0] && !mode_auto) {
+    step_applies = remote;  // refused here, and by the tasks where Slurm ignores that
+    return fail_step("gdr: --gdr-grant needs --gdr=auto");
+  }
+  if (!remote || !mode_auto) return 0;
   uint32_t job = 0, step = 0;
   if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
       spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS) {
-    slurm_error("gdr: cannot read the job and step ids");
-    return -1;
+    step_applies = 1;
+    return fail_step("gdr: cannot read the job and step ids (spank_get_item)");
   }
   // The batch script, the extern step and interactive allocations hold no tasks of the job's
   // own program: the steps started inside them do.
   if (step == SLURM_BATCH_SCRIPT || step == SLURM_EXTERN_CONT || step == SLURM_INTERACTIVE_STEP)
     return 0;
+  step_applies = 1;
   char node[256];
   node_name(sp, node, sizeof node);
   snprintf(step_key, sizeof step_key, "step-%u.%u", job, step);
@@ -255,9 +427,10 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char** av) {
   char* args[] = {"attach", "--prepare", "--key", step_key, "--owner", owner, NULL};
   int rc = run_harness(node, args, out, sizeof out, last_err, sizeof last_err);
   if (rc != 0) {
-    slurm_error("gdr: %s attach --key %s failed on node %s (status %d): %s", harness_path, step_key,
-                node, rc, last_err[0] ? last_err : "no message");
-    return -1;
+    char err[kLine];
+    log_printable_to(err, sizeof err, last_err[0] ? last_err : "no message");
+    return fail_step("gdr: %s attach --key %s failed on node %s (status %d): %s", harness_path,
+                     step_key, node, rc, err);
   }
   attached = 1;
   for (char *save = NULL, *line = strtok_r(out, "\n", &save); line;
@@ -269,34 +442,150 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char** av) {
     }
   }
   if (!netns_path[0]) {
-    slurm_error("gdr: %s attach --key %s named no network namespace", harness_path, step_key);
+    detach_step(sp);
+    return fail_step("gdr: %s attach --key %s named no network namespace", harness_path, step_key);
+  }
+  if (apply_grants(node) != 0) {
+    detach_step(sp);
     return -1;
   }
-  slurm_info("gdr: step %u.%u on node %s holds the rails in %s", job, step, node, netns_path);
+  slurm_info("gdr: step %u.%u on node %s holds the rails in %s (%d device node(s) granted)", job,
+             step, node, netns_path, dev_node_count);
   return 0;
+}
+
+// The task is not started: its line on its stderr (the user's output) and in slurmstepd's log.
+static void refuse_task(const char* fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void refuse_task(const char* fmt, ...) {
+  char line[kLine];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  slurm_error("%s", line);
+  dprintf(STDERR_FILENO, "%s\n", line);
+  _exit(1);
+}
+
+// Mount ids and points from /proc/self/mountinfo: the mounts directly below the one at /sys.
+enum { kMaxSub = 32 };
+static int sys_submounts(char points[kMaxSub][256]) {
+  FILE* f = fopen("/proc/self/mountinfo", "r");
+  if (!f) return -1;
+  int sys_id = -1, n = 0;
+  int ids[256], parents[256];
+  char(*mps)[256] = calloc(256, 256);
+  int count = 0;
+  char line[4096];
+  while (mps && count < 256 && fgets(line, sizeof line, f)) {
+    if (sscanf(line, "%d %d %*s %*s %255s", &ids[count], &parents[count], mps[count]) != 3)
+      continue;
+    if (strcmp(mps[count], "/sys") == 0) sys_id = ids[count];  // the last one is the visible one
+    ++count;
+  }
+  fclose(f);
+  for (int i = 0; i < count && sys_id >= 0; ++i) {
+    if (parents[i] == sys_id && strncmp(mps[i], "/sys/", 5) == 0 && n < kMaxSub &&
+        !strchr(mps[i], '\\'))  // escaped names (spaces) are not ours to move
+      snprintf(points[n++], 256, "%s", mps[i]);
+  }
+  int ok = mps != NULL;
+  free(mps);
+  return ok ? n : -1;
+}
+
+// The task's own view: a mount namespace slave to the node's, a sysfs of the rail namespace
+// (with the node's /sys submounts carried over) and, where the node has one, a /dev/infiniband
+// holding only the granted device nodes. Returns NULL or what failed.
+static const char* enter_mount_view(char* what, size_t what_size) {
+  if (unshare(CLONE_NEWNS) != 0) return "unshare(CLONE_NEWNS)";
+  if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) != 0) return "mount(/, MS_REC|MS_SLAVE)";
+  // /sys: the submounts (cgroup, ...) are cloned before the fresh sysfs hides them.
+  char points[kMaxSub][256];
+  int n = sys_submounts(points);
+  if (n < 0) return "reading /proc/self/mountinfo";
+  int trees[kMaxSub];
+  for (int i = 0; i < n; ++i) {
+    trees[i] = open_tree(AT_FDCWD, points[i], OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+    if (trees[i] < 0) {
+      snprintf(what, what_size, "open_tree(%s)", points[i]);
+      return what;
+    }
+  }
+  // The fresh sysfs is made detached, the node's (and what it covers) unmounted, so that the
+  // task's mount table holds one /sys.
+  int fs = fsopen("sysfs", FSOPEN_CLOEXEC);
+  if (fs < 0) return "fsopen(sysfs)";
+  if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0) return "fsconfig(sysfs, CREATE)";
+  int sysfs =
+      fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+  close(fs);
+  if (sysfs < 0) return "fsmount(sysfs)";
+  if (umount2("/sys", MNT_DETACH) != 0) return "umount2(/sys, MNT_DETACH)";
+  if (move_mount(sysfs, "", AT_FDCWD, "/sys", MOVE_MOUNT_F_EMPTY_PATH) != 0)
+    return "move_mount(sysfs, /sys)";
+  close(sysfs);
+  for (int i = 0; i < n; ++i) {
+    if (move_mount(trees[i], "", AT_FDCWD, points[i], MOVE_MOUNT_F_EMPTY_PATH) != 0 &&
+        errno != ENOENT) {
+      snprintf(what, what_size, "move_mount(%s)", points[i]);
+      return what;
+    }
+    close(trees[i]);
+  }
+  // /dev/infiniband: the granted nodes only (same numbers, owner and mode), read-only.
+  struct stat st[kMaxDev];
+  struct stat dir;
+  if (stat("/dev/infiniband", &dir) != 0) {
+    if (dev_node_count == 0) return NULL;  // nothing granted, nothing to hide
+    return "stat(/dev/infiniband)";
+  }
+  for (int i = 0; i < dev_node_count; ++i) {
+    snprintf(what, what_size, "/dev/infiniband/%.63s", dev_nodes[i]);
+    if (stat(what, &st[i]) != 0 || !S_ISCHR(st[i].st_mode)) {
+      snprintf(what, what_size, "stat(/dev/infiniband/%.63s)", dev_nodes[i]);
+      return what;
+    }
+  }
+  if (mount("gdr-dev", "/dev/infiniband", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k") !=
+      0)
+    return "mount(tmpfs, /dev/infiniband)";
+  for (int i = 0; i < dev_node_count; ++i) {
+    snprintf(what, what_size, "/dev/infiniband/%.63s", dev_nodes[i]);
+    if (mknod(what, st[i].st_mode & (S_IFMT | 07777), st[i].st_rdev) != 0 ||
+        chown(what, st[i].st_uid, st[i].st_gid) != 0 || chmod(what, st[i].st_mode & 07777) != 0) {
+      snprintf(what, what_size, "mknod(/dev/infiniband/%.63s)", dev_nodes[i]);
+      return what;
+    }
+  }
+  if (mount(NULL, "/dev/infiniband", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL) !=
+      0)
+    return "mount(/dev/infiniband, MS_REMOUNT|MS_RDONLY)";
+  return NULL;
 }
 
 int slurm_spank_task_init_privileged(spank_t sp, int ac, char** av) {
   (void)ac;
   (void)av;
-  if (!attached) return 0;
+  if (!step_applies) return 0;
+  if (!attached)
+    refuse_task("%s", fail_line[0] ? fail_line : "gdr: this step holds no rails on this node");
   int fd = open(netns_path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    refuse_task("gdr: cannot open the rail network namespace %s: %s", netns_path, strerror(errno));
   // slurmstepd's loopback services (the PMIx server) stay reachable from the rail namespace.
   char err[256] = "";
-  int relayed = fd >= 0 ? relay_step_loopback(getppid(), fd, err, sizeof err) : 0;
-  if (relayed < 0) {
-    slurm_error("gdr: cannot relay slurmstepd's loopback ports into %s: %s", netns_path, err);
-    close(fd);
-    return -1;
-  }
+  int relayed = relay_step_loopback(getppid(), fd, err, sizeof err);
+  if (relayed < 0)
+    refuse_task("gdr: cannot relay slurmstepd's loopback ports into %s: %s", netns_path, err);
   if (relayed > 0)
     slurm_info("gdr: %d loopback port(s) of slurmstepd relayed into %s", relayed, netns_path);
-  if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
-    slurm_error("gdr: cannot enter the rail network namespace %s: %s", netns_path, strerror(errno));
-    if (fd >= 0) close(fd);
-    return -1;
-  }
+  if (setns(fd, CLONE_NEWNET) != 0)
+    refuse_task("gdr: setns(%s, CLONE_NEWNET): %s", netns_path, strerror(errno));
   close(fd);
+  char what[kLine];
+  const char* failed = enter_mount_view(what, sizeof what);
+  if (failed) refuse_task("gdr: the task's mount view: %s: %s", failed, strerror(errno));
   for (int i = 0; i < task_env_count; ++i) {
     char* eq = strchr(task_env[i], '=');
     *eq = '\0';
@@ -314,18 +603,5 @@ int slurm_spank_exit(spank_t sp, int ac, char** av) {
   (void)ac;
   (void)av;
   if (spank_context() != S_CTX_REMOTE || !attached) return 0;
-  char node[256];
-  node_name(sp, node, sizeof node);
-  char out[1024], last_err[kLine] = "";
-  char* args[] = {"detach", "--key", step_key, NULL};
-  int rc = run_harness(node, args, out, sizeof out, last_err, sizeof last_err);
-  if (rc != 0) {
-    slurm_error(
-        "gdr: %s detach --key %s failed on node %s (status %d): %s; run gdr-harness "
-        "teardown there",
-        harness_path, step_key, node, rc, last_err[0] ? last_err : "no message");
-    return -1;
-  }
-  attached = 0;
-  return 0;
+  return detach_step(sp);
 }

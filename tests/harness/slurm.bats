@@ -52,8 +52,10 @@ start_cluster() {
   dd if=/dev/urandom of="$m/munge.key" bs=1024 count=1 status=none && chmod 400 "$m/munge.key"
   munged --force --key-file "$m/munge.key" --socket "$m/munge.sock" --pid-file "$m/munged.pid" \
     --log-file "$m/munged.log" --seed-file "$m/munged.seed" || return 1
+  # optional, not required: Slurm then ignores the plugin's failed callbacks, so the refusals
+  # below show that the plugin itself keeps a refused step's tasks from running.
   cat >"$s/plugstack.conf" <<EOF
-required $GDR_SPANK harness=$HARNESS gdrproxy=$GDRPROXY env=RDMA_IFACES=rail0,rail1 env=GDR_HARNESS_ARP_PROFILE=multirail
+optional $GDR_SPANK harness=$HARNESS gdrproxy=$GDRPROXY env=RDMA_IFACES=rail0,rail1 env=GDR_HARNESS_ARP_PROFILE=multirail
 EOF
   cat >"$s/slurm.conf" <<EOF
 ClusterName=gdrtest
@@ -151,6 +153,11 @@ srun_fabric() { in_fabric timeout 120 srun "$@"; }
   # Each rank: its node's name, lo and the two rails, nothing of the node's own links.
   grep -qE "on ${GH_P}-nodeB sees: lo rail[01] rail[01] \$" <<<"$output"
   grep -qE "on ${GH_P}-nodeA sees: lo rail[01] rail[01] \$" <<<"$output"
+  # ... with its own node's rail addresses only, and a /sys/class/net of the rail namespace.
+  grep -qE "on ${GH_P}-nodeA addresses: lo=127\.0\.0\.1 (rail[01]=198\.51\.100\.1[01] ){2}\$" <<<"$output"
+  grep -qE "on ${GH_P}-nodeB addresses: lo=127\.0\.0\.1 (rail[01]=198\.51\.100\.2[01] ){2}\$" <<<"$output"
+  grep -qE "on ${GH_P}-nodeA sysfs: lo rail0 rail1 \$" <<<"$output"
+  grep -qE "on ${GH_P}-nodeB sysfs: lo rail0 rail1 \$" <<<"$output"
   # The plugin prepared each node once (plan and doctor report) and gave the rails back.
   [ -f "/run/gdr-harness/${GH_P}-nodeA/plan.json" ]
   [ -f "/run/gdr-harness/${GH_P}-nodeB/plan.json" ]
@@ -177,6 +184,14 @@ srun_fabric() { in_fabric timeout 120 srun "$@"; }
   [[ $output == *"NCCL_DEBUG=INFO"* ]]
   [[ $output == *"NCCL_SOCKET_IFNAME=eth0"* ]]
   [[ $output == *"GDR_HARNESS_NODE=${GH_P}-nodeA"* ]]
+  # The task's /sys: the rail namespace's links, and the node's /sys submounts (cgroups) kept.
+  local host_mounts
+  host_mounts=$(findmnt -rn -o TARGET -R /sys | sort | tr '\n' ' ')
+  run srun_fabric -N1 -w "${GH_P}-nodeA" --gdr=auto sh -c 'ls /sys/class/net | tr "\n" " "; echo; findmnt -rn -o TARGET -R /sys | sort | tr "\n" " "'
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = "lo rail0 rail1 " ]
+  [ "${lines[1]}" = "$host_mounts" ]
   wait_gone "/run/gdr-harness/${GH_P}-nodeA/run"
   run on_node A teardown
   [ "$status" -eq 0 ]
@@ -210,4 +225,50 @@ srun_fabric() { in_fabric timeout 120 srun "$@"; }
   [ "$status" -eq 0 ]
   assert_restored A
   assert_restored B
+}
+
+@test "--gdr-grant: a device not on the node's rails refuses the step (its tasks never run), none runs without one" {
+  # The nodes' rails have no RDMA device: granting one is refused with a line naming it, and the
+  # step is detached again.
+  run srun_fabric -N1 -w "${GH_P}-nodeA" --gdr=auto --gdr-grant=mlx5_0 touch "$GH_W/granted-ran"
+  echo "$output"
+  [ "$status" -ne 0 ]
+  [[ $output == *"gdr: --gdr-grant: mlx5_0 is not an RDMA device of node ${GH_P}-nodeA's rails (they have none)"* ]]
+  [ ! -e "$GH_W/granted-ran" ]
+  wait_gone "/run/gdr-harness/${GH_P}-nodeA/run"
+  # Options the plugin refuses before anything starts.
+  run srun_fabric -N1 -w "${GH_P}-nodeA" --gdr=none --gdr-grant=mlx5_0 true
+  [ "$status" -ne 0 ]
+  [[ $output == *"gdr: --gdr-grant needs --gdr=auto"* ]]
+  run srun_fabric -N1 -w "${GH_P}-nodeA" --gdr=auto --gdr-grant='mlx5_0 x' true
+  [ "$status" -ne 0 ]
+  [[ $output == *"gdr: --gdr-grant takes RDMA device names"* ]]
+  # --gdr-grant=none: the rails without any RDMA device (and no NCCL_IB_HCA).
+  run srun_fabric -N1 -w "${GH_P}-nodeA" --gdr=auto --gdr-grant=none sh -c 'echo "hca=${NCCL_IB_HCA-unset}"; ip -o link show | cut -d: -f2 | sed "s/@.*//" | tr -d " " | sort | tr "\n" " "'
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output == *"hca=unset"* ]]
+  [[ $output == *"lo rail0 rail1 "* ]]
+  wait_gone "/run/gdr-harness/${GH_P}-nodeA/run"
+  run on_node A teardown
+  [ "$status" -eq 0 ]
+  assert_restored A
+}
+
+@test "a node whose rails cannot be attached: the step's tasks never run, even with the plugin optional" {
+  # RDMA_IFACES names a rail the node does not have: prepare fails, and so the attach.
+  run on_node A teardown
+  local conf=$GH_W/slurm/plugstack.conf
+  cp "$conf" "$conf.good"
+  sed -i 's/RDMA_IFACES=rail0,rail1/RDMA_IFACES=nosuchrail9/' "$conf"
+  run srun_fabric -N1 -w "${GH_P}-nodeA" --gdr=auto touch "$GH_W/attach-ran"
+  cp "$conf.good" "$conf"
+  echo "$output"
+  [ "$status" -ne 0 ]
+  [[ $output == *"gdr: "*"attach --key step-"*"failed on node ${GH_P}-nodeA"*"no rail selected on node ${GH_P}-nodeA"* ]]
+  [ ! -e "$GH_W/attach-ran" ]
+  [ ! -e "/run/gdr-harness/${GH_P}-nodeA/run" ]
+  run on_node A teardown
+  [ "$status" -eq 0 ]
+  assert_restored A
 }
