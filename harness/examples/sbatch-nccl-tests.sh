@@ -11,5 +11,6 @@ set -euo pipefail
 # interface) in every task from the node's plan; anything else is the job's own.
 export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
 # --mpi=pmix: the PMIx server of each node's slurmstepd is relayed into the rail namespace.
-# --gdr-debug adds NCCL_DEBUG=INFO with INIT,NET,GRAPH (slower: not for bandwidth numbers).
+# --gdr-debug adds NCCL_DEBUG=INFO with INIT,NET,GRAPH (slower: not for bandwidth numbers);
+# --gdr-grant=mlx5_0,mlx5_1 would limit the tasks to those RDMA devices of the node's rails.
 srun --mpi=pmix --gdr=auto all_reduce_perf -b 8 -e 4G -f 2 -g 1
