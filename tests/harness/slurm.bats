@@ -272,3 +272,34 @@ srun_fabric() { in_fabric timeout 120 srun "$@"; }
   [ "$status" -eq 0 ]
   assert_restored A
 }
+
+@test "two steps at once on an unprepared node, two tasks each: one prepare, every task in one rail namespace, all given back" {
+  run on_node A teardown
+  [ "$status" -eq 0 ]
+  local log=$GH_W/slurm/slurmd-${GH_P}-nodeA.log before joined
+  before=$(grep -c "has no plan: preparing it" "$log" || true)
+  joined=$(grep -c "joins node ${GH_P}-nodeA's running container network namespace" "$log" || true)
+  # Each task: its step, rank, links and network namespace; the sleep keeps both steps attached
+  # at once, so the second joins what the first set up.
+  cat >"$GH_W/two-steps.sh" <<'SCRIPT'
+#!/bin/bash
+show='echo "step $SLURM_STEP_ID rank $SLURM_PROCID: $(ip -o link show | cut -d: -f2 | sed "s/@.*//" | tr -d " " | sort | tr "\n" " ")$(readlink /proc/self/ns/net)"; sleep 2'
+srun --overlap -n2 --overcommit --gdr=auto sh -c "$show" &
+srun --overlap -n2 --overcommit --gdr=auto sh -c "$show" &
+wait
+SCRIPT
+  chmod +x "$GH_W/two-steps.sh"
+  run in_fabric timeout 120 salloc -N1 -w "${GH_P}-nodeA" "$GH_W/two-steps.sh"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "$(grep -cE '^step [0-9]+ rank [01]: lo rail0 rail1 net:\[[0-9]+\]$' <<<"$output")" -eq 4 ]
+  [ "$(grep -oE 'net:\[[0-9]+\]$' <<<"$output" | sort -u | wc -l)" -eq 1 ]
+  [ "$(grep -cE '^step 0 ' <<<"$output")" -eq 2 ]
+  [ "$(grep -cE '^step 1 ' <<<"$output")" -eq 2 ]
+  [ "$(grep -c "has no plan: preparing it" "$log")" -eq $((before + 1)) ]
+  [ "$(grep -c "joins node ${GH_P}-nodeA's running container network namespace" "$log")" -eq $((joined + 1)) ]
+  wait_gone "/run/gdr-harness/${GH_P}-nodeA/run"
+  run on_node A teardown
+  [ "$status" -eq 0 ]
+  assert_restored A
+}
