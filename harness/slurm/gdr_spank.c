@@ -365,8 +365,10 @@ static int apply_grants(const char* node) {
     char name[kName];
     snprintf(name, sizeof name, "%.*s", (int)strcspn(entry, ":"), entry);
     if (grant_opt[0] && (strcmp(grant_opt, "none") == 0 || !in_list(grant_opt, name))) continue;
+    int seen = used > 0 && in_list(granted + 1, name);  // another port of a device already in
     used +=
         (size_t)snprintf(granted + used, sizeof granted - used, "%s%s", used ? "," : "=", entry);
+    if (seen) continue;
     // Its uverbs node(s), as the kernel links them under the device.
     char dir[kLine];
     snprintf(dir, sizeof dir, "/sys/class/infiniband/%s/device/infiniband_verbs", name);
