@@ -170,7 +170,7 @@ static int run_harness(const char* node, char* const args[], char* out, size_t s
   for (int i = 0; args[i] && argc < 15; ++i) argv[argc++] = args[i];
   argv[argc] = NULL;
   static char path_env[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-  char gp_env[kLine + 16], node_env[256];
+  char gp_env[kLine + 16], node_env[256 + 32];
   snprintf(gp_env, sizeof gp_env, "GDRPROXY=%s", gdrproxy_path);
   snprintf(node_env, sizeof node_env, "GDR_HARNESS_NODE=%s", node);
   char* envp[kMaxEnv + 4];
