@@ -5,8 +5,10 @@
 #include <sys/sysmacros.h>
 
 #include <algorithm>
+#include <climits>
 
 #include "harness/doctor/rdma_netlink.h"
+#include "harness/doctor/verbs_providers.h"
 #include "netns/profile.h"
 #include "netns/rdma_sysfs.h"
 #include "sysfs/fsio.h"
@@ -37,6 +39,60 @@ void check_abi(const Context& ctx, Report& report) {
   } else {
     report.fail("rdma.uverbs_abi", "uverbs ABI " + quote_value(v) + ": libibverbs accepts 3 to 6",
                 "use a kernel with uverbs ABI 6");
+  }
+}
+
+// Per device: its driver ABI against the range of the provider that will claim it.
+void check_provider_abi(const Context& ctx, Report& report) {
+  const std::string cls = ctx.sysfs_root + "/class/infiniband_verbs";
+  for (const auto& name : sysfs::list_dir(cls)) {
+    if (name.rfind("uverbs", 0) != 0) continue;
+    const std::string ibdev = attr(cls + "/" + name + "/ibdev");
+    const std::string id = "rdma.provider_abi." + (ibdev.empty() ? name : ibdev);
+    // The kernel driver of the device's parent, as libibverbs' modalias match sees it.
+    std::string driver;
+    for (const std::string& link :
+         {ctx.sysfs_root + "/class/infiniband/" + ibdev + "/device/driver",
+          cls + "/" + name + "/device/driver"})
+      if (auto l = sysfs::read_link(link); l && driver.empty()) driver = sysfs::basename_of(*l);
+    const std::string abi_text = attr(cls + "/" + name + "/abi_version");
+    const std::string where = name + "=" + ibdev;
+    const ProviderMatch m = match_verbs_provider(driver, ibdev);
+    if (!m.provider) {
+      report.warn(id,
+                  where + " (driver " + (driver.empty() ? std::string("unknown") : driver) +
+                      "): no rdma-core provider known to the doctor, its ABI range cannot be "
+                      "checked",
+                  "check `ibv_devices` lists it; a provider missing from the image's "
+                  "ibverbs-providers shows the same way");
+      continue;
+    }
+    long abi = -1;
+    try {
+      abi = abi_text.empty() ? -1 : std::stol(abi_text);
+    } catch (const std::exception&) {
+      abi = -1;
+    }
+    const std::string range =
+        std::to_string(m.provider->min_abi) +
+        (m.provider->max_abi == m.provider->min_abi
+             ? std::string()
+             : " to " + (m.provider->max_abi == INT_MAX ? std::string("any")
+                                                        : std::to_string(m.provider->max_abi)));
+    const std::string shown = where + " (" + m.how + ", provider " + m.provider->name +
+                              " accepts driver ABI " + range + ")";
+    if (abi < 0)
+      report.warn(id, shown + ": abi_version " + quote_value(abi_text) + " unreadable",
+                  "read " + cls + "/" + name + "/abi_version on the node");
+    else if (abi < m.provider->min_abi || abi > m.provider->max_abi)
+      report.fail(id,
+                  shown + ": the device's driver ABI is " + std::to_string(abi) +
+                      "; libibverbs skips the device (\"does not support the kernel ABI\")",
+                  std::string("use an rdma-core whose ") + m.provider->name +
+                      " provider supports ABI " + std::to_string(abi) +
+                      " (the image's ibverbs-providers), or a kernel driver of its range");
+    else
+      report.pass(id, shown + ": driver ABI " + std::to_string(abi));
   }
 }
 
@@ -215,6 +271,7 @@ void check_rdma(const Context& ctx, Report& report) {
   hca_facts(ctx, report);
   check_abi(ctx, report);
   check_nodes(ctx, report);
+  check_provider_abi(ctx, report);
   check_rdma_netlink(ctx, report);
   check_rails(ctx, report);
 }

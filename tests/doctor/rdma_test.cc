@@ -62,6 +62,53 @@ TEST(RdmaNodes, MatchingNumbersPassWrongNumbersFail) {
   EXPECT_NE(k.found.find("uverbs1 missing"), std::string::npos) << k.found;
 }
 
+// A uverbs device whose parent is bound to kernel driver `driver` ("" = no driver link), with
+// driver ABI `abi`.
+void provider_device(const TempTree& t, const std::string& uverbs_name, const std::string& ibdev,
+                     const std::string& driver, const std::string& abi) {
+  uverbs(t, uverbs_name, ibdev, "231:192");
+  t.write("sys/class/infiniband_verbs/" + uverbs_name + "/abi_version", abi + "\n");
+  t.mkdir("sys/class/infiniband/" + ibdev + "/device");
+  if (!driver.empty())
+    t.symlink("../../../../bus/pci/drivers/" + driver,
+              "sys/class/infiniband/" + ibdev + "/device/driver");
+}
+
+TEST(RdmaProviderAbi, DeviceAbiInsideItsProvidersRangePasses) {
+  TempTree t;
+  provider_device(t, "uverbs0", "mlx5_0", "mlx5_core", "1");
+  // A renamed device (udev's rocep...) is still matched by its driver.
+  provider_device(t, "uverbs1", "rocep65s0f0", "mlx5_core", "1");
+  // rxe sits on a netdev whose NIC driver the link shows: matched by name.
+  provider_device(t, "uverbs2", "rxe0", "virtio-pci", "2");
+  Report r = run(tree_context(t));
+  Check k = only_check(r, "rdma.provider_abi.mlx5_0");
+  EXPECT_EQ(k.status, Status::Pass) << k.found;
+  EXPECT_NE(k.found.find("driver mlx5_core, provider mlx5 accepts driver ABI 1"), std::string::npos)
+      << k.found;
+  EXPECT_EQ(only_check(r, "rdma.provider_abi.rocep65s0f0").status, Status::Pass);
+  k = only_check(r, "rdma.provider_abi.rxe0");
+  EXPECT_EQ(k.status, Status::Pass) << k.found;
+  EXPECT_NE(k.found.find("name rxe0, provider rxe"), std::string::npos) << k.found;
+}
+
+TEST(RdmaProviderAbi, DeviceAbiOutsideTheRangeFailsUnknownProviderWarns) {
+  TempTree t;
+  provider_device(t, "uverbs0", "mlx5_0", "mlx5_core", "2");
+  provider_device(t, "uverbs1", "mlx4_0", "mlx4_core", "1");
+  provider_device(t, "uverbs2", "foo0", "foo_core", "1");
+  Report r = run(tree_context(t));
+  Check k = only_check(r, "rdma.provider_abi.mlx5_0");
+  EXPECT_EQ(k.status, Status::Fail) << k.found;
+  EXPECT_NE(k.found.find("the device's driver ABI is 2"), std::string::npos) << k.found;
+  k = only_check(r, "rdma.provider_abi.mlx4_0");
+  EXPECT_EQ(k.status, Status::Fail) << k.found;
+  EXPECT_NE(k.found.find("accepts driver ABI 2 to 4"), std::string::npos) << k.found;
+  k = only_check(r, "rdma.provider_abi.foo0");
+  EXPECT_EQ(k.status, Status::Warn) << k.found;
+  EXPECT_NE(k.found.find("driver foo_core"), std::string::npos) << k.found;
+}
+
 // Two rails in one subnet with the multirail profile's sysctls (or not).
 void rails(const TempTree& t, int arp_ignore_eth1) {
   add_hca(t, "mlx5_0", "eth0", {{3, ipv4_gid("10.0.0.1"), "RoCE v2"}});
