@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "harness/doctor/nccl_levels.h"
 #include "netns/rdma_sysfs.h"
 #include "sysfs/fsio.h"
 
@@ -248,6 +249,36 @@ void check_socket_ifname(const Context& ctx, const std::map<std::string, NcclSet
   }
 }
 
+// NCCL_NET_GDR_LEVEL and NCCL_P2P_LEVEL (or NCCL_P2P_DISABLE) in words; the nvidia family
+// compares them with the PCI paths.
+void check_levels(const Context& ctx, Report& report) {
+  struct Which {
+    const char* id;
+    NcclLevel level;
+    const char* what;
+    const char* off;
+  };
+  for (const auto& w :
+       {Which{"nccl.net_gdr_level", net_gdr_level(ctx),
+              "GPUDirect RDMA (NIC reads/writes GPU memory)",
+              "GPUDirect RDMA off: every network transfer is staged through host memory"},
+        Which{"nccl.p2p_level", p2p_level(ctx), "P2P between GPUs of one node",
+              "P2P off: GPU-to-GPU traffic on the node goes through host memory"}}) {
+    if (!w.level.ignored.empty())
+      report.warn(w.id,
+                  w.level.ignored +
+                      " is neither a path name nor a number: NCCL ignores it and "
+                      "keeps PXB",
+                  "use LOC, PIX, PXB, PHB or SYS (or 0-4: 0=LOC 1=PIX 2=PXB 3=PHB 4=SYS)");
+    else if (w.level.level == NcclPath::LOC && w.level.user_set)
+      report.warn(w.id, w.level.shown + ": " + w.off,
+                  "unset it unless it works around a known problem (ACS/IOMMU redirecting "
+                  "peer-to-peer PCIe)");
+    else
+      report.pass(w.id, w.level.shown + ": " + w.what + " " + level_words(w.level.level));
+  }
+}
+
 }  // namespace
 
 std::map<std::string, NcclSetting> nccl_settings(const Context& ctx) {
@@ -314,6 +345,7 @@ void check_nccl_env(const Context& ctx, Report& report) {
   check_hca(ctx, settings, hcas, selected, report);
   check_gid_index(ctx, settings, selected, report);
   check_socket_ifname(ctx, settings, report);
+  check_levels(ctx, report);
 }
 
 }  // namespace gdrproxy::doctor

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <regex>
 
-#include "harness/doctor/nccl_env.h"
+#include "harness/doctor/nccl_levels.h"
 #include "sysfs/fsio.h"
 #include "sysfs/nccl_view.h"
 
@@ -30,23 +30,40 @@ int rank(sysfs::PathType t) {
   return static_cast<int>(t);
 }
 
-// NCCL_NET_GDR_LEVEL as LOC/PIX/PXB/PHB/SYS, on PathType's scale (LOC: -1, no GDR at all);
-// PXB, NCCL's default, when unset or not one of those names.
-int gdr_level(const Context& ctx, std::string* shown) {
-  auto settings = nccl_settings(ctx);
-  auto it = settings.find("NCCL_NET_GDR_LEVEL");
-  *shown = "PXB (default)";
-  if (it == settings.end()) return rank(sysfs::PathType::PXB);
-  const std::string v = it->second.value;
-  *shown = v + " (NCCL_NET_GDR_LEVEL)";
-  if (v == "LOC") return -1;
-  if (v == "PIX") return rank(sysfs::PathType::PIX);
-  if (v == "PXB") return rank(sysfs::PathType::PXB);
-  if (v == "PHB") return rank(sysfs::PathType::PHB);
-  if (v == "SYS") return rank(sysfs::PathType::SYS);
-  // Integer values follow NCCL's internal path numbering, which changed between releases.
-  *shown = quote_value(v) + " (NCCL_NET_GDR_LEVEL; only LOC/PIX/PXB/PHB/SYS are read: PXB assumed)";
-  return rank(sysfs::PathType::PXB);
+// GPU pairs against NCCL_P2P_LEVEL: a pair whose PCI path is farther than the level gets no P2P
+// over PCI (NVLink, which sysfs does not show, counts as NVL and passes any level above NVB).
+void check_p2p(const Context& ctx, const std::vector<const sysfs::NcclEndpoint*>& gpus,
+               Report& report) {
+  if (gpus.size() < 2) return;
+  const NcclLevel level = p2p_level(ctx);
+  std::vector<std::string> far;
+  size_t pairs = 0;
+  for (size_t i = 0; i < gpus.size(); ++i)
+    for (size_t j = i + 1; j < gpus.size(); ++j) {
+      ++pairs;
+      const auto t = sysfs::path_type(*gpus[i], *gpus[j]);
+      if (static_cast<int>(to_nccl_path(t)) > static_cast<int>(level.level))
+        far.push_back(gpus[i]->bdf + "-" + gpus[j]->bdf + " " + sysfs::to_string(t));
+    }
+  std::string list;
+  for (size_t k = 0; k < far.size() && k < 4; ++k) list += (list.empty() ? "" : ", ") + far[k];
+  if (far.size() > 4) list += ", ... (" + std::to_string(far.size()) + " in all)";
+  const std::string shown = "P2P level " + level.shown + " (" + level_words(level.level) + ")";
+  if (far.empty())
+    report.pass("nvidia.p2p_level", shown + ": every one of " + std::to_string(pairs) +
+                                        " GPU pairs is within it over PCI");
+  else if (level.user_set)
+    report.warn("nvidia.p2p_level",
+                shown + ": NCCL will not use P2P over PCI for " + list +
+                    " (only NVLink, which sysfs does not show, would still carry P2P)",
+                "raise NCCL_P2P_LEVEL (or unset NCCL_P2P_DISABLE) if these GPUs should talk "
+                "directly");
+  else
+    report.pass("nvidia.p2p_level",
+                shown +
+                    ": pairs farther over PCI use NVLink where they have it, else host "
+                    "memory: " +
+                    list);
 }
 
 }  // namespace
@@ -187,13 +204,14 @@ void check_nvidia(const Context& ctx, Report& report) {
     report.facts()["nvidia"] = facts;
     return;
   }
-  std::string level_shown;
-  const int level = gdr_level(ctx, &level_shown);
+  const NcclLevel level = net_gdr_level(ctx);
   nlohmann::json pairs = nlohmann::json::array();
   int gpus = 0;
+  std::vector<const sysfs::NcclEndpoint*> nvidia;
   for (const auto& g : view.gpus) {
     if (attr(ctx.sysfs_root + "/bus/pci/devices/" + g.bdf + "/vendor") != "0x10de") continue;
     ++gpus;
+    nvidia.push_back(&g);
     const std::string id = "nvidia.gpu." + g.bdf;
     if (view.nics.empty()) {
       report.warn(id, "GPU " + g.bdf + ": no RDMA NIC in " + ctx.sysfs_root + "/class/infiniband",
@@ -208,21 +226,25 @@ void check_nvidia(const Context& ctx, Report& report) {
           {{"gpu", clean(g.bdf)}, {"nic", clean(n.name)}, {"path", sysfs::to_string(t)}});
       if (!best || rank(t) < rank(best_type)) best = &n, best_type = t;
     }
-    const bool near = rank(best_type) <= level;
+    const bool near = static_cast<int>(to_nccl_path(best_type)) <= static_cast<int>(level.level);
     const std::string eff = near ? method : "none";
     const std::string found = "GPU " + g.bdf + " -> " + best->name + ": " +
                               sysfs::to_string(best_type) + ", GPUDirect RDMA " +
                               (eff == "none" ? "none" : "via " + eff) + " (GDR level " +
-                              level_shown + ")";
+                              level.shown + ")";
     if (!near)
-      report.warn(id, found + ": the nearest NIC is farther than the GDR level",
-                  "grant the GPU the NIC under its own PCIe switch (or raise "
-                  "NCCL_NET_GDR_LEVEL, at a bandwidth cost)");
+      report.warn(
+          id,
+          found + ": NCCL will not use GPUDirect RDMA with it: " + sysfs::to_string(best_type) +
+              " is farther than " + to_string(level.level) + " (" + level_words(level.level) + ")",
+          "grant the GPU the NIC under its own PCIe switch (or raise "
+          "NCCL_NET_GDR_LEVEL, at a bandwidth cost)");
     else if (eff == "none")
       report.fail(id, found, "use the open kernel module (dma-buf) or modprobe nvidia-peermem");
     else
       report.pass(id, found);
   }
+  check_p2p(ctx, nvidia, report);
   if (gpus == 0 && mod.loaded)
     report.warn("nvidia.paths", "no NVIDIA GPU in " + ctx.sysfs_root + "/bus/pci/devices",
                 "grant the container a GPU (its synthetic sysfs shows granted GPUs only)");

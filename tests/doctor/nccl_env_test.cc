@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "harness/doctor/nccl_env.h"
+#include "harness/doctor/nccl_levels.h"
 #include "tests/doctor/fixture.h"
 
 namespace gdrproxy::doctor {
@@ -169,6 +170,55 @@ TEST(NcclSettings, TenantBytesArePrintedEscaped) {
   EXPECT_EQ(text.find('\x1b'), std::string::npos);
   EXPECT_EQ(text.find("\nFAKE"), std::string::npos);
   EXPECT_NO_THROW((void)r.to_json().dump());
+}
+
+TEST(NcclLevels, IntegerAndStringFormsAsNcclReadsThem) {
+  EXPECT_EQ(parse_nccl_level("0"), NcclPath::LOC);
+  EXPECT_EQ(parse_nccl_level("1"), NcclPath::PIX);
+  EXPECT_EQ(parse_nccl_level("2"), NcclPath::PXB);
+  EXPECT_EQ(parse_nccl_level("3"), NcclPath::PHB);
+  EXPECT_EQ(parse_nccl_level("4"), NcclPath::SYS);
+  EXPECT_EQ(parse_nccl_level("7"), NcclPath::SYS);    // clamped
+  EXPECT_EQ(parse_nccl_level("010"), NcclPath::SYS);  // strtol base 0: octal 8
+  EXPECT_EQ(parse_nccl_level("0x1"), NcclPath::PIX);  // and hexadecimal
+  EXPECT_EQ(parse_nccl_level("99999999999999999999"), NcclPath::SYS);
+  EXPECT_EQ(parse_nccl_level("NVL"), NcclPath::NVL);
+  EXPECT_EQ(parse_nccl_level("PHB"), NcclPath::PHB);
+  EXPECT_FALSE(parse_nccl_level("phb"));  // NCCL compares with strcmp
+  EXPECT_FALSE(parse_nccl_level("-1"));
+  EXPECT_FALSE(parse_nccl_level(""));
+}
+
+TEST(NcclLevels, PrintedInWordsAndIgnoredValuesWarn) {
+  TempTree t;
+  Context c = tree_context(t);
+  c.env["NCCL_NET_GDR_LEVEL"] = "1";
+  c.env["NCCL_P2P_LEVEL"] = "NVL";
+  Report r = run(c);
+  Check k = only_check(r, "nccl.net_gdr_level");
+  EXPECT_EQ(k.status, Status::Pass) << k.found;
+  EXPECT_NE(k.found.find("NCCL_NET_GDR_LEVEL=\"1\" (environment): PIX: GPUDirect RDMA"),
+            std::string::npos)
+      << k.found;
+  EXPECT_NE(k.found.find("only under one PCIe switch"), std::string::npos) << k.found;
+  k = only_check(r, "nccl.p2p_level");
+  EXPECT_EQ(k.status, Status::Pass) << k.found;
+  EXPECT_NE(k.found.find("only over a direct NVLink"), std::string::npos) << k.found;
+
+  c.env["NCCL_NET_GDR_LEVEL"] = "pxb";
+  c.env["NCCL_P2P_DISABLE"] = "1";
+  r = run(c);
+  k = only_check(r, "nccl.net_gdr_level");
+  EXPECT_EQ(k.status, Status::Warn) << k.found;
+  EXPECT_NE(k.found.find("NCCL ignores it and keeps PXB"), std::string::npos) << k.found;
+  k = only_check(r, "nccl.p2p_level");
+  EXPECT_EQ(k.status, Status::Warn) << k.found;
+  EXPECT_NE(k.found.find("NCCL_P2P_DISABLE=\"1\" (environment): LOC: P2P off"), std::string::npos)
+      << k.found;
+
+  c.env.clear();
+  EXPECT_NE(only_check(run(c), "nccl.net_gdr_level").found.find("PXB (default)"),
+            std::string::npos);
 }
 
 }  // namespace

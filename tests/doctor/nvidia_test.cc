@@ -146,5 +146,49 @@ TEST(NvidiaPaths, GpuWithOnlyAFarNicWarnsAndGdrLevelCounts) {
   EXPECT_EQ(only_check(run(c), "nvidia.gpu.0000:0f:00.0").status, Status::Pass);
 }
 
+TEST(NvidiaPaths, IntegerGdrLevelReadAsNcclReadsIt) {
+  TempTree t;
+  // GPU 0f:00.0 with NIC mlx5_0 under its own switch (PIX) and mlx5_4 across the sockets (SYS).
+  example_tree(t, {"0000:0f:00.0"}, {"mlx5_4"});
+  Context c = base(t);
+  c.env["NCCL_NET_GDR_LEVEL"] = "4";  // old numbering: SYS
+  Check k = only_check(run(c), "nvidia.gpu.0000:0f:00.0");
+  EXPECT_EQ(k.status, Status::Pass) << k.found;
+  EXPECT_NE(k.found.find("NCCL_NET_GDR_LEVEL=\"4\" (environment): SYS"), std::string::npos)
+      << k.found;
+  c.env["NCCL_NET_GDR_LEVEL"] = "3";  // PHB: the SYS path is farther
+  k = only_check(run(c), "nvidia.gpu.0000:0f:00.0");
+  EXPECT_EQ(k.status, Status::Warn) << k.found;
+  EXPECT_NE(k.found.find("NCCL will not use GPUDirect RDMA with it: SYS is farther than PHB"),
+            std::string::npos)
+      << k.found;
+
+  TempTree near;
+  example_tree(near, {"0000:0f:00.0"}, {"mlx5_0"});
+  c = base(near);
+  c.env["NCCL_NET_GDR_LEVEL"] = "1";  // PIX, and the pair is PIX
+  EXPECT_EQ(only_check(run(c), "nvidia.gpu.0000:0f:00.0").status, Status::Pass);
+  c.env["NCCL_NET_GDR_LEVEL"] = "0";  // LOC: GDR off whatever the path
+  k = only_check(run(c), "nvidia.gpu.0000:0f:00.0");
+  EXPECT_EQ(k.status, Status::Warn) << k.found;
+  EXPECT_NE(k.found.find("PIX is farther than LOC"), std::string::npos) << k.found;
+}
+
+TEST(NvidiaPaths, P2pLevelAgainstGpuPairs) {
+  TempTree t;
+  example_tree(t, {}, {});
+  Context c = base(t);
+  c.env["NCCL_P2P_LEVEL"] = "SYS";
+  Check k = only_check(run(c), "nvidia.p2p_level");
+  EXPECT_EQ(k.status, Status::Pass) << k.found;
+  EXPECT_NE(k.found.find("every one of 28 GPU pairs"), std::string::npos) << k.found;
+  c.env["NCCL_P2P_LEVEL"] = "2";  // PXB: pairs across the host bridge or sockets are farther
+  k = only_check(run(c), "nvidia.p2p_level");
+  EXPECT_EQ(k.status, Status::Warn) << k.found;
+  EXPECT_NE(k.found.find("NCCL will not use P2P over PCI for 0000:"), std::string::npos) << k.found;
+  c.env.erase("NCCL_P2P_LEVEL");  // the default: said, not warned about
+  EXPECT_EQ(only_check(run(c), "nvidia.p2p_level").status, Status::Pass);
+}
+
 }  // namespace
 }  // namespace gdrproxy::doctor
