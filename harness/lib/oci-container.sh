@@ -6,16 +6,21 @@
 #
 # The idea not to miss: the rails are still moved by the harness (`gdrproxy netns move` into the
 # pinned namespace at $CTR_NETNS, journal and teardown unchanged); the container joins that
-# namespace by path, and everything about devices is `gdrproxy oci prepare`'s: the seccomp
-# profile with the agent's listener, /dev nodes of the granted devices only, device cgroup rules
-# and the synthetic /sys. The agent, when the harness starts it, lives as long as the run and
-# grants exactly the run's grant set; an operator's agent (GDR_HARNESS_AGENT_SOCKET) decides by
-# its own config. The container's state is under $RUN_DIR, so `teardown` finds a killed run's
-# container and agent there.
+# namespace by path, and it is always started through the runtime shim, `gdrproxy runtime`, with
+# a config of its own (<state>/run/ctr-*/runtime.json: the real runtime, the agent's listener,
+# the grant set). Everything about devices is the shim's: the seccomp profile with the agent's
+# listener, /dev nodes of the granted devices only, device cgroup rules and the synthetic /sys;
+# the harness writes the bundle's process, mounts and namespaces and nothing of the devices. The
+# agent, when the harness starts it, lives as long as the node's runs and grants exactly the
+# run's grant set; an operator's agent (GDR_HARNESS_AGENT_SOCKET) decides by its own config. The
+# container's state is under $RUN_DIR, so `teardown` finds a killed run's container and agent
+# there.
 
 # The runtime; per container (OWNER_KEY: node, or rank-N with one container per rank) its
-# directory (bundle, the runtime's state) and id: gdrh-<node>, or gdrh-<node>-rN.
+# directory (bundle, the runtime's state, the shim's config) and id: gdrh-<node>, or gdrh-<node>-rN.
 oci_runtime() { printf '%s' "${GDR_HARNESS_RUNTIME:-}"; }
+# The OCI runtime under the shim.
+oci_real_runtime() { oci_runtime; }
 oci_dir() { printf '%s/ctr-%s' "$RUN_DIR" "${1:-$OWNER_KEY}"; }
 oci_root() { printf '%s/runtime' "$(oci_dir "${1:-}")"; }
 oci_id() {
@@ -40,6 +45,30 @@ oci_check_runtime() {
   fi
 }
 
+# The caps of a default Docker container: CMD gets them in every runtime (ping and the like work
+# as in the user's usual containers; the device cgroup still refuses device nodes).
+OCI_CAPS=(CAP_CHOWN CAP_DAC_OVERRIDE CAP_FSETID CAP_FOWNER CAP_MKNOD CAP_NET_RAW CAP_SETGID CAP_SETUID
+  CAP_SETFCAP CAP_SETPCAP CAP_NET_BIND_SERVICE CAP_SYS_CHROOT CAP_KILL CAP_AUDIT_WRITE)
+
+# oci_empty_root ROOT: an empty root file system for the host's /usr, /etc and /opt (bound
+# read-only by the caller); prints, one a line, the other directories to bind (a host without a
+# merged /usr has /bin, /lib... of its own).
+oci_empty_root() {
+  local root=$1 d
+  mkdir -p "$root"/{usr,etc,opt,proc,dev,sys,tmp,run,root}
+  # Merged /usr (Debian 12): /bin, /sbin, /lib* are links into /usr.
+  for d in bin sbin lib lib32 lib64 libx32; do
+    if [[ -L /$d ]]; then
+      [[ -L $root/$d ]] || ln -s "$(readlink "/$d")" "$root/$d"
+    elif [[ -d /$d ]]; then
+      mkdir -p "$root/$d"
+      printf '/%s\n' "$d"
+    fi
+  done
+  for d in /usr /etc /opt; do [[ -d $d ]] && printf '%s\n' "$d"; done
+  return 0
+}
+
 # oci_bundle BUNDLE ENVS_JSON CMD...: BUNDLE/config.json for CMD with the environment in
 # ENVS_JSON (a JSON array of NAME=VALUE). The root file system is GDR_HARNESS_ROOTFS (an image's
 # unpacked rootfs, read-only), or else the host's /usr, /etc and /opt bound read-only on an
@@ -50,28 +79,14 @@ oci_check_runtime() {
 oci_bundle() {
   local b=$1 envs=$2
   shift 2
-  local root=$b/rootfs host=1 d binds=()
+  local root=$b/rootfs binds=()
   if [[ -n ${GDR_HARNESS_ROOTFS:-} ]]; then
     root=$(cd "$GDR_HARNESS_ROOTFS" && pwd -P)
-    host=0
   else
-    mkdir -p "$root"/{usr,etc,opt,proc,dev,sys,tmp,run,root}
-    # Merged /usr (Debian 12): /bin, /sbin, /lib* are links into /usr; a host without it gets
-    # those directories bound as well.
-    for d in bin sbin lib lib32 lib64 libx32; do
-      if [[ -L /$d ]]; then
-        ln -s "$(readlink "/$d")" "$root/$d"
-      elif [[ -d /$d ]]; then
-        mkdir -p "$root/$d"
-        binds+=("/$d")
-      fi
-    done
+    mapfile -t binds < <(oci_empty_root "$root")
   fi
   local cwd memlock token=memlock-$$-$RANDOM$RANDOM
   cwd=$(pwd -P)
-  if ((host)); then
-    for d in /usr /etc /opt; do [[ -d $d ]] && binds+=("$d"); done
-  fi
   # As much locked memory as the harness itself may have: raising a hard limit needs
   # CAP_SYS_RESOURCE, which a node's root does not always hold. (jq would print 2^64-1 as a
   # float, which runtimes refuse, so the number replaces a random token after jq.)
@@ -82,12 +97,10 @@ oci_bundle() {
   jq -n --arg root "$root" --argjson binds "$(jq -cn '$ARGS.positional' --args -- "${binds[@]}")" \
     --arg cwd "$cwd" --argjson env "$envs" --arg netns "$CTR_NETNS" \
     --arg token "$token" --arg user "${GDR_HARNESS_USER:-0:0}" --arg hostname "$(uname -n)" \
-    --args '
+    --arg caps "$(join_csv "${OCI_CAPS[@]}")" --args '
     def bind($src; $opts): {destination: $src, type: "bind", source: $src, options: (["rbind"] + $opts)};
     ($user | split(":") | map(tonumber)) as $ug |
-    ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW",
-     "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
-     "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE"] as $caps |
+    ($caps | split(",")) as $caps |
     {
       ociVersion: "1.0.2",
       hostname: $hostname,
@@ -157,12 +170,30 @@ oci_start_agent() {
   die "gdrproxy agent did not start on $OCI_SOCK (log above)" 125
 }
 
-# oci_prepare_container GRANTS_CSV ENVS_JSON CMD...: bundle, agent and `gdrproxy oci prepare`.
-# Sets OCI_CMD, the command line that runs the container in the foreground.
+# oci_shim_config GRANTS_CSV: the runtime shim's config for this container, $(oci_dir)/runtime.json
+# (the operator file of `gdrproxy runtime`, written per container): the real runtime under the
+# shim (runc or crun), the agent's listener
+# OCI_SOCK, exactly GRANTS_CSV as the most the container may ask for, and the synthetic /sys only
+# where something is granted (it models RDMA devices; plain rails have none). Prints its path.
+oci_shim_config() {
+  local grants=$1 cfg
+  cfg=$(oci_dir)/runtime.json
+  jq -n --arg rt "$(oci_real_runtime)" --arg sock "$OCI_SOCK" --arg grants "$grants" --arg id "$(oci_id)" \
+    '($grants | split(",") | map(select(. != ""))) as $g |
+     {version: 1, comment: ("gdr-harness: container " + $id), runtime: $rt, listener: $sock,
+      grants: $g, sysfs: ($g | length > 0)}' >"$cfg" || return 1
+  printf '%s' "$cfg"
+}
+
+# oci_prepare_container GRANTS_CSV ENVS_JSON CMD...: bundle, the agent, and the runtime shim's
+# config. Sets OCI_CMD, the command line that runs the
+# container in the foreground: always through `gdrproxy runtime`, which edits the bundle (seccomp
+# listener, /dev nodes, device cgroup, synthetic /sys) and then execs the real runtime, so the
+# harness never edits a bundle for devices itself.
 oci_prepare_container() {
   local grants=$1 envs=$2
   shift 2
-  local rt b
+  local rt b cfg
   rt=$(oci_runtime)
   b=$(oci_dir)/bundle
   mkdir -p "$b" "$(oci_root)"
@@ -179,17 +210,13 @@ oci_prepare_container() {
     oci_start_agent "$grants"
     say "gdrproxy agent for node $NODE on $OCI_SOCK, granting ${grants:-nothing} to $(oci_id)"
   fi
-  local -a prep=("$GP" oci prepare "$b" --listener "$OCI_SOCK" --runtime "$rt")
-  [[ -n $grants ]] && prep+=(--grant "$grants")
-  # The synthetic /sys models RDMA devices; plain rails have none, and a GPU-only grant keeps it.
-  if [[ -z $grants ]]; then prep+=(--no-sysfs); fi
-  "${prep[@]}" >"$RUN_DIR/oci-prepare.log" 2>&1 || {
-    sed 's/^/  oci prepare: /' "$RUN_DIR/oci-prepare.log" >&2
-    die "gdrproxy oci prepare failed for the container's bundle $b (output above)" 125
-  }
-  # shellcheck disable=SC2034 # run by gdr-harness's cmd_run
-  OCI_CMD=("$rt" --root "$(oci_root)" run --bundle "$b" "$(oci_id)")
-  say "container $(oci_id) by $rt, bundle $b"
+  cfg=$(oci_shim_config "$grants") || die "cannot write the runtime shim's config in $(oci_dir)" 125
+  # The shim takes the grant set from --grant (the harness's bundle asks for no device itself)
+  # and the real runtime from its config.
+  OCI_CMD=("$GP" runtime --config "$cfg")
+  [[ -n $grants ]] && OCI_CMD+=(--grant "$grants")
+  OCI_CMD+=(-- --root "$(oci_root)" run --bundle "$b" "$(oci_id)")
+  say "container $(oci_id) by $rt through the runtime shim (gdrproxy runtime, config $cfg), bundle $b"
 }
 
 # oci_delete_container KEY: container KEY deleted (killed first) with the runtime that made it,

@@ -256,8 +256,14 @@ load lib
     grep -E "^(Seccomp|CapEff):" /proc/self/status >A.status; ls /dev >A.dev
     for i in 0 1; do ping -q -I rail$i -c1 -W1 198.51.100.2$i; done
     ping -q -I eth0 -c1 -W1 192.0.2.120'
+  # Node A's gdrproxy and runc log each call with their pid before they exec the real ones.
+  mkdir -p "$GH_W/bin"
+  printf '#!/bin/sh\necho "$$ $*" >>%s/gp.calls\nexec %s "$@"\n' "$GH_W" "$GDRPROXY" >"$GH_W/bin/gdrproxy"
+  printf '#!/bin/sh\necho "$$ $*" >>%s/runc.calls\nexec %s "$@"\n' "$GH_W" "$(command -v runc)" >"$GH_W/bin/runc"
+  chmod +x "$GH_W/bin/gdrproxy" "$GH_W/bin/runc"
+  rm -f "$GH_W/gp.calls" "$GH_W/runc.calls"
   run env GDR_HARNESS_RUNTIME=runc GDR_HARNESS_BOOTSTRAP_ADDR=192.0.2.110/24 UCX_TLS=rc OTHER_VAR=1 \
-    timeout 60 bash -c 'on_node A run -- sh -c "$1"' _ "$script"
+    GDRPROXY="$GH_W/bin/gdrproxy" PATH="$GH_W/bin:$PATH" timeout 60 bash -c 'on_node A run -- sh -c "$1"' _ "$script"
   echo "$output"
   [ "$status" -eq 0 ]
   touch "$GH_W/B.stop"
@@ -266,7 +272,16 @@ load lib
   grep -q 'CMD exited with status 0' "$GH_W/B.out"
 
   [[ $output == *"CMD runs in a runc container served by gdrproxy agent"* ]]
-  [[ $output == *"container gdrh-${GH_P}-nodeA by runc"* ]]
+  [[ $output == *"container gdrh-${GH_P}-nodeA by runc through the runtime shim"* ]]
+  # runc was reached through the shim: the process that ran `runc run` for A's container is the
+  # one that started as `gdrproxy runtime` (the shim execs the real runtime), the shim prepared
+  # the bundle (its line names it), and the harness ran no `gdrproxy oci prepare` of its own.
+  shim_pid=$(awk '/ runtime --config .* run --bundle .*\/ctr-node\/bundle / {print $1}' "$GH_W/gp.calls")
+  runc_pid=$(awk '/ run --bundle .*\/ctr-node\/bundle / {print $1}' "$GH_W/runc.calls")
+  cat "$GH_W/gp.calls" "$GH_W/runc.calls"
+  [[ -n $shim_pid && $shim_pid == "$runc_pid" ]]
+  [[ $output == *"gdrproxy runtime: /run/gdr-harness/${GH_P}-nodeA/run/ctr-node/bundle/config.json: grants [], listener /run/gdr-harness/${GH_P}-nodeA/run/agent.sock"* ]]
+  refute grep -q ' oci prepare ' "$GH_W/gp.calls"
   sed 's/^ *//; s/@.*//' "$GH_W/A.links" | sort | tr '\n' ' ' >"$GH_W/A.links.s"
   [ "$(cat "$GH_W/A.links.s")" = "eth0 lo rail0 rail1 " ]
   grep -qx 'NCCL_SOCKET_IFNAME=eth0' "$GH_W/A.env"
@@ -342,7 +357,8 @@ load lib
   echo "$output"
   [ "$status" -eq 0 ]
   [[ $output == *"rank 1 joins node ${GH_P}-nodeA's running container network namespace"* ]]
-  [[ $output == *"container gdrh-${GH_P}-nodeA-r1 by runc"* ]]
+  [[ $output == *"container gdrh-${GH_P}-nodeA-r1 by runc through the runtime shim"* ]]
+  [[ $output == *"gdrproxy runtime: $st/run/ctr-rank-1/bundle/config.json: grants []"* ]]
   [[ $output == *"rank 1 leaves; 1 other run(s) of node ${GH_P}-nodeA still hold the rails"* ]]
   grep -qx 'rank=1' r1.env
   [ "$(sed 's/^ *//; s/@.*//' r1.links | sort | tr '\n' ' ')" = "lo rail0 rail1 " ]
