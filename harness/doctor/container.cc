@@ -93,6 +93,76 @@ void check_ranks(const Context& ctx, Report& report) {
     report.pass("container.ranks_pid_ns", "every rank in one pid namespace");
 }
 
+// The boot id a process sees: its own root's /proc (a container may bind-mount a fake one over
+// /proc/sys/kernel/random/boot_id), else the doctor's /proc.
+struct BootId {
+  std::string value;
+  std::string source;
+};
+BootId boot_id_of(const Context& ctx, int pid) {
+  const std::string rel = "/proc/sys/kernel/random/boot_id";
+  const std::string own = ctx.proc_root + "/" + std::to_string(pid) + "/root" + rel;
+  if (auto b = sysfs::read_text(own); b && !sysfs::trim(*b).empty())
+    return {sysfs::trim(*b), "its root"};
+  if (auto b = sysfs::read_text(ctx.proc_root + "/sys/kernel/random/boot_id"))
+    return {sysfs::trim(*b), "the doctor's /proc"};
+  return {};
+}
+
+// NCCL's host hash is hostname + boot id (src/misc/utils.cc getHostHash; NCCL_HOSTID replaces
+// both): ranks of one node that read different boot ids count as different hosts, and NCCL skips
+// P2P, SHM and cuMem handle exchange between them.
+void check_boot_ids(const Context& ctx, Report& report) {
+  if (ctx.pids.empty()) return;
+  std::map<std::string, std::vector<int>> by_id;
+  std::set<std::string> hostids;
+  nlohmann::json facts = nlohmann::json::object();
+  std::string shown;
+  for (int pid : ctx.pids) {
+    const BootId b = boot_id_of(ctx, pid);
+    by_id[b.value].push_back(pid);
+    facts[std::to_string(pid)] = clean(b.value);
+    shown += (shown.empty() ? "" : ", ") + std::to_string(pid) + "=" +
+             (b.value.empty() ? std::string("unreadable") : quote_value(b.value)) + " (" +
+             b.source + ")";
+    const std::string dir = ctx.proc_root + "/" + std::to_string(pid);
+    std::string hostid;
+    if (auto e = sysfs::read_file(dir + "/environ"); e.data) {
+      auto env = parse_environ(*e.data);
+      if (auto it = env.find("NCCL_HOSTID"); it != env.end()) hostid = it->second;
+    }
+    hostids.insert(hostid);
+  }
+  report.facts()["ranks_boot_id"] = facts;
+  std::string self;
+  if (auto b = sysfs::read_text(ctx.proc_root + "/sys/kernel/random/boot_id"))
+    self = sysfs::trim(*b);
+  if (by_id.count("")) {
+    report.warn("container.ranks_boot_id", "cannot read the boot id of every rank: " + shown,
+                "run the doctor as root where it sees the ranks' /proc/PID/root");
+  } else if (by_id.size() > 1 && hostids.size() == 1 && !hostids.begin()->empty()) {
+    report.pass("container.ranks_boot_id",
+                "boot ids differ (" + shown + ") but every rank sets NCCL_HOSTID=" +
+                    quote_value(*hostids.begin()) + ", which NCCL uses instead");
+  } else if (by_id.size() > 1) {
+    report.fail("container.ranks_boot_id",
+                "ranks see different boot ids: " + shown +
+                    ": NCCL hashes hostname + boot id into its host id, so these ranks look like "
+                    "different hosts (no P2P, SHM or cuMem handles between them)",
+                "do not fake /proc/sys/kernel/random/boot_id in the containers (a bind mount, "
+                "LXCFS); give every rank the kernel's own");
+  } else if (!self.empty() && by_id.begin()->first != self) {
+    report.warn("container.ranks_boot_id",
+                "every rank sees boot id " + quote_value(by_id.begin()->first) +
+                    ", the kernel says " + quote_value(self) +
+                    ": a faked boot id; identical fakes on two nodes make NCCL take them for "
+                    "one host",
+                "remove the bind mount over /proc/sys/kernel/random/boot_id in the containers");
+  } else {
+    report.pass("container.ranks_boot_id", "every rank sees this kernel's boot id: " + shown);
+  }
+}
+
 void check_pidfd(const Context& ctx, Report& report) {
   UniqueFd target(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0)));
@@ -147,6 +217,7 @@ void check_container(const Context& ctx, Report& report) {
   host_facts(ctx, report);
   check_pid_ns(ctx, report);
   check_ranks(ctx, report);
+  check_boot_ids(ctx, report);
   check_pidfd(ctx, report);
 }
 

@@ -4,6 +4,8 @@
 #include <fstream>
 #include <set>
 
+#include "harness/doctor/report.h"
+
 namespace gdrproxy::doctor {
 namespace {
 
@@ -117,6 +119,26 @@ void compare_facts(const Json& mine, const Json& theirs, const std::string& peer
                   "only here: " + joined(a) + "; only on " + them + ": " + joined(b),
                   "run one image (the same NCCL, UCX, libfabric, NIXL) on every node");
   }
+  // Boot ids: two nodes must differ; the same id under two hostnames is one kernel (the same
+  // node twice, or containers with a copied fake boot_id), which NCCL takes for one host.
+  const Json* b1 = member(mine, "host");
+  const Json* b2 = member(theirs, "host");
+  const std::string id1 = b1 ? str(*b1, "boot_id") : "", id2 = b2 ? str(*b2, "boot_id") : "";
+  const std::string host1 = b1 ? str(*b1, "hostname") : "", host2 = b2 ? str(*b2, "hostname") : "";
+  if (id1.empty() || id2.empty())
+    report.warn("peer.boot_id", "boot id not recorded on both nodes",
+                "run both reports with the container family");
+  else if (id1 != id2)
+    report.pass("peer.boot_id", "different boot ids, as two nodes have");
+  else if (host1 != host2)
+    report.warn("peer.boot_id",
+                "the same boot id " + quote_value(id1) + " here (" + host1 + ") and on " + them +
+                    ": one kernel under two hostnames, or a copied fake boot_id; NCCL hashes "
+                    "hostname + boot id, so real nodes must differ",
+                "compare reports from two different nodes; remove fake boot_id mounts");
+  else
+    report.warn("peer.boot_id", "the peer report is from this same boot of " + host1,
+                "pass the report of the other node");
   // NCCL settings.
   const Json* n1 = member(mine, "nccl_env");
   const Json* n2 = member(theirs, "nccl_env");

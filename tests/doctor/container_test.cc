@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 
 #include "harness/doctor/container.h"
 #include "tests/doctor/fixture.h"
@@ -79,6 +80,76 @@ TEST(Container, RealProcessInAnotherNetworkNamespaceFails) {
   ::close(ready[1]);
   EXPECT_EQ(only_check(r, "container.ranks_net_ns").status, Status::Fail) << r.to_text();
   EXPECT_EQ(only_check(r, "container.ranks_pid_ns").status, Status::Pass) << r.to_text();
+}
+
+const char* const kBootA = "3b0c1a5e-7d1f-4f3e-9a61-5d1e2c3b4a01";
+const char* const kBootB = "9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b10";
+
+// Rank `pid` whose root's /proc shows boot id `id` ("" = no such file in its root).
+void rank_boot_id(const TempTree& t, const std::string& pid, const std::string& id) {
+  t.mkdir("proc/" + pid + "/root");
+  if (!id.empty()) t.write("proc/" + pid + "/root/proc/sys/kernel/random/boot_id", id + "\n");
+}
+
+TEST(Container, RanksWithOneBootIdPassWithTwoFail) {
+  TempTree t;
+  t.write("proc/sys/kernel/random/boot_id", std::string(kBootA) + "\n");
+  rank_boot_id(t, "100", kBootA);
+  rank_boot_id(t, "101", "");  // its own /proc not visible: the doctor's is used
+  rank_boot_id(t, "102", kBootB);
+  Context c = tree_context(t);
+  c.pids = {100, 101};
+  Report same = run(c);
+  Check k = only_check(same, "container.ranks_boot_id");
+  EXPECT_EQ(k.status, Status::Pass) << k.found;
+  EXPECT_NE(k.found.find("101=\"" + std::string(kBootA) + "\" (the doctor's /proc)"),
+            std::string::npos)
+      << same.to_text();
+  EXPECT_EQ(same.facts()["ranks_boot_id"]["100"], kBootA);
+
+  c.pids = {100, 102};
+  Report split = run(c);
+  k = only_check(split, "container.ranks_boot_id");
+  EXPECT_EQ(k.status, Status::Fail) << k.found;
+  EXPECT_NE(k.found.find("102=\"" + std::string(kBootB) + "\" (its root)"), std::string::npos)
+      << k.found;
+  EXPECT_EQ(split.facts()["ranks_boot_id"]["102"], kBootB);
+  EXPECT_EQ(split.facts()["host"]["boot_id"], kBootA);
+
+  // NCCL_HOSTID in every rank replaces hostname + boot id: the difference no longer matters.
+  for (const char* pid : {"100", "102"})
+    t.write(std::string("proc/") + pid + "/environ", std::string("NCCL_HOSTID=node7") + '\0');
+  EXPECT_EQ(only_check(run(c), "container.ranks_boot_id").status, Status::Pass);
+}
+
+TEST(Container, RanksAgreeingOnAFakeBootIdWarn) {
+  TempTree t;
+  t.write("proc/sys/kernel/random/boot_id", std::string(kBootA) + "\n");
+  rank_boot_id(t, "100", kBootB);
+  rank_boot_id(t, "101", kBootB);
+  Context c = tree_context(t);
+  c.pids = {100, 101};
+  Check k = only_check(run(c), "container.ranks_boot_id");
+  EXPECT_EQ(k.status, Status::Warn) << k.found;
+  EXPECT_NE(k.found.find("a faked boot id"), std::string::npos) << k.found;
+}
+
+// This process and its child, seen through the real /proc: one kernel, one boot id.
+TEST(Container, RealProcessesShareTheKernelsBootId) {
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  Context c = node_context();
+  c.pids = {static_cast<int>(::getpid()), static_cast<int>(child)};
+  Report r = run(c);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  Check k = only_check(r, "container.ranks_boot_id");
+  EXPECT_EQ(k.status, Status::Pass) << r.to_text();
+  EXPECT_NE(k.found.find("this kernel's boot id"), std::string::npos) << k.found;
 }
 
 TEST(Container, PidfdGetfdWorksHere) {

@@ -11,8 +11,11 @@ using testing::TempTree;
 using testing::tree_context;
 using Json = nlohmann::json;
 
-Json facts(int rails, const std::string& nccl_version, const std::string& ib_hca) {
+Json facts(int rails, const std::string& nccl_version, const std::string& ib_hca,
+           const std::string& hostname = "node-a",
+           const std::string& boot_id = "3b0c1a5e-7d1f-4f3e-9a61-5d1e2c3b4a01") {
   Json j;
+  j["host"] = {{"hostname", hostname}, {"boot_id", boot_id}};
   j["rails"] = Json::array();
   j["hcas"] = Json::array();
   for (int i = 0; i < rails; ++i) {
@@ -28,9 +31,13 @@ Json facts(int rails, const std::string& nccl_version, const std::string& ib_hca
 
 TEST(Peer, AlikeNodesPass) {
   Report r;
-  compare_facts(facts(2, "2.21.5", "=mlx5_0,mlx5_1"), facts(2, "2.21.5", "=mlx5_0,mlx5_1"), "b", r);
+  compare_facts(
+      facts(2, "2.21.5", "=mlx5_0,mlx5_1"),
+      facts(2, "2.21.5", "=mlx5_0,mlx5_1", "node-b", "9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b10"), "b",
+      r);
   EXPECT_EQ(r.exit_code(), 0) << r.to_text();
-  EXPECT_EQ(r.checks().size(), 4u);
+  EXPECT_EQ(r.checks().size(), 5u);
+  EXPECT_EQ(only_check(r, "peer.boot_id").status, Status::Pass);
 }
 
 TEST(Peer, DifferentRailsLibrariesAndEnvAreReported) {
@@ -44,11 +51,23 @@ TEST(Peer, DifferentRailsLibrariesAndEnvAreReported) {
   EXPECT_EQ(only_check(r, "peer.nccl_env").status, Status::Warn);
 }
 
+TEST(Peer, SameBootIdUnderTwoHostnamesWarns) {
+  Report r;
+  compare_facts(facts(1, "2.21.5", "x", "node-a"), facts(1, "2.21.5", "x", "node-b"), "b", r);
+  Check k = only_check(r, "peer.boot_id");
+  EXPECT_EQ(k.status, Status::Warn) << k.found;
+  EXPECT_NE(k.found.find("one kernel under two hostnames"), std::string::npos) << k.found;
+  Report self;
+  compare_facts(facts(1, "2.21.5", "x"), facts(1, "2.21.5", "x"), "a", self);
+  EXPECT_EQ(only_check(self, "peer.boot_id").status, Status::Warn);
+}
+
 TEST(Peer, MissingFamiliesWarnNotPass) {
   Report r;
   compare_facts(Json::object(), facts(1, "2.21.5", "x"), "b", r);
   EXPECT_EQ(only_check(r, "peer.rails").status, Status::Warn);
   EXPECT_EQ(only_check(r, "peer.libraries").status, Status::Warn);
+  EXPECT_EQ(only_check(r, "peer.boot_id").status, Status::Warn);
 }
 
 TEST(Peer, NotAReportFails) {
