@@ -82,12 +82,22 @@ void add_run(CLI::App& app, int& exit_code, const CommandTail& tail) {
                   "in the kernel, untrapped, where every node of their device is granted: on\n"
                   "(default) or off (trap every device ioctl; --stats then counts them)")
       ->check(CLI::IsMember({"on", "off"}));
+  auto lsm = std::make_shared<std::string>("off");
+  run->add_option("--lsm", *lsm,
+                  "Judge device ioctls per device in the kernel too, with a BPF LSM program\n"
+                  "(needs the BPF LSM active: 'bpf' in /sys/kernel/security/lsm, i.e. lsm=...,bpf\n"
+                  "on the kernel command line): no ioctl runs on a device that is not granted,\n"
+                  "and the --kernel-allow requests also run untrapped when only some GPUs are\n"
+                  "granted. off (default), on (refuse to start where the kernel cannot run it),\n"
+                  "or auto (use it where it can)")
+      ->check(CLI::IsMember({"off", "on", "auto"}));
   run->add_flag("--stats", opts->stats,
                 "At exit, print how many notifications were served (ioctl, rdma_cm write, open,\n"
                 "brokered, denied)");
   run->add_option("command", opts->argv, "Command and arguments (after --)");
-  run->callback([opts, mode, trap, sync, kernel_allow, &tail, &exit_code] {
+  run->callback([opts, mode, trap, sync, kernel_allow, lsm, &tail, &exit_code] {
     opts->kernel_allow = *kernel_allow == "on";
+    opts->lsm = *lsm == "on" ? LsmChoice::kOn : *lsm == "auto" ? LsmChoice::kAuto : LsmChoice::kOff;
     opts->argv = command_words(opts->argv, tail);
     if (opts->argv.empty()) throw CLI::RequiredError("a command (give it after --)");
     if (*sync != "auto") opts->sync_wakeup = *sync == "on";

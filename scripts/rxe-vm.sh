@@ -33,6 +33,8 @@
 #                   panic on a soft lockup of 60 s, twice watchdog_thresh=30: a livelocked guest
 #                   ends in a minute, not at the limit, while a host that stalls the emulator for
 #                   a few seconds does not fail the stage)
+#   RXE_VM_LSM      the guest's lsm= list (default landlock,lockdown,yama,apparmor,bpf: the BPF
+#                   LSM on, for `gdrproxy run --lsm`, tests/vm/lsm.sh and tests/bench/lsm)
 #   RXE_VM_INSTALL=0  report missing packages (exit 97) instead of installing them as root
 #   GDRVM_SKIP_BENCH=1, GDRVM_BENCH_ROUNDS=N   passed on to the guest tests
 # Exit status: the guest script's status; 96 a path the guest cannot use (the reason is printed);
@@ -193,6 +195,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+lsm_list="lsm=${RXE_VM_LSM:-landlock,lockdown,yama,apparmor,bpf}"
 rm -f "$out/serial.log" "$out/console.log" "$out/qemu.log"
 say "booting $kernel ($accel, $smp vCPU, $mem MiB), guest script $script, limit ${vm_timeout}s"
 # -nic none: the guest has no network device, so RoCE traffic cannot leave it (rxe0 sits on lo,
@@ -200,7 +203,7 @@ say "booting $kernel ($accel, $smp vCPU, $mem MiB), guest script $script, limit 
 timeout -k 5 "$vm_timeout" qemu-system-x86_64 "${accel_args[@]}" -smp "$smp" -m "$mem" \
   -machine q35 -display none -monitor none -serial "file:$out/serial.log" -no-reboot -nic none \
   -kernel "$kernel" -initrd "$out/initramfs.cpio.gz" \
-  -append "console=ttyS0 panic=-1 loglevel=5 watchdog_thresh=30 softlockup_panic=1 softlockup_all_cpu_backtrace=1 ${RXE_VM_APPEND:-}" \
+  -append "console=ttyS0 panic=-1 loglevel=5 watchdog_thresh=30 softlockup_panic=1 softlockup_all_cpu_backtrace=1 $lsm_list ${RXE_VM_APPEND:-}" \
   -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
   -virtfs "local,path=${share//,/,,},mount_tag=vmshare,security_model=none" "${virtfs[@]}" \
   </dev/null >"$out/qemu.log" 2>&1 &

@@ -51,6 +51,7 @@
 #include "proxy/gpudirect/dmabuf_check.h"
 #include "proxy/mem/process_memory.h"
 #include "proxy/observe/exit_observer.h"
+#include "proxy/sandbox/ioctl_lsm.h"
 #include "proxy/trace/escape.h"
 #include "proxy/trace/trace_record.h"
 
@@ -84,6 +85,12 @@ bool every_node_granted(const DeviceCatalog& catalog, const Grants& grants, Devi
   return true;
 }
 
+bool some_node_granted(const DeviceCatalog& catalog, const Grants& grants, DeviceClass cls) {
+  for (const DeviceNode& n : catalog.nodes())
+    if (n.device_class == cls && grants.granted(n)) return true;
+  return false;
+}
+
 }  // namespace
 
 bool every_gpu_granted(const DeviceCatalog& catalog, const Grants& grants) {
@@ -109,13 +116,7 @@ Session::Session(Engine& engine, SessionConfig config)
   }
   setup_nvidia();
   all_gpus_granted_ = every_gpu_granted(catalog_, config_.grants);
-  if (config_.kernel_allow && config_.mode == Mode::kEnforce && !tracing() && nv_enforce_) {
-    const KernelAllowFacts facts{
-        engine_.nvidia().abi,
-        every_node_granted(catalog_, config_.grants, DeviceClass::kNvidiaFrontend),
-        every_node_granted(catalog_, config_.grants, DeviceClass::kNvidiaUvm)};
-    kernel_allowed_ = kernel_allowed_ioctls(config_.policy, facts);
-  }
+  setup_kernel_judgement();
   const ClassPolicy* uverbs = config_.policy.class_policy(DeviceClass::kUverbs);
   if (uverbs) dmabuf_exporters_ = uverbs->dmabuf_exporters;
   if (tracing()) {
@@ -124,6 +125,45 @@ Session::Session(Engine& engine, SessionConfig config)
     if (!observer_) note("results of allowed calls will not be shown (" + why + ")");
   }
   arm_sweep();
+}
+
+void Session::setup_kernel_judgement() {
+  const bool untrapped_ok =
+      config_.kernel_allow && config_.mode == Mode::kEnforce && !tracing() && nv_enforce_;
+  KernelAllowFacts facts;
+  if (untrapped_ok) {
+    facts.nvidia_abi = engine_.nvidia().abi;
+    facts.nvidia_frontend_all_granted =
+        every_node_granted(catalog_, config_.grants, DeviceClass::kNvidiaFrontend);
+    facts.nvidia_uvm_all_granted =
+        every_node_granted(catalog_, config_.grants, DeviceClass::kNvidiaUvm);
+    facts.nvidia_frontend_any_granted =
+        some_node_granted(catalog_, config_.grants, DeviceClass::kNvidiaFrontend);
+    facts.nvidia_uvm_any_granted =
+        some_node_granted(catalog_, config_.grants, DeviceClass::kNvidiaUvm);
+  }
+  if (config_.lsm != LsmChoice::kOff) {
+    // With the judge, requests may run untrapped on some granted nodes of a class; without it
+    // (below) only where every node of the class is granted. Without untrapped requests (a
+    // trace, trace mode) it still refuses every ioctl on an ungranted node in the kernel.
+    KernelAllowFacts judged = facts;
+    judged.judged_per_device = true;
+    KernelAllowed untrapped;
+    if (untrapped_ok) untrapped = kernel_allowed_ioctls(config_.policy, judged);
+    std::string why;
+    ioctl_lsm_ = IoctlLsm::load(ioctl_lsm_tables(catalog_, config_.grants, untrapped), why);
+    if (ioctl_lsm_) {
+      kernel_allowed_ = std::move(untrapped);
+      return;
+    }
+    if (config_.lsm == LsmChoice::kOn) throw Error("--lsm on: " + why);
+    note("--lsm auto: " + why + "; device ioctls are judged by gdrproxy alone");
+  }
+  if (untrapped_ok) kernel_allowed_ = kernel_allowed_ioctls(config_.policy, facts);
+}
+
+void Session::judge_in_kernel(pid_t pid) {
+  if (ioctl_lsm_) ioctl_lsm_->judge(pid);
 }
 
 Session::~Session() {
@@ -492,6 +532,16 @@ void Session::print_summary(bool with_stats) const {
                  "%.1f us, answer %.1f us, trace %.1f us\n",
                  log_prefix_.c_str(), us(p.lookup), us(p.memory), us(p.decode), us(p.policy),
                  us(p.answer), us(p.trace));
+  }
+  if (ioctl_lsm_) {
+    const IoctlLsm::Counts c = ioctl_lsm_->counts();
+    if (with_stats || c.refused)
+      std::fprintf(stderr,
+                   "%sjudged in the kernel (BPF LSM): %llu untrapped call(s) allowed on granted "
+                   "devices, %llu ioctl(s) refused (an ungranted device, or a request not allowed "
+                   "on that device)\n",
+                   log_prefix_.c_str(), static_cast<unsigned long long>(c.allowed),
+                   static_cast<unsigned long long>(c.refused));
   }
   if (with_stats && !kernel_allowed_.requests.empty())
     std::fprintf(stderr,

@@ -39,6 +39,7 @@
 #include "proxy/engine/process_info.h"
 #include "proxy/observe/exit_event.h"
 #include "proxy/policy/policy.h"
+#include "proxy/sandbox/ioctl_lsm.h"
 #include "proxy/sandbox/kernel_allow.h"
 #include "proxy/trace/trace_record.h"
 
@@ -71,6 +72,9 @@ struct SessionConfig {
   // (enforce mode without a trace only): the session computes them, the launcher installs them
   // (`gdrproxy run` only: an OCI profile cannot express them).
   bool kernel_allow = false;
+  // The BPF LSM ioctl judge (proxy/sandbox/ioctl_lsm.h; `gdrproxy run` only): off; on (refuse
+  // to start where the kernel cannot run it); auto (use it where it can).
+  LsmChoice lsm = LsmChoice::kOff;
 };
 
 // Counters of one session, for --stats and `agent ctl stats`.
@@ -139,6 +143,11 @@ class Session {
   // The ioctl requests the filter may let run untrapped (empty unless config.kernel_allow, in
   // enforce mode, without a trace; see proxy/sandbox/kernel_allow.h).
   const KernelAllowed& kernel_allowed() const { return kernel_allowed_; }
+  // With the BPF LSM judge loaded: judges `pid` (the sandbox's first task, before it runs the
+  // command) and every task it creates. Does nothing without the judge; throws gdrproxy::Error
+  // when the task cannot be marked.
+  void judge_in_kernel(pid_t pid);
+  bool judged_in_kernel() const { return ioctl_lsm_ != nullptr; }
   // The closing lines of `gdrproxy run`: lost results, failed-closed calls, counts.
   void print_summary(bool with_stats) const;
 
@@ -163,6 +172,8 @@ class Session {
   int answer(Send send);
   void note(const std::string& msg) const;
   void setup_nvidia();
+  // The untrapped requests (kernel_allowed_) and the BPF LSM judge (ioctl_lsm_), per config_.
+  void setup_kernel_judgement();
   void add_listener_here(int listener_fd);
   void arm(Listener& l);
   void on_ready(Listener& l);
@@ -215,6 +226,7 @@ class Session {
   bool nv_enforce_ = true;
   bool all_gpus_granted_ = true;
   KernelAllowed kernel_allowed_;
+  std::unique_ptr<IoctlLsm> ioctl_lsm_;  // the BPF LSM judge, when config_.lsm loaded it
   std::optional<ino_t> pidns_;
   std::function<bool(ino_t)> is_peer_;
   std::unique_ptr<boost::asio::posix::stream_descriptor> init_;  // pidfd of the init process

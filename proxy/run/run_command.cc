@@ -105,9 +105,16 @@ int run_supervised(const RunOptions& o) {
   config.allow_unknown_nvidia_driver = o.allow_unknown_nvidia_driver;
   config.broker_pidfd_getfd = o.broker_pidfd_getfd;
   config.kernel_allow = o.kernel_allow;
+  config.lsm = o.lsm;
   Session session(engine, std::move(config));
   const LaunchSpec spec =
       sandbox_spec(o, session.config(), engine.catalog(), session.kernel_allowed());
+  // The judge lives as long as this process; a sandbox must not outlive it, unjudged, with
+  // requests its filter lets run untrapped: only the pid namespace's kill guarantees that.
+  if (session.judged_in_kernel() && !spec.pid_namespace)
+    throw Error(
+        "--lsm: the sandbox needs a pid namespace of its own (CAP_SYS_ADMIN), so that "
+        "no task of it outlives the judge");
 
   // Orphaned descendants are re-parented to us, so we can reap them: the listener hangs up only
   // once every sandboxed task has been reaped.
@@ -178,6 +185,14 @@ int run_supervised(const RunOptions& o) {
   };
   arm_sweep();
 
+  // Marked before it runs the command: every task it creates is judged from its first call.
+  try {
+    session.judge_in_kernel(l.pid);
+  } catch (const Error&) {
+    ::kill(l.pid, SIGKILL);
+    ::waitpid(l.pid, nullptr, 0);
+    throw;
+  }
   char go = 'G';
   (void)!::write(ready.get(), &go, 1);
   ready.reset();

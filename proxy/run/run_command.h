@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "proxy/policy/policy.h"
+#include "proxy/sandbox/ioctl_lsm.h"
 
 namespace gdrproxy::proxy {
 
@@ -38,6 +39,8 @@ struct RunOptions {
   // --kernel-allow: requests the policy allows whatever their parameters run untrapped
   // (enforce mode without a trace); off traps every device ioctl.
   bool kernel_allow = true;
+  // --lsm: the BPF LSM ioctl judge (proxy/sandbox/ioctl_lsm.h).
+  LsmChoice lsm = LsmChoice::kOff;
 };
 
 // Returns the command's exit status (128+signal if it was killed). Throws gdrproxy::Error for

@@ -35,7 +35,11 @@ KernelAllowed kernel_allowed_ioctls(const Policy& policy, const KernelAllowFacts
   BufferMemory zeroes;
   zeroes.map(kParams, std::vector<uint8_t>(0x10000, 0));  // larger than any struct
 
-  if (facts.nvidia_uvm_all_granted) {
+  const bool uvm_qualifies =
+      facts.nvidia_uvm_all_granted || (facts.judged_per_device && facts.nvidia_uvm_any_granted);
+  const bool frontend_qualifies = facts.nvidia_frontend_all_granted ||
+                                  (facts.judged_per_device && facts.nvidia_frontend_any_granted);
+  if (uvm_qualifies) {
     for (const NvUvmIoctl& u : abi.uvm_ioctls) {
       if (!any_matches(uvm, u.cmd) || any_matches(frontend, u.cmd) || any_matches(uverbs, u.cmd))
         continue;
@@ -43,11 +47,12 @@ KernelAllowed kernel_allowed_ioctls(const Policy& policy, const KernelAllowFacts
           decode_nvidia_uvm_ioctl(u.cmd, kParams, zeroes, abi, DecodeDepth::kPolicy);
       if (!allowed_from_zeroes(policy, c)) continue;
       out.requests.push_back(u.cmd);
+      out.uvm_requests.push_back(u.cmd);
       out.names.push_back(u.name);
       ++out.uvm;
     }
   }
-  if (facts.nvidia_frontend_all_granted) {
+  if (frontend_qualifies) {
     for (const NvEscape& e : abi.escapes) {
       if (!nv_escape_keys_from_request(abi, e.nr)) continue;
       bool any = false;
@@ -59,6 +64,7 @@ KernelAllowed kernel_allowed_ioctls(const Policy& policy, const KernelAllowFacts
             decode_nvidia_frontend_ioctl(request, kParams, zeroes, abi, DecodeDepth::kPolicy);
         if (!allowed_from_zeroes(policy, c)) continue;
         out.requests.push_back(request);
+        out.frontend_requests.push_back(request);
         any = true;
       }
       if (any) {

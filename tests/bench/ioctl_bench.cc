@@ -1,5 +1,7 @@
 // Benchmark tool for the cost of one trapped device ioctl.
 //   ioctl_bench client N PATH    issue N well-formed RDMA_VERBS_IOCTLs on PATH, print ns per call
+//   ioctl_bench nvclient N PATH REQUEST   issue N ioctls REQUEST (an NVIDIA escape such as
+//                                RM_FREE, 0xc0104629) with zeroed parameters on PATH
 //   ioctl_bench raw -- CMD...    a minimal supervisor written only for this benchmark: traps uverbs
 //                                ioctls and answers CONTINUE, nothing else (the floor any seccomp
 //                                notify design pays), waiting in poll() before each RECV as
@@ -61,6 +63,20 @@ int client(long n, const char* path) {
   return 0;
 }
 
+int nvclient(long n, const char* path, unsigned long request) {
+  int fd = open(path, O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    perror(path);
+    return 1;
+  }
+  static uint8_t params[4096];
+  for (int i = 0; i < 100; ++i) ioctl(fd, request, params);  // warm-up
+  const double t0 = now_ns();
+  for (long i = 0; i < n; ++i) ioctl(fd, request, params);
+  printf("%.1f\n", (now_ns() - t0) / n);
+  return 0;
+}
+
 int raw_supervisor(char** argv, bool blocking) {
   int sv[2];
   socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv);
@@ -117,10 +133,15 @@ int raw_supervisor(char** argv, bool blocking) {
 
 int main(int argc, char** argv) {
   if (argc >= 4 && std::string(argv[1]) == "client") return client(atol(argv[2]), argv[3]);
+  if (argc >= 5 && std::string(argv[1]) == "nvclient")
+    return nvclient(atol(argv[2]), argv[3], strtoul(argv[4], nullptr, 0));
   if (argc >= 4 && std::string(argv[1]) == "raw" && std::string(argv[2]) == "--")
     return raw_supervisor(argv + 3, false);
   if (argc >= 4 && std::string(argv[1]) == "raw-blocking" && std::string(argv[2]) == "--")
     return raw_supervisor(argv + 3, true);
-  fprintf(stderr, "usage: %s client N PATH | raw -- CMD... | raw-blocking -- CMD...\n", argv[0]);
+  fprintf(stderr,
+          "usage: %s client N PATH | nvclient N PATH REQUEST | raw -- CMD... | raw-blocking -- "
+          "CMD...\n",
+          argv[0]);
   return 2;
 }

@@ -196,6 +196,34 @@ case_kernel_allow_runs_only_unconditional_calls() {
   expect_in "$WORK/err6" "notifications: 3 ioctl,"
 }
 
+case_lsm_judge_starts_or_says_why() {
+  # --lsm on: where this kernel runs BPF LSM programs the judge is loaded and counted in --stats
+  # (its refusals are tested in the VM stage, tests/vm/lsm.sh); where it cannot (this build
+  # machine: EPERM for every process), gdrproxy refuses to start in one line that names the BPF
+  # LSM, and the command never runs. --lsm auto falls back with a note: calls trap as without it.
+  local grant=nvidiactl,nvidia-uvm,nvidia0 rc=0
+  sandboxed --lsm on --stats --grant $grant -- touch "$WORK/ran" >"$WORK/out" 2>"$WORK/err" || rc=$?
+  if grep -q "judged in the kernel (BPF LSM)" "$WORK/err"; then
+    [[ $rc == 0 && -e $WORK/ran ]] || fail "judge loaded but the command failed ($rc)"
+  else
+    [[ $rc == 125 ]] || fail "--lsm on without a usable BPF LSM: exit $rc, not 125"
+    [[ ! -e $WORK/ran ]] || fail "the command ran although the judge could not be loaded"
+    [[ $(wc -l <"$WORK/err") == 1 ]] || fail "not one line: $(cat "$WORK/err")"
+    expect_in "$WORK/err" "--lsm on: "
+    grep -q "BPF LSM" "$WORK/err" || fail "the refusal does not name the BPF LSM"
+  fi
+  sandboxed --lsm auto --stats --grant $grant -- "$GP" exercise nvidia /dev/nvidiactl /dev/nvidia-uvm \
+    >"$WORK/out2" 2>"$WORK/err2" || fail "--lsm auto exit $?"
+  if grep -q "judged in the kernel (BPF LSM)" "$WORK/err2"; then
+    expect_in "$WORK/err2" "notifications: 2 ioctl,"
+  else
+    expect_in "$WORK/err2" "--lsm auto: "
+    expect_in "$WORK/err2" "notifications: 3 ioctl,"
+  fi
+  "$GP" run --lsm sometimes -- true >/dev/null 2>&1 && fail "--lsm sometimes accepted"
+  return 0
+}
+
 case_trace_summarize() {
   sandboxed --trace-json "$WORK/t.jsonl" -- "$GP" exercise uverbs /dev/infiniband/uverbs0 >/dev/null 2>&1
   "$GP" trace summarize "$WORK/t.jsonl" >"$WORK/sum" || fail "summarize failed"

@@ -87,6 +87,30 @@ TEST(KernelAllow, UngrantedNodesOrAnUnknownDriverKeepEverythingTrapped) {
   EXPECT_TRUE(kernel_allowed_ioctls(p, KernelAllowFacts{}).requests.empty());
 }
 
+TEST(KernelAllow, APerDeviceJudgeLetsAClassQualifyWithSomeNodeGranted) {
+  // One GPU of two granted: without the BPF LSM judge no escape may skip the trap (an fd of the
+  // other GPU would get it unjudged); with it they qualify, listed by the class they are for.
+  const Policy p = Policy::builtin_default();
+  KernelAllowFacts some{&abi580(), /*frontend all*/ false, /*uvm all*/ true};
+  some.nvidia_frontend_any_granted = some.nvidia_uvm_any_granted = true;
+  EXPECT_EQ(kernel_allowed_ioctls(p, some).frontend, 0u);
+  some.judged_per_device = true;
+  const KernelAllowed k = kernel_allowed_ioctls(p, some);
+  EXPECT_TRUE(has(k, kRmFree));
+  EXPECT_TRUE(has(k, kUvmInitialize));
+  EXPECT_EQ(k.requests, allowed(p).requests) << "the same set as with every node granted";
+  EXPECT_NE(std::find(k.frontend_requests.begin(), k.frontend_requests.end(), kRmFree),
+            k.frontend_requests.end());
+  EXPECT_NE(std::find(k.uvm_requests.begin(), k.uvm_requests.end(), kUvmInitialize),
+            k.uvm_requests.end());
+  EXPECT_EQ(k.uvm_requests.size() + k.frontend_requests.size() >= k.requests.size(), true);
+  // No node of a class granted: the judge does not make it qualify.
+  KernelAllowFacts none = some;
+  none.nvidia_frontend_any_granted = false;
+  none.nvidia_uvm_all_granted = none.nvidia_uvm_any_granted = false;
+  EXPECT_TRUE(kernel_allowed_ioctls(p, none).requests.empty());
+}
+
 TEST(KernelAllow, EveryRecordedCallLetThroughIsOneThePolicyAllowsFromItsRealParameters) {
   const Policy policy = Policy::builtin_default();
   const KernelAllowed k = allowed(policy);

@@ -30,6 +30,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "proxy/engine/fd_passing.h"
@@ -174,7 +175,7 @@ int usage() {
       "       attack_client mknod PATH LIKE | link SRC DST | rename SRC DST\n"
       "       attack_client nvioctl PATH TYPE NR SIZE | nvxfer PATH TYPE NR SIZE\n"
       "       attack_client nvdevice CTL INSTANCE|unreadable [HOLD_GPU_NODE]\n"
-      "       attack_client ioctl-mapped UVERBS_NODE FILE\n"
+      "       attack_client ioctl-mapped UVERBS_NODE FILE | fdioctl FD REQUEST [thread|fork]\n"
       "       attack_client userfaultfd | uffd-dev\n"
       "       attack_client kill-parent | kill-pgrp | kill-pidfd SOCKET\n"
       "       attack_client ptrace PID | fibmap FILE | ioperm | sethostname | mount DIR\n");
@@ -235,6 +236,32 @@ int main(int argc, char** argv) {
     void* arg = tunnel ? static_cast<void*>(&xfer) : static_cast<void*>(params);
     if (::ioctl(fd, req, arg) != 0) return report_err(what.c_str(), errno);
     std::printf("%s OK 0x%08x\n", what.c_str(), req);
+    return 0;
+  }
+  if (what == "fdioctl" && (argc == 4 || argc == 5)) {
+    // An ioctl on an fd the tenant already holds (inherited from whoever started the sandbox),
+    // with zeroed parameters; "thread" issues it from a new thread, "fork" from a child process.
+    const int fd = std::atoi(argv[2]);
+    const auto req = static_cast<unsigned long>(std::strtoul(argv[3], nullptr, 0));
+    const std::string from = argc == 5 ? argv[4] : "";
+    static uint8_t params[16384];
+    auto issue = [fd, req] { return ::ioctl(fd, req, params) == 0 ? 0 : errno; };
+    int err = 0;
+    if (from == "thread") {
+      std::thread t([&] { err = issue(); });
+      t.join();
+    } else if (from == "fork") {
+      const pid_t c = ::fork();
+      if (c == 0) ::_exit(issue());
+      int st = 0;
+      if (c < 0 || ::waitpid(c, &st, 0) != c || !WIFEXITED(st))
+        return report_err("fdioctl", ECHILD);
+      err = WEXITSTATUS(st);
+    } else {
+      err = issue();
+    }
+    if (err != 0) return report_err("fdioctl", err);
+    std::printf("fdioctl OK 0x%08lx\n", req);
     return 0;
   }
   if (what == "ioctl-mapped" && argc == 4) {

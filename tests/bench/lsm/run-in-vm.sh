@@ -6,5 +6,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 RXE_VM_OUT=${RXE_VM_OUT:-build/lsm-vm} RXE_VM_TIMEOUT=${RXE_VM_TIMEOUT:-600} \
-  RXE_VM_APPEND="lsm=landlock,lockdown,yama,apparmor,bpf ${RXE_VM_APPEND:-}" \
   exec scripts/rxe-vm.sh tests/bench/lsm/vm-guest.sh

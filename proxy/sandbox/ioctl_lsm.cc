@@ -1,0 +1,191 @@
+// Loading the ioctl judge (ioctl_lsm.bpf.c) and filling its tables (see ioctl_lsm.h). The tables
+// are filled before the programs attach, and a sandbox's first task is marked before it runs the
+// command, so no call of the sandbox is ever judged from half-filled tables.
+#include "proxy/sandbox/ioctl_lsm.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <system_error>
+#include <thread>
+
+#include "proxy/base/error.h"
+#include "proxy/base/unique_fd.h"
+#include "proxy/sandbox/ioctl_lsm_bpf.h"
+
+namespace gdrproxy::proxy {
+namespace {
+
+constexpr uint8_t kJudgeRequests = 1, kRefuseAll = 2;  // as in ioctl_lsm.bpf.c
+constexpr unsigned kMiscMajor = 10;
+
+// The kernel's internal dev_t, as struct inode holds it.
+uint32_t kernel_dev(dev_t d) {
+  return (major(d) << 20) | minor(d);
+}
+
+int quiet_libbpf(enum libbpf_print_level, const char*, va_list) {
+  return 0;
+}
+
+bool update(int map_fd, const void* key, const void* value, std::string& why, const char* map) {
+  if (bpf_map_update_elem(map_fd, key, value, BPF_ANY) == 0) return true;
+  why = std::string("BPF LSM table ") + map + ": " + std::strerror(errno);
+  return false;
+}
+
+}  // namespace
+
+IoctlLsmTables ioctl_lsm_tables(const DeviceCatalog& catalog, const Grants& grants,
+                                const KernelAllowed& untrapped) {
+  IoctlLsmTables t;
+  for (const DeviceNode& n : catalog.nodes()) t.nodes.emplace_back(n.rdev, grants.granted(n));
+  std::set<dev_t> catalogued;
+  for (const DeviceNode& n : catalog.nodes()) catalogued.insert(n.rdev);
+  for (const DeviceNode& d : catalog.drivers()) {
+    if (major(d.rdev) == kMiscMajor) {
+      // One misc minor per driver: never granted unless a catalogued node carries it.
+      if (!catalogued.count(d.rdev)) t.nodes.emplace_back(d.rdev, false);
+    } else {
+      t.guarded_majors.push_back(major(d.rdev));
+    }
+  }
+  t.untrapped = untrapped.requests;
+  auto allow_on_class = [&](const std::vector<uint32_t>& requests, DeviceClass cls) {
+    for (const DeviceNode& n : catalog.nodes()) {
+      if (n.device_class != cls || !grants.granted(n)) continue;
+      for (uint32_t r : requests) t.allowed.emplace_back(n.rdev, r);
+    }
+  };
+  allow_on_class(untrapped.uvm_requests, DeviceClass::kNvidiaUvm);
+  allow_on_class(untrapped.frontend_requests, DeviceClass::kNvidiaFrontend);
+  return t;
+}
+
+bool bpf_lsm_active(std::string& why) {
+  // The active LSMs are listed in securityfs; where the host has not mounted it, it is mounted
+  // for the read only and detached right after.
+  constexpr const char* kDir = "/sys/kernel/security";
+  const std::string list = std::string(kDir) + "/lsm";
+  bool mounted = false;
+  if (::access(list.c_str(), R_OK) != 0)
+    mounted =
+        ::mount("securityfs", kDir, "securityfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0;
+  std::string lsms;
+  const bool read = static_cast<bool>(std::getline(std::ifstream(list), lsms));
+  if (mounted) ::umount2(kDir, MNT_DETACH);
+  if (!read) {
+    why = list +
+          " is unreadable (securityfs cannot be mounted here), so whether the BPF LSM "
+          "is active cannot be known";
+    return false;
+  }
+  std::string item;
+  for (size_t i = 0; i <= lsms.size(); ++i) {
+    if (i == lsms.size() || lsms[i] == ',') {
+      if (item == "bpf") return true;
+      item.clear();
+    } else {
+      item += lsms[i];
+    }
+  }
+  why = "the BPF LSM is not active on this kernel (active: " + lsms + "; boot with lsm=" + lsms +
+        ",bpf)";
+  return false;
+}
+
+std::unique_ptr<IoctlLsm> IoctlLsm::load(const IoctlLsmTables& tables, std::string& why) {
+  if (!bpf_lsm_active(why)) return nullptr;
+  libbpf_set_print(quiet_libbpf);
+  std::unique_ptr<IoctlLsm> l(new IoctlLsm());
+  l->obj_ = bpf_object__open_mem(kIoctlLsmBpf, kIoctlLsmBpfSize, nullptr);
+  if (!l->obj_) {
+    why = std::string("BPF LSM program: open: ") + std::strerror(errno);
+    return nullptr;
+  }
+  if (int rc = bpf_object__load(l->obj_); rc != 0) {
+    why = std::string("BPF LSM program: load: ") + std::strerror(-rc) +
+          (rc == -EPERM ? " (needs CAP_BPF, CAP_PERFMON and CAP_MAC_ADMIN; some kernels refuse "
+                          "LSM programs to every process)"
+                        : "");
+    return nullptr;
+  }
+  const int nodes = bpf_object__find_map_fd_by_name(l->obj_, "nodes");
+  const int majors = bpf_object__find_map_fd_by_name(l->obj_, "guarded_majors");
+  const int untrapped = bpf_object__find_map_fd_by_name(l->obj_, "untrapped");
+  const int allowed = bpf_object__find_map_fd_by_name(l->obj_, "allowed");
+  l->sandboxed_fd_ = bpf_object__find_map_fd_by_name(l->obj_, "sandboxed");
+  l->counters_fd_ = bpf_object__find_map_fd_by_name(l->obj_, "counters");
+  const uint8_t judge = kJudgeRequests, refuse = kRefuseAll, one = 1;
+  for (const auto& [rdev, granted] : tables.nodes) {
+    const uint32_t k = kernel_dev(rdev);
+    if (!update(nodes, &k, granted ? &judge : &refuse, why, "nodes")) return nullptr;
+  }
+  for (unsigned m : tables.guarded_majors)
+    if (!update(majors, &m, &one, why, "guarded_majors")) return nullptr;
+  for (uint32_t r : tables.untrapped)
+    if (!update(untrapped, &r, &one, why, "untrapped")) return nullptr;
+  for (const auto& [rdev, request] : tables.allowed) {
+    const uint32_t k[2] = {kernel_dev(rdev), request};
+    if (!update(allowed, k, &one, why, "allowed")) return nullptr;
+  }
+  bpf_program* prog;
+  bpf_object__for_each_program(prog, l->obj_) {
+    bpf_link* link = bpf_program__attach_lsm(prog);
+    if (!link) {
+      why = std::string("BPF LSM program: attach ") + bpf_program__name(prog) + ": " +
+            std::strerror(errno);
+      return nullptr;
+    }
+    l->links_.push_back(link);
+  }
+  return l;
+}
+
+IoctlLsm::~IoctlLsm() {
+  // Detached side by side: each detach may wait for an RCU grace period.
+  std::vector<std::thread> detach;
+  for (bpf_link* link : links_) {
+    try {
+      detach.emplace_back([link] { bpf_link__destroy(link); });
+    } catch (const std::system_error&) {
+      bpf_link__destroy(link);
+    }
+  }
+  for (std::thread& t : detach) t.join();
+  if (obj_) bpf_object__close(obj_);
+}
+
+void IoctlLsm::judge(pid_t pid) {
+  const UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  if (!pidfd) throw_errno("BPF LSM: pidfd_open of the sandbox's first task", errno);
+  const int fd = pidfd.get();
+  const uint8_t one = 1;
+  if (bpf_map_update_elem(sandboxed_fd_, &fd, &one, BPF_NOEXIST) != 0)
+    throw_errno("BPF LSM: marking the sandbox's first task", errno);
+}
+
+IoctlLsm::Counts IoctlLsm::counts() const {
+  Counts c;
+  const int cpus = libbpf_num_possible_cpus();
+  if (cpus <= 0) return c;
+  std::vector<uint64_t> per_cpu(static_cast<size_t>(cpus));
+  for (uint32_t which : {0u, 1u}) {
+    if (bpf_map_lookup_elem(counters_fd_, &which, per_cpu.data()) != 0) continue;
+    uint64_t sum = 0;
+    for (uint64_t v : per_cpu) sum += v;
+    (which == 0 ? c.allowed : c.refused) = sum;
+  }
+  return c;
+}
+
+}  // namespace gdrproxy::proxy
