@@ -6,6 +6,7 @@
 // with no RDMA NIC and no GPU. The defaults are the running node's.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <string>
@@ -31,6 +32,14 @@ struct Context {
   std::string arp_profile_dir;            // searched first for it, as `netns move` does
   std::string libcuda = "libcuda.so.1";   // what the NVIDIA checks dlopen()
   std::string kernel_release;             // uname -r ("" = unknown)
+
+  // Without --pid, the lib family's probe child dlopen()s these (empty: no probe) and is killed
+  // after probe_timeout. The child is the doctor's own: its maps are under self_proc_root.
+  std::vector<std::string> probe_libraries = {"libibverbs.so.1", "librdmacm.so.1", "libnccl.so.2",
+                                              "libucp.so.0",     "libfabric.so.1", "libcuda.so.1",
+                                              "libnixl.so"};
+  std::chrono::milliseconds probe_timeout{2000};
+  std::string self_proc_root = "/proc";
 
   // IPv4 addresses of a netdev, dotted. Default: getifaddrs() of the current network namespace.
   std::function<std::vector<std::string>(const std::string& netdev)> ipv4_of;

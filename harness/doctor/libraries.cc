@@ -9,6 +9,7 @@
 
 #include "harness/doctor/elf_dynamic.h"
 #include "harness/doctor/ld_resolve.h"
+#include "harness/doctor/probe.h"
 #include "sysfs/fsio.h"
 
 namespace gdrproxy::doctor {
@@ -116,25 +117,16 @@ std::optional<LibraryKind> classify_library(const std::string& path) {
 
 namespace {
 
-void check_pid(const Context& ctx, int pid, Report& report, nlohmann::json& facts) {
-  const std::string id = "lib." + std::to_string(pid);
-  const std::string dir = ctx.proc_root + "/" + std::to_string(pid);
-  auto maps = sysfs::read_file(dir + "/maps", 16u << 20);
-  if (!maps.data) {
-    report.fail(id + ".maps",
-                "cannot read " + dir + "/maps: " + std::string(std::strerror(maps.error)),
-                "run the doctor as root, in the job's pid namespace, while the process lives");
-    return;
-  }
-  std::map<std::string, std::string> env;
-  if (auto e = sysfs::read_file(dir + "/environ"); e.data) env = parse_environ(*e.data);
-
+// The analysis of one process's maps: `who` names it in the report ("pid 4242", "the probe
+// (pid 77)"), `root` is the directory its paths are resolved in, `env` its environment.
+void analyse(const std::string& id, const std::string& who, const std::string& maps_text,
+             const std::map<std::string, std::string>& env, const std::string& root, Report& report,
+             nlohmann::json& libs) {
   // stem -> distinct files; family -> files for the summary line.
   std::map<std::string, std::vector<MappedFile>> by_stem;
   std::map<std::string, LibraryKind> kinds;
   std::vector<std::string> summary;
-  nlohmann::json libs = nlohmann::json::object();
-  for (const auto& m : parse_maps(*maps.data)) {
+  for (const auto& m : parse_maps(maps_text)) {
     auto k = classify_library(m.path);
     if (!k) continue;
     auto& files = by_stem[k->stem];
@@ -145,14 +137,12 @@ void check_pid(const Context& ctx, int pid, Report& report, nlohmann::json& fact
     summary.push_back(k->stem + "=" + m.path + (m.deleted ? " (deleted)" : ""));
     libs[clean(k->stem)].push_back(clean(sysfs::basename_of(m.path)));
   }
-  facts[std::to_string(pid)] = libs;
   if (summary.empty()) {
-    report.warn(id + ".mapped",
-                "no RDMA/NCCL/UCX/libfabric/CUDA/NIXL library mapped in pid " + std::to_string(pid),
+    report.warn(id + ".mapped", "no RDMA/NCCL/UCX/libfabric/CUDA/NIXL library mapped in " + who,
                 "pass the pid of a rank after it initialised its communicator");
     return;
   }
-  report.pass(id + ".mapped", joined(summary, ", "));
+  report.pass(id + ".mapped", who + ": " + joined(summary, ", "));
 
   std::vector<std::string> dups;
   for (const auto& [stem, files] : by_stem) {
@@ -188,7 +178,7 @@ void check_pid(const Context& ctx, int pid, Report& report, nlohmann::json& fact
       std::string err;
       // The path is the process's: resolved inside its root, so that its symlinks cannot
       // point the doctor at the host's files.
-      auto elf = Rootfs(dir + "/root").read_elf(p, &err);
+      auto elf = Rootfs(root).read_elf(p, &err);
       if (!elf) {
         bad.push_back(p + " unreadable (" + err + ")");
         continue;
@@ -251,9 +241,65 @@ void check_pid(const Context& ctx, int pid, Report& report, nlohmann::json& fact
   }
 }
 
+void check_pid(const Context& ctx, int pid, Report& report, nlohmann::json& facts) {
+  const std::string id = "lib." + std::to_string(pid);
+  const std::string dir = ctx.proc_root + "/" + std::to_string(pid);
+  auto maps = sysfs::read_file(dir + "/maps", 16u << 20);
+  if (!maps.data) {
+    report.fail(id + ".maps",
+                "cannot read " + dir + "/maps: " + std::string(std::strerror(maps.error)),
+                "run the doctor as root, in the job's pid namespace, while the process lives");
+    return;
+  }
+  std::map<std::string, std::string> env;
+  if (auto e = sysfs::read_file(dir + "/environ"); e.data) env = parse_environ(*e.data);
+  nlohmann::json libs = nlohmann::json::object();
+  analyse(id, "pid " + std::to_string(pid), *maps.data, env, dir + "/root", report, libs);
+  facts[std::to_string(pid)] = libs;
+}
+
+// No --pid: a probe child loads what a job would and its maps are analysed like a rank's.
+void check_probe(const Context& ctx, Report& report) {
+  std::string names;
+  for (const auto& l : ctx.probe_libraries) names += (names.empty() ? "" : ", ") + l;
+  const ProbeResult r = run_probe(ctx.probe_libraries, ctx.probe_timeout, ctx.self_proc_root);
+  if (r.pid < 0) {
+    report.warn("lib.probe", "could not start the probe: " + r.error,
+                "pass --pid PID of a rank instead");
+    return;
+  }
+  const std::string who = "probe (pid " + std::to_string(r.pid) +
+                          ", a child of the doctor that dlopen()ed " + names +
+                          " with the doctor's environment; not a live rank)";
+  if (!r.error.empty())
+    report.fail("lib.probe.time", r.error + ": a library's constructor crashed the process",
+                "run the job's binary under gdb, or check that library's installation");
+  else if (r.timed_out)
+    report.warn("lib.probe.time",
+                "the probe did not finish within " + std::to_string(ctx.probe_timeout.count()) +
+                    " ms" + (r.stuck.empty() ? "" : ": dlopen(" + r.stuck + ") had not returned") +
+                    "; killed",
+                "a library that hangs when loaded hangs the job too: check its device and driver "
+                "(the rest of this report is from what was mapped by then)");
+  const std::string absent =
+      r.absent.empty() ? std::string() : "; not loadable here: " + joined(r.absent, "; ");
+  if (r.loaded.empty())
+    report.warn("lib.probe.dlopen", "the probe loaded none of " + names + absent,
+                "install the job's libraries (or run the doctor in its container), or pass --pid");
+  else
+    report.pass("lib.probe.dlopen", "the probe loaded " + joined(r.loaded, ", ") + absent);
+  nlohmann::json libs = nlohmann::json::object();
+  analyse("lib.probe", who, r.maps, ctx.env, "/", report, libs);
+  report.facts()["libraries"] = nlohmann::json{{"probe", libs}};
+}
+
 }  // namespace
 
 void check_libraries(const Context& ctx, Report& report) {
+  if (ctx.pids.empty() && !ctx.probe_libraries.empty()) {
+    check_probe(ctx, report);
+    return;
+  }
   if (ctx.pids.empty()) {
     report.warn("lib.pid",
                 "no --pid: the libraries a job binds live in its own processes, not in the "

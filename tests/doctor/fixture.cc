@@ -97,6 +97,7 @@ Context tree_context(const TempTree& t) {
   c.dev_root = t.path("dev");
   c.etc_root = t.path("etc");
   c.ipv4_of = [](const std::string&) { return std::vector<std::string>{}; };
+  c.probe_libraries.clear();  // no probe of this machine's libraries unless a test asks
   return c;
 }
 

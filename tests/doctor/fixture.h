@@ -51,7 +51,7 @@ void build_so(const std::string& out, const std::string& soname,
               bool m32 = false, const std::string& source = "");
 
 // A Context reading only `t`: sysfs at t/sys, /proc at t/proc, /dev at t/dev, /etc at t/etc, an
-// empty environment, no home, and no IPv4 addresses.
+// empty environment, no home, no IPv4 addresses and no library probe.
 Context tree_context(const TempTree& t);
 
 // The one check with this id; fails the test if there is not exactly one.

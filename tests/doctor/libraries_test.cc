@@ -3,7 +3,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+
 #include "harness/doctor/libraries.h"
+#include "harness/doctor/probe.h"
 #include "tests/doctor/fixture.h"
 
 namespace gdrproxy::doctor {
@@ -179,6 +184,95 @@ TEST(Libraries, UnreadableMapsFails) {
   Context c = tree_context(t);
   c.pids = {999999};
   EXPECT_EQ(only_check(run(c), "lib.999999.maps").status, Status::Fail);
+}
+
+// The probe: a child of the test dlopen()s libraries compiled here; its real maps are analysed.
+Context probe_context(const TempTree& t, const std::vector<std::string>& libraries) {
+  Context c = tree_context(t);
+  c.probe_libraries = libraries;
+  return c;
+}
+
+TEST(LibraryProbe, LoadsWhatIsThereAndSaysWhatIsNot) {
+  TempTree t;
+  build_so(t.path("lib/libibverbs.so.1"), "libibverbs.so.1");
+  build_so(t.path("lib/libucp.so.0"), "libucp.so.0");
+  Report r = run(probe_context(t, {t.path("lib/libibverbs.so.1"), t.path("lib/libucp.so.0"),
+                                   "libdoctor-no-such-library.so.7"}));
+  Check k = only_check(r, "lib.probe.dlopen");
+  EXPECT_EQ(k.status, Status::Pass) << r.to_text();
+  EXPECT_NE(k.found.find("not loadable here: libdoctor-no-such-library.so.7: "), std::string::npos)
+      << k.found;
+  k = only_check(r, "lib.probe.mapped");
+  EXPECT_EQ(k.status, Status::Pass) << r.to_text();
+  EXPECT_EQ(k.found.rfind("probe (pid ", 0), 0u) << k.found;
+  EXPECT_NE(k.found.find("not a live rank"), std::string::npos) << k.found;
+  EXPECT_NE(k.found.find("libibverbs=" + t.path("lib/libibverbs.so.1")), std::string::npos)
+      << k.found;
+  EXPECT_EQ(only_check(r, "lib.probe.duplicates").status, Status::Pass);
+  EXPECT_TRUE(r.matching("lib.probe.time").empty()) << r.to_text();
+  EXPECT_TRUE(r.facts()["libraries"]["probe"].contains("libucp"));
+}
+
+TEST(LibraryProbe, TwoCopiesInTheProbeFail) {
+  TempTree t;
+  build_so(t.path("a/libucs.so.0"), "libucs.so.0");
+  build_so(t.path("b/libucs.so.0"), "libucs.so.0");
+  Report r = run(probe_context(t, {t.path("a/libucs.so.0"), t.path("b/libucs.so.0")}));
+  Check k = only_check(r, "lib.probe.duplicates");
+  EXPECT_EQ(k.status, Status::Fail) << r.to_text();
+  EXPECT_NE(k.found.find(t.path("b/libucs.so.0")), std::string::npos) << k.found;
+}
+
+TEST(LibraryProbe, NothingLoadableWarns) {
+  TempTree t;
+  Report r = run(probe_context(t, {"libdoctor-no-such-library.so.7"}));
+  EXPECT_EQ(only_check(r, "lib.probe.dlopen").status, Status::Warn) << r.to_text();
+  EXPECT_EQ(only_check(r, "lib.probe.mapped").status, Status::Warn) << r.to_text();
+}
+
+// A library whose constructor never returns: the probe is killed at its deadline and reaped.
+TEST(LibraryProbe, HangingConstructorIsKilledInTime) {
+  TempTree t;
+  build_so(t.path("lib/libnccl.so.2"), "libnccl.so.2");
+  build_so(t.path("lib/libhang.so.1"), "libhang.so.1", {}, {}, false, false,
+           "__attribute__((constructor)) static void spin(void) { for (;;) "
+           "__asm__ volatile(\"\"); }\n");
+  const auto start = std::chrono::steady_clock::now();
+  ProbeResult p = run_probe({t.path("lib/libnccl.so.2"), t.path("lib/libhang.so.1")},
+                            std::chrono::milliseconds(300));
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(took, std::chrono::milliseconds(1500));
+  EXPECT_TRUE(p.timed_out);
+  EXPECT_EQ(p.stuck, t.path("lib/libhang.so.1"));
+  EXPECT_NE(p.maps.find(t.path("lib/libnccl.so.2")), std::string::npos);
+  ASSERT_GT(p.pid, 0);
+  errno = 0;
+  EXPECT_EQ(::kill(p.pid, 0), -1);  // killed and reaped: no such process
+  EXPECT_EQ(errno, ESRCH);
+
+  Context c = probe_context(t, {t.path("lib/libnccl.so.2"), t.path("lib/libhang.so.1")});
+  c.probe_timeout = std::chrono::milliseconds(300);
+  Report r = run(c);
+  Check k = only_check(r, "lib.probe.time");
+  EXPECT_EQ(k.status, Status::Warn) << r.to_text();
+  EXPECT_NE(k.found.find("dlopen(" + t.path("lib/libhang.so.1") + ") had not returned"),
+            std::string::npos)
+      << k.found;
+  EXPECT_NE(only_check(r, "lib.probe.mapped").found.find("libnccl="), std::string::npos);
+}
+
+// A constructor that kills its process: a failure that names the library.
+TEST(LibraryProbe, CrashingConstructorFails) {
+  TempTree t;
+  build_so(t.path("lib/libcrash.so.1"), "libcrash.so.1", {}, {}, false, false,
+           "__attribute__((constructor)) static void crash(void) { "
+           "*(volatile int*)0 = 1; }\n");
+  Report r = run(probe_context(t, {t.path("lib/libcrash.so.1")}));
+  Check k = only_check(r, "lib.probe.time");
+  EXPECT_EQ(k.status, Status::Fail) << r.to_text();
+  EXPECT_NE(k.found.find("died while loading " + t.path("lib/libcrash.so.1")), std::string::npos)
+      << k.found;
 }
 
 }  // namespace
