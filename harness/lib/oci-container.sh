@@ -16,11 +16,35 @@
 # container's state is under $RUN_DIR, so `teardown` finds a killed run's container and agent
 # there.
 
-# The runtime; per container (OWNER_KEY: node, or rank-N with one container per rank) its
-# directory (bundle, the runtime's state, the shim's config) and id: gdrh-<node>, or gdrh-<node>-rN.
-oci_runtime() { printf '%s' "${GDR_HARNESS_RUNTIME:-}"; }
-# The OCI runtime under the shim.
-oci_real_runtime() { oci_runtime; }
+# The runtime (GDR_HARNESS_RUNTIME; "auto": podman where installed, else runc, else crun); per
+# container (OWNER_KEY: node, or rank-N with one container per rank) its directory (bundle, the
+# runtime's state, the shim's config) and id: gdrh-<node>, or gdrh-<node>-rN.
+oci_runtime() {
+  local rt=${GDR_HARNESS_RUNTIME:-} c
+  if [[ $rt == auto ]]; then
+    rt=''
+    for c in podman runc crun; do
+      if command -v "$c" >/dev/null 2>&1; then rt=$c; break; fi
+    done
+    [[ -n $rt ]] || rt=auto
+  fi
+  printf '%s' "$rt"
+}
+# The OCI runtime that does the work under the shim: runc or crun itself, or under podman
+# GDR_HARNESS_PODMAN_RUNTIME (default runc where installed, else crun).
+oci_real_runtime() {
+  local rt
+  rt=$(oci_runtime)
+  if [[ $rt != podman ]]; then
+    printf '%s' "$rt"
+  elif [[ -n ${GDR_HARNESS_PODMAN_RUNTIME:-} ]]; then
+    printf '%s' "$GDR_HARNESS_PODMAN_RUNTIME"
+  elif command -v runc >/dev/null 2>&1; then
+    printf runc
+  else
+    printf crun
+  fi
+}
 oci_dir() { printf '%s/ctr-%s' "$RUN_DIR" "${1:-$OWNER_KEY}"; }
 oci_root() { printf '%s/runtime' "$(oci_dir "${1:-}")"; }
 oci_id() {
@@ -30,15 +54,29 @@ oci_id() {
 
 # Is the requested runtime one this path drives? Dies otherwise (before anything is changed).
 oci_check_runtime() {
-  local rt
+  local rt real
   rt=$(oci_runtime)
   case $rt in
-    runc | crun) ;;
-    *) die "GDR_HARNESS_RUNTIME='$rt': the container path drives runc or crun (unset it to run under gdrproxy run)" 125 ;;
+    runc | crun | podman) ;;
+    auto) die "GDR_HARNESS_RUNTIME=auto, but none of podman, runc and crun is installed (apt-get install podman runc)" 125 ;;
+    *) die "GDR_HARNESS_RUNTIME='$rt': the container path drives podman, runc or crun, or auto (unset it to run under gdrproxy run)" 125 ;;
   esac
   command -v "$rt" >/dev/null 2>&1 || die "GDR_HARNESS_RUNTIME=$rt, but $rt is not installed (apt-get install $rt)" 125
-  if [[ $rt == crun && $(stat -f -c %T /sys/fs/cgroup 2>/dev/null) != cgroup2fs ]]; then
-    die "GDR_HARNESS_RUNTIME=crun: crun drives cgroup v2 only, and /sys/fs/cgroup here is not a cgroup2 hierarchy (v1 controllers beside it); use runc" 125
+  real=$(oci_real_runtime)
+  if [[ $rt == podman ]]; then
+    case $real in
+      runc | crun) ;;
+      *) die "GDR_HARNESS_PODMAN_RUNTIME='$real': podman's runtime under the shim is runc or crun" 125 ;;
+    esac
+    command -v "$real" >/dev/null 2>&1 || die "GDR_HARNESS_RUNTIME=podman runs $real under the runtime shim, but $real is not installed (apt-get install runc)" 125
+    if [[ -n ${GDR_HARNESS_IMAGE:-} && -n ${GDR_HARNESS_ROOTFS:-} ]]; then
+      die "GDR_HARNESS_IMAGE and GDR_HARNESS_ROOTFS both set: give podman an image or an unpacked root file system, not both" 125
+    fi
+  elif [[ -n ${GDR_HARNESS_IMAGE:-} ]]; then
+    die "GDR_HARNESS_IMAGE is podman's (GDR_HARNESS_RUNTIME=podman); $rt takes an unpacked root file system in GDR_HARNESS_ROOTFS" 125
+  fi
+  if [[ $real == crun && $(stat -f -c %T /sys/fs/cgroup 2>/dev/null) != cgroup2fs ]]; then
+    die "GDR_HARNESS_RUNTIME=$rt: crun drives cgroup v2 only, and /sys/fs/cgroup here is not a cgroup2 hierarchy (v1 controllers beside it); use runc" 125
   fi
   if [[ -n ${GDR_HARNESS_ROOTFS:-} && ! -d ${GDR_HARNESS_ROOTFS} ]]; then
     die "GDR_HARNESS_ROOTFS='${GDR_HARNESS_ROOTFS}' is not a directory (an image's unpacked root file system)" 125
@@ -67,6 +105,66 @@ oci_empty_root() {
   done
   for d in /usr /etc /opt; do [[ -d $d ]] && printf '%s\n' "$d"; done
   return 0
+}
+
+# podman and its global options, one a line: without systemd as init there is no systemd cgroup
+# manager to ask.
+oci_podman() {
+  printf 'podman\n'
+  [[ -d /run/systemd/system ]] || printf -- '--cgroup-manager\ncgroupfs\n'
+}
+
+# oci_podman_cmd SHIM_CONFIG GRANTS_CSV ENVS_JSON CMD...: OCI_CMD, a `podman run` of CMD whose OCI
+# runtime is the shim (a link named gdrproxy-runtime in the container's directory, its config
+# given as the runtime flag gdrproxy-config, since podman passes its runtime no environment).
+# The container is the runc path's: the rail namespace by path (--network ns:), the same
+# environment, user, caps, read-only root (GDR_HARNESS_IMAGE, GDR_HARNESS_ROOTFS or the host's
+# /usr, /etc, /opt), the working directory bound read-write, the harness's own rlimits, no pids
+# limit; the granted devices as --device, from which the shim derives the grant set.
+oci_podman_cmd() {
+  local cfg=$1 grants=$2 envs=$3
+  shift 3
+  local link cwd d name val
+  link=$(oci_dir)/gdrproxy-runtime
+  ln -sfn "$GP" "$link"
+  cwd=$(pwd -P)
+  local -a g
+  mapfile -t g < <(oci_podman)
+  g+=(--runtime "$link" --runtime-flag "gdrproxy-config=$cfg" run --rm --name "$(oci_id)"
+    --network "ns:$CTR_NETNS" --hostname "$(uname -n)" --systemd=false --pull never
+    --user "${GDR_HARNESS_USER:-0:0}" --cap-drop all --cap-add "$(join_csv "${OCI_CAPS[@]}")"
+    --security-opt no-new-privileges --pids-limit=-1 --read-only)
+  # The harness's own limits: podman's defaults may be above this node's hard limits, which the
+  # runtime, without CAP_SYS_RESOURCE, cannot raise. RDMA memory registration pins pages, so
+  # memlock is the hard limit for both. podman hands its runtime at most kernel.pid_max
+  # processes, so nproc is capped there (no container can have more anyway).
+  local ml nf nfh np pidmax
+  ml=$(ulimit -H -l)
+  if [[ $ml == unlimited ]]; then ml=-1; else ml=$((ml * 1024)); fi
+  nf=$(ulimit -S -n) nfh=$(ulimit -H -n) np=$(ulimit -H -u)
+  [[ $nf == unlimited ]] && nf=1048576
+  [[ $nfh == unlimited ]] && nfh=1048576
+  pidmax=$(cat /proc/sys/kernel/pid_max 2>/dev/null || echo 32768)
+  if [[ $np == unlimited ]] || ((np > pidmax)); then np=$pidmax; fi
+  g+=(--ulimit "memlock=$ml:$ml" --ulimit "nofile=$nf:$nfh" --ulimit "nproc=$np:$np")
+  for d in ${grants//,/ }; do g+=(--device "/dev/infiniband/$d"); done
+  while IFS= read -r d; do
+    name=${d%%=*} val=${d#*=}
+    g+=(--env "$name=$val")
+  done < <(jq -r '.[]' <<<"$envs")
+  if [[ $cwd != / ]]; then g+=(--volume "$cwd:$cwd:rw" --workdir "$cwd"); fi
+  if [[ -n ${GDR_HARNESS_IMAGE:-} ]]; then
+    g+=("$GDR_HARNESS_IMAGE")
+  elif [[ -n ${GDR_HARNESS_ROOTFS:-} ]]; then
+    g+=(--rootfs "$(cd "$GDR_HARNESS_ROOTFS" && pwd -P)")
+  else
+    local root
+    root=$(oci_dir)/rootfs
+    while IFS= read -r d; do g+=(--volume "$d:$d:ro"); done < <(oci_empty_root "$root")
+    g+=(--rootfs "$root")
+  fi
+  # shellcheck disable=SC2034 # run by gdr-harness's cmd_run
+  OCI_CMD=("${g[@]}" "$@")
 }
 
 # oci_bundle BUNDLE ENVS_JSON CMD...: BUNDLE/config.json for CMD with the environment in
@@ -151,10 +249,14 @@ oci_start_agent() {
     args+=(--trace-dir "$tdir")
     say "DEBUG_ALL=1: gdrproxy traces the container's device calls into $tdir"
   fi
+  # Matched on the listenerMetadata line the shim writes from each container's runtime.json
+  # (oci_shim_config), not on the runtime's container id: under podman that id is podman's own.
   jq -n --arg id "gdrh-$NODE" --arg grants "$grants" --argjson trace "$trace" \
     '($grants | split(",") | map(select(. != ""))) as $g |
-     {version: 1, containers: [{match: {id: $id}, grants: $g, grants_from_metadata: true, trace: $trace},
-                               {match: {id: ($id + "-r*")}, grants: $g, grants_from_metadata: true, trace: $trace}]}' \
+     {version: 1, containers: [{match: {metadata: ("gdr-harness-container=" + $id + "\n*")}, grants: $g,
+                                grants_from_metadata: true, trace: $trace},
+                               {match: {metadata: ("gdr-harness-container=" + $id + "-r*")}, grants: $g,
+                                grants_from_metadata: true, trace: $trace}]}' \
     >"$RUN_DIR/agent.json"
   # Not holding the run lock's fd: the agent outlives this run when other ranks remain.
   "$GP" agent --socket "$OCI_SOCK" --ctl-socket "$RUN_DIR/agent.ctl" --config "$RUN_DIR/agent.json" \
@@ -172,21 +274,23 @@ oci_start_agent() {
 
 # oci_shim_config GRANTS_CSV: the runtime shim's config for this container, $(oci_dir)/runtime.json
 # (the operator file of `gdrproxy runtime`, written per container): the real runtime under the
-# shim (runc or crun), the agent's listener
-# OCI_SOCK, exactly GRANTS_CSV as the most the container may ask for, and the synthetic /sys only
-# where something is granted (it models RDMA devices; plain rails have none). Prints its path.
+# shim (runc or crun; podman's OCI runtime with GDR_HARNESS_RUNTIME=podman), the agent's listener
+# OCI_SOCK, exactly GRANTS_CSV as the most the container may ask for, the synthetic /sys only
+# where something is granted (it models RDMA devices; plain rails have none), and the
+# listenerMetadata line gdr-harness-container=<id> by which the node's agent knows the container
+# whatever id its runtime gives it. Prints its path.
 oci_shim_config() {
   local grants=$1 cfg
   cfg=$(oci_dir)/runtime.json
   jq -n --arg rt "$(oci_real_runtime)" --arg sock "$OCI_SOCK" --arg grants "$grants" --arg id "$(oci_id)" \
     '($grants | split(",") | map(select(. != ""))) as $g |
      {version: 1, comment: ("gdr-harness: container " + $id), runtime: $rt, listener: $sock,
-      grants: $g, sysfs: ($g | length > 0)}' >"$cfg" || return 1
+      grants: $g, sysfs: ($g | length > 0), metadata: ("gdr-harness-container=" + $id)}' >"$cfg" || return 1
   printf '%s' "$cfg"
 }
 
-# oci_prepare_container GRANTS_CSV ENVS_JSON CMD...: bundle, the agent, and the runtime shim's
-# config. Sets OCI_CMD, the command line that runs the
+# oci_prepare_container GRANTS_CSV ENVS_JSON CMD...: bundle (runc/crun) or podman's arguments,
+# the agent, and the runtime shim's config. Sets OCI_CMD, the command line that runs the
 # container in the foreground: always through `gdrproxy runtime`, which edits the bundle (seccomp
 # listener, /dev nodes, device cgroup, synthetic /sys) and then execs the real runtime, so the
 # harness never edits a bundle for devices itself.
@@ -196,9 +300,12 @@ oci_prepare_container() {
   local rt b cfg
   rt=$(oci_runtime)
   b=$(oci_dir)/bundle
-  mkdir -p "$b" "$(oci_root)"
+  mkdir -p "$(oci_dir)"
   printf '%s\n' "$rt" >"$(oci_dir)/runtime.name"
-  oci_bundle "$b" "$envs" "$@" || die "cannot write the container's config.json in $b" 125
+  if [[ $rt != podman ]]; then
+    mkdir -p "$b" "$(oci_root)"
+    oci_bundle "$b" "$envs" "$@" || die "cannot write the container's config.json in $b" 125
+  fi
   if [[ -n ${GDR_HARNESS_AGENT_SOCKET:-} ]]; then
     OCI_SOCK=$GDR_HARNESS_AGENT_SOCKET
     [[ -S $OCI_SOCK ]] || die "GDR_HARNESS_AGENT_SOCKET=$OCI_SOCK is not a socket (is the agent running?)" 125
@@ -211,6 +318,11 @@ oci_prepare_container() {
     say "gdrproxy agent for node $NODE on $OCI_SOCK, granting ${grants:-nothing} to $(oci_id)"
   fi
   cfg=$(oci_shim_config "$grants") || die "cannot write the runtime shim's config in $(oci_dir)" 125
+  if [[ $rt == podman ]]; then
+    oci_podman_cmd "$cfg" "$grants" "$envs" "$@"
+    say "container $(oci_id) by podman, its OCI runtime the shim (gdrproxy runtime, config $cfg) over $(oci_real_runtime)"
+    return 0
+  fi
   # The shim takes the grant set from --grant (the harness's bundle asks for no device itself)
   # and the real runtime from its config.
   OCI_CMD=("$GP" runtime --config "$cfg")
@@ -226,7 +338,17 @@ oci_delete_container() {
   dir=$(oci_dir "$key")
   [[ -d $dir ]] || return 0
   rt=$(cat "$dir/runtime.name" 2>/dev/null || true)
-  if [[ -n $rt && -d $(oci_root "$key") ]] && command -v "$rt" >/dev/null 2>&1; then
+  if [[ $rt == podman ]] && command -v podman >/dev/null 2>&1; then
+    local -a pm
+    mapfile -t pm < <(oci_podman)
+    if "${pm[@]}" container exists "$(oci_id "$key")" 2>/dev/null; then
+      "${pm[@]}" rm -f -t 0 "$(oci_id "$key")" >/dev/null 2>&1 || true
+      if "${pm[@]}" container exists "$(oci_id "$key")" 2>/dev/null; then
+        say "cannot remove container $(oci_id "$key") (podman rm -f $(oci_id "$key"))"
+        return 1
+      fi
+    fi
+  elif [[ -n $rt && -d $(oci_root "$key") ]] && command -v "$rt" >/dev/null 2>&1; then
     "$rt" --root "$(oci_root "$key")" delete -f "$(oci_id "$key")" >/dev/null 2>&1 || true
     if "$rt" --root "$(oci_root "$key")" state "$(oci_id "$key")" >/dev/null 2>&1; then
       say "cannot delete container $(oci_id "$key") ($rt --root $(oci_root "$key"))"

@@ -251,6 +251,7 @@ load lib
   bpid=$!
   wait_for "$GH_W/B.up" 30 || { cat "$GH_W/B.out"; false; }
   grep -q 'container gdrh-'"$GH_P"'-nodeB by runc' "$GH_W/B.out"
+  grep -q 'rule containers\[0\], grants \[\]' "/run/gdr-harness/${GH_P}-nodeB/run/agent.log"
 
   script='set -e; env | sort >A.env; ip -o link show | cut -d: -f2 >A.links
     grep -E "^(Seccomp|CapEff):" /proc/self/status >A.status; ls /dev >A.dev
@@ -316,6 +317,111 @@ load lib
   [ ! -e "$st" ]
   refute kill -0 "$agent" 2>/dev/null
   refute pgrep -fx "sleep 127"
+  run on_node B teardown
+  [ "$status" -eq 0 ]
+  assert_restored A
+  assert_restored B
+}
+
+@test "run in podman containers through the runtime shim: peers over every rail; DEBUG_ALL env; killed run torn down" {
+  command -v podman >/dev/null || skip "podman is not installed (scripts/setup.sh installs it)"
+  export RDMA_IFACES=rail0,rail1
+  run on_node A prepare
+  [ "$status" -eq 0 ]
+  run on_node B prepare
+  [ "$status" -eq 0 ]
+  cd "$GH_W"  # the container's working directory, bound read-write: the results land here
+  export GDR_HARNESS_RUNTIME=podman
+
+  rm -f "$GH_W/B.up" "$GH_W/B.stop"
+  GDR_HARNESS_BOOTSTRAP_ADDR=192.0.2.120/24 timeout 90 bash -c 'on_node B run -- sh -c "$1"' _ \
+    "touch B.up; for i in \$(seq 300); do [ -e B.stop ] && exit 0; sleep 0.1; done; exit 9" \
+    >"$GH_W/B.out" 2>&1 &
+  bpid=$!
+  wait_for "$GH_W/B.up" 60 || { cat "$GH_W/B.out"; false; }
+  podman container exists "gdrh-${GH_P}-nodeB"
+  # The node's agent knows podman's container by the shim's metadata line: its rule, not the default.
+  grep -q 'rule containers\[0\], grants \[\]' "/run/gdr-harness/${GH_P}-nodeB/run/agent.log" ||
+    { cat "/run/gdr-harness/${GH_P}-nodeB/run/agent.log"; false; }
+
+  script='set -e; env | sort >A.env; ip -o link show | cut -d: -f2 >A.links; hostname >A.host
+    grep -E "^(Seccomp|CapEff):" /proc/self/status >A.status; ls /dev >A.dev
+    for i in 0 1; do ping -q -I rail$i -c1 -W1 198.51.100.2$i; done
+    ping -q -I eth0 -c1 -W1 192.0.2.120'
+  # Node A's gdrproxy and runc log each call with their pid before they exec the real ones (the
+  # gdrproxy one under the name it was called by: podman calls the shim as gdrproxy-runtime).
+  mkdir -p "$GH_W/bin"
+  printf '#!/bin/bash\necho "$$ ${0##*/} $*" >>%s/gp.calls\nexec -a "$0" %s "$@"\n' "$GH_W" "$GDRPROXY" >"$GH_W/bin/gdrproxy"
+  printf '#!/bin/sh\necho "$$ $*" >>%s/runc.calls\nexec %s "$@"\n' "$GH_W" "$(command -v runc)" >"$GH_W/bin/runc"
+  chmod +x "$GH_W/bin/gdrproxy" "$GH_W/bin/runc"
+  rm -f "$GH_W/gp.calls" "$GH_W/runc.calls"
+  run env DEBUG_ALL=1 GDR_HARNESS_LOG_DIR="$GH_W" GDR_HARNESS_BOOTSTRAP_ADDR=192.0.2.110/24 UCX_TLS=rc \
+    NIXL_PLUGIN_DIR=/x NCCL_ALGO=Ring OTHER_VAR=1 GDRPROXY="$GH_W/bin/gdrproxy" PATH="$GH_W/bin:$PATH" \
+    timeout 90 bash -c 'on_node A run -- sh -c "$1"' _ "$script"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  touch "$GH_W/B.stop"
+  wait "$bpid"
+  cat "$GH_W/B.out"
+  grep -q 'CMD exited with status 0' "$GH_W/B.out"
+
+  [[ $output == *"CMD runs in a podman container served by gdrproxy agent, started through the runtime shim"* ]]
+  [[ $output == *"container gdrh-${GH_P}-nodeA by podman, its OCI runtime the shim (gdrproxy runtime, config /run/gdr-harness/${GH_P}-nodeA/run/ctr-node/runtime.json) over runc"* ]]
+  # podman reached runc through the shim: the process podman ran as gdrproxy-runtime to create
+  # A's container is the one that became `runc create` (the shim execs the real runtime).
+  cat "$GH_W/gp.calls" "$GH_W/runc.calls"
+  shim_pid=$(awk '$2 == "gdrproxy-runtime" && / create / {print $1}' "$GH_W/gp.calls")
+  runc_pid=$(awk '/ create / {print $1}' "$GH_W/runc.calls")
+  [[ -n $shim_pid && $shim_pid == "$runc_pid" ]]
+  refute grep -q ' oci prepare ' "$GH_W/gp.calls"
+  # The container's network namespace is the node's rail namespace: its rails, the bootstrap
+  # link, nothing else of the node.
+  sed 's/^ *//; s/@.*//' "$GH_W/A.links" | sort | tr '\n' ' ' >"$GH_W/A.links.s"
+  [ "$(cat "$GH_W/A.links.s")" = "eth0 lo rail0 rail1 " ]
+  [ "$(cat "$GH_W/A.host")" = "${GH_P}-nodeA" ]
+  # The environment of runc mode: NCCL_*/UCX_*/NIXL_*, DEBUG_ALL's variables, nothing else.
+  grep -qx 'NCCL_SOCKET_IFNAME=eth0' "$GH_W/A.env"
+  grep -qx 'UCX_TLS=rc' "$GH_W/A.env"
+  grep -qx 'NIXL_PLUGIN_DIR=/x' "$GH_W/A.env"
+  grep -qx 'NCCL_ALGO=Ring' "$GH_W/A.env"
+  grep -qx 'NCCL_DEBUG=INFO' "$GH_W/A.env"
+  grep -qx 'NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH' "$GH_W/A.env"
+  grep -qx "NCCL_DEBUG_FILE=$GH_W/nccl-debug.${GH_P}-nodeA.%h.%p.log" "$GH_W/A.env"
+  grep -qx "NCCL_TOPO_DUMP_FILE=$GH_W/nccl-topo.${GH_P}-nodeA.xml" "$GH_W/A.env"
+  grep -qx "GDR_HARNESS_NODE=${GH_P}-nodeA" "$GH_W/A.env"
+  refute grep -q '^OTHER_VAR=' "$GH_W/A.env"
+  [[ $output == *"debug output costs speed"* ]]
+  [[ $output == *"gdrproxy traces the container's device calls into $GH_W/gdrproxy-trace.${GH_P}-nodeA"* ]]
+  # The shim prepared podman's bundle: the agent's seccomp listener, no device node of the host.
+  grep -qx 'Seccomp:[[:space:]]*2' "$GH_W/A.status"
+  refute grep -qE '^(infiniband|nvidia)' "$GH_W/A.dev"
+  # After the runs: rails back, containers removed, the agents gone, no state left.
+  in_node A ip link show rail1 >/dev/null
+  in_node B ip link show rail1 >/dev/null
+  refute podman container exists "gdrh-${GH_P}-nodeA"
+  refute podman container exists "gdrh-${GH_P}-nodeB"
+  [ ! -e "/run/gdr-harness/${GH_P}-nodeA/run" ]
+  [ ! -e "/run/gdr-harness/${GH_P}-nodeB/run" ]
+  refute pgrep -f "/run/gdr-harness/${GH_P}-node[AB]/run/agent.sock"
+
+  # A run killed with SIGKILL: teardown removes its container and stops its agent.
+  st=/run/gdr-harness/${GH_P}-nodeA
+  on_node A run -- sleep 128 >"$GH_W/k.out" 2>&1 &
+  kpid=$!
+  for ((i = 0; i < 300; i++)); do [[ $(podman inspect -f '{{.State.Status}}' "gdrh-${GH_P}-nodeA" 2>/dev/null) == running ]] && break; sleep 0.1; done
+  [[ $(podman inspect -f '{{.State.Status}}' "gdrh-${GH_P}-nodeA") == running ]] || { cat "$GH_W/k.out"; false; }
+  read -r owner _ <"$st/run/owner"
+  read -r agent _ <"$st/run/agent.pid"
+  kill -KILL "$owner"
+  wait "$kpid" || true
+  podman container exists "gdrh-${GH_P}-nodeA"  # the container outlives the harness until teardown
+  run on_node A teardown
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ ! -e "$st" ]
+  refute podman container exists "gdrh-${GH_P}-nodeA"
+  refute kill -0 "$agent" 2>/dev/null
+  refute pgrep -fx "sleep 128"
   run on_node B teardown
   [ "$status" -eq 0 ]
   assert_restored A
