@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "harness/doctor/image_versions.h"
 #include "harness/doctor/ld_resolve.h"
 #include "harness/doctor/libraries.h"
 #include "sysfs/fsio.h"
@@ -189,6 +190,7 @@ void check_image(const Context& ctx, Report& report) {
     for (const auto& p : w.plugins) check_plugin(rootfs, w, p, report, facts);
   }
   report.facts()["image"] = facts;
+  check_image_versions(rootfs, report);
 }
 
 }  // namespace gdrproxy::doctor

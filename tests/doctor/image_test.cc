@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include "harness/doctor/image.h"
+#include "harness/doctor/image_versions.h"
 #include "harness/doctor/ld_resolve.h"
+#include "harness/doctor/reference_versions.h"
 #include "tests/doctor/fixture.h"
 
 namespace gdrproxy::doctor {
@@ -36,9 +38,23 @@ void libfabric_image(const TempTree& t, const std::string& installed_dir) {
   t.write("rootfs/etc/ld.so.conf.d/efa.conf", "# EFA\n" + installed_dir + "\n");
 }
 
+// The reference image's record of its versions, written from the built-in reference (NCCL,
+// which the reference takes from its base image, as `nccl`).
+std::string reference_version(const std::string& key) {
+  auto j = nlohmann::json::parse(kReferenceVersionsJson)["components"][key];
+  return j["version"].is_string() ? j["version"].get<std::string>() : "";
+}
+void reference_record(const TempTree& t, const std::string& nccl = "2.23.4") {
+  t.write("rootfs/etc/gdrproxy-workload/versions",
+          "UCX_VERSION=v" + reference_version("ucx") + "\nUCX_SONAME_SUFFIX=\nLIBFABRIC_VERSION=v" +
+              reference_version("libfabric") + "\nNIXL_VERSION=v" + reference_version("nixl") +
+              "\nNCCL_VERSION=" + nccl + "\n");
+}
+
 TEST(Image, LibfabricUnderThePrefixNixlWasBuiltWithPasses) {
   TempTree t;
   libfabric_image(t, "/opt/libfabric/lib");
+  reference_record(t);
   Report r = run(t);
   Check k = only_check(r, std::string(kPlugin) + ".needed");
   EXPECT_EQ(k.status, Status::Pass) << r.to_text();
@@ -47,6 +63,101 @@ TEST(Image, LibfabricUnderThePrefixNixlWasBuiltWithPasses) {
       << k.found;
   EXPECT_TRUE(r.matching(std::string(kPlugin) + ".prefix").empty()) << r.to_text();
   EXPECT_EQ(r.exit_code(), 0) << r.to_text();
+}
+
+TEST(ImageVersions, TheReferenceImagesRecordPasses) {
+  TempTree t;
+  libfabric_image(t, "/opt/libfabric/lib");
+  reference_record(t);
+  Report r = run(t);
+  for (const char* key : {"ucx", "libfabric", "nixl", "nccl"}) {
+    Check k = only_check(r, std::string("image.version.") + key);
+    EXPECT_EQ(k.status, Status::Pass) << r.to_text();
+    EXPECT_NE(k.found.find("/etc/gdrproxy-workload/versions"), std::string::npos) << k.found;
+  }
+  EXPECT_EQ(r.facts()["image_versions"]["nccl"], "2.23.4");
+}
+
+TEST(ImageVersions, OlderAndNewerThanTheReferenceWarnWithWhy) {
+  TempTree t;
+  libfabric_image(t, "/opt/libfabric/lib");
+  ASSERT_GE(compare_versions(version_numbers(reference_version("ucx")), {1, 21}), 0);
+  t.write("rootfs/etc/gdrproxy-workload/versions",
+          "UCX_VERSION=v1.20.0\nLIBFABRIC_VERSION=v99.0.0\nNIXL_VERSION=v" +
+              reference_version("nixl") + "\nNCCL_VERSION=2.19.3\n");
+  Report r = run(t);
+  Check k = only_check(r, "image.version.ucx");
+  EXPECT_EQ(k.status, Status::Warn) << k.found;
+  EXPECT_NE(k.found.find("older than the reference image's " + reference_version("ucx")),
+            std::string::npos)
+      << k.found;
+  EXPECT_NE(k.found.find("below 1.21: no pid namespace in cuda_ipc rkeys"), std::string::npos)
+      << k.found;
+  k = only_check(r, "image.version.libfabric");
+  EXPECT_EQ(k.status, Status::Warn) << k.found;
+  EXPECT_NE(k.found.find("is newer than the reference image's"), std::string::npos) << k.found;
+  k = only_check(r, "image.version.nccl");
+  EXPECT_EQ(k.status, Status::Warn) << k.found;
+  EXPECT_NE(k.found.find("below 2.21.5: NCCL_IB_GID_INDEX"), std::string::npos) << k.found;
+  EXPECT_EQ(only_check(r, "image.version.nixl").status, Status::Pass);
+}
+
+// No record: pkg-config files, NCCL's real file name and nccl.h, as an image holds them.
+TEST(ImageVersions, FoundInPkgConfigFilesAndNcclsFileName) {
+  TempTree t;
+  libfabric_image(t, "/opt/libfabric/lib");
+  t.write("rootfs/usr/lib/pkgconfig/ucx.pc",
+          "prefix=/usr\nName: ucx\nVersion: " + reference_version("ucx") + "\n");
+  t.write("rootfs/opt/libfabric/lib/pkgconfig/libfabric.pc",
+          "Name: libfabric\nVersion: " + reference_version("libfabric") + "\n");
+  build_so(t.path("rootfs/usr/lib/x86_64-linux-gnu/libnccl.so.2.19.3"), "libnccl.so.2");
+  t.symlink("libnccl.so.2.19.3", "rootfs/usr/lib/x86_64-linux-gnu/libnccl.so.2");
+  Report r = run(t);
+  EXPECT_EQ(only_check(r, "image.version.ucx").status, Status::Pass) << r.to_text();
+  Check k = only_check(r, "image.version.libfabric");
+  EXPECT_EQ(k.status, Status::Pass) << k.found;
+  EXPECT_NE(k.found.find("/opt/libfabric/lib/pkgconfig/libfabric.pc"), std::string::npos)
+      << k.found;
+  k = only_check(r, "image.version.nccl");
+  EXPECT_EQ(k.status, Status::Warn) << k.found;
+  EXPECT_NE(k.found.find("\"2.19.3\" (/usr/lib/x86_64-linux-gnu/libnccl.so.2.19.3)"),
+            std::string::npos)
+      << k.found;
+  // NIXL left no trace: a warning that says so, never a pass.
+  k = only_check(r, "image.version.nixl");
+  EXPECT_EQ(k.status, Status::Warn) << k.found;
+  EXPECT_NE(k.found.find("cannot tell the image's NIXL version"), std::string::npos) << k.found;
+
+  // A newer NCCL's header is read when its library is not there under a release name.
+  TempTree h;
+  h.write("rootfs/usr/include/nccl.h",
+          "#define NCCL_MAJOR 2\n#define NCCL_MINOR 27\n#define NCCL_PATCH 5\n");
+  k = only_check(run(h), "image.version.nccl");
+  EXPECT_EQ(k.status, Status::Pass) << k.found;
+  EXPECT_NE(k.found.find("2.27.5"), std::string::npos) << k.found;
+}
+
+TEST(ImageVersions, LibtoolNumbersAreNotVersionsAndTwoCopiesCannotTell) {
+  TempTree t;
+  t.mkdir("rootfs/usr");
+  // libfabric.so.1.24.0 is libtool's interface number: no libfabric version from it.
+  build_so(t.path("rootfs/usr/lib/libfabric.so.1.24.0"), "libfabric.so.1");
+  t.write("rootfs/usr/lib/pkgconfig/ucx.pc", "Version: 1.22.0\n");
+  t.write("rootfs/opt/hpcx/ucx/lib/pkgconfig/ucx.pc", "Version: 1.19.0\n");
+  Report r = run(t);
+  EXPECT_EQ(only_check(r, "image.version.libfabric").status, Status::Warn);
+  Check k = only_check(r, "image.version.ucx");
+  EXPECT_EQ(k.status, Status::Warn) << k.found;
+  EXPECT_NE(k.found.find("several UCX versions"), std::string::npos) << k.found;
+  EXPECT_NE(k.found.find("/opt/hpcx/ucx/lib/pkgconfig/ucx.pc"), std::string::npos) << k.found;
+}
+
+TEST(ImageVersions, VersionNumbers) {
+  EXPECT_EQ(version_numbers("v1.22.0"), (std::vector<int>{1, 22, 0}));
+  EXPECT_EQ(version_numbers("2.23.4-1+cuda12.4"), (std::vector<int>{2, 23, 4}));
+  EXPECT_TRUE(version_numbers("master").empty());
+  EXPECT_EQ(compare_versions({1, 22}, {1, 22, 0}), 0);
+  EXPECT_LT(compare_versions({1, 9, 9}, {1, 21}), 0);
 }
 
 TEST(Image, LibfabricUnderAnotherPrefixFails) {
