@@ -111,8 +111,9 @@ Session::Session(Engine& engine, SessionConfig config)
       sweep_(io_),
       recv_buf_((engine.notif_size() + 7) / 8) {
   if (config_.trace_json) {
-    json_out_.reset(std::fopen(config_.trace_json->c_str(), "we"));
-    if (!json_out_) throw_errno("cannot write trace file " + *config_.trace_json, errno);
+    UniqueFd f(::open(config_.trace_json->c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
+    if (!f) throw_errno("cannot write trace file " + *config_.trace_json, errno);
+    json_out_ = std::make_unique<JsonTraceWriter>(std::move(f));
   }
   setup_nvidia();
   all_gpus_granted_ = every_gpu_granted(catalog_, config_.grants);
@@ -465,7 +466,7 @@ void Session::arm_sweep() {
       it = pending_by_tid_.erase(it);
     }
     gone_at_last_sweep_ = std::move(gone);
-    if (json_out_) std::fflush(json_out_.get());
+    if (json_out_) json_out_->flush();
     check_end();
     if (!ended_) arm_sweep();
   });
@@ -507,6 +508,12 @@ void Session::print_summary(bool with_stats) const {
                  "%s%llu results of allowed calls were lost (the observer's ring buffer "
                  "was full); their trace records say \"result not observed\"\n",
                  log_prefix_.c_str(), static_cast<unsigned long long>(s.observer_lost));
+  if (json_out_ && json_out_->dropped())
+    std::fprintf(stderr,
+                 "%s%llu trace records dropped: %s did not take them in time (a stalled "
+                 "reader?); the calls themselves were served\n",
+                 log_prefix_.c_str(), static_cast<unsigned long long>(json_out_->dropped()),
+                 printable(*config_.trace_json).c_str());
   if (s.handler_faults)
     std::fprintf(stderr, "%s%llu calls failed closed on internal errors (see above)\n",
                  log_prefix_.c_str(), static_cast<unsigned long long>(s.handler_faults));
@@ -1172,17 +1179,14 @@ void Session::finish(const std::string& why) {
     for (const auto& [tid, seq] : pending_by_tid_) observer_->forget(tid);
   pending_.clear();
   pending_by_tid_.clear();
-  if (json_out_) std::fflush(json_out_.get());
+  // Bounded: a trace file that no longer takes bytes must not hold the exit.
+  if (json_out_) json_out_->finish(std::chrono::seconds(5));
 }
 
 void Session::emit(TraceRecord& r) {
   if (config_.trace_text) std::fprintf(stderr, "%s\n", format_text(r).c_str());
-  // Buffered; flushed by the one-second sweep and at exit, not per record.
-  if (json_out_) {
-    const std::string line = format_json(r);
-    std::fwrite(line.data(), 1, line.size(), json_out_.get());
-    std::fputc('\n', json_out_.get());
-  }
+  // Formatted and written by the writer's thread; flushed each second (the sweep) and at exit.
+  if (json_out_) json_out_->push(r);
 }
 
 }  // namespace gdrproxy::proxy

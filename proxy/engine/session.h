@@ -41,6 +41,7 @@
 #include "proxy/policy/policy.h"
 #include "proxy/sandbox/ioctl_lsm.h"
 #include "proxy/sandbox/kernel_allow.h"
+#include "proxy/trace/json_trace_writer.h"
 #include "proxy/trace/trace_record.h"
 
 namespace gdrproxy::proxy {
@@ -232,7 +233,7 @@ class Session {
   std::unique_ptr<boost::asio::posix::stream_descriptor> init_;  // pidfd of the init process
   bool init_exited_ = false;
   ExitObserver* observer_ = nullptr;  // the engine's, when tracing and available
-  std::unique_ptr<FILE, int (*)(FILE*)> json_out_{nullptr, &std::fclose};
+  std::unique_ptr<JsonTraceWriter> json_out_;  // --trace-json: its own thread writes the file
   std::vector<std::unique_ptr<Listener>> listeners_;
   int nfd_ = -1;  // the listener of the notification being handled
   bool answered_ = false;

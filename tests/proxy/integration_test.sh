@@ -224,6 +224,27 @@ case_lsm_judge_starts_or_says_why() {
   return 0
 }
 
+case_stalled_trace_reader_stalls_no_call() {
+  # --trace-json into a pipe whose reader never reads: once the pipe is full the file takes no
+  # more bytes. The records are written by the writer's own thread, so the sandbox's 3000 ioctls
+  # are still served, gdrproxy exits (its wait for the file is bounded) and says how many records
+  # it dropped. Before the writer thread, the session thread blocked in fwrite and every caller
+  # with it: the run never ended.
+  local bench reader rc=0
+  bench=$(dirname "$GP")/tests/bench/ioctl_bench
+  [[ -x $bench ]] || fail "no $bench"
+  mkfifo "$WORK/fifo"
+  sleep 120 <"$WORK/fifo" &   # opens the read end, never reads
+  reader=$!
+  timeout 60 "$GP" standin "$GP" run --trace-json "$WORK/fifo" -- "$bench" client 3000 /dev/infiniband/uverbs0 \
+    >"$WORK/out" 2>"$WORK/err" || rc=$?
+  kill "$reader" 2>/dev/null
+  wait "$reader" 2>/dev/null
+  [[ $rc == 0 ]] || { cat "$WORK/err"; fail "run exit $rc (124: stalled by the trace file)"; }
+  grep -Eq '^[0-9.]+$' "$WORK/out" || fail "the client did not finish its calls: $(cat "$WORK/out")"
+  expect_in "$WORK/err" "trace records dropped"
+}
+
 case_trace_summarize() {
   sandboxed --trace-json "$WORK/t.jsonl" -- "$GP" exercise uverbs /dev/infiniband/uverbs0 >/dev/null 2>&1
   "$GP" trace summarize "$WORK/t.jsonl" >"$WORK/sum" || fail "summarize failed"

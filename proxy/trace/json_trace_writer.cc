@@ -1,0 +1,127 @@
+// The JSON trace writer's thread and queue (see json_trace_writer.h). The state is shared with
+// the thread, so a thread left stuck in the file by finish() never touches freed memory.
+#include "proxy/trace/json_trace_writer.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+
+namespace gdrproxy::proxy {
+
+struct JsonTraceWriter::State {
+  std::mutex mu;
+  std::condition_variable wake, idle;
+  std::deque<TraceRecord> queue;
+  bool flush_asked = false, stopping = false, done = false;
+  uint64_t dropped = 0;
+  UniqueFd file;
+};
+
+namespace {
+
+// Writes all of `buf`; false when the file refuses it (an error other than an interruption).
+bool write_all(int fd, const std::string& buf) {
+  size_t done = 0;
+  while (done < buf.size()) {
+    const ssize_t n = ::write(fd, buf.data() + done, buf.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+void write_loop(const std::shared_ptr<JsonTraceWriter::State>& s) {
+  constexpr size_t kWriteAt = 64 * 1024;  // bytes gathered before a write(2)
+  std::string buf;
+  uint64_t in_buf = 0;  // records in buf
+  std::unique_lock<std::mutex> lock(s->mu);
+  for (;;) {
+    s->wake.wait(lock, [&] { return !s->queue.empty() || s->flush_asked || s->stopping; });
+    std::deque<TraceRecord> batch;
+    batch.swap(s->queue);
+    const bool flush = s->flush_asked || s->stopping;
+    s->flush_asked = false;
+    const bool stop = s->stopping;
+    lock.unlock();
+    uint64_t lost = 0;
+    for (const TraceRecord& r : batch) {
+      buf += format_json(r);
+      buf += '\n';
+      ++in_buf;
+      if (buf.size() >= kWriteAt) {
+        if (!write_all(s->file.get(), buf)) lost += in_buf;
+        buf.clear();
+        in_buf = 0;
+      }
+    }
+    if (flush && !buf.empty()) {
+      if (!write_all(s->file.get(), buf)) lost += in_buf;
+      buf.clear();
+      in_buf = 0;
+    }
+    lock.lock();
+    s->dropped += lost;
+    if (stop && s->queue.empty()) {
+      s->file.reset();
+      s->done = true;
+      s->idle.notify_all();
+      return;
+    }
+    s->idle.notify_all();
+  }
+}
+
+}  // namespace
+
+JsonTraceWriter::JsonTraceWriter(UniqueFd file) : state_(std::make_shared<State>()) {
+  state_->file = std::move(file);
+  std::thread([s = state_] { write_loop(s); }).detach();
+}
+
+JsonTraceWriter::~JsonTraceWriter() {
+  finish(std::chrono::seconds(5));
+}
+
+void JsonTraceWriter::push(const TraceRecord& r) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (state_->stopping || state_->queue.size() >= kQueueLimit) {
+    ++state_->dropped;
+    return;
+  }
+  state_->queue.push_back(r);
+  if (state_->queue.size() == 1) state_->wake.notify_one();
+}
+
+void JsonTraceWriter::flush() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->flush_asked = true;
+  state_->wake.notify_one();
+}
+
+void JsonTraceWriter::finish(std::chrono::milliseconds grace) {
+  std::unique_lock<std::mutex> lock(state_->mu);
+  if (state_->done) return;
+  if (!state_->stopping) {
+    state_->stopping = true;
+    state_->wake.notify_one();
+  }
+  if (!state_->idle.wait_for(lock, grace, [&] { return state_->done; })) {
+    // The file does not take the bytes: what is still queued is lost, and said so.
+    state_->dropped += state_->queue.size();
+    state_->queue.clear();
+  }
+}
+
+uint64_t JsonTraceWriter::dropped() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->dropped;
+}
+
+}  // namespace gdrproxy::proxy
