@@ -232,7 +232,7 @@ class Session {
   std::function<bool(ino_t)> is_peer_;
   std::unique_ptr<boost::asio::posix::stream_descriptor> init_;  // pidfd of the init process
   bool init_exited_ = false;
-  ExitObserver* observer_ = nullptr;  // the engine's, when tracing and available
+  ExitObserver* observer_ = nullptr;           // the engine's, when tracing and available
   std::unique_ptr<JsonTraceWriter> json_out_;  // --trace-json: its own thread writes the file
   std::vector<std::unique_ptr<Listener>> listeners_;
   int nfd_ = -1;  // the listener of the notification being handled
