@@ -232,7 +232,7 @@ oci_bundle() {
 oci_agent_alive() {
   local pid start
   [[ -f $RUN_DIR/agent.pid ]] && read -r pid start <"$RUN_DIR/agent.pid" && [[ $pid =~ ^[0-9]+$ ]] &&
-    [[ $(awk '{print $22}' "/proc/$pid/stat" 2>/dev/null) == "$start" ]]
+    [[ $(proc_start_time "$pid") == "$start" ]]
 }
 
 # oci_start_agent GRANTS_CSV: the node's agent on $RUN_DIR/agent.sock granting exactly
@@ -262,7 +262,7 @@ oci_start_agent() {
   "$GP" agent --socket "$OCI_SOCK" --ctl-socket "$RUN_DIR/agent.ctl" --config "$RUN_DIR/agent.json" \
     "${args[@]}" >"$RUN_DIR/agent.log" 2>&1 {RUN_LOCK_FD}>&- &
   local pid=$! i
-  printf '%s %s\n' "$pid" "$(awk '{print $22}' "/proc/$pid/stat" 2>/dev/null)" >"$RUN_DIR/agent.pid"
+  printf '%s %s\n' "$pid" "$(proc_start_time "$pid")" >"$RUN_DIR/agent.pid"
   for ((i = 0; i < 100; i++)); do
     grep -q 'gdrproxy agent: serving' "$RUN_DIR/agent.log" 2>/dev/null && return 0
     kill -0 "$pid" 2>/dev/null || break

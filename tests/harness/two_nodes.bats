@@ -574,6 +574,59 @@ EOF
   in_node A ip link show rail0 >/dev/null
 }
 
+@test "attach: owners killed without detach; the next attach reclaims their state in one line; detach restores the node" {
+  export RDMA_IFACES=rail0,rail1
+  run on_node A prepare
+  [ "$status" -eq 0 ]
+  st=/run/gdr-harness/${GH_P}-nodeA
+  sleep 300 &
+  o1=$!
+  run on_node A attach --key step-1.0 --owner "$o1"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output == *"netns=$st/run/netns"* ]]
+  refute in_node A ip link show rail0 >/dev/null 2>&1
+  # A second key joins while the first owner lives: nothing reclaimed.
+  sleep 300 &
+  o2=$!
+  run on_node A attach --key step-1.1 --owner "$o2"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output == *"step 1.1 joins node ${GH_P}-nodeA's running container network namespace"* ]]
+  [[ $output != *reclaimed* ]]
+  # Both owners die without a detach: step-1.0's stays a zombie (not reaped yet), step-1.1's pid
+  # is made to look reused (a live process, the test's shell, with another start time).
+  kill -KILL "$o1" "$o2"
+  for ((i = 0; i < 50; i++)); do [[ $(awk '{print $3}' "/proc/$o1/stat" 2>/dev/null) == Z ]] && break; sleep 0.1; done
+  wait "$o2" || true
+  echo "$$ 1" >"$st/run/owners/step-1.1"
+  run on_node A status
+  [[ $output == *"run: not alive, but its journal is present"* ]]
+  sleep 300 &
+  o3=$!
+  run on_node A attach --key step-2.0 --owner "$o3"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  # One line says it (the give-back's own lines are not shown), then the attach of a clean node.
+  [ "$(grep -c reclaim <<<"$output")" -eq 1 ]
+  refute grep -qE 'moved back|journal is present' <<<"$output"
+  [[ $output == *"reclaimed node ${GH_P}-nodeA's stale state: every recorded owner is dead (step-1.0 pid $o1, step-1.1 pid $$); rails given back, containers removed, before step-2.0 attaches"* ]]
+  [[ $output == *"netns=$st/run/netns"* ]]
+  [ "$(ls "$st/run/owners")" = "step-2.0" ]
+  refute in_node A ip link show rail0 >/dev/null 2>&1
+  wait "$o1" || true
+  # The last key's detach gives the rails back: node A as before prepare.
+  run on_node A detach --key step-2.0
+  echo "$output"
+  [ "$status" -eq 0 ]
+  kill -KILL "$o3"
+  wait "$o3" || true
+  [ ! -e "$st/run" ]
+  assert_restored A
+  run on_node A teardown
+  [ "$status" -eq 0 ]
+}
+
 # ---------------------------------------------------------------------------------------------
 # (4) teardown restores both nodes exactly
 
