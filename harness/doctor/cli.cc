@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "harness/doctor/doctor.h"
+#include "harness/doctor/reference_versions.h"
 #include "sysfs/fsio.h"
 
 namespace gdrproxy::doctor {
@@ -21,6 +22,27 @@ struct Options {
   std::vector<std::string> only;
 };
 
+// The reference image's versions, from the built-in versions.json.
+std::string reference_line() {
+  std::string out = "\nReference workload image (configs/containers/workload), for --rootfs:\n ";
+  try {
+    const auto j = nlohmann::json::parse(kReferenceVersionsJson);
+    for (const auto& [key, c] : j.at("components").items()) {
+      std::string floor;
+      for (const auto& b : c.value("below", nlohmann::json::array()))
+        floor = b.value("version", floor);
+      out += " " + c.value("name", key) + " " +
+             (c["version"].is_string() ? c["version"].get<std::string>()
+                                       : "of the base image (>= " + floor + ")") +
+             ",";
+    }
+    out.back() = '\n';
+  } catch (const std::exception& e) {
+    out += std::string(" unreadable: ") + e.what() + "\n";
+  }
+  return out;
+}
+
 std::string footer() {
   std::string f =
       "\nEach check prints one line: PASS, WARN or FAIL, what it found, and a one-line fix.\n"
@@ -28,11 +50,15 @@ std::string footer() {
       "A check that cannot look (no device, no --pid) says so as a WARN, never as a PASS.\n\n"
       "Families (--only NAME,...):\n";
   for (const auto& fam : families()) f += "  " + std::string(fam.name) + ": " + fam.what + "\n";
-  f += "\nExamples:\n"
-       "  gdrproxy doctor                              # this node, as this process sees it\n"
-       "  gdrproxy doctor --pid $(pgrep -f all_reduce) # a running rank: its libraries and env\n"
-       "  gdrproxy doctor --rootfs /var/lib/img/rootfs # an image: NIXL's DT_NEEDED resolution\n"
-       "  gdrproxy doctor --json > a.json; gdrproxy doctor --peer a.json   # node against node\n";
+  f += reference_line();
+  f +=
+      "\nExamples:\n"
+      "  gdrproxy doctor                              # this node, as this process sees it\n"
+      "  gdrproxy doctor --only lib                   # probe: what this node's loader binds\n"
+      "  gdrproxy doctor --pid $(pgrep -f all_reduce) # a running rank: its libraries and env\n"
+      "  gdrproxy doctor --pid 101 --pid 202          # two ranks: namespaces and boot ids agree?\n"
+      "  gdrproxy doctor --rootfs /var/lib/img/rootfs # an image: NIXL's linkage and versions\n"
+      "  gdrproxy doctor --json > a.json; gdrproxy doctor --peer a.json   # node against node\n";
   return f;
 }
 
@@ -47,15 +73,17 @@ void register_commands(CLI::App& app, int& exit_code) {
   cmd->footer(footer());
   cmd->add_flag("--json", opts->json, "Print the report as JSON (for --peer on another node)");
   cmd->add_option("--pid", opts->pids,
-                  "A process of the job (repeatable): its mapped libraries, environment and "
-                  "namespaces are checked")
+                  "A process of the job (repeatable): its mapped libraries, environment, "
+                  "namespaces and boot id are checked (without --pid a short-lived probe child "
+                  "loads the job's libraries instead)")
       ->check(CLI::PositiveNumber);
   cmd->add_option(
       "--rootfs", opts->rootfs,
-      "An image's root file system: resolve its NIXL plugins' DT_NEEDED as ld.so would");
+      "An image's root file system: resolve its NIXL plugins' DT_NEEDED as ld.so would and "
+      "compare its UCX/libfabric/NIXL/NCCL versions with the reference image's");
   cmd->add_option(
       "--peer", opts->peer,
-      "Another node's `gdrproxy doctor --json`: compare rails, HCAs, libraries, NCCL env");
+      "Another node's `gdrproxy doctor --json`: compare rails, HCAs, libraries, NCCL env, boot id");
   cmd->add_option("--sysfs-root", opts->sysfs_root, "The sysfs tree to read (a captured tree)")
       ->capture_default_str();
   cmd->add_option("--arp-profile", opts->arp_profile,

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 
@@ -82,6 +83,56 @@ TEST(DoctorCli, PidEnvironmentIsTheOneChecked) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("lib." + std::to_string(child) + ".mapped"), std::string::npos) << text;
+}
+
+// The whole doctor with no option finishes within its 5 s budget (the library probe included),
+// the probe is labelled as such, two live ranks' boot ids are compared, and --help teaches it.
+TEST(DoctorCli, ProbeBootIdsVersionsAndHelpEndToEnd) {
+  TempTree t;
+  const std::string bin = GDRPROXY_BIN;
+  const auto start = std::chrono::steady_clock::now();
+  const int rc = shell(bin + " doctor > " + t.path("all.txt"));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_GE(rc, 0);
+  std::ifstream all(t.path("all.txt"));
+  std::string text((std::istreambuf_iterator<char>(all)), {});
+  EXPECT_NE(text.find("lib.probe.dlopen"), std::string::npos) << text;
+  EXPECT_NE(text.find("not a live rank"), std::string::npos) << text;
+
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  const int rc2 = shell(bin + " doctor --only container --pid " + std::to_string(::getpid()) +
+                        " --pid " + std::to_string(child) + " --json > " + t.path("c.json"));
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_GE(rc2, 0);
+  std::ifstream c(t.path("c.json"));
+  Json j = Json::parse(c);
+  bool boot = false;
+  for (const auto& k : j["checks"])
+    if (k["id"] == "container.ranks_boot_id") boot = k["status"] == "PASS";
+  EXPECT_TRUE(boot) << j.dump(2);
+  EXPECT_EQ(j["facts"]["ranks_boot_id"][std::to_string(child)], j["facts"]["host"]["boot_id"]);
+
+  t.write("rootfs/etc/gdrproxy-workload/versions", "UCX_VERSION=v1.20.0\n");
+  EXPECT_EQ(
+      shell(bin + " doctor --only image --rootfs " + t.path("rootfs") + " > " + t.path("img.txt")),
+      1);
+  std::ifstream img(t.path("img.txt"));
+  text.assign(std::istreambuf_iterator<char>(img), {});
+  EXPECT_NE(text.find("WARN  image.version.ucx"), std::string::npos) << text;
+  EXPECT_NE(text.find("no pid namespace in cuda_ipc rkeys"), std::string::npos) << text;
+
+  EXPECT_EQ(shell(bin + " doctor --help > " + t.path("help.txt")), 0);
+  std::ifstream help(t.path("help.txt"));
+  text.assign(std::istreambuf_iterator<char>(help), {});
+  for (const char* taught : {"NCCL_P2P_LEVEL", "1=PIX", "probe child", "boot id",
+                             "rdma-core provider", "Reference workload image", "UCX 1."})
+    EXPECT_NE(text.find(taught), std::string::npos) << taught << "\n" << text;
 }
 
 }  // namespace
