@@ -32,8 +32,9 @@ std::string reference_line() {
       for (const auto& b : c.value("below", nlohmann::json::array()))
         floor = b.value("version", floor);
       out += " " + c.value("name", key) + " " +
-             (c["version"].is_string() ? c["version"].get<std::string>()
-                                       : "of the base image (>= " + floor + ")") +
+             (c.contains("version") && c.at("version").is_string()
+                  ? c.at("version").get<std::string>()
+                  : "of the base image (>= " + floor + ")") +
              ",";
     }
     out.back() = '\n';

@@ -182,8 +182,9 @@ void compare_image_versions(const std::map<std::string, std::vector<FoundVersion
   for (const auto& [key, ref] : components.items()) {
     const std::string id = "image.version." + key;
     const std::string name = ref.value("name", key);
+    const auto rv = ref.find("version");
     const std::string ref_version =
-        ref["version"].is_string() ? ref["version"].get<std::string>() : "";
+        rv != ref.end() && rv->is_string() ? rv->get<std::string>() : "";
     const std::string where = "configs/containers/workload (ARG " +
                               ref.value("arg", std::string("?")) + "=" +
                               ref.value("tag", std::string("?")) + ")";
