@@ -33,7 +33,8 @@ struct NcclLevel {
   std::string shown;               // "NCCL_NET_GDR_LEVEL=1 (environment): PIX", "PXB (default)"
   std::string ignored;             // the setting NCCL ignored, shown; "" when none
 };
-// NCCL_NET_GDR_LEVEL: default PXB (NCCL >= 2.27 uses P2C on C2C systems with NCCL_NET_GDR_C2C).
+// NCCL_NET_GDR_LEVEL: default PXB (NCCL >= 2.26.2 uses P2C while NCCL_NET_GDR_C2C=1, its default:
+// the same as PXB except on systems whose GPU reaches the CPU over C2C, Grace)
 NcclLevel net_gdr_level(const Context& ctx);
 // NCCL_P2P_DISABLE / NCCL_P2P_LEVEL: default PXB (SYS on AMD CPUs with at most two GPUs).
 NcclLevel p2p_level(const Context& ctx);
