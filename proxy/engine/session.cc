@@ -79,16 +79,19 @@ const DeviceNode kAnyUverbs{"/dev/infiniband/uverbs*", "uverbs", DeviceClass::kU
 // Up to this many CPUs the synchronous wake-up flag is on by default.
 constexpr long kSyncWakeupMaxCpus = 4;
 
-bool every_node_granted(const DeviceCatalog& catalog, const Grants& grants, DeviceClass cls) {
-  for (const DeviceNode& n : catalog.nodes())
-    if (n.device_class == cls && !grants.granted(n)) return false;
-  return true;
-}
-
-bool some_node_granted(const DeviceCatalog& catalog, const Grants& grants, DeviceClass cls) {
-  for (const DeviceNode& n : catalog.nodes())
-    if (n.device_class == cls && grants.granted(n)) return true;
-  return false;
+// Whether every node of a device class is granted, and whether any is (one pass).
+struct ClassGrants {
+  bool all = true, any = false;
+};
+ClassGrants class_grants(const DeviceCatalog& catalog, const Grants& grants, DeviceClass cls) {
+  ClassGrants g;
+  for (const DeviceNode& n : catalog.nodes()) {
+    if (n.device_class != cls) continue;
+    const bool granted = grants.granted(n);
+    g.all = g.all && granted;
+    g.any = g.any || granted;
+  }
+  return g;
 }
 
 }  // namespace
@@ -134,14 +137,13 @@ void Session::setup_kernel_judgement() {
   KernelAllowFacts facts;
   if (untrapped_ok) {
     facts.nvidia_abi = engine_.nvidia().abi;
-    facts.nvidia_frontend_all_granted =
-        every_node_granted(catalog_, config_.grants, DeviceClass::kNvidiaFrontend);
-    facts.nvidia_uvm_all_granted =
-        every_node_granted(catalog_, config_.grants, DeviceClass::kNvidiaUvm);
-    facts.nvidia_frontend_any_granted =
-        some_node_granted(catalog_, config_.grants, DeviceClass::kNvidiaFrontend);
-    facts.nvidia_uvm_any_granted =
-        some_node_granted(catalog_, config_.grants, DeviceClass::kNvidiaUvm);
+    const ClassGrants frontend =
+        class_grants(catalog_, config_.grants, DeviceClass::kNvidiaFrontend);
+    const ClassGrants uvm = class_grants(catalog_, config_.grants, DeviceClass::kNvidiaUvm);
+    facts.nvidia_frontend_all_granted = frontend.all;
+    facts.nvidia_frontend_any_granted = frontend.any;
+    facts.nvidia_uvm_all_granted = uvm.all;
+    facts.nvidia_uvm_any_granted = uvm.any;
   }
   if (config_.lsm != LsmChoice::kOff) {
     // With the judge, requests may run untrapped on some granted nodes of a class; without it

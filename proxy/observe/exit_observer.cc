@@ -13,17 +13,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
-#include <system_error>
-#include <thread>
 
+#include "proxy/observe/bpf_links.h"
 #include "proxy/observe/syscall_exit_bpf.h"
 
 namespace gdrproxy::proxy {
 namespace {
-
-int silent_print(enum libbpf_print_level, const char*, va_list) {
-  return 0;
-}
 
 // libbpf finds tracepoint ids through tracefs. Where the host has not mounted it, it is mounted
 // for the attach only and detached right after: the host's mount table is left as it was.
@@ -46,7 +41,7 @@ class TracefsForAttach {
 }  // namespace
 
 std::unique_ptr<ExitObserver> ExitObserver::open(Callback cb, std::string& why) {
-  libbpf_set_print(silent_print);
+  silence_libbpf();
   TracefsForAttach tracefs;
   std::unique_ptr<ExitObserver> o(new ExitObserver());
   o->cb_ = std::move(cb);
@@ -87,18 +82,8 @@ std::unique_ptr<ExitObserver> ExitObserver::open(Callback cb, std::string& why) 
 
 ExitObserver::~ExitObserver() {
   if (rb_) ring_buffer__free(rb_);
-  // Links are not owned by the object: each is destroyed, which detaches its program. Each
-  // detach waits for an RCU grace period in the kernel (40-55 ms each on a 2-vCPU VM); destroyed
-  // side by side they share one, instead of adding a quarter second to every traced run's exit.
-  std::vector<std::thread> detach;
-  for (bpf_link* l : links_) {
-    try {
-      detach.emplace_back([l] { bpf_link__destroy(l); });
-    } catch (const std::system_error&) {
-      bpf_link__destroy(l);  // no thread to spare: one after the other
-    }
-  }
-  for (std::thread& t : detach) t.join();
+  // Links are not owned by the object: each is destroyed, which detaches its program.
+  destroy_links_side_by_side(links_);
   if (obj_) bpf_object__close(obj_);
 }
 

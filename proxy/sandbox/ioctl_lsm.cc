@@ -15,11 +15,10 @@
 #include <cstring>
 #include <fstream>
 #include <set>
-#include <system_error>
-#include <thread>
 
 #include "proxy/base/error.h"
 #include "proxy/base/unique_fd.h"
+#include "proxy/observe/bpf_links.h"
 #include "proxy/sandbox/ioctl_lsm_bpf.h"
 
 namespace gdrproxy::proxy {
@@ -33,10 +32,6 @@ uint32_t kernel_dev(dev_t d) {
   return (major(d) << 20) | minor(d);
 }
 
-int quiet_libbpf(enum libbpf_print_level, const char*, va_list) {
-  return 0;
-}
-
 bool update(int map_fd, const void* key, const void* value, std::string& why, const char* map) {
   if (bpf_map_update_elem(map_fd, key, value, BPF_ANY) == 0) return true;
   why = std::string("BPF LSM table ") + map + ": " + std::strerror(errno);
@@ -48,9 +43,11 @@ bool update(int map_fd, const void* key, const void* value, std::string& why, co
 IoctlLsmTables ioctl_lsm_tables(const DeviceCatalog& catalog, const Grants& grants,
                                 const KernelAllowed& untrapped) {
   IoctlLsmTables t;
-  for (const DeviceNode& n : catalog.nodes()) t.nodes.emplace_back(n.rdev, grants.granted(n));
   std::set<dev_t> catalogued;
-  for (const DeviceNode& n : catalog.nodes()) catalogued.insert(n.rdev);
+  for (const DeviceNode& n : catalog.nodes()) {
+    t.nodes.emplace_back(n.rdev, grants.granted(n));
+    catalogued.insert(n.rdev);
+  }
   for (const DeviceNode& d : catalog.drivers()) {
     if (major(d.rdev) == kMiscMajor) {
       // One misc minor per driver: never granted unless a catalogued node carries it.
@@ -105,7 +102,7 @@ bool bpf_lsm_active(std::string& why) {
 
 std::unique_ptr<IoctlLsm> IoctlLsm::load(const IoctlLsmTables& tables, std::string& why) {
   if (!bpf_lsm_active(why)) return nullptr;
-  libbpf_set_print(quiet_libbpf);
+  silence_libbpf();
   std::unique_ptr<IoctlLsm> l(new IoctlLsm());
   l->obj_ = bpf_object__open_mem(kIoctlLsmBpf, kIoctlLsmBpfSize, nullptr);
   if (!l->obj_) {
@@ -152,16 +149,7 @@ std::unique_ptr<IoctlLsm> IoctlLsm::load(const IoctlLsmTables& tables, std::stri
 }
 
 IoctlLsm::~IoctlLsm() {
-  // Detached side by side: each detach may wait for an RCU grace period.
-  std::vector<std::thread> detach;
-  for (bpf_link* link : links_) {
-    try {
-      detach.emplace_back([link] { bpf_link__destroy(link); });
-    } catch (const std::system_error&) {
-      bpf_link__destroy(link);
-    }
-  }
-  for (std::thread& t : detach) t.join();
+  destroy_links_side_by_side(links_);
   if (obj_) bpf_object__close(obj_);
 }
 
