@@ -1,15 +1,14 @@
-// Benchmark, not a test: what a device-ioctl decision costs when a BPF LSM program makes it in
-// the caller's own syscall (ioctl_lsm.bpf.c), against the same ioctl with no program, in one run.
-// It also checks that the program decides: a listed request reaches the driver (/dev/null
-// answers ENOTTY), an unlisted one on the policed device is refused with EPERM, and another
-// device is not judged. Needs root and "bpf" in /sys/kernel/security/lsm (exits 77 otherwise).
-// Usage: lsm_ioctl_bench BPF_OBJECT [N]
-#include <bpf/bpf.h>
-#include <bpf/libbpf.h>
+// Benchmark, not a test: what a device-ioctl decision costs when the BPF LSM judge of `gdrproxy
+// run --lsm` (proxy/sandbox/ioctl_lsm.*) makes it in the caller's own syscall, against the same
+// ioctl with no program, in one run. The judge gets tables of the bench's own: /dev/null is a
+// granted node, one request is allowed on it and another is not. It also checks that the judge
+// decides: the allowed request reaches the driver (/dev/null answers ENOTTY), the other is
+// refused with EPERM, and another device is not judged. Needs root and the BPF LSM active
+// (exits 77 otherwise, saying why).
+// Usage: lsm_ioctl_bench [N]
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,19 +17,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <string>
 #include <vector>
+
+#include "proxy/sandbox/ioctl_lsm.h"
 
 namespace {
 
 constexpr uint32_t kAllowedCmd = 0xc0104629;  // RM_FREE's encoding: any number will do
 constexpr uint32_t kDeniedCmd = 0xc030462b;
-
-// The kernel's internal dev_t, as struct inode holds it.
-uint32_t kernel_dev(dev_t d) {
-  return (major(d) << 20) | minor(d);
-}
 
 double ns_per_ioctl(int fd, uint32_t cmd, int n, int& last_errno) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -51,27 +46,8 @@ double median_of_5(int fd, uint32_t cmd, int n, int& last_errno) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: %s BPF_OBJECT [N]\n", argv[0]);
-    return 2;
-  }
-  const int n = argc > 2 ? std::atoi(argv[2]) : 200000;
-  std::string lsms;
-  std::ifstream lsm_file("/sys/kernel/security/lsm");
-  if (!lsm_file) {
-    std::printf(
-        "SKIP: /sys/kernel/security/lsm is unreadable (mount -t securityfs securityfs "
-        "/sys/kernel/security)\n");
-    return 77;
-  }
-  std::getline(lsm_file, lsms);
-  if (lsms.find("bpf") == std::string::npos) {
-    std::printf(
-        "SKIP: the BPF LSM is not active (/sys/kernel/security/lsm: '%s'; boot with "
-        "lsm=...,bpf)\n",
-        lsms.c_str());
-    return 77;
-  }
+  using gdrproxy::proxy::IoctlLsm;
+  const int n = argc > 1 ? std::atoi(argv[1]) : 200000;
   const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   const int zero_fd = ::open("/dev/zero", O_RDONLY | O_CLOEXEC);
   struct stat st {};
@@ -80,38 +56,24 @@ int main(int argc, char** argv) {
   int err = 0;
   const double native = median_of_5(null_fd, kAllowedCmd, n, err);
 
-  bpf_object* obj = bpf_object__open_file(argv[1], nullptr);
-  if (!obj || bpf_object__load(obj) != 0) {
-    std::fprintf(stderr, "cannot load %s: %s\n", argv[1], std::strerror(errno));
-    return 1;
+  gdrproxy::proxy::IoctlLsmTables tables;
+  tables.nodes = {{st.st_rdev, true}};
+  tables.untrapped = {kAllowedCmd, kDeniedCmd};
+  tables.allowed = {{st.st_rdev, kAllowedCmd}};
+  std::string why;
+  const auto judge = IoctlLsm::load(tables, why);
+  if (!judge) {
+    std::printf("SKIP: %s\n", why.c_str());
+    return 77;
   }
-  bpf_program* prog = bpf_object__find_program_by_name(obj, "police_ioctl");
-  bpf_link* link = prog ? bpf_program__attach_lsm(prog) : nullptr;
-  if (!link) {
-    std::fprintf(stderr, "cannot attach the LSM program: %s\n", std::strerror(errno));
-    return 1;
-  }
-  const uint32_t tgid = static_cast<uint32_t>(::getpid());
-  const uint32_t rdev = kernel_dev(st.st_rdev);
-  const uint8_t one = 1;
-  struct {
-    uint32_t rdev, cmd;
-  } key{rdev, kAllowedCmd};
-  bpf_map__update_elem(bpf_object__find_map_by_name(obj, "policed"), &rdev, sizeof rdev, &one, 1,
-                       BPF_ANY);
-  bpf_map__update_elem(bpf_object__find_map_by_name(obj, "allowed"), &key, sizeof key, &one, 1,
-                       BPF_ANY);
   // Attached, this process not judged: the cost every other process on the host pays.
   int err_other = 0;
   const double other = median_of_5(null_fd, kAllowedCmd, n, err_other);
-  bpf_map__update_elem(bpf_object__find_map_by_name(obj, "sandboxed"), &tgid, sizeof tgid, &one, 1,
-                       BPF_ANY);
+  judge->judge(::getpid());
   int err_allowed = 0, err_denied = 0, err_unpoliced = 0;
   const double allowed = median_of_5(null_fd, kAllowedCmd, n, err_allowed);
   const double denied = median_of_5(null_fd, kDeniedCmd, n, err_denied);
   median_of_5(zero_fd, kDeniedCmd, 1000, err_unpoliced);
-  bpf_link__destroy(link);
-  bpf_object__close(obj);
 
   std::printf("BPF LSM file_ioctl decision, %d ioctls x 5 (median), ns per call\n", n);
   std::printf("%-44s %9s %9s\n", "setup", "ns/call", "vs native");

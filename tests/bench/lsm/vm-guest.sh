@@ -10,7 +10,7 @@ n=${LSM_BENCH_CALLS:-20000}
 mountpoint -q /sys/kernel/security || mount -t securityfs securityfs /sys/kernel/security
 [[ -c /dev/loop-control ]] || modprobe loop  # the stand-in nvidia-uvm borrows it
 echo "kernel $(uname -r), LSMs: $(cat /sys/kernel/security/lsm)"
-"$build/tests/bench/lsm_ioctl_bench" "$build/tests/bench/ioctl_lsm.bpf.o" "$n"
+"$build/tests/bench/lsm_ioctl_bench" "$n"
 rc=$?
 tests/bench/lsm/judge_latency.sh "$build" $((n / 10)) || rc=1
 tests/bench/ioctl_latency.sh "$build" $((n / 10))
