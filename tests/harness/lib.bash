@@ -122,6 +122,30 @@ assert_restored() {
   return 1
 }
 
+# teardown_both: `teardown` succeeds on both nodes and each is as before its first prepare.
+# shellcheck disable=SC2154 # status: set by bats's run
+teardown_both() {
+  run on_node A teardown
+  [ "$status" -eq 0 ]
+  run on_node B teardown
+  [ "$status" -eq 0 ]
+  assert_restored A
+  assert_restored B
+}
+
+# log_calls_of NAME REAL: puts $GH_W/bin/NAME (put $GH_W/bin first in PATH) in front of REAL.
+# Each call appends "PID NAME-AS-CALLED ARGS..." to $GH_W/NAME.calls and execs REAL under the
+# name it was called by (podman calls the shim through a link named gdrproxy-runtime), so a test
+# can tell which process ran what: an exec keeps the pid.
+log_calls_of() {
+  mkdir -p "$GH_W/bin"
+  # shellcheck disable=SC2016 # the wrapper's own $$, $0 and $*
+  printf '#!/bin/bash\necho "$$ ${0##*/} $*" >>%s/%s.calls\nexec -a "$0" %s "$@"\n' \
+    "$GH_W" "$1" "$2" >"$GH_W/bin/$1"
+  chmod +x "$GH_W/bin/$1"
+  rm -f "$GH_W/$1.calls"
+}
+
 plan_rails() {
   jq -r '[.rails[].netdev] | join(",")' "/run/gdr-harness/${GH_P}-node$1/plan.json"
 }

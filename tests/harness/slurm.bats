@@ -164,12 +164,7 @@ srun_fabric() { in_fabric timeout 120 srun "$@"; }
   wait_gone "/run/gdr-harness/${GH_P}-nodeA/run"
   wait_gone "/run/gdr-harness/${GH_P}-nodeB/run"
   grep -q "gdr: step .* on node ${GH_P}-nodeA holds the rails" "$GH_W/slurm/slurmd-${GH_P}-nodeA.log"
-  run on_node A teardown
-  [ "$status" -eq 0 ]
-  run on_node B teardown
-  [ "$status" -eq 0 ]
-  assert_restored A
-  assert_restored B
+  teardown_both
 }
 
 @test "--gdr=auto --gdr-debug: the plan's NCCL environment in the tasks; --gdr=none leaves them on the node" {
@@ -219,12 +214,7 @@ srun_fabric() { in_fabric timeout 120 srun "$@"; }
   cat "$GH_W/cancel.out"
   [ ! -e "/run/gdr-harness/${GH_P}-nodeA/run" ] || { dump_logs; false; }
   [ ! -e "/run/gdr-harness/${GH_P}-nodeB/run" ]
-  run on_node A teardown
-  [ "$status" -eq 0 ]
-  run on_node B teardown
-  [ "$status" -eq 0 ]
-  assert_restored A
-  assert_restored B
+  teardown_both
 }
 
 @test "--gdr-grant: a device not on the node's rails refuses the step (its tasks never run), none runs without one" {

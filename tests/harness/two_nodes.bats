@@ -258,11 +258,8 @@ load lib
     for i in 0 1; do ping -q -I rail$i -c1 -W1 198.51.100.2$i; done
     ping -q -I eth0 -c1 -W1 192.0.2.120'
   # Node A's gdrproxy and runc log each call with their pid before they exec the real ones.
-  mkdir -p "$GH_W/bin"
-  printf '#!/bin/sh\necho "$$ $*" >>%s/gp.calls\nexec %s "$@"\n' "$GH_W" "$GDRPROXY" >"$GH_W/bin/gdrproxy"
-  printf '#!/bin/sh\necho "$$ $*" >>%s/runc.calls\nexec %s "$@"\n' "$GH_W" "$(command -v runc)" >"$GH_W/bin/runc"
-  chmod +x "$GH_W/bin/gdrproxy" "$GH_W/bin/runc"
-  rm -f "$GH_W/gp.calls" "$GH_W/runc.calls"
+  log_calls_of gdrproxy "$GDRPROXY"
+  log_calls_of runc "$(command -v runc)"
   run env GDR_HARNESS_RUNTIME=runc GDR_HARNESS_BOOTSTRAP_ADDR=192.0.2.110/24 UCX_TLS=rc OTHER_VAR=1 \
     GDRPROXY="$GH_W/bin/gdrproxy" PATH="$GH_W/bin:$PATH" timeout 60 bash -c 'on_node A run -- sh -c "$1"' _ "$script"
   echo "$output"
@@ -277,12 +274,12 @@ load lib
   # runc was reached through the shim: the process that ran `runc run` for A's container is the
   # one that started as `gdrproxy runtime` (the shim execs the real runtime), the shim prepared
   # the bundle (its line names it), and the harness ran no `gdrproxy oci prepare` of its own.
-  shim_pid=$(awk '/ runtime --config .* run --bundle .*\/ctr-node\/bundle / {print $1}' "$GH_W/gp.calls")
+  shim_pid=$(awk '/ runtime --config .* run --bundle .*\/ctr-node\/bundle / {print $1}' "$GH_W/gdrproxy.calls")
   runc_pid=$(awk '/ run --bundle .*\/ctr-node\/bundle / {print $1}' "$GH_W/runc.calls")
-  cat "$GH_W/gp.calls" "$GH_W/runc.calls"
+  cat "$GH_W/gdrproxy.calls" "$GH_W/runc.calls"
   [[ -n $shim_pid && $shim_pid == "$runc_pid" ]]
   [[ $output == *"gdrproxy runtime: /run/gdr-harness/${GH_P}-nodeA/run/ctr-node/bundle/config.json: grants [], listener /run/gdr-harness/${GH_P}-nodeA/run/agent.sock"* ]]
-  refute grep -q ' oci prepare ' "$GH_W/gp.calls"
+  refute grep -q ' oci prepare ' "$GH_W/gdrproxy.calls"
   sed 's/^ *//; s/@.*//' "$GH_W/A.links" | sort | tr '\n' ' ' >"$GH_W/A.links.s"
   [ "$(cat "$GH_W/A.links.s")" = "eth0 lo rail0 rail1 " ]
   grep -qx 'NCCL_SOCKET_IFNAME=eth0' "$GH_W/A.env"
@@ -348,13 +345,10 @@ load lib
     grep -E "^(Seccomp|CapEff):" /proc/self/status >A.status; ls /dev >A.dev
     for i in 0 1; do ping -q -I rail$i -c1 -W1 198.51.100.2$i; done
     ping -q -I eth0 -c1 -W1 192.0.2.120'
-  # Node A's gdrproxy and runc log each call with their pid before they exec the real ones (the
-  # gdrproxy one under the name it was called by: podman calls the shim as gdrproxy-runtime).
-  mkdir -p "$GH_W/bin"
-  printf '#!/bin/bash\necho "$$ ${0##*/} $*" >>%s/gp.calls\nexec -a "$0" %s "$@"\n' "$GH_W" "$GDRPROXY" >"$GH_W/bin/gdrproxy"
-  printf '#!/bin/sh\necho "$$ $*" >>%s/runc.calls\nexec %s "$@"\n' "$GH_W" "$(command -v runc)" >"$GH_W/bin/runc"
-  chmod +x "$GH_W/bin/gdrproxy" "$GH_W/bin/runc"
-  rm -f "$GH_W/gp.calls" "$GH_W/runc.calls"
+  # Node A's gdrproxy and runc log each call with their pid (and the name gdrproxy was called
+  # by: podman calls the shim as gdrproxy-runtime) before they exec the real ones.
+  log_calls_of gdrproxy "$GDRPROXY"
+  log_calls_of runc "$(command -v runc)"
   run env DEBUG_ALL=1 GDR_HARNESS_LOG_DIR="$GH_W" GDR_HARNESS_BOOTSTRAP_ADDR=192.0.2.110/24 UCX_TLS=rc \
     NIXL_PLUGIN_DIR=/x NCCL_ALGO=Ring OTHER_VAR=1 GDRPROXY="$GH_W/bin/gdrproxy" PATH="$GH_W/bin:$PATH" \
     timeout 90 bash -c 'on_node A run -- sh -c "$1"' _ "$script"
@@ -369,11 +363,11 @@ load lib
   [[ $output == *"container gdrh-${GH_P}-nodeA by podman, its OCI runtime the shim (gdrproxy runtime, config /run/gdr-harness/${GH_P}-nodeA/run/ctr-node/runtime.json) over runc"* ]]
   # podman reached runc through the shim: the process podman ran as gdrproxy-runtime to create
   # A's container is the one that became `runc create` (the shim execs the real runtime).
-  cat "$GH_W/gp.calls" "$GH_W/runc.calls"
-  shim_pid=$(awk '$2 == "gdrproxy-runtime" && / create / {print $1}' "$GH_W/gp.calls")
+  cat "$GH_W/gdrproxy.calls" "$GH_W/runc.calls"
+  shim_pid=$(awk '$2 == "gdrproxy-runtime" && / create / {print $1}' "$GH_W/gdrproxy.calls")
   runc_pid=$(awk '/ create / {print $1}' "$GH_W/runc.calls")
   [[ -n $shim_pid && $shim_pid == "$runc_pid" ]]
-  refute grep -q ' oci prepare ' "$GH_W/gp.calls"
+  refute grep -q ' oci prepare ' "$GH_W/gdrproxy.calls"
   # The container's network namespace is the node's rail namespace: its rails, the bootstrap
   # link, nothing else of the node.
   sed 's/^ *//; s/@.*//' "$GH_W/A.links" | sort | tr '\n' ' ' >"$GH_W/A.links.s"
@@ -486,12 +480,7 @@ load lib
   in_node B ip link show rail0 >/dev/null
   [ ! -e "$st/run" ]
   refute kill -0 "$agent" 2>/dev/null
-  run on_node A teardown
-  [ "$status" -eq 0 ]
-  run on_node B teardown
-  [ "$status" -eq 0 ]
-  assert_restored A
-  assert_restored B
+  teardown_both
 }
 
 @test "mpirun: an Open MPI ping-pong, one container per rank on each node, PMIx relayed in" {
@@ -525,12 +514,7 @@ EOF
   grep -qE "rank 1 of 2 on ${GH_P}-nodeB sees: lo rail[01] rail[01] \$" <<<"$output"
   [ ! -e "/run/gdr-harness/${GH_P}-nodeA/run" ]
   [ ! -e "/run/gdr-harness/${GH_P}-nodeB/run" ]
-  run on_node A teardown
-  [ "$status" -eq 0 ]
-  run on_node B teardown
-  [ "$status" -eq 0 ]
-  assert_restored A
-  assert_restored B
+  teardown_both
 }
 
 @test "run: DEBUG_ALL sets NCCL debug variables, the caller's own values win; NCCL_TOPO_FILE gated" {
