@@ -157,6 +157,10 @@ void Session::setup_kernel_judgement() {
     ioctl_lsm_ = IoctlLsm::load(ioctl_lsm_tables(catalog_, config_.grants, untrapped), why);
     if (ioctl_lsm_) {
       kernel_allowed_ = std::move(untrapped);
+      UniqueFd ring(::dup(ioctl_lsm_->refusals_fd()));
+      if (!ring) throw_errno("BPF LSM: the refusals' ring", errno);
+      lsm_refusals_ = std::make_unique<asio::posix::stream_descriptor>(io_, ring.release());
+      arm_lsm_refusals();
       return;
     }
     if (config_.lsm == LsmChoice::kOn) throw Error("--lsm on: " + why);
@@ -167,6 +171,71 @@ void Session::setup_kernel_judgement() {
 
 void Session::judge_in_kernel(pid_t pid) {
   if (ioctl_lsm_) ioctl_lsm_->judge(pid);
+}
+
+void Session::arm_lsm_refusals() {
+  lsm_refusals_->async_wait(asio::posix::stream_descriptor::wait_read,
+                            [this](const boost::system::error_code& ec) {
+                              if (ec) return;
+                              say_lsm_refusals();
+                              arm_lsm_refusals();
+                            });
+}
+
+void Session::say_lsm_refusals() {
+  if (ioctl_lsm_)
+    ioctl_lsm_->take_refusals([this](const IoctlLsm::Refusal& f) { say_lsm_refusal(f); });
+}
+
+// The judge refused in the kernel and the caller has its EPERM already: this line follows the
+// call instead of preceding whatever the caller prints (the supervisor's own refusals precede).
+void Session::say_lsm_refusal(const IoctlLsm::Refusal& f) {
+  const DeviceNode* node = catalog_.find(f.rdev);
+  const std::string number = std::to_string(major(f.rdev)) + ":" + std::to_string(minor(f.rdev));
+  const std::string device = node ? node->name : "char device " + number;
+  std::string reason;
+  switch (f.why) {
+    case IoctlLsm::Refusal::Why::kUngranted:
+      reason = "device " + device + " is not granted";
+      break;
+    case IoctlLsm::Refusal::Why::kUnknownMinor:
+      reason =
+          "char device " + number + " belongs to a guarded driver but is no device gdrproxy knows";
+      break;
+    case IoctlLsm::Refusal::Why::kNotAllowedHere:
+      reason =
+          "the request runs untrapped only on the granted devices the policy allows it on, "
+          "not on " +
+          device;
+      break;
+  }
+  char name[32];
+  std::snprintf(name, sizeof name, "IOCTL_0x%08x", f.request);
+  if (lsm_denials_.first(static_cast<uint32_t>(f.tgid), device, reason))
+    std::fprintf(
+        stderr,
+        "%sdenied %s on %s by pid %d (ns pid %d, %s) in the kernel (BPF LSM): %s -> EPERM\n",
+        log_prefix_.c_str(), name, node ? node->path.c_str() : number.c_str(), f.tid, f.ns_tid,
+        printable(f.comm).c_str(), printable(reason).c_str());
+  if (!tracing()) return;
+  TraceRecord r;
+  r.seq = engine_.next_seq();
+  r.wall_time = wall_seconds();
+  r.who.host_tid = static_cast<uint32_t>(f.tid);
+  r.who.host_tgid = static_cast<uint32_t>(f.tgid);
+  r.who.ns_tid = static_cast<uint32_t>(f.ns_tid);
+  r.who.comm = f.comm;
+  r.syscall = "ioctl";
+  r.device = device;
+  r.call.device_class = node ? node->device_class : DeviceClass::kUnknown;
+  r.call.cmd = f.request;
+  r.call.name = name;
+  r.decision = "deny";
+  r.ret = -1;
+  r.err = EPERM;
+  r.reason = reason;
+  r.note = "refused in the kernel by the BPF LSM judge; the fd is not known";
+  emit(r);
 }
 
 Session::~Session() {
@@ -287,6 +356,7 @@ bool Session::stop() {
     for (auto& l : listeners_)
       if (l->stream) l->stream->cancel();
     if (init_) init_->cancel();
+    if (lsm_refusals_) lsm_refusals_->cancel();
     sweep_.cancel();
     cancelled->set_value();
   });
@@ -297,6 +367,7 @@ bool Session::stop() {
   }
   work_.reset();
   thread_.join();
+  say_lsm_refusals();  // the loop has stopped: what the judge refused last is said now
   if (watchdog_) watchdog_->cancel();
   return true;
 }
@@ -468,6 +539,8 @@ void Session::arm_sweep() {
       it = pending_by_tid_.erase(it);
     }
     gone_at_last_sweep_ = std::move(gone);
+    // A refusal whose wake-up was skipped (the judge wakes once per batch) waits at most a sweep.
+    say_lsm_refusals();
     if (json_out_) json_out_->flush();
     check_end();
     if (!ended_) arm_sweep();
@@ -548,9 +621,13 @@ void Session::print_summary(bool with_stats) const {
       std::fprintf(stderr,
                    "%sjudged in the kernel (BPF LSM): %llu untrapped call(s) allowed on granted "
                    "devices, %llu ioctl(s) refused (an ungranted device, or a request not allowed "
-                   "on that device)\n",
+                   "on that device)%s\n",
                    log_prefix_.c_str(), static_cast<unsigned long long>(c.allowed),
-                   static_cast<unsigned long long>(c.refused));
+                   static_cast<unsigned long long>(c.refused),
+                   c.unreported ? (", " + std::to_string(c.unreported) +
+                                   " of them not said (the refusals' ring was full)")
+                                      .c_str()
+                                : "");
   }
   if (with_stats && !kernel_allowed_.requests.empty())
     std::fprintf(stderr,

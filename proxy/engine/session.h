@@ -205,6 +205,11 @@ class Session {
   bool inspect_fd(pid_t tid, int fd, const DeviceNode*& node) const;
   const DeviceNode* device_of_fd(pid_t tid, int fd) const;
   void on_cm_write(const gdrproxy_exit_event& e);
+  // The BPF LSM judge's refusals: waited for on the session's loop, each said in one line (once
+  // per process, node and reason) and traced.
+  void arm_lsm_refusals();
+  void say_lsm_refusals();
+  void say_lsm_refusal(const IoctlLsm::Refusal& f);
   void emit(TraceRecord& r);
   TraceRecord begin_record(const seccomp_notif& req, const char* syscall);
   const ProcessIdentity& identity(pid_t tid);
@@ -228,6 +233,8 @@ class Session {
   bool all_gpus_granted_ = true;
   KernelAllowed kernel_allowed_;
   std::unique_ptr<IoctlLsm> ioctl_lsm_;  // the BPF LSM judge, when config_.lsm loaded it
+  std::unique_ptr<boost::asio::posix::stream_descriptor> lsm_refusals_;  // its ring, readable
+  DenialLog lsm_denials_;  // the judge's lines: one per (process, node, reason)
   std::optional<ino_t> pidns_;
   std::function<bool(ino_t)> is_peer_;
   std::unique_ptr<boost::asio::posix::stream_descriptor> init_;  // pidfd of the init process

@@ -7,6 +7,8 @@
 //  - any ioctl on a node of a guarded driver that is not granted (or an unknown minor of one);
 //  - a request the filter lets run untrapped (`untrapped`) on a granted node that the policy does
 //    not allow it on (`allowed` holds the (node, request) pairs it does).
+// Each refusal is reported through a ring (ioctl_lsm_event.h), after the fact: the supervisor
+// says it in one line naming the device, the request and the caller.
 // Which tasks are judged: one task marked from user space (by pidfd) before it runs the command,
 // and every task it and its descendants create afterwards (task_alloc copies the mark, for
 // threads, processes and io_uring workers alike), so no task of the sandbox escapes judgement by
@@ -20,6 +22,8 @@
 #include <bpf/bpf_core_read.h>
 // clang-format on
 
+#include "ioctl_lsm_event.h"
+
 char LICENSE[] SEC("license") = "GPL";
 
 // Just the fields read, relocated against the running kernel's BTF (CO-RE): no vmlinux.h.
@@ -29,13 +33,23 @@ struct inode {
 struct file {
   struct inode* f_inode;
 } __attribute__((preserve_access_index));
-struct task_struct;
+struct upid {
+  int nr;
+} __attribute__((preserve_access_index));
+struct pid {
+  unsigned int level;
+  struct upid numbers[1];
+} __attribute__((preserve_access_index));
+struct task_struct {
+  struct pid* thread_pid;
+  struct task_struct* group_leader;
+} __attribute__((preserve_access_index));
 
 #define KDEV_MAJOR(d) ((d) >> 20)
 #define EPERM 1
 
 enum node_verdict { kJudgeRequests = 1, kRefuseAll = 2 };
-enum counter { kAllowed = 0, kRefused = 1, kCounters = 2 };
+enum counter { kAllowed = 0, kRefused = 1, kUnreported = 2, kCounters = 3 };
 
 struct node_request {
   __u32 rdev;
@@ -88,9 +102,60 @@ struct {
   __type(value, __u64);
 } counters SEC(".maps");
 
+// The refusals, for the supervisor to say (ioctl_lsm_event.h).
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, GDRPROXY_LSM_RING_BYTES);
+} refusals SEC(".maps");
+
+// The depth of the supervisor's pid namespace (0: the initial one), so that the caller's ids
+// are reported as the supervisor sees them.
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u32);
+} supervisor_pidns_level SEC(".maps");
+
 static __always_inline void count(__u32 which) {
   __u64* n = bpf_map_lookup_elem(&counters, &which);
   if (n) *n += 1;
+}
+
+// A task's id in the pid namespace `level` deep (0 when the task is not visible there).
+static __always_inline __u32 id_at_level(struct task_struct* task, __u32 level) {
+  struct pid* p = BPF_CORE_READ(task, thread_pid);
+  if (!p || level > 31 || BPF_CORE_READ(p, level) < level) return 0;
+  int nr = 0;
+  const void* at = (const char*)p + bpf_core_field_offset(struct pid, numbers) +
+                   level * bpf_core_type_size(struct upid) + bpf_core_field_offset(struct upid, nr);
+  bpf_probe_read_kernel(&nr, sizeof(nr), at);
+  return (__u32)nr;
+}
+
+static __always_inline void report(__u32 rdev, __u32 request, __u32 why) {
+  struct gdrproxy_lsm_refusal* r = bpf_ringbuf_reserve(&refusals, sizeof(*r), 0);
+  if (!r) {
+    count(kUnreported);
+    return;
+  }
+  __u32 zero = 0;
+  __u32* level = bpf_map_lookup_elem(&supervisor_pidns_level, &zero);
+  struct task_struct* task = bpf_get_current_task_btf();
+  const __u32 lvl = level ? *level : 0;
+  r->tid = id_at_level(task, lvl);
+  r->tgid = id_at_level(BPF_CORE_READ(task, group_leader), lvl);
+  r->ns_tid = id_at_level(task, BPF_CORE_READ(task, thread_pid, level));
+  r->rdev = rdev;
+  r->request = request;
+  r->why = why;
+  bpf_get_current_comm(r->comm, sizeof(r->comm));
+  // A tenant refused in a loop wakes the supervisor once per batch, not once per refusal: with
+  // more than this record unread, the supervisor has been woken already (its periodic sweep
+  // drains what a lost wake-up would leave).
+  const __u64 footprint = (sizeof(*r) + 8 + 7) & ~7ULL;  // the record and its ring header
+  bpf_ringbuf_submit(
+      r, bpf_ringbuf_query(&refusals, BPF_RB_AVAIL_DATA) > footprint ? BPF_RB_NO_WAKEUP : 0);
 }
 
 SEC("lsm/task_alloc")
@@ -106,16 +171,20 @@ int BPF_PROG(judge_ioctl, struct file* file, unsigned int cmd, unsigned long arg
   if (!bpf_task_storage_get(&sandboxed, bpf_get_current_task_btf(), 0, 0)) return 0;
   struct node_request key = {BPF_CORE_READ(file, f_inode, i_rdev), cmd};
   __u8* verdict = bpf_map_lookup_elem(&nodes, &key.rdev);
+  __u32 why = GDRPROXY_LSM_UNGRANTED;
   if (!verdict) {
     __u32 major = KDEV_MAJOR(key.rdev);
     if (key.rdev == 0 || !bpf_map_lookup_elem(&guarded_majors, &major)) return 0;
+    why = GDRPROXY_LSM_UNKNOWN_MINOR;
   } else if (*verdict == kJudgeRequests) {
     if (!bpf_map_lookup_elem(&untrapped, &key.request)) return 0;  // the supervisor judged it
     if (bpf_map_lookup_elem(&allowed, &key)) {
       count(kAllowed);
       return 0;
     }
+    why = GDRPROXY_LSM_NOT_HERE;
   }
   count(kRefused);
+  report(key.rdev, key.request, why);
   return -EPERM;
 }

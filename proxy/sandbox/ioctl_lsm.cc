@@ -20,6 +20,7 @@
 #include "proxy/base/unique_fd.h"
 #include "proxy/observe/bpf_links.h"
 #include "proxy/sandbox/ioctl_lsm_bpf.h"
+#include "proxy/sandbox/ioctl_lsm_event.h"
 
 namespace gdrproxy::proxy {
 namespace {
@@ -36,6 +37,24 @@ bool update(int map_fd, const void* key, const void* value, std::string& why, co
   if (bpf_map_update_elem(map_fd, key, value, BPF_ANY) == 0) return true;
   why = std::string("BPF LSM table ") + map + ": " + std::strerror(errno);
   return false;
+}
+
+// How deep this process's pid namespace is (0: the initial one): the number of NSpid ids less one.
+uint32_t own_pidns_level() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("NSpid:", 0) != 0) continue;
+    uint32_t ids = 0;
+    bool in_id = false;
+    for (char c : line.substr(6)) {
+      const bool digit = c >= '0' && c <= '9';
+      if (digit && !in_id) ++ids;
+      in_id = digit;
+    }
+    return ids ? ids - 1 : 0;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -123,6 +142,33 @@ std::unique_ptr<IoctlLsm> IoctlLsm::load(const IoctlLsmTables& tables, std::stri
   l->sandboxed_fd_ = bpf_object__find_map_fd_by_name(l->obj_, "sandboxed");
   l->counters_fd_ = bpf_object__find_map_fd_by_name(l->obj_, "counters");
   const uint8_t judge = kJudgeRequests, refuse = kRefuseAll, one = 1;
+  const uint32_t zero = 0, level = own_pidns_level();
+  if (!update(bpf_object__find_map_fd_by_name(l->obj_, "supervisor_pidns_level"), &zero, &level,
+              why, "supervisor_pidns_level"))
+    return nullptr;
+  l->ring_ = ring_buffer__new(
+      bpf_object__find_map_fd_by_name(l->obj_, "refusals"),
+      [](void* ctx, void* data, size_t size) {
+        if (size < sizeof(gdrproxy_lsm_refusal)) return 0;
+        const auto* e = static_cast<const gdrproxy_lsm_refusal*>(data);
+        Refusal r;
+        r.tid = static_cast<pid_t>(e->tid);
+        r.tgid = static_cast<pid_t>(e->tgid);
+        r.ns_tid = static_cast<pid_t>(e->ns_tid);
+        r.rdev = makedev(e->rdev >> 20, e->rdev & 0xfffff);
+        r.request = e->request;
+        r.why = e->why == GDRPROXY_LSM_UNKNOWN_MINOR ? Refusal::Why::kUnknownMinor
+                : e->why == GDRPROXY_LSM_NOT_HERE    ? Refusal::Why::kNotAllowedHere
+                                                     : Refusal::Why::kUngranted;
+        r.comm.assign(e->comm, strnlen(e->comm, sizeof e->comm));
+        static_cast<IoctlLsm*>(ctx)->taken_.push_back(std::move(r));
+        return 0;
+      },
+      l.get(), nullptr);
+  if (!l->ring_) {
+    why = std::string("BPF LSM program: the refusals' ring: ") + std::strerror(errno);
+    return nullptr;
+  }
   for (const auto& [rdev, granted] : tables.nodes) {
     const uint32_t k = kernel_dev(rdev);
     if (!update(nodes, &k, granted ? &judge : &refuse, why, "nodes")) return nullptr;
@@ -150,6 +196,7 @@ std::unique_ptr<IoctlLsm> IoctlLsm::load(const IoctlLsmTables& tables, std::stri
 
 IoctlLsm::~IoctlLsm() {
   destroy_links_side_by_side(links_);
+  if (ring_) ring_buffer__free(ring_);
   if (obj_) bpf_object__close(obj_);
 }
 
@@ -167,13 +214,25 @@ IoctlLsm::Counts IoctlLsm::counts() const {
   const int cpus = libbpf_num_possible_cpus();
   if (cpus <= 0) return c;
   std::vector<uint64_t> per_cpu(static_cast<size_t>(cpus));
-  for (uint32_t which : {0u, 1u}) {
+  uint64_t* into[] = {&c.allowed, &c.refused, &c.unreported};  // the program's counter order
+  for (uint32_t which = 0; which < 3; ++which) {
     if (bpf_map_lookup_elem(counters_fd_, &which, per_cpu.data()) != 0) continue;
     uint64_t sum = 0;
     for (uint64_t v : per_cpu) sum += v;
-    (which == 0 ? c.allowed : c.refused) = sum;
+    *into[which] = sum;
   }
   return c;
+}
+
+int IoctlLsm::refusals_fd() const {
+  return ring_buffer__epoll_fd(ring_);
+}
+
+void IoctlLsm::take_refusals(const std::function<void(const Refusal&)>& each) {
+  taken_.clear();
+  ring_buffer__consume(ring_);
+  for (const Refusal& r : taken_) each(r);
+  taken_.clear();
 }
 
 }  // namespace gdrproxy::proxy

@@ -4,7 +4,8 @@
 // they run only on the granted nodes the policy allows them on, and no ioctl at all runs on a
 // node of a guarded driver the sandbox was not granted. That is what lets a sandbox granted some
 // GPUs, not all, skip the trap for the calls the policy allows whatever their parameters.
-// Content-dependent calls still trap: the program never reads the caller's memory.
+// Content-dependent calls still trap: the program never reads the caller's memory. Each refusal
+// is reported after the fact (take_refusals), for the supervisor to say whose call on which node.
 // Mechanism only: which (node, request) pairs are allowed comes from the policy through
 // kernel_allowed_ioctls() and the grants.
 #pragma once
@@ -12,6 +13,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -23,6 +25,7 @@
 
 struct bpf_object;
 struct bpf_link;
+struct ring_buffer;
 
 namespace gdrproxy::proxy {
 
@@ -60,16 +63,34 @@ class IoctlLsm {
   void judge(pid_t pid);
 
   struct Counts {
-    uint64_t allowed = 0;  // untrapped requests the program let through
-    uint64_t refused = 0;  // ioctls it refused (EPERM)
+    uint64_t allowed = 0;     // untrapped requests the program let through
+    uint64_t refused = 0;     // ioctls it refused (EPERM)
+    uint64_t unreported = 0;  // refusals the full ring could not take (counted, not said)
   };
   Counts counts() const;
+
+  // One refused ioctl, as the program saw it.
+  struct Refusal {
+    enum class Why { kUngranted, kUnknownMinor, kNotAllowedHere };
+    pid_t tid = 0, tgid = 0;  // in this process's pid namespace; 0 when not visible here
+    pid_t ns_tid = 0;         // in the caller's own pid namespace
+    dev_t rdev = 0;
+    uint32_t request = 0;
+    Why why = Why::kUngranted;
+    std::string comm;  // the caller's, raw (the tenant's bytes: escape before printing)
+  };
+  // Readable (poll) when refusals wait to be taken.
+  int refusals_fd() const;
+  // Calls `each` for every refusal reported since the last call, oldest first.
+  void take_refusals(const std::function<void(const Refusal&)>& each);
 
  private:
   IoctlLsm() = default;
   bpf_object* obj_ = nullptr;
   std::vector<bpf_link*> links_;
   int sandboxed_fd_ = -1, counters_fd_ = -1;
+  ring_buffer* ring_ = nullptr;
+  std::vector<Refusal> taken_;  // filled by the ring's callback while take_refusals consumes
 };
 
 }  // namespace gdrproxy::proxy
