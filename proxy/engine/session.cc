@@ -655,13 +655,29 @@ const ProcessIdentity& Session::identity(pid_t tid) {
   return it->second.second;
 }
 
-TraceRecord Session::begin_record(const seccomp_notif& req, const char* syscall) {
+TraceRecord Session::begin_record(const seccomp_notif& req, const char* syscall, bool who_at_exit) {
   TraceRecord r;
   r.seq = engine_.next_seq();
   r.wall_time = wall_seconds();
-  r.who = identity(static_cast<pid_t>(req.pid));
+  if (who_at_exit)
+    r.who.host_tid = req.pid;  // the rest comes with the exit event (host_tgid 0 until then)
+  else
+    r.who = identity(static_cast<pid_t>(req.pid));
   r.syscall = syscall;
   return r;
+}
+
+// The caller as the observer saw it at its syscall's exit, in its own context. Its host ids are
+// the initial pid namespace's, which the observer's tids are too (it needs the supervisor there).
+ProcessIdentity Session::identity_at_exit(const gdrproxy_exit_event& e) {
+  ProcessIdentity who;
+  who.host_tid = e.tid;
+  who.host_tgid = e.tgid;
+  who.ns_tid = e.ns_tid;
+  who.ns_tgid = e.ns_tgid;
+  who.pidns = e.pidns;
+  who.comm.assign(e.comm, strnlen(e.comm, sizeof e.comm));
+  return who;
 }
 
 void Session::handle(const seccomp_notif& req) {
@@ -862,7 +878,9 @@ void Session::decide_ioctl(const seccomp_notif& req, const DeviceNode& node, Ioc
   if ((tracing() || v.action != Action::kAllow) && !still_valid()) return;
   TraceRecord r;
   if (tracing() || (v.action == Action::kDeny && v.log)) {
-    r = begin_record(req, "ioctl");
+    // An allowed call's record gets its caller from the observer's exit event, read in the
+    // caller's own context: no /proc read on the hot path.
+    r = begin_record(req, "ioctl", observer_ && v.action == Action::kAllow);
     r.fd = fd;
     r.device = node.name;
     r.call = std::move(call);
@@ -961,6 +979,7 @@ void Session::continue_observed(TraceRecord& r, uint64_t id, pid_t tid, uint64_t
       observer_->forget(tid);
       engine_.unroute_seq(r.seq);
       r.note = "caller gone before the call ran";
+      if (!r.who.host_tgid) r.who = identity(tid);
       emit(r);
       return;
     }
@@ -970,6 +989,7 @@ void Session::continue_observed(TraceRecord& r, uint64_t id, pid_t tid, uint64_t
   }
   answer_continue(id);
   r.note = "result not observed";
+  if (!r.who.host_tgid) r.who = identity(tid);
   emit(r);
 }
 
@@ -1151,7 +1171,7 @@ const DeviceNode* Session::device_of_fd(pid_t tid, int fd) const {
 // only: the write was never trapped (README, Security model). A uverbs command is judged by the
 // policy like its ioctl encodings; a would-be denial is reported, not enforced.
 void Session::on_cm_write(const gdrproxy_exit_event& e) {
-  const ProcessIdentity& who = identity(static_cast<pid_t>(e.tid));
+  const ProcessIdentity who = identity_at_exit(e);
   // The fd was marked at the caller's open. If it now names another file, it was closed and its
   // number reused: stop watching it. If it is gone (closed, or the caller is exiting) the write
   // still happened on the marked fd, whose class was recorded when its open returned.
@@ -1214,6 +1234,7 @@ void Session::on_exit_event(const gdrproxy_exit_event& e) {
   if (it == pending_.end()) return;
   TraceRecord& r = it->second.first;
   const uint64_t t0 = it->second.second;
+  if (!r.who.host_tgid) r.who = identity_at_exit(e);
   if (e.ret < 0) {
     r.ret = -1;
     r.err = static_cast<int>(-e.ret);

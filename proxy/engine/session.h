@@ -211,7 +211,10 @@ class Session {
   void say_lsm_refusals();
   void say_lsm_refusal(const IoctlLsm::Refusal& f);
   void emit(TraceRecord& r);
-  TraceRecord begin_record(const seccomp_notif& req, const char* syscall);
+  // A record of the call `req`; its caller's identity is read from /proc now, or, with
+  // who_at_exit (a call the observer will report), left to identity_at_exit.
+  TraceRecord begin_record(const seccomp_notif& req, const char* syscall, bool who_at_exit = false);
+  static ProcessIdentity identity_at_exit(const gdrproxy_exit_event& e);
   const ProcessIdentity& identity(pid_t tid);
 
   Engine& engine_;

@@ -56,6 +56,13 @@ struct gdrproxy_exit_event {
   gp_u32 kind;  // GDRPROXY_EVENT_*
   gp_u32 fd;    // rdma_cm writes: the fd written to
   gp_u32 tgid;  // the caller's process (routes a write to the session watching it)
+  // Who the caller is, read in its own context at the exit (the record's identity, so the
+  // supervisor reads nothing from /proc for it): its ids in its own pid namespace, that
+  // namespace's inode number, and its comm.
+  gp_u32 ns_tid;
+  gp_u32 ns_tgid;
+  gp_u32 pidns;
+  char comm[16];
   unsigned char region0[GDRPROXY_REGION0_MAX];
   unsigned char region1[GDRPROXY_REGION1_MAX];
 };

@@ -2,15 +2,18 @@
 // pending entry for the thread (keyed by host tid) just before answering CONTINUE; when that
 // thread's ioctl or open returns, this program reports the return value and copies the caller
 // buffers where the kernel wrote the outputs. Threads without a pending entry cost one hash
-// lookup.
+// lookup. Each report also says who the caller is (its ids in its own pid namespace, and comm),
+// read in the caller's context, so the supervisor need not read /proc for a traced call.
 // The BPF helper headers need the kernel types first.
 // clang-format off
 #include <linux/types.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
 // clang-format on
 
 #include "exit_event.h"
+#include "task_ids.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -70,6 +73,11 @@ static __always_inline int report(struct sys_exit_ctx* ctx) {
     e->fd = p->fd;
     e->enter_ns = p->enter_ns;
     e->tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
+    struct task_struct* task = (struct task_struct*)bpf_get_current_task();
+    const __u32 level = task_pid_level(task);
+    e->ns_tid = task_id_at_level(task, level, &e->pidns);
+    e->ns_tgid = task_id_at_level(BPF_CORE_READ(task, group_leader), level, 0);
+    bpf_get_current_comm(e->comm, sizeof(e->comm));
     __u32 n0 = p->len0;
     __u32 n1 = p->len1;
     if (n0 > GDRPROXY_REGION0_MAX) n0 = GDRPROXY_REGION0_MAX;

@@ -22,6 +22,7 @@
 #include <bpf/bpf_core_read.h>
 // clang-format on
 
+#include "../observe/task_ids.bpf.h"
 #include "ioctl_lsm_event.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -32,17 +33,6 @@ struct inode {
 } __attribute__((preserve_access_index));
 struct file {
   struct inode* f_inode;
-} __attribute__((preserve_access_index));
-struct upid {
-  int nr;
-} __attribute__((preserve_access_index));
-struct pid {
-  unsigned int level;
-  struct upid numbers[1];
-} __attribute__((preserve_access_index));
-struct task_struct {
-  struct pid* thread_pid;
-  struct task_struct* group_leader;
 } __attribute__((preserve_access_index));
 
 #define KDEV_MAJOR(d) ((d) >> 20)
@@ -122,17 +112,6 @@ static __always_inline void count(__u32 which) {
   if (n) *n += 1;
 }
 
-// A task's id in the pid namespace `level` deep (0 when the task is not visible there).
-static __always_inline __u32 id_at_level(struct task_struct* task, __u32 level) {
-  struct pid* p = BPF_CORE_READ(task, thread_pid);
-  if (!p || level > 31 || BPF_CORE_READ(p, level) < level) return 0;
-  int nr = 0;
-  const void* at = (const char*)p + bpf_core_field_offset(struct pid, numbers) +
-                   level * bpf_core_type_size(struct upid) + bpf_core_field_offset(struct upid, nr);
-  bpf_probe_read_kernel(&nr, sizeof(nr), at);
-  return (__u32)nr;
-}
-
 static __always_inline void report(__u32 rdev, __u32 request, __u32 why) {
   struct gdrproxy_lsm_refusal* r = bpf_ringbuf_reserve(&refusals, sizeof(*r), 0);
   if (!r) {
@@ -143,9 +122,9 @@ static __always_inline void report(__u32 rdev, __u32 request, __u32 why) {
   __u32* level = bpf_map_lookup_elem(&supervisor_pidns_level, &zero);
   struct task_struct* task = bpf_get_current_task_btf();
   const __u32 lvl = level ? *level : 0;
-  r->tid = id_at_level(task, lvl);
-  r->tgid = id_at_level(BPF_CORE_READ(task, group_leader), lvl);
-  r->ns_tid = id_at_level(task, BPF_CORE_READ(task, thread_pid, level));
+  r->tid = task_id_at_level(task, lvl, 0);
+  r->tgid = task_id_at_level(BPF_CORE_READ(task, group_leader), lvl, 0);
+  r->ns_tid = task_id_at_level(task, task_pid_level(task), 0);
   r->rdev = rdev;
   r->request = request;
   r->why = why;

@@ -1,0 +1,49 @@
+// For BPF programs: a task's ids in one pid namespace of its chain, read from the running
+// kernel's struct pid through CO-RE (its BTF), so that a program reports a caller as a given
+// namespace sees it. The idea not to miss: struct pid holds one (nr, namespace) pair per level,
+// from the initial namespace (0) down to the task's own (pid->level); the pair for a level the
+// task is not visible in does not exist, and reads 0 here.
+// Include after the BPF helper headers (bpf_helpers.h, bpf_core_read.h).
+#pragma once
+
+struct ns_common {
+  unsigned int inum;
+} __attribute__((preserve_access_index));
+struct pid_namespace {
+  struct ns_common ns;
+} __attribute__((preserve_access_index));
+struct upid {
+  int nr;
+  struct pid_namespace* ns;
+} __attribute__((preserve_access_index));
+struct pid {
+  unsigned int level;
+  struct upid numbers[1];
+} __attribute__((preserve_access_index));
+struct task_struct {
+  struct pid* thread_pid;
+  struct task_struct* group_leader;
+} __attribute__((preserve_access_index));
+
+// The level of `task`'s own pid namespace (0: the initial one).
+static __always_inline __u32 task_pid_level(struct task_struct* task) {
+  return BPF_CORE_READ(task, thread_pid, level);
+}
+
+// `task`'s id at namespace depth `level`, and that namespace's inode number (/proc/PID/ns/pid) in
+// *inum when inum is given; 0 (and *inum 0) when the task is not visible there.
+static __always_inline __u32 task_id_at_level(struct task_struct* task, __u32 level, __u32* inum) {
+  if (inum) *inum = 0;
+  struct pid* p = BPF_CORE_READ(task, thread_pid);
+  if (!p || level > 31 || BPF_CORE_READ(p, level) < level) return 0;
+  const char* at = (const char*)p + bpf_core_field_offset(struct pid, numbers) +
+                   level * bpf_core_type_size(struct upid);
+  int nr = 0;
+  bpf_probe_read_kernel(&nr, sizeof(nr), at + bpf_core_field_offset(struct upid, nr));
+  if (inum) {
+    struct pid_namespace* ns = 0;
+    bpf_probe_read_kernel(&ns, sizeof(ns), at + bpf_core_field_offset(struct upid, ns));
+    if (ns) *inum = BPF_CORE_READ(ns, ns.inum);
+  }
+  return (__u32)nr;
+}
