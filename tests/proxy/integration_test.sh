@@ -40,6 +40,12 @@ case_granted_open_and_decoded_trace() {
   done
   [[ $(jq_count "$WORK/t.jsonl" "r['call']=='INVOKE_WRITE(MODIFY_QP)' and r['args']['qp_state']=='RTS'") == 1 ]] || fail "MODIFY_QP state not decoded"
   [[ $(jq_count "$WORK/t.jsonl" "r['call']=='MR.REG_DMABUF_MR' and r['args']['fd']=='-1'") == 1 ]] || fail "REG_DMABUF_MR fd not decoded"
+  # An allowed ioctl's caller comes from the observer (read in the caller's context); the open's
+  # from /proc: both must name the same process the same way (ids, pid namespace, comm).
+  jq -e -s '(map(select(.syscall == "openat"))[0] | {pid, tgid, nspid, pidns, comm}) as $who |
+    (map(select(.syscall == "ioctl")) | length > 5 and
+      all(.[]; {pid, tgid, nspid, pidns, comm} == $who)) and $who.nspid != $who.pid and $who.pidns > 0' \
+    "$WORK/t.jsonl" >/dev/null || fail "the ioctls' caller identity differs from the open's: $(jq -c '{syscall, pid, tgid, nspid, pidns, comm}' "$WORK/t.jsonl" | sort | uniq -c | head -5)"
 }
 
 case_ungranted_open_denied() {
