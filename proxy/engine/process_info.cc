@@ -67,6 +67,11 @@ ProcessIdentity read_process_identity(pid_t host_tid) {
   return id;
 }
 
+uint32_t own_pid_namespace_inode() {
+  struct stat st {};
+  return ::stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint32_t>(st.st_ino) : 0;
+}
+
 ino_t pid_namespace_of(pid_t pid) {
   struct stat st {};
   return ::stat(("/proc/" + std::to_string(pid) + "/ns/pid").c_str(), &st) == 0 ? st.st_ino : 0;

@@ -24,6 +24,11 @@ ProcessIdentity read_process_identity(pid_t host_tid);
 // newline. host_tid and pidns are left 0 (they do not come from these texts).
 ProcessIdentity parse_process_identity(std::string_view status, std::string_view comm);
 
+// This process's pid namespace's inode number (/proc/self/ns/pid), 0 when unreadable: BPF
+// programs report tasks by their ids in that namespace, the ids this process's syscalls use.
+// (Its depth cannot be learnt from inside: NSpid starts at the /proc mount's namespace.)
+uint32_t own_pid_namespace_inode();
+
 // The inode of /proc/<pid>/ns/pid (the pid namespace's identity); 0 when unreadable.
 ino_t pid_namespace_of(pid_t pid);
 // The cgroup v2 path of /proc/<pid>/cgroup ("/system.slice/x.scope"); "" when unreadable or the

@@ -667,8 +667,8 @@ TraceRecord Session::begin_record(const seccomp_notif& req, const char* syscall,
   return r;
 }
 
-// The caller as the observer saw it at its syscall's exit, in its own context. Its host ids are
-// the initial pid namespace's, which the observer's tids are too (it needs the supervisor there).
+// The caller as the observer saw it at its syscall's exit, in its own context. Its "host" ids are
+// the supervisor's pid namespace's, as the observer reports them.
 ProcessIdentity Session::identity_at_exit(const gdrproxy_exit_event& e) {
   ProcessIdentity who;
   who.host_tid = e.tid;

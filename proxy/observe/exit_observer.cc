@@ -14,6 +14,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "proxy/engine/process_info.h"
 #include "proxy/observe/bpf_links.h"
 #include "proxy/observe/syscall_exit_bpf.h"
 
@@ -52,6 +53,17 @@ std::unique_ptr<ExitObserver> ExitObserver::open(Callback cb, std::string& why) 
   }
   if (int rc = bpf_object__load(o->obj_); rc != 0) {
     why = std::string("bpf load: ") + std::strerror(-rc);
+    return nullptr;
+  }
+  // Before any program runs: which pid namespace's ids the programs report (see the program).
+  const uint32_t zero = 0, pidns = own_pid_namespace_inode();
+  if (!pidns) {
+    why = "/proc/self/ns/pid is unreadable, so callers cannot be told by the ids seen here";
+    return nullptr;
+  }
+  if (bpf_map_update_elem(bpf_object__find_map_fd_by_name(o->obj_, "supervisor_pidns"), &zero,
+                          &pidns, BPF_ANY) != 0) {
+    why = std::string("bpf supervisor_pidns: ") + std::strerror(errno);
     return nullptr;
   }
   bpf_program* prog;

@@ -1,10 +1,10 @@
 // Observes the result of syscalls the supervisor let continue. The supervisor registers a
-// pending entry for the thread (keyed by host tid) just before answering CONTINUE; when that
-// thread's ioctl or open returns, this program reports the return value and copies the caller
-// buffers where the kernel wrote the outputs. Threads without a pending entry cost one hash
-// lookup. Each report also says who the caller is (its ids in its own pid namespace, and comm),
-// read in the caller's context, so the supervisor need not read /proc for a traced call.
-// The BPF helper headers need the kernel types first.
+// pending entry for the thread (keyed by its tid in the supervisor's pid namespace) just before
+// answering CONTINUE; when that thread's ioctl or open returns, this program reports the return
+// value and copies the caller buffers where the kernel wrote the outputs. Threads without a pending
+// entry cost one hash lookup. Each report also says who the caller is (its ids in its own pid
+// namespace, and comm), read in the caller's context, so the supervisor need not read /proc for a
+// traced call. The BPF helper headers need the kernel types first.
 // clang-format off
 #include <linux/types.h>
 #include <linux/bpf.h>
@@ -38,6 +38,17 @@ struct {
   __uint(max_entries, GDRPROXY_RING_BYTES);
 } events SEC(".maps");
 
+// The supervisor's pid namespace (its inode number). The supervisor names threads by their ids
+// there (the ids its notifications carry), so pending entries, watched fds and reports use those
+// ids: a supervisor in a nested namespace never matches, nor reads the memory of, a host task
+// that merely has the same number. 0 (unset): no task matches.
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u32);
+} supervisor_pidns SEC(".maps");
+
 // Results that found the ring buffer full: counted, so a lost result is reported, never silent.
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -54,12 +65,30 @@ struct sys_exit_ctx {
   __s64 ret;
 };
 
+// The current task's tid and tgid as the supervisor sees them (0 when it cannot see the task).
+// In the initial namespace that is the helper's answer; deeper, a few reads of struct pid.
+static __always_inline __u32 caller_ids(__u32* tgid) {
+  __u32 zero = 0;
+  const __u32* ns = bpf_map_lookup_elem(&supervisor_pidns, &zero);
+  if (!ns || *ns == 0) return 0;
+  if (*ns == GDRPROXY_INIT_PIDNS_INUM) {
+    const __u64 id = bpf_get_current_pid_tgid();
+    *tgid = (__u32)(id >> 32);
+    return (__u32)id;
+  }
+  struct task_struct* task = (struct task_struct*)bpf_get_current_task();
+  *tgid = task_id_in_ns(BPF_CORE_READ(task, group_leader), *ns);
+  return task_id_in_ns(task, *ns);
+}
+
 static __always_inline int report(struct sys_exit_ctx* ctx) {
-  __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  __u32 tgid = 0;
+  __u32 tid = caller_ids(&tgid);
+  if (!tid) return 0;
   struct gdrproxy_pending* p = bpf_map_lookup_elem(&pending, &tid);
   if (!p) return 0;
   if (p->kind == GDRPROXY_EVENT_CM_OPEN && ctx->ret >= 0) {
-    struct gdrproxy_cm_fd key = {(__u32)(bpf_get_current_pid_tgid() >> 32), (__u32)ctx->ret};
+    struct gdrproxy_cm_fd key = {tgid, (__u32)ctx->ret};
     __u8 one = 1;
     bpf_map_update_elem(&cm_fds, &key, &one, BPF_ANY);
   }
@@ -72,7 +101,7 @@ static __always_inline int report(struct sys_exit_ctx* ctx) {
     e->kind = p->kind == GDRPROXY_EVENT_CM_WRITE ? GDRPROXY_EVENT_CM_WRITE : GDRPROXY_EVENT_RESULT;
     e->fd = p->fd;
     e->enter_ns = p->enter_ns;
-    e->tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
+    e->tgid = tgid;
     struct task_struct* task = (struct task_struct*)bpf_get_current_task();
     const __u32 level = task_pid_level(task);
     e->ns_tid = task_id_at_level(task, level, &e->pidns);
@@ -114,10 +143,11 @@ struct sys_enter_write_ctx {
 // trapped; a write on a watched rdma_cm fd is observed here and reported at its exit.
 SEC("tracepoint/syscalls/sys_enter_write")
 int on_enter_write(struct sys_enter_write_ctx* ctx) {
-  __u64 id = bpf_get_current_pid_tgid();
-  struct gdrproxy_cm_fd key = {(__u32)(id >> 32), (__u32)ctx->fd};
+  __u32 tgid = 0;
+  __u32 tid = caller_ids(&tgid);
+  if (!tid) return 0;
+  struct gdrproxy_cm_fd key = {tgid, (__u32)ctx->fd};
   if (!bpf_map_lookup_elem(&cm_fds, &key)) return 0;
-  __u32 tid = (__u32)id;
   struct gdrproxy_pending p = {};
   p.addr0 = ctx->buf;
   p.len0 = ctx->count > GDRPROXY_REGION0_MAX ? GDRPROXY_REGION0_MAX : (__u32)ctx->count;

@@ -1,4 +1,5 @@
-// For BPF programs: a task's ids in one pid namespace of its chain, read from the running
+// For BPF programs: a task's ids in one pid namespace of its chain (by depth or by the
+// namespace's inode number), read from the running
 // kernel's struct pid through CO-RE (its BTF), so that a program reports a caller as a given
 // namespace sees it. The idea not to miss: struct pid holds one (nr, namespace) pair per level,
 // from the initial namespace (0) down to the task's own (pid->level); the pair for a level the
@@ -28,6 +29,29 @@ struct task_struct {
 // The level of `task`'s own pid namespace (0: the initial one).
 static __always_inline __u32 task_pid_level(struct task_struct* task) {
   return BPF_CORE_READ(task, thread_pid, level);
+}
+
+// The initial pid namespace's inode number (the kernel's PROC_PID_INIT_INO).
+#define GDRPROXY_INIT_PIDNS_INUM 0xEFFFFFFCU
+
+// `task`'s id in the pid namespace whose inode number is `inum`; 0 when the task is not visible
+// there (that namespace is not in its chain, or lies deeper than 8 levels).
+static __always_inline __u32 task_id_in_ns(struct task_struct* task, __u32 inum) {
+  struct pid* p = BPF_CORE_READ(task, thread_pid);
+  if (!p) return 0;
+  const __u32 deepest = BPF_CORE_READ(p, level);
+  const char* numbers = (const char*)p + bpf_core_field_offset(struct pid, numbers);
+  for (__u32 level = 0; level < 8; ++level) {
+    if (level > deepest) break;
+    const char* at = numbers + level * bpf_core_type_size(struct upid);
+    struct pid_namespace* ns = 0;
+    bpf_probe_read_kernel(&ns, sizeof(ns), at + bpf_core_field_offset(struct upid, ns));
+    if (!ns || BPF_CORE_READ(ns, ns.inum) != inum) continue;
+    int nr = 0;
+    bpf_probe_read_kernel(&nr, sizeof(nr), at + bpf_core_field_offset(struct upid, nr));
+    return (__u32)nr;
+  }
+  return 0;
 }
 
 // `task`'s id at namespace depth `level`, and that namespace's inode number (/proc/PID/ns/pid) in

@@ -18,6 +18,7 @@
 
 #include "proxy/base/error.h"
 #include "proxy/base/unique_fd.h"
+#include "proxy/engine/process_info.h"
 #include "proxy/observe/bpf_links.h"
 #include "proxy/sandbox/ioctl_lsm_bpf.h"
 #include "proxy/sandbox/ioctl_lsm_event.h"
@@ -37,24 +38,6 @@ bool update(int map_fd, const void* key, const void* value, std::string& why, co
   if (bpf_map_update_elem(map_fd, key, value, BPF_ANY) == 0) return true;
   why = std::string("BPF LSM table ") + map + ": " + std::strerror(errno);
   return false;
-}
-
-// How deep this process's pid namespace is (0: the initial one): the number of NSpid ids less one.
-uint32_t own_pidns_level() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("NSpid:", 0) != 0) continue;
-    uint32_t ids = 0;
-    bool in_id = false;
-    for (char c : line.substr(6)) {
-      const bool digit = c >= '0' && c <= '9';
-      if (digit && !in_id) ++ids;
-      in_id = digit;
-    }
-    return ids ? ids - 1 : 0;
-  }
-  return 0;
 }
 
 }  // namespace
@@ -142,9 +125,9 @@ std::unique_ptr<IoctlLsm> IoctlLsm::load(const IoctlLsmTables& tables, std::stri
   l->sandboxed_fd_ = bpf_object__find_map_fd_by_name(l->obj_, "sandboxed");
   l->counters_fd_ = bpf_object__find_map_fd_by_name(l->obj_, "counters");
   const uint8_t judge = kJudgeRequests, refuse = kRefuseAll, one = 1;
-  const uint32_t zero = 0, level = own_pidns_level();
-  if (!update(bpf_object__find_map_fd_by_name(l->obj_, "supervisor_pidns_level"), &zero, &level,
-              why, "supervisor_pidns_level"))
+  const uint32_t zero = 0, pidns = own_pid_namespace_inode();
+  if (!update(bpf_object__find_map_fd_by_name(l->obj_, "supervisor_pidns"), &zero, &pidns, why,
+              "supervisor_pidns"))
     return nullptr;
   l->ring_ = ring_buffer__new(
       bpf_object__find_map_fd_by_name(l->obj_, "refusals"),

@@ -140,6 +140,21 @@ assert len({r['pid'] for r in recs}) == 2
 PY
 }
 
+case_traced_from_a_nested_pid_namespace() {
+  # gdrproxy itself in a pid namespace of its own (as in a container without the host's pids):
+  # the BPF observer must know callers by the ids gdrproxy sees, not the host's. Before, no
+  # result was ever observed there, and a host task that merely had the same number would have
+  # been observed instead.
+  timeout 60 "$GP" standin unshare --pid --fork --mount-proc "$GP" run -q --trace-json "$WORK/t.jsonl" -- \
+    "$GP" exercise uverbs /dev/infiniband/uverbs0 >"$WORK/out" 2>"$WORK/err" || { cat "$WORK/err"; fail "exit $?"; }
+  expect_not_in "$WORK/err" "results of allowed calls will not be shown"
+  [[ $(jq_count "$WORK/t.jsonl" "r['call']=='INVOKE_WRITE(ALLOC_PD)' and r['errno']=='ENOTTY' and r.get('note') is None") == 1 ]] ||
+    fail "ALLOC_PD's result not observed: $(jq -c 'select(.syscall == "ioctl") | {call, errno, note}' "$WORK/t.jsonl" | head -3)"
+  jq -e -s '(map(select(.syscall == "openat"))[0] | {pid, tgid, nspid, pidns, comm}) as $who |
+    map(select(.syscall == "ioctl")) | length > 5 and all(.[]; {pid, tgid, nspid, pidns, comm} == $who)' \
+    "$WORK/t.jsonl" >/dev/null || fail "the ioctls' caller identity differs from the open's"
+}
+
 case_exit_status_and_signals() {
   sandboxed -q -- sh -c 'exit 7'; [[ $? == 7 ]] || fail "exit status not passed through"
   sandboxed -q -- sh -c 'kill -KILL $$'; [[ $? == 137 ]] || fail "signal death not reported as 128+9"
