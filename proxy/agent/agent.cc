@@ -429,6 +429,8 @@ class Agent {
           j["denied"] = s.denied;
           j["handler_faults"] = s.handler_faults;
           j["observer_lost"] = s.observer_lost;
+          j["fds_watched"] = s.fds_watched;
+          j["fds_unwatched_gone"] = s.fds_unwatched_gone;
           j["us_per_ioctl"] = s.ioctls ? double(s.ns_ioctl) / 1e3 / double(s.ioctls) : 0.0;
           j["us_per_open"] = s.opens ? double(s.ns_open) / 1e3 / double(s.opens) : 0.0;
           {

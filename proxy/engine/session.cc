@@ -508,6 +508,26 @@ void Session::check_end() {
   if (on_end_) asio::post(engine_.io(), on_end_);
 }
 
+// A process's watched fds outlive it in the observer's map unless removed here: the map would
+// fill (4096 entries, then new fds go unwatched in a long-running agent), and a process that
+// later gets the same pid would have its writes copied for nothing.
+void Session::unwatch_fds_of_gone_processes() {
+  for (auto it = watched_fds_.begin(); it != watched_fds_.end();) {
+    const uint32_t tgid = it->first.first;
+    struct stat st;
+    const bool alive = ::stat(("/proc/" + std::to_string(tgid)).c_str(), &st) == 0;
+    for (; it != watched_fds_.end() && it->first.first == tgid;) {
+      if (alive) {
+        ++it;
+        continue;
+      }
+      if (observer_) observer_->unwatch_cm_fd(tgid, it->first.second);
+      it = watched_fds_.erase(it);
+      ++stats_.fds_unwatched_gone;
+    }
+  }
+}
+
 void Session::arm_sweep() {
   sweep_.expires_after(std::chrono::seconds(1));
   sweep_.async_wait([this](const boost::system::error_code& ec) {
@@ -539,6 +559,7 @@ void Session::arm_sweep() {
       it = pending_by_tid_.erase(it);
     }
     gone_at_last_sweep_ = std::move(gone);
+    unwatch_fds_of_gone_processes();
     // A refusal whose wake-up was skipped (the judge wakes once per batch) waits at most a sweep.
     say_lsm_refusals();
     if (json_out_) json_out_->flush();
@@ -571,6 +592,7 @@ SessionStats Session::stats_here() const {
   s.denied = denials_.total();
   s.repeated_denials = denials_.repeats();
   s.observer_lost = observer_ ? observer_->lost() : 0;
+  s.fds_watched = watched_fds_.size();
   s.p50_ns = latency_.quantile_ns(0.5);
   s.p99_ns = latency_.quantile_ns(0.99);
   return s;
@@ -589,6 +611,12 @@ void Session::print_summary(bool with_stats) const {
                  "reader?); the calls themselves were served\n",
                  log_prefix_.c_str(), static_cast<unsigned long long>(json_out_->dropped()),
                  printable(*config_.trace_json).c_str());
+  if (with_stats && observer_)
+    std::fprintf(stderr,
+                 "%sobserver: %llu fd watch(es) removed after their process exited, %llu left "
+                 "at exit\n",
+                 log_prefix_.c_str(), static_cast<unsigned long long>(s.fds_unwatched_gone),
+                 static_cast<unsigned long long>(s.fds_watched));
   if (s.handler_faults)
     std::fprintf(stderr, "%s%llu calls failed closed on internal errors (see above)\n",
                  log_prefix_.c_str(), static_cast<unsigned long long>(s.handler_faults));
@@ -1260,8 +1288,11 @@ void Session::on_exit_event(const gdrproxy_exit_event& e) {
   if (r.call.name == "open" && e.ret >= 0 &&
       (r.call.device_class == DeviceClass::kUverbs ||
        r.call.device_class == DeviceClass::kRdmaCm)) {
-    if (watched_fds_.size() > 65536) watched_fds_.clear();
-    watched_fds_[{r.who.host_tgid, static_cast<uint32_t>(e.ret)}] = r.call.device_class;
+    // Bounded: past the cap (a tenant holding that many fds open) new fds go unwatched.
+    if (watched_fds_.size() < kMaxWatchedFds)
+      watched_fds_[{r.who.host_tgid, static_cast<uint32_t>(e.ret)}] = r.call.device_class;
+    else if (observer_)
+      observer_->unwatch_cm_fd(r.who.host_tgid, static_cast<uint32_t>(e.ret));
   }
   emit(r);
   auto t = pending_by_tid_.find(e.tid);
@@ -1275,8 +1306,11 @@ void Session::finish(const std::string& why) {
     emit(p.first);
     engine_.unroute_seq(seq);
   }
-  if (observer_)
+  if (observer_) {
     for (const auto& [tid, seq] : pending_by_tid_) observer_->forget(tid);
+    for (const auto& [key, cls] : watched_fds_) observer_->unwatch_cm_fd(key.first, key.second);
+  }
+  watched_fds_.clear();
   pending_.clear();
   pending_by_tid_.clear();
   // Bounded: a trace file that no longer takes bytes must not hold the exit.

@@ -90,6 +90,8 @@ struct SessionStats {
   } ioctl_ns;
   uint64_t handler_faults = 0;      // notifications failed closed by the exception boundary
   uint64_t observer_lost = 0;       // results lost to a full observer ring buffer
+  uint64_t fds_watched = 0;         // fds whose writes the observer watches now
+  uint64_t fds_unwatched_gone = 0;  // watches removed because their process had exited
   uint64_t p50_ns = 0, p99_ns = 0;  // handler latency of every notification (+0/-19 %)
   uint64_t deadline_failures = 0;   // calls failed closed (EIO) at or past their deadline
   bool degraded = false;            // some call was not answered in time
@@ -180,6 +182,7 @@ class Session {
   void on_ready(Listener& l);
   void check_end();
   void arm_sweep();
+  void unwatch_fds_of_gone_processes();
   void arm_watchdog();
   void watchdog_tick();
   SessionStats stats_here() const;
@@ -279,6 +282,7 @@ class Session {
   DenialLog denials_;
   // Fds whose writes the observer watches, with their class, recorded when their open returned.
   std::map<std::pair<uint32_t, uint32_t>, DeviceClass> watched_fds_;
+  static constexpr size_t kMaxWatchedFds = 65536;
   SessionStats stats_;
   LatencyHistogram latency_;
 };

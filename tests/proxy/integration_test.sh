@@ -287,6 +287,11 @@ case_rdma_cm_opened_by_caller_writes_untrapped() {
   # 50 writes to /dev/null are not.
   [[ $(jq_count "$WORK/t.jsonl" "r['syscall']=='write' and r['call']=='CREATE_ID' and r['args']['ps']=='TCP' and r['fd']==$fd and r['decision']=='observed' and r['result'] is not None") == 1 ]] || fail "CREATE_ID not observed"
   [[ $(jq_count "$WORK/t.jsonl" "r['syscall']=='write'") == 1 ]] || fail "other writes were traced"
+  # A process's watched fds are unwatched in the observer's map once it has exited (the sweep,
+  # each second), not left to fill it for the rest of a long-running agent.
+  sandboxed --stats --trace-json "$WORK/t2.jsonl" -- sh -c "$CLIENT cm-write /dev/infiniband/rdma_cm 0 && sleep 2.5" >"$WORK/out4" 2>"$WORK/err4"
+  expect_in "$WORK/out4" "OK cm fd="
+  grep -q "observer: [1-9][0-9]* fd watch(es) removed after their process exited" "$WORK/err4" || { cat "$WORK/err4"; fail "the exited client's rdma_cm fd stayed watched"; }
   # Not granted: refused, by the broker and (for a swapped path) by Landlock.
   sandboxed -q --grant uverbs0 -- "$CLIENT" cm-write /dev/infiniband/rdma_cm 0 >"$WORK/out2" 2>&1
   expect_in "$WORK/out2" "ERR EACCES (open)"
