@@ -13,9 +13,11 @@
 // attached _exit()s in task_init_privileged, so that this holds under `optional` in
 // plugstack.conf too (Slurm ignores an optional plugin's failed callbacks).
 //
-// Each task also gets a mount namespace of its own (slave to the node's): a fresh sysfs of the
-// rail namespace on /sys (the node's sysfs lists the node's links, not the rails; its submounts,
-// /sys/fs/cgroup and the like, are carried over), and, where the node has /dev/infiniband, a
+// Each task also gets a mount namespace of its own (slave to the node's): on /sys the plan's
+// synthetic sysfs (`gdrproxy sysfs mount`: the rails' RDMA devices and the GPUs, their PCI paths
+// as on the host, live port state) where the node's plan has one, else a fresh sysfs of the rail
+// namespace (the node's sysfs lists the node's links, not the rails); either way its submounts,
+// /sys/fs/cgroup and the like, are carried over; and, where the node has /dev/infiniband, a
 // read-only tmpfs there holding only the uverbs nodes of the granted RDMA devices and rdma_cm
 // (--gdr-grant=DEV,...: a subset of the devices of the node's plan; by default all of them;
 // NCCL_IB_HCA names the granted ones only). This is placement, not a sandbox (docs/SECURITY.md).
@@ -60,6 +62,8 @@ static int debug;      // --gdr-debug
 static int attached;
 static char step_key[64];
 static char netns_path[kLine];
+static char sysfs_plan[kLine];       // attach's sysfs_plan=: the plan's synthetic sysfs, or ""
+static char attach_gdrproxy[kLine];  // attach's gdrproxy=: the absolute path the harness used
 static char* task_env[kMaxEnv];
 static int task_env_count;
 static char grant_opt[512];    // --gdr-grant as given ("" when not given)
@@ -439,6 +443,10 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char** av) {
        line = strtok_r(NULL, "\n", &save)) {
     if (strncmp(line, "netns=", 6) == 0) {
       snprintf(netns_path, sizeof netns_path, "%s", line + 6);
+    } else if (strncmp(line, "sysfs_plan=", 11) == 0 && line[11] == '/') {
+      snprintf(sysfs_plan, sizeof sysfs_plan, "%s", line + 11);
+    } else if (strncmp(line, "gdrproxy=", 9) == 0 && line[9] == '/') {
+      snprintf(attach_gdrproxy, sizeof attach_gdrproxy, "%s", line + 9);
     } else if (strncmp(line, "env=", 4) == 0 && strchr(line + 4, '=') && task_env_count < kMaxEnv) {
       task_env[task_env_count++] = strdup(line + 4);
     }
@@ -496,9 +504,37 @@ static int sys_submounts(char points[kMaxSub][256]) {
   return ok ? n : -1;
 }
 
-// The task's own view: a mount namespace slave to the node's, a sysfs of the rail namespace
-// (with the node's /sys submounts carried over) and, where the node has one, a /dev/infiniband
-// holding only the granted device nodes. Returns NULL or what failed.
+// The plan's synthetic sysfs, bound read-only at /sys by `gdrproxy sysfs mount` in this (the
+// task's) mount namespace. The task's environment is the user's, so gdrproxy runs by absolute
+// path with an environment of its own (no PATH or LD_PRELOAD of the user's reaches a root
+// process). Returns NULL or what failed.
+static const char* mount_synthetic_sysfs(char* what, size_t what_size) {
+  const char* gp = gdrproxy_path[0] ? gdrproxy_path : attach_gdrproxy;
+  if (gp[0] != '/') {
+    snprintf(what, what_size, "the synthetic sysfs %.200s: no absolute gdrproxy path", sysfs_plan);
+    return what;
+  }
+  pid_t pid = fork();
+  if (pid < 0) return "fork (gdrproxy sysfs mount)";
+  if (pid == 0) {
+    char* argv[] = {(char*)gp, "sysfs", "mount", "--plan", sysfs_plan, "--at", "/sys", NULL};
+    char* envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+    execve(gp, argv, envp);
+    _exit(127);
+  }
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return NULL;
+  snprintf(what, what_size, "%.200s sysfs mount --plan %.200s --at /sys (status %d)", gp,
+           sysfs_plan, WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+  errno = 0;
+  return what;
+}
+
+// The task's own view: a mount namespace slave to the node's, the plan's synthetic sysfs or a
+// sysfs of the rail namespace (with the node's /sys submounts carried over) and, where the node
+// has one, a /dev/infiniband holding only the granted device nodes. Returns NULL or what failed.
 static const char* enter_mount_view(char* what, size_t what_size) {
   if (unshare(CLONE_NEWNS) != 0) return "unshare(CLONE_NEWNS)";
   if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) != 0) return "mount(/, MS_REC|MS_SLAVE)";
@@ -514,19 +550,25 @@ static const char* enter_mount_view(char* what, size_t what_size) {
       return what;
     }
   }
-  // The fresh sysfs is made detached, the node's (and what it covers) unmounted, so that the
-  // task's mount table holds one /sys.
-  int fs = fsopen("sysfs", FSOPEN_CLOEXEC);
-  if (fs < 0) return "fsopen(sysfs)";
-  if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0) return "fsconfig(sysfs, CREATE)";
-  int sysfs =
-      fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
-  close(fs);
-  if (sysfs < 0) return "fsmount(sysfs)";
-  if (umount2("/sys", MNT_DETACH) != 0) return "umount2(/sys, MNT_DETACH)";
-  if (move_mount(sysfs, "", AT_FDCWD, "/sys", MOVE_MOUNT_F_EMPTY_PATH) != 0)
-    return "move_mount(sysfs, /sys)";
-  close(sysfs);
+  // The node's /sys (and what it covers) is unmounted, so that the task's mount table holds one
+  // /sys: the synthetic tree, or a fresh sysfs made detached beforehand.
+  if (sysfs_plan[0]) {
+    if (umount2("/sys", MNT_DETACH) != 0) return "umount2(/sys, MNT_DETACH)";
+    const char* failed = mount_synthetic_sysfs(what, what_size);
+    if (failed) return failed;
+  } else {
+    int fs = fsopen("sysfs", FSOPEN_CLOEXEC);
+    if (fs < 0) return "fsopen(sysfs)";
+    if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0) return "fsconfig(sysfs, CREATE)";
+    int sysfs =
+        fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+    close(fs);
+    if (sysfs < 0) return "fsmount(sysfs)";
+    if (umount2("/sys", MNT_DETACH) != 0) return "umount2(/sys, MNT_DETACH)";
+    if (move_mount(sysfs, "", AT_FDCWD, "/sys", MOVE_MOUNT_F_EMPTY_PATH) != 0)
+      return "move_mount(sysfs, /sys)";
+    close(sysfs);
+  }
   for (int i = 0; i < n; ++i) {
     if (move_mount(trees[i], "", AT_FDCWD, points[i], MOVE_MOUNT_F_EMPTY_PATH) != 0 &&
         errno != ENOENT) {

@@ -3,7 +3,8 @@
 // with mount and network namespaces of its own, where /dev and /sys/class are tmpfs copies
 // holding made-up uverbs nodes and the sysfs links the plugin reads. The idea not to miss: the
 // code under test is the plugin's own (apply_grants, enter_mount_view), doing real mounts and
-// mknod; only Slurm's logging and option calls, which it does not exercise here, are stubs.
+// mknod; only Slurm's logging and option calls, which it does not exercise here, are stubs. The
+// synthetic sysfs cases need a real plan, which tests/harness/spank_task_view.sh builds.
 // Root only (exit 77 otherwise). Exit status 0 when every case passes.
 #include "../../harness/slurm/gdr_spank.c"
 
@@ -207,6 +208,60 @@ static void case_default_all(void) {
   CHECK(strcmp(names, "rdma_cm uverbs0 uverbs1 uverbs2") == 0);
 }
 
+// The node's plan has a synthetic sysfs (the hgx-ib8 fixture with rails mlx5_0 and mlx5_4, made
+// by spank_task_view.sh): the task's /sys is that tree, read-only, its ports' state live (bound
+// from the fixture), and the node's /sys submounts are carried over onto it.
+static void case_synthetic_sysfs(void) {
+  const char* gp = getenv("GDR_TEST_GDRPROXY");
+  const char* plan = getenv("GDR_TEST_SYSFS_PLAN");
+  must(gp && plan, "GDR_TEST_GDRPROXY, GDR_TEST_SYSFS_PLAN (run me through spank_task_view.sh)");
+  make_node();
+  must(umount2("/sys/class", 0) == 0, "umount /sys/class");
+  snprintf(gdrproxy_path, sizeof gdrproxy_path, "%s", gp);
+  snprintf(sysfs_plan, sizeof sysfs_plan, "%s", plan);
+  bool cgroup_before = is_mountpoint("/sys/fs/cgroup");
+  char what[kLine];
+  const char* failed = enter_mount_view(what, sizeof what);
+  if (failed) printf("enter_mount_view: %s\n", failed);
+  CHECK(failed == NULL);
+  char names[512];
+  list_dir("/sys/class/infiniband", names, sizeof names);
+  printf("synthetic view: /sys/class/infiniband: %s\n", names);
+  CHECK(strcmp(names, "mlx5_0 mlx5_4") == 0);
+  char state[64] = "";
+  FILE* f = fopen("/sys/class/infiniband/mlx5_4/ports/1/state", "r");
+  CHECK(f && fgets(state, sizeof state, f) && strstr(state, "ACTIVE"));
+  if (f) fclose(f);
+  errno = 0;
+  CHECK(mkdir("/sys/gdr-test", 0755) != 0 && errno == EROFS);
+  CHECK(is_mountpoint("/sys/fs/cgroup") == cgroup_before);
+}
+
+// A synthetic sysfs that cannot be mounted stops the task, naming the command; and gdrproxy is
+// never looked up through the task's (the user's) PATH.
+static void case_synthetic_sysfs_refusals(void) {
+  make_node();
+  must(umount2("/sys/class", 0) == 0, "umount /sys/class");
+  snprintf(sysfs_plan, sizeof sysfs_plan, "/nonexistent/mount-plan.json");
+  snprintf(gdrproxy_path, sizeof gdrproxy_path, "%s", getenv("GDR_TEST_GDRPROXY"));
+  char what[kLine];
+  const char* failed = enter_mount_view(what, sizeof what);
+  printf("bad plan: %s\n", failed ? failed : "(none)");
+  CHECK(failed &&
+        strstr(failed, "sysfs mount --plan /nonexistent/mount-plan.json --at /sys (status"));
+}
+
+static void case_synthetic_sysfs_needs_absolute_gdrproxy(void) {
+  make_node();
+  must(umount2("/sys/class", 0) == 0, "umount /sys/class");
+  snprintf(sysfs_plan, sizeof sysfs_plan, "%s", getenv("GDR_TEST_SYSFS_PLAN"));
+  snprintf(gdrproxy_path, sizeof gdrproxy_path, "gdrproxy");
+  char what[kLine];
+  const char* failed = enter_mount_view(what, sizeof what);
+  printf("relative gdrproxy: %s\n", failed ? failed : "(none)");
+  CHECK(failed && strstr(failed, "no absolute gdrproxy path"));
+}
+
 // Refusals, each one line naming the device.
 static void case_refusals(void) {
   make_node();
@@ -231,10 +286,14 @@ int main(void) {
   struct {
     const char* name;
     void (*run)(void);
-  } cases[] = {{"grant_subset", case_grant_subset},
-               {"grant_none", case_grant_none},
-               {"default_all", case_default_all},
-               {"refusals", case_refusals}};
+  } cases[] = {
+      {"grant_subset", case_grant_subset},
+      {"grant_none", case_grant_none},
+      {"default_all", case_default_all},
+      {"refusals", case_refusals},
+      {"synthetic_sysfs", case_synthetic_sysfs},
+      {"synthetic_sysfs_refusals", case_synthetic_sysfs_refusals},
+      {"synthetic_sysfs_needs_absolute_gdrproxy", case_synthetic_sysfs_needs_absolute_gdrproxy}};
   int failed = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
     fflush(stdout);
