@@ -40,6 +40,9 @@ void add_move(CLI::App& netns, int& exit_code) {
   auto* cmd = netns.add_subcommand(
       "move",
       "Journal, then move rails into a network namespace and configure them there.\n"
+      "A rail's soft-RoCE (rxe) device, which the kernel unregisters when its netdev leaves a\n"
+      "namespace, is made again with the same name on the rail in the target (one line each);\n"
+      "restore makes it again on the host. It may get another uverbs node: name grants after.\n"
       "Example: gdrproxy netns move --pid 4242 --ifaces rdma0,rdma1 --journal "
       "/var/lib/gdrproxy/j.json");
   auto opts = std::make_shared<MoveOptions>();

@@ -16,6 +16,7 @@
 #include "netns/link_ops.h"
 #include "netns/profile.h"
 #include "netns/restore.h"
+#include "netns/soft_roce.h"
 #include "netns/sysctl.h"
 #include "proxy/base/error.h"
 
@@ -62,6 +63,13 @@ Json snapshot_iface(const NlSocket& hsock, const NlSocket& tsock, const NetnsFd&
   Json sysctls = Json::object();
   for (const auto& key : journaled_sysctl_keys()) sysctls[key] = read_conf_sysctl(name, key);
   rec["sysctls"] = sysctls;
+  // rxe devices on it: unregistered by the move, made again in the target (soft_roce.h).
+  std::error_code ec;
+  if (!std::filesystem::is_empty("/sys/class/infiniband", ec) && !ec) {
+    Json soft = Json::array();
+    for (const auto& ibdev : soft_roce_devices_on(name)) soft.push_back(ibdev);
+    if (!soft.empty()) rec["soft_roce"] = soft;
+  }
   return rec;
 }
 
@@ -136,6 +144,13 @@ void move_rails(const MoveOptions& opts, std::ostream& log) {
       move_link(hsock, link.get(), target);
       step_done(name + ": moved into " + target.describe());
       configure_link(tsock, rec);
+      for (const auto& ibdev : rec.value("soft_roce", Json::array())) {
+        const std::string dev = ibdev;
+        target.run_inside([&] { ensure_soft_roce(dev, name); });
+        log << name << ": soft-RoCE device " << dev << " made again on it in " << target.describe()
+            << " (rxe does not follow its netdev into a namespace)\n";
+        step_done(name + ": soft-RoCE device " + dev);
+      }
     }
     for (const auto& rec : ifaces) {
       const std::string name = rec["name"];

@@ -3,7 +3,8 @@
 // The idea not to miss: nothing changes before the journal is on disk, and any failure after
 // that point runs the same restore that a later `gdrproxy netns restore` would, so a failed move
 // leaves the host as it was. Input that can be checked up front (names, namespaces, guards) is
-// checked before the journal is written.
+// checked before the journal is written. A rail's soft-RoCE device, which the kernel drops with
+// the move, is journaled and made again in the target (soft_roce.h).
 #pragma once
 
 #include <sys/types.h>

@@ -9,6 +9,7 @@
 #include "netns/configure.h"
 #include "netns/journal.h"
 #include "netns/link_ops.h"
+#include "netns/soft_roce.h"
 #include "proxy/base/error.h"
 
 namespace gdrproxy::netns {
@@ -160,6 +161,12 @@ int restore_from_journal(const Json& doc, std::ostream& log) {
         configure_routes(hsock, rec.at("routes"), name, true);
         configure_rules(hsock, rec.at("rules"), name);
         configure_sysctls(host, name, rec.at("sysctls"));
+        // rxe devices the moves unregistered, made again on the rail here.
+        for (const auto& ibdev : rec.value("soft_roce", Json::array())) {
+          if (ensure_soft_roce(ibdev.get<std::string>(), name))
+            log << name << ": soft-RoCE device " << ibdev.get<std::string>()
+                << " made again on it (rxe does not follow its netdev into a namespace)\n";
+        }
       } catch (const Error& e) {
         log << "error: " << e.what() << "\n";
         ++problems;

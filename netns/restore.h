@@ -4,7 +4,8 @@
 // The idea not to miss: restore works from the journal and the live state only. It looks for
 // each interface on the host (by name, then by MAC, since the kernel renames an interface it
 // takes back from a dying namespace when the name is taken), then in the target if that still
-// exists and is still the same namespace, and re-applies everything with ensure-present writes.
+// exists and is still the same namespace, and re-applies everything with ensure-present writes
+// (a journaled soft-RoCE device is made again on its rail unless it is there already).
 // Running it twice, or after a crash of `move` at any step, gives the same result.
 #pragma once
 

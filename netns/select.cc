@@ -9,6 +9,7 @@
 #include <netlink/route/link.h>
 
 #include "netns/guard.h"
+#include "netns/soft_roce.h"
 #include "proxy/base/error.h"
 
 namespace gdrproxy::netns {
@@ -93,6 +94,29 @@ Selection select_rails_from(const std::vector<RdmaNetdev>& candidates, const Liv
 Selection select_rails(const SelectOptions& opts) {
   std::vector<RdmaNetdev> candidates = enumerate_rdma_netdevs(opts.sysfs_root);
   const size_t rdma_backed = candidates.size();
+  // sysfs names a port's netdev by name only, whichever namespace holds it; RDMA netlink reports
+  // to this namespace only the netdevs that live here. A device whose port has a netdev of the
+  // same name in another namespace (another node's rail on a test host, a container's) is not
+  // this namespace's.
+  std::vector<std::string> elsewhere;
+  if (opts.sysfs_root == "/sys" && !candidates.empty()) {
+    std::vector<RdmaPortNetdev> ports;
+    try {
+      ports = rdma_port_netdevs();
+    } catch (const Error&) {
+      ports.clear();  // no RDMA netlink: sysfs alone decides, as before
+    }
+    std::erase_if(candidates, [&](const RdmaNetdev& c) {
+      for (const auto& p : ports) {
+        if (p.ibdev != c.ibdev || p.port != c.port || p.netdev == c.netdev) continue;
+        elsewhere.push_back(c.netdev + ": " + c.ibdev + " port " + std::to_string(c.port) +
+                            " has a netdev of that name in another network namespace, not this "
+                            "one's; not a candidate here");
+        return true;
+      }
+      return false;
+    });
+  }
   NlSocket sock;
   CachePtr links = sock.links();
   ObjList addrs = sock.addrs();
@@ -125,6 +149,7 @@ Selection select_rails(const SelectOptions& opts) {
       live.bootstrap[c.netdev] = *why;
   }
   Selection s = select_rails_from(candidates, live, opts);
+  s.notes.insert(s.notes.begin(), elsewhere.begin(), elsewhere.end());
   if (rdma_backed == 0)
     s.notes.push_back("no RDMA-backed netdev under " + opts.sysfs_root + "/class/infiniband");
   return s;

@@ -1,7 +1,8 @@
 // Rail selection: which RDMA-backed netdevs a job gets, by the rules cluster users rely on.
 //
 // The rules, in the order they apply (each dropped candidate gets a note saying why):
-//  1. candidates are netdevs backed by an RDMA device (rdma_sysfs.h); with allow_plain_rails
+//  1. candidates are netdevs backed by an RDMA device (rdma_sysfs.h; on the live /sys, not one
+//     whose port RDMA netlink says has its netdev in another namespace); with allow_plain_rails
 //     also the namespace's other netdevs but lo ("plain rails": veths of a test rig), which get
 //     no ibdev, no GID index and no place in NCCL_IB_HCA;
 //  2. the exclusion regex (default ^eth[0-9]+$, "" disables) drops names right away,
