@@ -428,6 +428,7 @@ class Agent {
           j["brokered"] = s.brokered;
           j["denied"] = s.denied;
           j["handler_faults"] = s.handler_faults;
+          j["allowed_unread"] = s.allowed_unread;
           j["observer_lost"] = s.observer_lost;
           j["fds_watched"] = s.fds_watched;
           j["fds_unwatched_gone"] = s.fds_unwatched_gone;

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
@@ -167,6 +168,21 @@ void Session::setup_kernel_judgement() {
     note("--lsm auto: " + why + "; device ioctls are judged by gdrproxy alone");
   }
   if (untrapped_ok) kernel_allowed_ = kernel_allowed_ioctls(config_.policy, facts);
+  setup_unread_allow();
+}
+
+void Session::setup_unread_allow() {
+  if (config_.mode != Mode::kEnforce || tracing() || !nv_enforce_ || !engine_.nvidia().abi) return;
+  // The fd's node is checked granted before this applies, so every class qualifies.
+  KernelAllowFacts facts;
+  facts.nvidia_abi = engine_.nvidia().abi;
+  facts.nvidia_frontend_any_granted = facts.nvidia_uvm_any_granted = true;
+  facts.judged_per_device = true;
+  KernelAllowed unconditional = kernel_allowed_ioctls(config_.policy, facts);
+  unread_uvm_ = std::move(unconditional.uvm_requests);
+  unread_frontend_ = std::move(unconditional.frontend_requests);
+  std::sort(unread_uvm_.begin(), unread_uvm_.end());
+  std::sort(unread_frontend_.begin(), unread_frontend_.end());
 }
 
 void Session::judge_in_kernel(pid_t pid) {
@@ -657,6 +673,11 @@ void Session::print_summary(bool with_stats) const {
                                       .c_str()
                                 : "");
   }
+  if (with_stats && s.allowed_unread)
+    std::fprintf(stderr,
+                 "%s%llu trapped ioctl(s) allowed without reading their parameters (requests the "
+                 "policy allows whatever they hold, on granted devices)\n",
+                 log_prefix_.c_str(), static_cast<unsigned long long>(s.allowed_unread));
   if (with_stats && !kernel_allowed_.requests.empty())
     std::fprintf(stderr,
                  "%sin the kernel, never trapped: %zu ioctl requests the policy allows whatever "
@@ -850,6 +871,17 @@ void Session::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
     call.name = name;
     refuse_ungranted(req, fd, *node, std::move(call), "device " + node->name + " is not granted",
                      t0);
+    return;
+  }
+  // A request the policy allows whatever its parameters, on a granted node of its class: no
+  // read, no decode (enforce mode without a trace only; see unread_uvm_).
+  const std::vector<uint32_t>* unread = node->device_class == DeviceClass::kNvidiaUvm ? &unread_uvm_
+                                        : node->device_class == DeviceClass::kNvidiaFrontend
+                                            ? &unread_frontend_
+                                            : nullptr;
+  if (unread && std::binary_search(unread->begin(), unread->end(), cmd)) {
+    ++stats_.allowed_unread;
+    answer_continue(req.id);
     return;
   }
   // Without a trace only what the policy matches on is decoded.

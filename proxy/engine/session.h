@@ -89,6 +89,7 @@ struct SessionStats {
     uint64_t lookup = 0, memory = 0, decode = 0, policy = 0, answer = 0, trace = 0;
   } ioctl_ns;
   uint64_t handler_faults = 0;      // notifications failed closed by the exception boundary
+  uint64_t allowed_unread = 0;      // trapped ioctls allowed without reading their parameters
   uint64_t observer_lost = 0;       // results lost to a full observer ring buffer
   uint64_t fds_watched = 0;         // fds whose writes the observer watches now
   uint64_t fds_unwatched_gone = 0;  // watches removed because their process had exited
@@ -177,6 +178,7 @@ class Session {
   void setup_nvidia();
   // The untrapped requests (kernel_allowed_) and the BPF LSM judge (ioctl_lsm_), per config_.
   void setup_kernel_judgement();
+  void setup_unread_allow();
   void add_listener_here(int listener_fd);
   void arm(Listener& l);
   void on_ready(Listener& l);
@@ -238,6 +240,11 @@ class Session {
   bool nv_enforce_ = true;
   bool all_gpus_granted_ = true;
   KernelAllowed kernel_allowed_;
+  // Requests the policy allows whatever their parameters on a granted node of their class (the
+  // kernel ALLOW's, computed as if the class qualified): when one traps anyway (a class only
+  // partly granted without the BPF LSM judge, an OCI profile that traps every device ioctl), it
+  // is allowed once the fd's node is found granted, without reading its parameters. Sorted.
+  std::vector<uint32_t> unread_uvm_, unread_frontend_;
   std::unique_ptr<IoctlLsm> ioctl_lsm_;  // the BPF LSM judge, when config_.lsm loaded it
   std::unique_ptr<boost::asio::posix::stream_descriptor> lsm_refusals_;  // its ring, readable
   DenialLog lsm_denials_;  // the judge's lines: one per (process, node, reason)

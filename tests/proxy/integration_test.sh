@@ -214,6 +214,18 @@ case_kernel_allow_runs_only_unconditional_calls() {
   # One GPU not granted: an fd of it must trap, so no frontend escape skips gdrproxy.
   sandboxed --stats --grant nvidiactl,nvidia-uvm,nvidia0 -- "${run[@]}" >/dev/null 2>"$WORK/err6"
   expect_in "$WORK/err6" "notifications: 3 ioctl,"
+  # Trapped, it is allowed on the granted nvidiactl without its parameters being read (RM_FREE
+  # only: UVM_INITIALIZE runs untrapped, RM_ALLOC/RM_CONTROL are read and judged)...
+  expect_in "$WORK/err6" "1 trapped ioctl(s) allowed without reading their parameters"
+  # ...but never on the ungranted GPU (an inherited fd of nvidia1), nor unread when traced.
+  timeout 60 "$GP" standin bash -c 'exec 7<>/dev/nvidia1 && exec "$@"' _ "$GP" run --stats \
+    --grant nvidiactl,nvidia-uvm,nvidia0 -- "$(dirname "$CLIENT")/../security/attack_client" fdioctl 7 0xc0104629 \
+    >"$WORK/out7" 2>"$WORK/err7" || true
+  expect_in "$WORK/out7" "fdioctl ERR EACCES"
+  expect_in "$WORK/err7" "device nvidia1 is not granted"
+  expect_not_in "$WORK/err7" "allowed without reading"
+  sandboxed --stats --kernel-allow off --trace-json "$WORK/t8.jsonl" -- "${run[@]}" >/dev/null 2>"$WORK/err8"
+  expect_not_in "$WORK/err8" "allowed without reading"
 }
 
 case_lsm_judge_starts_or_says_why() {
