@@ -104,6 +104,8 @@ int exercise_uverbs(const std::string& path, std::ostream& out) {
          VerbsRequest(UVERBS_OBJECT_PD, UVERBS_METHOD_PD_DESTROY)
              .handle(UVERBS_ATTR_DESTROY_PD_HANDLE, pdr.pd_handle)
              .issue(fd, 8));
+  // The completion channel the kernel created is this process's fd, and ours to close.
+  if (ccr.fd != static_cast<uint32_t>(-1)) ::close(static_cast<int>(ccr.fd));
   return 0;
 }
 
