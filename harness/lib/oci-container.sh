@@ -276,16 +276,20 @@ oci_start_agent() {
 # (the operator file of `gdrproxy runtime`, written per container): the real runtime under the
 # shim (runc or crun; podman's OCI runtime with GDR_HARNESS_RUNTIME=podman), the agent's listener
 # OCI_SOCK, exactly GRANTS_CSV as the most the container may ask for, the synthetic /sys only
-# where something is granted (it models RDMA devices; plain rails have none), and the
+# where something is granted and the plan has one (it models PCI-backed RDMA devices; plain rails
+# and soft-RoCE devices have none, and the container gets a fresh sysfs), and the
 # listenerMetadata line gdr-harness-container=<id> by which the node's agent knows the container
 # whatever id its runtime gives it. Prints its path.
 oci_shim_config() {
   local grants=$1 cfg
   cfg=$(oci_dir)/runtime.json
+  local sysfs=false
+  jq -e '.sysfs != null' "$PLAN" >/dev/null 2>&1 && sysfs=true
   jq -n --arg rt "$(oci_real_runtime)" --arg sock "$OCI_SOCK" --arg grants "$grants" --arg id "$(oci_id)" \
+    --argjson sysfs "$sysfs" \
     '($grants | split(",") | map(select(. != ""))) as $g |
      {version: 1, comment: ("gdr-harness: container " + $id), runtime: $rt, listener: $sock,
-      grants: $g, sysfs: ($g | length > 0), metadata: ("gdr-harness-container=" + $id)}' >"$cfg" || return 1
+      grants: $g, sysfs: ($sysfs and ($g | length > 0)), metadata: ("gdr-harness-container=" + $id)}' >"$cfg" || return 1
   printf '%s' "$cfg"
 }
 
