@@ -11,10 +11,12 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -229,6 +231,35 @@ TEST(OciSeccomp, WithoutTheRewriteLibseccompWouldDropTheTraps) {
   ASSERT_NE(at, std::string::npos);
   const std::string ioctl_part = pfc.substr(at, pfc.find("# filter for syscall", at + 1) - at);
   EXPECT_EQ(ioctl_part.find("0x7fc00000"), std::string::npos) << ioctl_part;  // no NOTIFY left
+}
+
+// The runtime's support for WAIT_KILLABLE_RECV is found by the flag's name in its binary (on
+// kernels that have the flag), by path or through PATH; anything unreadable says no.
+TEST(OciSeccomp, WaitKillableSupportIsReadFromTheRuntimeBinary) {
+  char dir[] = "/tmp/gdrproxy-wkr.XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string with = std::string(dir) + "/with", without = std::string(dir) + "/without";
+  auto write = [](const std::string& path, const std::string& text) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    ::close(fd);
+  };
+  std::string bulk(1 << 20, '\x7f');
+  write(with, bulk + "SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV" + bulk);
+  write(without, bulk + "SECCOMP_FILTER_FLAG_WAIT_KILLABLE" + bulk);
+  struct utsname u {};
+  ASSERT_EQ(::uname(&u), 0);
+  int major = 0, minor = 0;
+  std::sscanf(u.release, "%d.%d", &major, &minor);
+  const bool kernel_has_it = std::make_pair(major, minor) >= std::make_pair(5, 19);
+  EXPECT_EQ(runtime_supports_wait_killable_recv(with), kernel_has_it);
+  EXPECT_FALSE(runtime_supports_wait_killable_recv(without));
+  EXPECT_FALSE(runtime_supports_wait_killable_recv(dir));  // a directory
+  EXPECT_FALSE(runtime_supports_wait_killable_recv(std::string(dir) + "/missing"));
+  ::unlink(with.c_str());
+  ::unlink(without.c_str());
+  ::rmdir(dir);
 }
 
 }  // namespace
