@@ -5,8 +5,9 @@
 # both behave the same and that the traces hold the decoded calls, checks that a policy denying
 # REG_MR stops ibv_rc_pingpong cleanly, attacks the sandbox boundary as a tenant granted rxe0 only
 # (tests/vm/attacks.sh), checks the BPF LSM ioctl judge (tests/vm/lsm.sh), runs two containers
-# (runc, then crun) under one agent with RoCE between them (tests/vm/containers.sh), then runs the
-# benchmark (tests/vm/bench.sh).
+# (runc, then crun) under one agent with RoCE between them (tests/vm/containers.sh), runs
+# gdr-harness on two simulated nodes with rxe rails, ib_write_bw between their containers
+# (tests/vm/harness.sh), then runs the benchmark (tests/vm/bench.sh).
 #
 # The one idea: rxe0 on lo carries the raw-verbs tools (GID ::ffff:127.0.0.1); rdma_cm refuses
 # 127/8, so rxe1 sits on a dummy netdev with 192.0.2.1 (the guest has no NIC, nothing leaves it);
@@ -151,6 +152,9 @@ fi
 
 # ---- two runc containers, each with its own rail and rxe device, served by one agent ----------
 . "$here/containers.sh"
+
+# ---- gdr-harness prepare/run/teardown on two simulated nodes with rxe rails -------------------
+. "$here/harness.sh"
 
 # ---- benchmark ----------------------------------------------------------------------------------
 if [[ ${GDRVM_SKIP_BENCH:-0} != 1 ]]; then
