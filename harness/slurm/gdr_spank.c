@@ -339,6 +339,28 @@ static int in_list(const char* list, const char* name) {
   return 0;
 }
 
+// Adds the uverbs node(s) whose /sys/class/infiniband_verbs/uverbsN/ibdev names `ibdev` to the
+// granted nodes; whether there was one.
+static int uverbs_by_ibdev(const char* ibdev) {
+  DIR* d = opendir("/sys/class/infiniband_verbs");
+  int found = 0;
+  for (struct dirent* e; d && (e = readdir(d));) {
+    if (strncmp(e->d_name, "uverbs", 6) != 0 || dev_node_count >= kMaxDev) continue;
+    char path[kLine], text[kName + 2] = "";
+    snprintf(path, sizeof path, "/sys/class/infiniband_verbs/%.63s/ibdev", e->d_name);
+    FILE* f = fopen(path, "r");
+    if (!f) continue;
+    if (!fgets(text, sizeof text, f)) text[0] = '\0';
+    fclose(f);
+    text[strcspn(text, "\n")] = '\0';
+    if (strcmp(text, ibdev) != 0) continue;
+    snprintf(dev_nodes[dev_node_count++], kName, "%.63s", e->d_name);
+    found = 1;
+  }
+  if (d) closedir(d);
+  return found;
+}
+
 // The granted RDMA devices: --gdr-grant checked against the plan's (NCCL_IB_HCA's entries,
 // "=mlx5_0:1,mlx5_1:1"), NCCL_IB_HCA narrowed to them, and their uverbs nodes found in sysfs.
 static int apply_grants(const char* node) {
@@ -384,9 +406,11 @@ static int apply_grants(const char* node) {
       found = 1;
     }
     if (d) closedir(d);
+    // A device on no bus (soft-RoCE: rxe) has no device link: its node names it in its ibdev file.
+    if (!d) found = uverbs_by_ibdev(name);
     if (!found)
       return fail_step("gdr: RDMA device %s of node %s has no uverbs node under %s", name, node,
-                       dir);
+                       d ? dir : "/sys/class/infiniband_verbs (by ibdev)");
   }
   if (dev_node_count > 0 && dev_node_count < kMaxDev)
     snprintf(dev_nodes[dev_node_count++], kName, "rdma_cm");

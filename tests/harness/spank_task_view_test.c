@@ -262,6 +262,32 @@ static void case_synthetic_sysfs_needs_absolute_gdrproxy(void) {
   CHECK(failed && strstr(failed, "no absolute gdrproxy path"));
 }
 
+// A soft-RoCE device (rxe) hangs off no bus: no device link, so its uverbs node is the one whose
+// ibdev file names it.
+static void case_soft_roce_device(void) {
+  make_node();
+  must(mknod("/dev/infiniband/uverbs3", S_IFCHR | 0666, makedev(231, 195)) == 0, "uverbs3");
+  must(mkdir("/sys/class/infiniband/rxe0", 0755) == 0, "mkdir rxe0");
+  must(mkdir("/sys/class/infiniband_verbs", 0755) == 0 &&
+           mkdir("/sys/class/infiniband_verbs/uverbs3", 0755) == 0 &&
+           mkdir("/sys/class/infiniband_verbs/uverbs0", 0755) == 0,
+       "mkdir infiniband_verbs");
+  FILE* f = fopen("/sys/class/infiniband_verbs/uverbs3/ibdev", "w");
+  must(f && fputs("rxe0\n", f) >= 0 && fclose(f) == 0, "ibdev of uverbs3");
+  f = fopen("/sys/class/infiniband_verbs/uverbs0/ibdev", "w");
+  must(f && fputs("mlx5_0\n", f) >= 0 && fclose(f) == 0, "ibdev of uverbs0");
+  plan_env("=rxe0:1");
+  CHECK(apply_grants("nodeT") == 0);
+  CHECK(dev_node_count == 2 && strcmp(dev_nodes[0], "uverbs3") == 0);
+  must(umount2("/sys/class", 0) == 0, "umount /sys/class");
+  char what[kLine];
+  CHECK(enter_mount_view(what, sizeof what) == NULL);
+  char names[512];
+  list_dir("/dev/infiniband", names, sizeof names);
+  printf("soft-RoCE view: /dev/infiniband: %s\n", names);
+  CHECK(strcmp(names, "rdma_cm uverbs3") == 0);
+}
+
 // Refusals, each one line naming the device.
 static void case_refusals(void) {
   make_node();
@@ -291,6 +317,7 @@ int main(void) {
       {"grant_none", case_grant_none},
       {"default_all", case_default_all},
       {"refusals", case_refusals},
+      {"soft_roce_device", case_soft_roce_device},
       {"synthetic_sysfs", case_synthetic_sysfs},
       {"synthetic_sysfs_refusals", case_synthetic_sysfs_refusals},
       {"synthetic_sysfs_needs_absolute_gdrproxy", case_synthetic_sysfs_needs_absolute_gdrproxy}};
