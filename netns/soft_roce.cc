@@ -137,9 +137,13 @@ std::vector<Attrs> nldev(uint16_t op, uint16_t flags, const std::vector<Attr>& a
   throw Error(what + ": RDMA netlink reply too long");
 }
 
-// Device names and indexes.
+// Device names and indexes. Without ib_core the kernel has no RDMA netlink family, and no RDMA
+// device to list: none, not an error (a host whose rails are plain netdevs).
 std::vector<std::pair<std::string, unsigned>> rdma_devices() {
   std::vector<std::pair<std::string, unsigned>> out;
+  if (!UniqueFd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_RDMA)) &&
+      errno == EPROTONOSUPPORT)
+    return out;
   for (const auto& m : nldev(RDMA_NLDEV_CMD_GET, NLM_F_DUMP, {}, "listing RDMA devices"))
     out.emplace_back(attr_str(m, RDMA_NLDEV_ATTR_DEV_NAME), attr_u32(m, RDMA_NLDEV_ATTR_DEV_INDEX));
   return out;
@@ -181,6 +185,8 @@ std::vector<std::string> soft_roce_devices_on(const std::string& netdev,
                                               const std::string& sysfs_root) {
   std::vector<std::string> out;
   const std::filesystem::path cls = std::filesystem::path(sysfs_root) / "class" / "infiniband";
+  std::error_code none;
+  if (!std::filesystem::exists(cls, none)) return out;  // no RDMA device at all
   for (const auto& p : rdma_port_netdevs()) {
     if (p.netdev != netdev) continue;
     std::error_code ec;
