@@ -38,17 +38,6 @@ struct {
   __uint(max_entries, GDRPROXY_RING_BYTES);
 } events SEC(".maps");
 
-// The supervisor's pid namespace (its inode number). The supervisor names threads by their ids
-// there (the ids its notifications carry), so pending entries, watched fds and reports use those
-// ids: a supervisor in a nested namespace never matches, nor reads the memory of, a host task
-// that merely has the same number. 0 (unset): no task matches.
-struct {
-  __uint(type, BPF_MAP_TYPE_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, __u32);
-} supervisor_pidns SEC(".maps");
-
 // Results that found the ring buffer full: counted, so a lost result is reported, never silent.
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -64,22 +53,6 @@ struct sys_exit_ctx {
   __u32 pad;
   __s64 ret;
 };
-
-// The current task's tid and tgid as the supervisor sees them (0 when it cannot see the task).
-// In the initial namespace that is the helper's answer; deeper, a few reads of struct pid.
-static __always_inline __u32 caller_ids(__u32* tgid) {
-  __u32 zero = 0;
-  const __u32* ns = bpf_map_lookup_elem(&supervisor_pidns, &zero);
-  if (!ns || *ns == 0) return 0;
-  if (*ns == GDRPROXY_INIT_PIDNS_INUM) {
-    const __u64 id = bpf_get_current_pid_tgid();
-    *tgid = (__u32)(id >> 32);
-    return (__u32)id;
-  }
-  struct task_struct* task = (struct task_struct*)bpf_get_current_task();
-  *tgid = task_id_in_ns(BPF_CORE_READ(task, group_leader), *ns);
-  return task_id_in_ns(task, *ns);
-}
 
 static __always_inline int report(struct sys_exit_ctx* ctx) {
   __u32 tgid = 0;

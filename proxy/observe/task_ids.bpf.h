@@ -4,6 +4,8 @@
 // namespace sees it. The idea not to miss: struct pid holds one (nr, namespace) pair per level,
 // from the initial namespace (0) down to the task's own (pid->level); the pair for a level the
 // task is not visible in does not exist, and reads 0 here.
+// Including programs also get the supervisor_pidns map (its loader writes the supervisor's pid
+// namespace there) and caller_ids(), the current task's ids as the supervisor sees them.
 // Include after the BPF helper headers (bpf_helpers.h, bpf_core_read.h).
 #pragma once
 
@@ -70,4 +72,33 @@ static __always_inline __u32 task_id_at_level(struct task_struct* task, __u32 le
     if (ns) *inum = BPF_CORE_READ(ns, ns.inum);
   }
   return (__u32)nr;
+}
+
+// The supervisor's pid namespace (its inode number, written by the loader before any program
+// runs). The supervisor names threads by their ids there, the ids its notifications carry, so a
+// program reports them by those: a supervisor in a nested namespace never matches a host task
+// that merely has the same number. 0 (unset): no task matches.
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u32);
+} supervisor_pidns SEC(".maps");
+
+// The current task's tid, and its tgid in *tgid, as the supervisor sees them (0 when it cannot
+// see the task). In the initial namespace that is the helper's answer; deeper, a few reads of
+// struct pid.
+static __always_inline __u32 caller_ids(__u32* tgid) {
+  __u32 zero = 0;
+  *tgid = 0;
+  const __u32* ns = bpf_map_lookup_elem(&supervisor_pidns, &zero);
+  if (!ns || *ns == 0) return 0;
+  if (*ns == GDRPROXY_INIT_PIDNS_INUM) {
+    const __u64 id = bpf_get_current_pid_tgid();
+    *tgid = (__u32)(id >> 32);
+    return (__u32)id;
+  }
+  struct task_struct* task = (struct task_struct*)bpf_get_current_task();
+  *tgid = task_id_in_ns(BPF_CORE_READ(task, group_leader), *ns);
+  return task_id_in_ns(task, *ns);
 }

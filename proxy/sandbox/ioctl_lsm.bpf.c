@@ -98,15 +98,6 @@ struct {
   __uint(max_entries, GDRPROXY_LSM_RING_BYTES);
 } refusals SEC(".maps");
 
-// The supervisor's pid namespace (its inode number), so that the caller's ids are reported as
-// the supervisor sees them.
-struct {
-  __uint(type, BPF_MAP_TYPE_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, __u32);
-} supervisor_pidns SEC(".maps");
-
 static __always_inline void count(__u32 which) {
   __u64* n = bpf_map_lookup_elem(&counters, &which);
   if (n) *n += 1;
@@ -118,12 +109,8 @@ static __always_inline void report(__u32 rdev, __u32 request, __u32 why) {
     count(kUnreported);
     return;
   }
-  __u32 zero = 0;
-  __u32* ns = bpf_map_lookup_elem(&supervisor_pidns, &zero);
   struct task_struct* task = bpf_get_current_task_btf();
-  const __u32 inum = ns ? *ns : 0;
-  r->tid = task_id_in_ns(task, inum);
-  r->tgid = task_id_in_ns(BPF_CORE_READ(task, group_leader), inum);
+  r->tid = caller_ids(&r->tgid);
   r->ns_tid = task_id_at_level(task, task_pid_level(task), 0);
   r->rdev = rdev;
   r->request = request;
