@@ -95,6 +95,18 @@ ClassGrants class_grants(const DeviceCatalog& catalog, const Grants& grants, Dev
   return g;
 }
 
+// A call no decoder names (an ungranted device's, another driver's, one refused in the kernel):
+// its class and request, named IOCTL_0x<request>.
+DecodedCall undecoded_call(DeviceClass cls, uint32_t cmd) {
+  DecodedCall call;
+  call.device_class = cls;
+  call.cmd = cmd;
+  char name[32];
+  std::snprintf(name, sizeof name, "IOCTL_0x%08x", cmd);
+  call.name = name;
+  return call;
+}
+
 }  // namespace
 
 bool every_gpu_granted(const DeviceCatalog& catalog, const Grants& grants) {
@@ -225,14 +237,13 @@ void Session::say_lsm_refusal(const IoctlLsm::Refusal& f) {
           device;
       break;
   }
-  char name[32];
-  std::snprintf(name, sizeof name, "IOCTL_0x%08x", f.request);
+  DecodedCall call = undecoded_call(node ? node->device_class : DeviceClass::kUnknown, f.request);
   if (lsm_denials_.first(static_cast<uint32_t>(f.tgid), device, reason))
     std::fprintf(
         stderr,
         "%sdenied %s on %s by pid %d (ns pid %d, %s) in the kernel (BPF LSM): %s -> EPERM\n",
-        log_prefix_.c_str(), name, node ? node->path.c_str() : number.c_str(), f.tid, f.ns_tid,
-        printable(f.comm).c_str(), printable(reason).c_str());
+        log_prefix_.c_str(), call.name.c_str(), node ? node->path.c_str() : number.c_str(), f.tid,
+        f.ns_tid, printable(f.comm).c_str(), printable(reason).c_str());
   if (!tracing()) return;
   TraceRecord r;
   r.seq = engine_.next_seq();
@@ -243,9 +254,7 @@ void Session::say_lsm_refusal(const IoctlLsm::Refusal& f) {
   r.who.comm = f.comm;
   r.syscall = "ioctl";
   r.device = device;
-  r.call.device_class = node ? node->device_class : DeviceClass::kUnknown;
-  r.call.cmd = f.request;
-  r.call.name = name;
+  r.call = std::move(call);
   r.decision = "deny";
   r.ret = -1;
   r.err = EPERM;
@@ -831,11 +840,7 @@ IoctlReading read_ioctl(pid_t pid, DeviceClass cls, uint32_t cmd, uint64_t arg, 
       out.call = decode_nvidia_uvm_ioctl(cmd, arg, mem, *abi, depth);
       break;
     default:
-      out.call.device_class = cls;
-      out.call.cmd = cmd;
-      char name[32];
-      std::snprintf(name, sizeof name, "IOCTL_0x%08x", cmd);
-      out.call.name = name;
+      out.call = undecoded_call(cls, cmd);
   }
   if (out.call.keys.dmabuf_fd && !exporters.empty())
     out.dmabuf = check_dmabuf_fd(pid, *out.call.keys.dmabuf_fd, exporters);
@@ -863,14 +868,8 @@ void Session::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
   if (!config_.grants.granted(*node)) {
     // An fd of an ungranted device (inherited, passed over a socket, or opened around the
     // broker) is refused whatever the mode: grants are never advisory.
-    DecodedCall call;
-    call.device_class = node->device_class;
-    call.cmd = cmd;
-    char name[32];
-    std::snprintf(name, sizeof name, "IOCTL_0x%08x", cmd);
-    call.name = name;
-    refuse_ungranted(req, fd, *node, std::move(call), "device " + node->name + " is not granted",
-                     t0);
+    refuse_ungranted(req, fd, *node, undecoded_call(node->device_class, cmd),
+                     "device " + node->name + " is not granted", t0);
     return;
   }
   // A request the policy allows whatever its parameters, on a granted node of its class: no
