@@ -7,6 +7,16 @@
 //                                notify design pays), waiting in poll() before each RECV as
 //                                gdrproxy's event loop does
 //   ioctl_bench raw-blocking -- CMD...   the same with a thread blocked in RECV (no poll)
+//   ioctl_bench raw-look -- CMD...   raw, plus what gdrproxy does per call to learn the fd's device
+//                                and the argument: a statx of /proc/<pid>/fd/<n> (by a cached
+//                                directory fd) and one process_vm_readv to the end of the page
+//   ioctl_bench raw-pre OBJ -- CMD...   raw, plus one lookup in the map that OBJ
+//                                (tests/bench/preread/preread.bpf.c) fills at the seccomp
+//                                filter's entry, checked against the notification
+// raw-look and raw-pre say at exit how many notifications found no data, so a mode that skipped
+// its work cannot pass for a fast one (docs/PERFORMANCE.md, "A copy made at the filter's entry").
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <fcntl.h>
 #include <linux/seccomp.h>
 #include <poll.h>
@@ -17,6 +27,8 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -77,7 +89,57 @@ int nvclient(long n, const char* path, unsigned long request) {
   return 0;
 }
 
-int raw_supervisor(char** argv, bool blocking) {
+// How the raw supervisor learns a trapped call's device and argument, if at all.
+enum class Lookup { kNone, kLook, kPre };
+
+struct PrereadEntry {  // as in tests/bench/preread/preread.bpf.c
+  uint64_t request, arg;
+  uint32_t fd, rdev, mode, len;
+  unsigned char data[512];
+};
+
+// The map fds of the pre-read program, loaded and attached from `obj`; false and a line when not.
+bool load_preread(const char* obj_path, int& entries, int& watched) {
+  bpf_object* obj = bpf_object__open_file(obj_path, nullptr);
+  if (!obj || bpf_object__load(obj) != 0) {
+    fprintf(stderr, "ioctl_bench: loading %s: %s\n", obj_path, strerror(errno));
+    return false;
+  }
+  if (!bpf_program__attach(bpf_object__find_program_by_name(obj, "copy_ioctl"))) {
+    fprintf(stderr, "ioctl_bench: attaching copy_ioctl: %s\n", strerror(errno));
+    return false;
+  }
+  entries = bpf_object__find_map_fd_by_name(obj, "preread");
+  watched = bpf_object__find_map_fd_by_name(obj, "watched");
+  return true;
+}
+
+// Whether the device and argument of `req` could be had: by gdrproxy's own lookups (`dir` is
+// the caller's /proc/<pid>/fd), or from the pre-read map.
+bool has_data(const seccomp_notif& req, Lookup lookup, int dir, int entries) {
+  const uint64_t arg = req.data.args[2];
+  if (lookup == Lookup::kLook) {
+    char name[24];
+    snprintf(name, sizeof name, "%llu", static_cast<unsigned long long>(req.data.args[0]));
+    struct statx sx {};
+    unsigned char buf[512];
+    size_t len = 4096 - (arg & 4095);
+    if (len > sizeof buf) len = sizeof buf;
+    iovec local{buf, len}, remote{reinterpret_cast<void*>(arg), len};
+    return statx(dir, name, AT_STATX_DONT_SYNC, STATX_TYPE, &sx) == 0 && S_ISCHR(sx.stx_mode) &&
+           process_vm_readv(req.pid, &local, 1, &remote, 1, 0) == ssize_t(len);
+  }
+  PrereadEntry e{};
+  const uint32_t tid = req.pid;
+  return bpf_map_lookup_elem(entries, &tid, &e) == 0 && e.arg == arg && e.fd == req.data.args[0] &&
+         (e.request & 0xffffffff) == (req.data.args[1] & 0xffffffff) && S_ISCHR(e.mode) &&
+         e.len != 0;
+}
+
+int raw_supervisor(char** argv, bool blocking, Lookup lookup = Lookup::kNone,
+                   const char* preread_obj = nullptr) {
+  int entries = -1, watched = -1;
+  if (lookup == Lookup::kPre && !load_preread(preread_obj, entries, watched)) return 1;
   int sv[2];
   socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv);
   pid_t pid = fork();
@@ -87,6 +149,8 @@ int raw_supervisor(char** argv, bool blocking) {
                      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xff00, 0x1b00));
     if (seccomp_load(ctx) != 0) _exit(111);
     gdrproxy::proxy::send_fd(sv[1], seccomp_notify_fd(ctx));
+    char go;
+    if (read(sv[1], &go, 1) != 1) _exit(112);  // watched (raw-pre) before it runs the command
     execvp(argv[0], argv);
     _exit(127);
   }
@@ -96,7 +160,17 @@ int raw_supervisor(char** argv, bool blocking) {
     fprintf(stderr, "raw supervisor: %s\n", why.c_str());
     return 1;
   }
+  if (watched >= 0) {
+    const uint32_t tgid = static_cast<uint32_t>(pid);
+    const uint8_t one = 1;
+    bpf_map_update_elem(watched, &tgid, &one, BPF_ANY);
+  }
+  if (write(sv[0], "g", 1) != 1) return 1;
   ioctl(nfd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, 1UL, 0);  // same synchronous wake-up as gdrproxy
+  const std::string fd_dir = "/proc/" + std::to_string(pid) + "/fd";
+  const int dir =
+      lookup == Lookup::kLook ? open(fd_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+  long notifications = 0, without_data = 0;
   const auto answer = [nfd](const seccomp_notif& req) {
     seccomp_notif_resp resp{};
     resp.id = req.id;
@@ -122,10 +196,15 @@ int raw_supervisor(char** argv, bool blocking) {
     if (!(p.revents & POLLIN)) break;
     seccomp_notif req{};
     if (ioctl(nfd, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) continue;
+    ++notifications;
+    if (lookup != Lookup::kNone && !has_data(req, lookup, dir, entries)) ++without_data;
     answer(req);
   }
   int st;
   waitpid(pid, &st, 0);
+  if (lookup != Lookup::kNone)
+    fprintf(stderr, "%s: %ld notifications, %ld without the data\n",
+            lookup == Lookup::kLook ? "raw-look" : "raw-pre", notifications, without_data);
   return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
 
@@ -139,9 +218,13 @@ int main(int argc, char** argv) {
     return raw_supervisor(argv + 3, false);
   if (argc >= 4 && std::string(argv[1]) == "raw-blocking" && std::string(argv[2]) == "--")
     return raw_supervisor(argv + 3, true);
+  if (argc >= 4 && std::string(argv[1]) == "raw-look" && std::string(argv[2]) == "--")
+    return raw_supervisor(argv + 3, false, Lookup::kLook);
+  if (argc >= 5 && std::string(argv[1]) == "raw-pre" && std::string(argv[3]) == "--")
+    return raw_supervisor(argv + 4, false, Lookup::kPre, argv[2]);
   fprintf(stderr,
           "usage: %s client N PATH | nvclient N PATH REQUEST | raw -- CMD... | raw-blocking -- "
-          "CMD...\n",
+          "CMD... | raw-look -- CMD... | raw-pre OBJ -- CMD...\n",
           argv[0]);
   return 2;
 }

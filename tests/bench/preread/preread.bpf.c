@@ -1,7 +1,7 @@
 // Evaluation of a supervisor that does not look up a trapped ioctl's fd or read its argument
-// itself (tests/bench/preread/preread_bench.cc): this program runs at the entry of the seccomp
-// filter (fentry on __seccomp_filter), in the caller's context, before the notification, and
-// copies what the supervisor would otherwise fetch with two syscalls per call (a statx of
+// itself (`ioctl_bench raw-pre`, tests/bench/ioctl_bench.cc): this program runs at the entry of the
+// seccomp filter (fentry on __seccomp_filter), in the caller's context, before the notification,
+// and copies what the supervisor would otherwise fetch with two syscalls per call (a statx of
 // /proc/<tid>/fd/<n>, a process_vm_readv): the fd's device number and mode, and up to 512 bytes
 // of the argument (to the end of its page). The idea not to miss: the supervisor then makes one
 // map lookup instead, keyed by the caller's tid, and checks that the entry is this call's (fd,
