@@ -107,6 +107,15 @@ snapshot() {
     done'
 }
 
+# stop_node_b: lets the command node B holds (run in the background as $bpid, writing B.out,
+# waiting for B.stop) end, and checks that it exited 0.
+stop_node_b() {
+  touch "$GH_W/B.stop"
+  wait "$bpid"
+  cat "$GH_W/B.out"
+  grep -q 'CMD exited with status 0' "$GH_W/B.out"
+}
+
 # assert_restored NODE: the snapshot equals the one taken before the first prepare (retrying
 # for up to 6 s while links come back up and DAD settles).
 assert_restored() {

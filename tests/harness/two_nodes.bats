@@ -195,10 +195,7 @@ load lib
     NCCL_SOCKET_IFNAME=rail0 OTHER_VAR=1 timeout 60 bash -c 'on_node A run -- bash -c "$1" "$GH_W"' _ "$script"
   echo "$output"
   [ "$status" -eq 0 ]
-  touch "$GH_W/B.stop"
-  wait "$bpid"
-  cat "$GH_W/B.out"
-  grep -q 'CMD exited with status 0' "$GH_W/B.out"
+  stop_node_b
 
   # Inside: the rails and the bootstrap link, nothing else of the node.
   sed 's/^ *//; s/@.*//' "$GH_W/A.links" | sort | tr '\n' ' ' >"$GH_W/A.links.s"
@@ -264,10 +261,7 @@ load lib
     GDRPROXY="$GH_W/bin/gdrproxy" PATH="$GH_W/bin:$PATH" timeout 60 bash -c 'on_node A run -- sh -c "$1"' _ "$script"
   echo "$output"
   [ "$status" -eq 0 ]
-  touch "$GH_W/B.stop"
-  wait "$bpid"
-  cat "$GH_W/B.out"
-  grep -q 'CMD exited with status 0' "$GH_W/B.out"
+  stop_node_b
 
   [[ $output == *"CMD runs in a runc container served by gdrproxy agent"* ]]
   [[ $output == *"container gdrh-${GH_P}-nodeA by runc through the runtime shim"* ]]
@@ -354,10 +348,7 @@ load lib
     timeout 90 bash -c 'on_node A run -- sh -c "$1"' _ "$script"
   echo "$output"
   [ "$status" -eq 0 ]
-  touch "$GH_W/B.stop"
-  wait "$bpid"
-  cat "$GH_W/B.out"
-  grep -q 'CMD exited with status 0' "$GH_W/B.out"
+  stop_node_b
 
   [[ $output == *"CMD runs in a podman container served by gdrproxy agent, started through the runtime shim"* ]]
   [[ $output == *"container gdrh-${GH_P}-nodeA by podman, its OCI runtime the shim (gdrproxy runtime, config /run/gdr-harness/${GH_P}-nodeA/run/ctr-node/runtime.json) over runc"* ]]
