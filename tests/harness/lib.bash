@@ -83,18 +83,22 @@ in_node() {
   nsenter --net="$(ns "$n")" -- "$@"
 }
 
-# Wait (bounded) for IPv6 duplicate address detection, so snapshots see settled addresses.
+# Wait (bounded) for IPv6 duplicate address detection and for RDMA ports to come up (soft-RoCE
+# devices made again by a move), so snapshots see settled state.
 settle() {
   local i
   for ((i = 0; i < 60; i++)); do
-    [[ -z $(in_node "$1" ip -6 addr show tentative) ]] && return 0
+    [[ -z $(in_node "$1" ip -6 addr show tentative) ]] &&
+      ! in_node "$1" rdma link show 2>/dev/null | grep -q 'state DOWN' && return 0
     sleep 0.1
   done
   return 0
 }
 
 # The node's network state the harness must leave untouched. Routes are sorted: the kernel
-# orders its own link-local routes by when each link came up, which a move changes.
+# orders its own link-local routes by when each link came up, which a move changes. RDMA links
+# (none on a host without RDMA) are sorted too: a soft-RoCE device made again has a new index,
+# which orders the listing.
 snapshot() {
   in_node "$1" bash -c '
     ip -d link show
@@ -104,7 +108,8 @@ snapshot() {
     for d in /proc/sys/net/ipv4/conf/*/; do
       d=${d%/}
       for k in arp_announce arp_ignore arp_filter rp_filter; do echo "${d##*/}.$k=$(cat "$d/$k")"; done
-    done'
+    done
+    rdma link show 2>/dev/null | sort'
 }
 
 # stop_node_b: lets the command node B holds (run in the background as $bpid, writing B.out,

@@ -42,32 +42,11 @@ hn_node() {
     timeout -k 5 150 nsenter --net="/run/netns/gdrvm$n" -- unshare --uts -- \
     bash -c 'hostname "$1" && shift && exec "$@"' _ "gdrvm-node$n" "$hn_harness" "$@")
 }
-# What must read back the same after teardown: the node's network state (as lib.bash's snapshot)
-# and the RDMA links as the node sees them (rxe devices by name, state and netdev; sorted: a device
-# made again has a new index, which orders the listing).
-# shellcheck disable=SC2016 # expanded by the inner bash
-hn_snapshot() {
-  ip netns exec "gdrvm$1" bash -c '
-    ip -d link show
-    ip addr show
-    ip route show table all | sort
-    ip rule show
-    for d in /proc/sys/net/ipv4/conf/*/; do
-      d=${d%/}
-      for k in arp_announce arp_ignore arp_filter rp_filter; do echo "${d##*/}.$k=$(cat "$d/$k")"; done
-    done
-    rdma link show | sort'
-}
-# Wait (bounded) for DAD and the rxe ports, so snapshots see settled state.
-hn_settle() {
-  local i
-  for ((i = 0; i < 60; i++)); do
-    [[ -z $(ip -n "gdrvm$1" -6 addr show tentative) ]] &&
-      ! ip netns exec "gdrvm$1" rdma link show | grep -q 'state DOWN' && return 0
-    sleep 0.1
-  done
-  return 0
-}
+# What must read back the same after teardown, and the wait for it to settle: lib.bash's
+# snapshot, settle and assert_restored (network state and RDMA links), on this file's nodes.
+# shellcheck source=tests/harness/lib.bash
+. "$repo/tests/harness/lib.bash"
+GH_P=gdrvm GH_W=$hn_work
 hn_cleanup() {
   local n d
   for n in A B; do
@@ -103,10 +82,10 @@ if ((${#hn_problems[@]} == 0)); then
     done
   done
   for d in rxeA0 rxeA1 rxeB0 rxeB1; do wait_port "$d" ACTIVE || hn_problems+=("$d not ACTIVE"); done
-  hn_settle A
-  hn_settle B
-  hn_snapshot A >"$hn_work/A.before"
-  hn_snapshot B >"$hn_work/B.before"
+  settle A
+  settle B
+  snapshot A >"$hn_work/A.before"
+  snapshot B >"$hn_work/B.before"
   log "harness-nodes: $(rdma link show | grep -c 'rxe[AB][01]') rxe devices; problems so far: ${hn_problems[*]:-none}"
 fi
 
@@ -170,18 +149,12 @@ if ((${#hn_problems[@]} == 0)); then
   done
 fi
 
-# hn_restored NODE TAG: NODE reads back as before prepare (retrying 6 s while links and DAD
-# settle); else a problem naming TAG.
+# hn_restored NODE TAG: NODE reads back as before prepare (assert_restored retries 6 s while
+# links and DAD settle); else a problem naming TAG.
 hn_restored() {
-  local i
-  for ((i = 0; i < 30; i++)); do
-    hn_settle "$1"
-    hn_snapshot "$1" >"$hn_work/$1.after"
-    cmp -s "$hn_work/$1.before" "$hn_work/$1.after" && return 0
-    sleep 0.2
-  done
-  diff -u "$hn_work/$1.before" "$hn_work/$1.after" | sed -n '1,30s/^/    [diff] /p'
-  hn_problems+=("node $1 not restored $2 (netdevs, addresses, routes, rules, sysctls or rxe devices differ)")
+  assert_restored "$1" 2>/dev/null | sed -n '1,30s/^/    [diff] /p'
+  ((PIPESTATUS[0] == 0)) ||
+    hn_problems+=("node $1 not restored $2 (netdevs, addresses, routes, rules, sysctls or rxe devices differ)")
 }
 if [[ -e /run/netns/gdrvmA ]]; then
   for n in A B; do
