@@ -207,18 +207,22 @@ bool ensure_soft_roce(const std::string& ibdev, const std::string& netdev, int w
     for (const auto& p : rdma_port_netdevs())
       here = here || (p.ibdev == ibdev && p.netdev == netdev);
     if (here) return false;
-    // The old device leaves the listing before it gives its name up: the kernel answers ENFILE
-    // (the name is taken) until then.
+    // The old device leaves the listing before it lets go: until then the kernel answers ENFILE
+    // (its name is still taken) or EEXIST (rxe still counts it as configured on the netdev),
+    // depending on how far its unregistration has gone.
     int error = 0;
     nldev(RDMA_NLDEV_CMD_NEWLINK, 0,
           {str_attr(RDMA_NLDEV_ATTR_DEV_NAME, ibdev), str_attr(RDMA_NLDEV_ATTR_LINK_TYPE, "rxe"),
            str_attr(RDMA_NLDEV_ATTR_NDEV_NAME, netdev)},
           what, &error);
     if (error == 0) return true;
-    if (error != ENFILE) throw_errno(what, error);
+    if (error != ENFILE && error != EEXIST) throw_errno(what, error);
     if (std::chrono::steady_clock::now() >= deadline)
-      throw Error(what + ": the name is still taken " + std::to_string(wait_ms) + " ms after " +
-                  netdev + " moved (the old device does not go away)");
+      throw Error(what + ": " +
+                  (error == ENFILE ? "the name is still taken"
+                                   : "an rxe device is still configured on " + netdev) +
+                  " " + std::to_string(wait_ms) + " ms after " + netdev +
+                  " moved (the old device does not go away)");
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }

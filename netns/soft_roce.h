@@ -37,9 +37,8 @@ std::vector<std::string> soft_roce_devices_on(const std::string& netdev,
                                               const std::string& sysfs_root = "/sys");
 
 // Makes rxe device `ibdev` on `netdev` of the calling thread's namespace, unless it is already
-// there (returns false then). While a device of that name elsewhere (the old one being
-// unregistered) holds the name, retries for up to `wait_ms`; a name that stays taken is an error
-// naming it.
+// there (returns false then). While the old device, being unregistered, still holds the name or
+// the netdev, retries for up to `wait_ms`; one that stays is an error naming it.
 bool ensure_soft_roce(const std::string& ibdev, const std::string& netdev, int wait_ms = 10000);
 
 }  // namespace gdrproxy::netns
