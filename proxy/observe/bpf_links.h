@@ -1,7 +1,8 @@
-// What every BPF object gdrproxy embeds needs from libbpf, in one place. The idea not to miss:
-// destroying a link detaches its program, and each detach waits for an RCU grace period in the
-// kernel (40-55 ms each on a 2-vCPU VM); destroyed side by side the links share one, instead of
-// adding their sum to every exit.
+// What every BPF object gdrproxy embeds needs from libbpf and the kernel, in one place. The idea
+// not to miss: destroying a link detaches its program, and each detach waits for an RCU grace
+// period in the kernel (40-55 ms each on a 2-vCPU VM); destroyed side by side the links share
+// one, instead of adding their sum to every exit, and a process about to exit leaves them to a
+// child (detach_bpf_after_exit) so that its exit status is not held back at all.
 #pragma once
 
 #include <vector>
@@ -15,5 +16,25 @@ void silence_libbpf();
 
 // Destroys every link (one thread each where threads can be had) and clears the list.
 void destroy_links_side_by_side(std::vector<bpf_link*>& links);
+
+// libbpf finds tracepoint ids through tracefs. Where the host has not mounted it, it is mounted
+// for the attach only and detached right after: the host's mount table is left as it was.
+class TracefsForAttach {
+ public:
+  TracefsForAttach();
+  ~TracefsForAttach();
+  TracefsForAttach(const TracefsForAttach&) = delete;
+  TracefsForAttach& operator=(const TracefsForAttach&) = delete;
+
+ private:
+  bool mounted_ = false;
+};
+
+// For a process about to exit (the end of `gdrproxy run`): detaching programs waits for RCU grace
+// periods in the kernel, about 0.45 s on a 32-CPU host, which would hold back the run's exit
+// status. A child process keeps this process's BPF and perf-event fds (and no other fd, so no
+// pipe of the caller stays open), waits until this process has exited, and exits, which detaches
+// them. Destroying the loaders afterwards is then quick. Does nothing where no such fd is open.
+void detach_bpf_after_exit();
 
 }  // namespace gdrproxy::proxy

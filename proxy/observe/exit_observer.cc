@@ -2,44 +2,15 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
-#include <string_view>
 
 #include "proxy/engine/process_info.h"
 #include "proxy/observe/bpf_links.h"
 #include "proxy/observe/syscall_exit_bpf.h"
 
 namespace gdrproxy::proxy {
-namespace {
-
-// libbpf finds tracepoint ids through tracefs. Where the host has not mounted it, it is mounted
-// for the attach only and detached right after: the host's mount table is left as it was.
-class TracefsForAttach {
- public:
-  TracefsForAttach() {
-    struct stat st;
-    if (::stat("/sys/kernel/tracing/events", &st) == 0) return;
-    if (::stat("/sys/kernel/debug/tracing/events", &st) == 0) return;
-    mounted_ = ::mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, nullptr) == 0;
-  }
-  ~TracefsForAttach() {
-    if (mounted_) ::umount2("/sys/kernel/tracing", MNT_DETACH);
-  }
-
- private:
-  bool mounted_ = false;
-};
-
-}  // namespace
 
 std::unique_ptr<ExitObserver> ExitObserver::open(Callback cb, std::string& why) {
   silence_libbpf();
@@ -107,45 +78,6 @@ std::vector<uint32_t> ExitObserver::link_ids() const {
     if (bpf_obj_get_info_by_fd(bpf_link__fd(l), &info, &len) == 0) ids.push_back(info.id);
   }
   return ids;
-}
-
-void ExitObserver::detach_after_exit() {
-  // This process's BPF objects and perf events, by what /proc says each fd is.
-  std::vector<unsigned> keep;
-  if (DIR* d = ::opendir("/proc/self/fd")) {
-    while (dirent* e = ::readdir(d)) {
-      char link[64];
-      const ssize_t n = ::readlinkat(::dirfd(d), e->d_name, link, sizeof link - 1);
-      if (n <= 0) continue;
-      link[n] = '\0';
-      const std::string_view target(link, static_cast<size_t>(n));
-      if (target.starts_with("anon_inode:") &&
-          (target.find("bpf") != std::string_view::npos ||
-           target.find("perf_event") != std::string_view::npos))
-        keep.push_back(static_cast<unsigned>(std::atoi(e->d_name)));
-    }
-    ::closedir(d);
-  }
-  int p[2];
-  if (keep.empty() || ::pipe2(p, O_CLOEXEC) != 0) return;
-  keep.push_back(static_cast<unsigned>(p[0]));
-  std::sort(keep.begin(), keep.end());
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    // Only async-signal-safe calls from here: this process has other threads.
-    unsigned next = 0;
-    for (unsigned fd : keep) {
-      if (fd > next) ::close_range(next, fd - 1, 0);
-      next = fd + 1;
-    }
-    ::close_range(next, ~0U, 0);
-    char c;
-    while (::read(p[0], &c, 1) < 0 && errno == EINTR) {
-    }
-    ::_exit(0);
-  }
-  ::close(p[0]);
-  // p[1] stays open until this process exits: its end of file tells the child to go.
 }
 
 void ExitObserver::unwatch_cm_fd(uint32_t tgid, uint32_t fd) {

@@ -44,12 +44,6 @@ class ExitObserver {
   uint64_t lost() const;
   // Kernel ids of the links this observer owns (for diagnostics and for checking teardown).
   std::vector<uint32_t> link_ids() const;
-  // For a process about to exit (the end of `gdrproxy run`): detaching the programs waits for
-  // RCU grace periods in the kernel, about 0.45 s on a 32-CPU host, which would hold back the
-  // run's exit status. A child process keeps this process's BPF and perf-event fds (and no other
-  // fd, so no pipe of the caller stays open), waits until this process has exited, and exits,
-  // which detaches them. Destroying the observer afterwards is then quick.
-  void detach_after_exit();
 
  private:
   ExitObserver() = default;

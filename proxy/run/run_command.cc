@@ -21,6 +21,7 @@
 #include "proxy/base/unique_fd.h"
 #include "proxy/engine/engine.h"
 #include "proxy/engine/session.h"
+#include "proxy/observe/bpf_links.h"
 #include "proxy/run/launcher.h"
 #include "proxy/sandbox/landlock_guard.h"
 #include "proxy/trace/escape.h"
@@ -202,7 +203,7 @@ int run_supervised(const RunOptions& o) {
   if (ExitObserver* obs = engine.observer_if_open()) obs->consume();
   session.finish("result not observed before the sandbox exited");
   session.print_summary(o.stats);
-  if (ExitObserver* obs = engine.observer_if_open()) obs->detach_after_exit();
+  detach_bpf_after_exit();
   return exit_status;
 }
 
