@@ -167,15 +167,10 @@ DecodedCall decode_uverbs_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& 
     call.name = "UVERBS_IOCTL_" + hex(cmd);
     return call;
   }
-  // Most requests carry few attributes: read the header and up to kSpeculativeAttrs attributes
-  // in one go, falling back to exact reads when that would cross into unmapped memory.
-  constexpr size_t kSpeculativeAttrs = 8;
-  uint8_t first[uverbs::kHeaderSize + kSpeculativeAttrs * uverbs::kAttrSize];
-  bool have_first = mem.read(arg, first);
+  // One read of the header; the attributes that follow it come from the same read where they lie
+  // in the same page (ProcessMemory reads ahead to the end of the page).
   ib_uverbs_ioctl_hdr hdr;
-  if (have_first) {
-    std::memcpy(&hdr, first, sizeof hdr);
-  } else if (!mem.read(arg, {reinterpret_cast<uint8_t*>(&hdr), sizeof hdr})) {
+  if (!mem.read(arg, {reinterpret_cast<uint8_t*>(&hdr), sizeof hdr})) {
     call.name = "RDMA_VERBS_IOCTL";
     call.malformed = "header unreadable at " + hex(arg);
     return call;
@@ -205,6 +200,8 @@ DecodedCall decode_uverbs_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& 
 
   const auto* method = uverbs::find_method(hdr.object_id, hdr.method_id);
   bool first_scalar_out = true;
+  // Arguments are rendered for a trace only: the policy matches on the keys.
+  const bool render = depth == DecodeDepth::kFull;
   for (const auto& a : attrs) {
     const uverbs::AttrSpec* spec = nullptr;
     if (method) {
@@ -213,28 +210,30 @@ DecodedCall decode_uverbs_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& 
     }
     if (!spec) spec = uverbs::find_common_attr(a.attr_id);
     if (!spec) {
-      call.args.push_back({"attr_" + hex(a.attr_id), "len=" + dec(a.len) + " data=" + hex(a.data)});
+      if (render)
+        call.args.push_back(
+            {"attr_" + hex(a.attr_id), "len=" + dec(a.len) + " data=" + hex(a.data)});
       continue;
     }
     uint64_t v = 0;
     switch (spec->kind) {
       case AttrKind::kIdrIn:
       case AttrKind::kIdrDestroy:
-        call.args.push_back({spec->name, dec(static_cast<uint32_t>(a.data))});
+        if (render) call.args.push_back({spec->name, dec(static_cast<uint32_t>(a.data))});
         break;
       case AttrKind::kFdIn:
-        call.args.push_back({spec->name, dec(static_cast<int32_t>(a.data))});
+        if (render) call.args.push_back({spec->name, dec(static_cast<int32_t>(a.data))});
         break;
       case AttrKind::kRawFd:
         // The only raw fd in the ABI today is REG_DMABUF_MR's: the policy checks its provenance.
         call.keys.dmabuf_fd = static_cast<int32_t>(a.data);
-        call.args.push_back({spec->name, dec(static_cast<int32_t>(a.data))});
+        if (render) call.args.push_back({spec->name, dec(static_cast<int32_t>(a.data))});
         break;
       case AttrKind::kIdrNew:
       case AttrKind::kFdNew:
         break;  // shown with the result
       case AttrKind::kEnumIn:
-        call.args.push_back({spec->name, "elem " + dec(a.attr_data.enum_data.elem_id)});
+        if (render) call.args.push_back({spec->name, "elem " + dec(a.attr_data.enum_data.elem_id)});
         break;
       case AttrKind::kU8In:
       case AttrKind::kU16In:
@@ -245,24 +244,24 @@ DecodedCall decode_uverbs_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& 
           call.malformed = std::string("attribute ") + spec->name + " unreadable at " + hex(a.data);
           return call;
         }
-        call.args.push_back({spec->name, dec(static_cast<int64_t>(v))});
+        if (render) call.args.push_back({spec->name, dec(static_cast<int64_t>(v))});
         break;
       case AttrKind::kS32In:
         if (!read_scalar(a, mem, v)) {
           call.malformed = std::string("attribute ") + spec->name + " unreadable at " + hex(a.data);
           return call;
         }
-        call.args.push_back({spec->name, dec(static_cast<int32_t>(v))});
+        if (render) call.args.push_back({spec->name, dec(static_cast<int32_t>(v))});
         break;
       case AttrKind::kAccessFlags:
         if (!read_scalar(a, mem, v)) {
           call.malformed = std::string("attribute ") + spec->name + " unreadable at " + hex(a.data);
           return call;
         }
-        call.args.push_back({spec->name, uverbs::render_access_flags(v)});
+        if (render) call.args.push_back({spec->name, uverbs::render_access_flags(v)});
         break;
       case AttrKind::kPtrIn:
-        call.args.push_back({spec->name, "[" + dec(a.len) + " bytes]"});
+        if (render) call.args.push_back({spec->name, "[" + dec(a.len) + " bytes]"});
         break;
       case AttrKind::kPtrOut:
         break;
