@@ -17,6 +17,12 @@
 namespace gdrproxy::proxy {
 namespace {
 
+TrapCopyChoice trap_copy_choice(const std::string& word) {
+  return word == "on"    ? TrapCopyChoice::kOn
+         : word == "off" ? TrapCopyChoice::kOff
+                         : TrapCopyChoice::kAuto;
+}
+
 void add_run(CLI::App& app, int& exit_code, const CommandTail& tail) {
   auto* run = app.add_subcommand(
       "run",
@@ -91,12 +97,21 @@ void add_run(CLI::App& app, int& exit_code, const CommandTail& tail) {
                   "granted. off (default), on (refuse to start where the kernel cannot run it),\n"
                   "or auto (use it where it can)")
       ->check(CLI::IsMember({"off", "on", "auto"}));
+  auto trap_copy = std::make_shared<std::string>("auto");
+  run->add_option("--trap-copy", *trap_copy,
+                  "Have each trapped ioctl's caller copy its fd's device and the first bytes of\n"
+                  "its argument while it waits (a BPF program on sched:sched_switch), so that\n"
+                  "gdrproxy judges the call without a statx and a process_vm_readv of its own:\n"
+                  "auto (default: where the kernel allows it), on (refuse to start without it)\n"
+                  "or off. --stats says how many calls had a copy")
+      ->check(CLI::IsMember({"off", "on", "auto"}));
   run->add_flag("--stats", opts->stats,
                 "At exit, print how many notifications were served (ioctl, rdma_cm write, open,\n"
                 "brokered, denied)");
   run->add_option("command", opts->argv, "Command and arguments (after --)");
-  run->callback([opts, mode, trap, sync, kernel_allow, lsm, &tail, &exit_code] {
+  run->callback([opts, mode, trap, sync, kernel_allow, lsm, trap_copy, &tail, &exit_code] {
     opts->kernel_allow = *kernel_allow == "on";
+    opts->trap_copy = trap_copy_choice(*trap_copy);
     opts->lsm = *lsm == "on" ? LsmChoice::kOn : *lsm == "auto" ? LsmChoice::kAuto : LsmChoice::kOff;
     opts->argv = command_words(opts->argv, tail);
     if (opts->argv.empty()) throw CLI::RequiredError("a command (give it after --)");
@@ -166,6 +181,14 @@ void add_agent(CLI::App& app, int& exit_code) {
                    "on every container's listener: each container has its own session thread, "
                    "which the scheduler then keeps beside its callers")
       ->capture_default_str();
+  auto agent_trap_copy = std::make_shared<std::string>("auto");
+  agent
+      ->add_option("--trap-copy", *agent_trap_copy,
+                   "Have each trapped ioctl's caller copy its fd's device and the first bytes of "
+                   "its argument while it waits (BPF on sched:sched_switch), so that the agent "
+                   "judges it without a statx and a process_vm_readv: auto (default), on (refuse "
+                   "to start without it) or off")
+      ->check(CLI::IsMember({"off", "on", "auto"}));
   auto* ctl = agent->add_subcommand(
       "ctl",
       "Ask a running agent: list (containers), stats (counts, p50/p99 handler latency), drain\n"
@@ -183,8 +206,9 @@ void add_agent(CLI::App& app, int& exit_code) {
       throw CLI::ValidationError("id", "only drain takes one");
     exit_code = agent_ctl(opts->ctl_socket, id->empty() ? *command : *command + " " + *id);
   });
-  agent->callback([ctl, opts, config, trace_dir, fd_store, &exit_code] {
+  agent->callback([ctl, opts, config, trace_dir, fd_store, agent_trap_copy, &exit_code] {
     if (ctl->parsed()) return;
+    opts->trap_copy = trap_copy_choice(*agent_trap_copy);
     if (!config->empty()) opts->config = *config;
     if (!trace_dir->empty()) opts->trace_dir = *trace_dir;
     if (!fd_store->empty()) opts->fd_store = *fd_store;

@@ -152,6 +152,11 @@ class Agent {
                   : " container(s) lose their listener (their trapped calls fail with ENOSYS)"));
       engine_.io().stop();
     });
+    // The agent runs for long: it waits for the trap copies, and says if they are unavailable.
+    engine_.start_trap_copies(opts_.trap_copy);
+    if (const std::string why = engine_.trap_copies_unavailable(); !why.empty())
+      log("trap copies unavailable (" + why +
+          "): every trapped ioctl's fd and argument are looked up by the agent");
     reattach();
     // Rails a container's poststop never gave back (a runtime killed, a failed hook).
     if (restore_rails_of_gone_containers(opts_.rail_state_dir,
@@ -429,15 +434,17 @@ class Agent {
           j["denied"] = s.denied;
           j["handler_faults"] = s.handler_faults;
           j["allowed_unread"] = s.allowed_unread;
+          j["trap_copies_used"] = s.trap_copies_used;
+          j["trap_copies_missed"] = s.trap_copies_missed;
           j["observer_lost"] = s.observer_lost;
           j["fds_watched"] = s.fds_watched;
           j["fds_unwatched_gone"] = s.fds_unwatched_gone;
           j["us_per_ioctl"] = s.ioctls ? double(s.ns_ioctl) / 1e3 / double(s.ioctls) : 0.0;
           j["us_per_open"] = s.opens ? double(s.ns_open) / 1e3 / double(s.opens) : 0.0;
           {
-            // Where an ioctl's handling time goes (us per ioctl).
+            // Where an ioctl's handling time goes (us per ioctl, over the sampled calls).
             const auto us = [&](uint64_t ns) {
-              return s.ioctls ? double(ns) / 1e3 / double(s.ioctls) : 0.0;
+              return s.ioctl_phase_samples ? double(ns) / 1e3 / double(s.ioctl_phase_samples) : 0.0;
             };
             const SessionStats::IoctlPhases& ph = s.ioctl_ns;
             j["us_per_ioctl_phases"] = {{"lookup", us(ph.lookup)}, {"memory", us(ph.memory)},

@@ -11,6 +11,8 @@
 #include <optional>
 #include <string>
 
+#include "proxy/observe/trap_copy.h"
+
 namespace gdrproxy::proxy {
 
 struct AgentOptions {
@@ -27,6 +29,9 @@ struct AgentOptions {
   unsigned blocking_deadline_ms = 2000;
   bool quiet = false;
   bool sync_wakeup = false;  // SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP on every listener
+  // Trapped ioctls' devices and arguments copied in their callers' context, for every container
+  // (proxy/observe/trap_copy.h).
+  TrapCopyChoice trap_copy = TrapCopyChoice::kAuto;
   // Where the rail hooks keep their journals: rails of containers gone are given back at start.
   std::string rail_state_dir = "/run/gdrproxy";
 };

@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <system_error>
 
+#include "proxy/base/error.h"
 #include "proxy/engine/session.h"
 
 namespace gdrproxy::proxy {
@@ -40,7 +42,13 @@ Engine::Engine(DeviceCatalog catalog) : catalog_(std::move(catalog)) {
   }
 }
 
-Engine::~Engine() = default;
+Engine::~Engine() {
+  if (!trap_copies_loader_.joinable()) return;
+  if (trap_copies_->done.load(std::memory_order_acquire))
+    trap_copies_loader_.join();
+  else
+    trap_copies_loader_.detach();  // it holds its own reference to what it loads into
+}
 
 ExitObserver* Engine::observer(std::string& why) {
   if (!observer_tried_) {
@@ -55,6 +63,33 @@ ExitObserver* Engine::observer(std::string& why) {
   }
   if (!observer_) why = observer_why_;
   return observer_.get();
+}
+
+void Engine::start_trap_copies(TrapCopyChoice choice) {
+  if (choice == TrapCopyChoice::kOff || trap_copies_) return;
+  trap_copies_ = std::make_shared<TrapCopiesLoad>();
+  const auto load = [](const std::shared_ptr<TrapCopiesLoad>& l) {
+    l->copies = TrapCopies::open(l->why);
+    l->ready.store(l->copies.get(), std::memory_order_release);
+    l->done.store(true, std::memory_order_release);
+  };
+  if (choice == TrapCopyChoice::kAuto) {
+    try {
+      trap_copies_loader_ = std::thread(load, trap_copies_);
+      return;
+    } catch (const std::system_error&) {
+      // No thread to spare: load here, then.
+    }
+  }
+  load(trap_copies_);
+  if (choice == TrapCopyChoice::kOn && !trap_copies_->copies)
+    throw Error("--trap-copy on: the kernel refuses the trap-copy program (" + trap_copies_->why +
+                ")");
+}
+
+std::string Engine::trap_copies_unavailable() {
+  if (trap_copies_loader_.joinable()) trap_copies_loader_.join();
+  return trap_copies_ ? trap_copies_->why : std::string();
 }
 
 void Engine::arm_observer() {

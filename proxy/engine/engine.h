@@ -6,7 +6,8 @@
 // session that registered them, by trace sequence number or by the process whose fd is watched.
 // Sessions never share mutable state; the engine holds only routing tables to them. Each session
 // runs on a thread of its own: what they call here (next_seq, the routing) is thread-safe; the
-// rest is the engine's loop's.
+// rest is the engine's loop's. The trap copies (proxy/observe/trap_copy.h) are one for all sessions
+// too, and read by every session thread without a lock: a slot names its notification.
 #pragma once
 
 #include <atomic>
@@ -19,10 +20,12 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "proxy/abi/nvidia_abi.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/observe/exit_observer.h"
+#include "proxy/observe/trap_copy.h"
 
 namespace gdrproxy::proxy {
 
@@ -59,6 +62,19 @@ class Engine {
   // privileges refuse it. Its ring buffer is served on the engine's loop.
   ExitObserver* observer(std::string& why);
   ExitObserver* observer_if_open() { return observer_.get(); }
+  // Trap copies for every session from then on; call once, before serving. kOn loads them here
+  // and throws Error with the kernel's reason where they cannot be had. kAuto loads them on a
+  // thread of their own (libbpf's reading of the kernel's BTF takes tens of milliseconds, which
+  // a short command would otherwise wait for): calls before they are ready are looked up as
+  // without them. kOff does nothing.
+  void start_trap_copies(TrapCopyChoice choice);
+  // Why trap copies are not in use (empty: they are, or were never asked for); waits for a load
+  // under way.
+  std::string trap_copies_unavailable();
+  // nullptr: the sessions look every call up themselves. Thread-safe.
+  const TrapCopies* trap_copies() const {
+    return trap_copies_ ? trap_copies_->ready.load(std::memory_order_acquire) : nullptr;
+  }
   // Routing of observer events: the result of trace record `seq`, and write()s on the watched fds
   // of process `tgid`, go to `s`. Forgotten per entry, or all of a session's at once.
   void route_seq(uint64_t seq, Session* s) {
@@ -88,6 +104,16 @@ class Engine {
   std::unique_ptr<ExitObserver> observer_;
   std::string observer_why_;
   bool observer_tried_ = false;
+  // Shared with the loading thread, which an engine ending before the load has finished (a short
+  // `gdrproxy run`) leaves to finish on its own instead of waiting for it.
+  struct TrapCopiesLoad {
+    std::unique_ptr<TrapCopies> copies;
+    std::string why;
+    std::atomic<const TrapCopies*> ready{nullptr};  // copies, once loaded
+    std::atomic<bool> done{false};
+  };
+  std::shared_ptr<TrapCopiesLoad> trap_copies_;
+  std::thread trap_copies_loader_;
   std::unique_ptr<boost::asio::posix::stream_descriptor> ring_;
   // Results are submitted without a wake-up (one per call would cost a cross-CPU wake-up of this
   // loop on every trapped call): they are drained every kObserverDrain, or at once when the ring

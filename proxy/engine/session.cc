@@ -658,9 +658,9 @@ void Session::print_summary(bool with_stats) const {
         s.ioctls ? double(s.ns_ioctl) / 1e3 / double(s.ioctls) : 0.0,
         s.opens ? double(s.ns_open) / 1e3 / double(s.opens) : 0.0, double(s.p50_ns) / 1e3,
         double(s.p99_ns) / 1e3);
-  const bool phases = with_stats && s.ioctls;
+  const bool phases = with_stats && s.ioctl_phase_samples;
   if (phases) {
-    const auto us = [&](uint64_t ns) { return double(ns) / 1e3 / double(s.ioctls); };
+    const auto us = [&](uint64_t ns) { return double(ns) / 1e3 / double(s.ioctl_phase_samples); };
     const SessionStats::IoctlPhases& p = s.ioctl_ns;
     std::fprintf(stderr,
                  "%sper ioctl: fd lookup %.1f us, memory reads %.1f us, decode %.1f us, policy "
@@ -687,6 +687,13 @@ void Session::print_summary(bool with_stats) const {
                  "%s%llu trapped ioctl(s) allowed without reading their parameters (requests the "
                  "policy allows whatever they hold, on granted devices)\n",
                  log_prefix_.c_str(), static_cast<unsigned long long>(s.allowed_unread));
+  if (with_stats && s.trap_copies_used)
+    std::fprintf(stderr,
+                 "%strap copies: %llu of %llu trapped ioctl(s) judged from the copy their caller "
+                 "made at its trap; the rest were looked up by gdrproxy (no copy ready, or the "
+                 "copies still loading)\n",
+                 log_prefix_.c_str(), static_cast<unsigned long long>(s.trap_copies_used),
+                 static_cast<unsigned long long>(s.ioctls));
   if (with_stats && !kernel_allowed_.requests.empty())
     std::fprintf(stderr,
                  "%sin the kernel, never trapped: %zu ioctl requests the policy allows whatever "
@@ -780,8 +787,10 @@ uint64_t Session::record_latency(uint64_t& total_ns, uint64_t t0) {
 void Session::dispatch(const seccomp_notif& req, uint64_t t0) {
   switch (req.data.nr) {
     case SYS_ioctl: {
-      ++stats_.ioctls;
-      phases_ = &stats_.ioctl_ns;
+      // One call in kPhaseSampleEvery is timed phase by phase (each phase costs two clock reads,
+      // which add up on the enforce fast path); every call's total is timed.
+      const bool sampled = stats_.ioctls++ % kPhaseSampleEvery == 0;
+      phases_ = sampled ? &stats_.ioctl_ns : nullptr;
       struct Reset {
         SessionStats::IoctlPhases*& p;
         ~Reset() { p = nullptr; }
@@ -789,6 +798,8 @@ void Session::dispatch(const seccomp_notif& req, uint64_t t0) {
       const SessionStats::IoctlPhases before = stats_.ioctl_ns;
       handle_ioctl(req, t0);
       const uint64_t total = record_latency(stats_.ns_ioctl, t0);
+      if (!sampled) return;
+      ++stats_.ioctl_phase_samples;
       // What the phases above did not account for is the trace's (records, sinks, observer).
       SessionStats::IoctlPhases& p = stats_.ioctl_ns;
       const uint64_t accounted = (p.lookup - before.lookup) + (p.memory - before.memory) +
@@ -826,8 +837,9 @@ namespace {
 
 IoctlReading read_ioctl(pid_t pid, DeviceClass cls, uint32_t cmd, uint64_t arg, DecodeDepth depth,
                         const NvidiaDriverAbi* abi, const std::vector<std::string>& exporters,
-                        uint64_t* memory_ns) {
+                        const TrapCopy* copy, uint64_t* memory_ns) {
   ProcessMemory mem(pid, memory_ns);
+  if (copy && !copy->bytes().empty()) mem.prime(copy->arg(), copy->bytes());
   IoctlReading out;
   switch (cls) {
     case DeviceClass::kUverbs:
@@ -856,10 +868,21 @@ void Session::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
   // The device behind the fd decides the class and is checked against the grants, the same way
   // with or without a trace: the request number alone says nothing about which driver gets it
   // (NVIDIA ignores the type byte; any fd can carry any number).
-  const DeviceNode* node = device_of_fd(static_cast<pid_t>(req.pid), fd);
+  // The caller's context may have copied both the device and the argument's first bytes at its
+  // trap (proxy/observe/trap_copy.h): then neither is asked of the kernel again.
+  std::optional<TrapCopy> copy;
+  if (const TrapCopies* copies = engine_.trap_copies()) {
+    copy = copies->take(req);
+    ++(copy ? stats_.trap_copies_used : stats_.trap_copies_missed);
+  }
+  const DeviceNode* node = nullptr;
+  if (!copy)
+    node = device_of_fd(static_cast<pid_t>(req.pid), fd);
+  else if (copy->has_file() && S_ISCHR(copy->mode()))
+    node = catalog_.find(copy->rdev());
   SessionStats::IoctlPhases& ph = stats_.ioctl_ns;
-  const uint64_t t_read = monotonic_ns();
-  ph.lookup += t_read - t0;
+  const uint64_t t_read = phases_ ? monotonic_ns() : 0;
+  if (phases_) ph.lookup += t_read - t0;
   if (!node) {
     // Not one of our devices (the filter matches by number only): let it be.
     answer_continue(req.id);
@@ -889,10 +912,13 @@ void Session::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
   // FUSE mount): they stall this session's thread only, and the watchdog answers at the deadline.
   uint64_t memory = 0;
   IoctlReading reading = read_ioctl(static_cast<pid_t>(req.pid), node->device_class, cmd, arg,
-                                    depth, engine_.nvidia().abi, dmabuf_exporters_, &memory);
-  const uint64_t read_ns = monotonic_ns() - t_read;
-  ph.memory += memory;
-  ph.decode += read_ns > memory ? read_ns - memory : 0;
+                                    depth, engine_.nvidia().abi, dmabuf_exporters_,
+                                    copy ? &*copy : nullptr, phases_ ? &memory : nullptr);
+  if (phases_) {
+    const uint64_t read_ns = monotonic_ns() - t_read;
+    ph.memory += memory;
+    ph.decode += read_ns > memory ? read_ns - memory : 0;
+  }
   decide_ioctl(req, *node, reading, t0);
 }
 
@@ -901,15 +927,15 @@ void Session::decide_ioctl(const seccomp_notif& req, const DeviceNode& node, Ioc
   const int fd = static_cast<int>(req.data.args[0]);
   DecodedCall& call = reading.call;
   SessionStats::IoctlPhases& ph = stats_.ioctl_ns;
-  const uint64_t t_policy = monotonic_ns();
+  const uint64_t t_policy = phases_ ? monotonic_ns() : 0;
   // What was read is only trustworthy if the caller is still the one that trapped (its tid may
   // have died and been reused). The answer cannot go astray: the kernel takes it only for this
   // notification, and a dead caller's is gone. So the check is paid only where something else
   // rests on what was read: a trace record, a printed line, a refusal.
   const auto still_valid = [&] {
-    const uint64_t t = monotonic_ns();
+    const uint64_t t = phases_ ? monotonic_ns() : 0;
     const bool valid = notif_id_valid(nfd_, req.id);
-    ph.answer += monotonic_ns() - t;
+    if (phases_) ph.answer += monotonic_ns() - t;
     return valid;
   };
   if (call.keys.nv_device_instance && !all_gpus_granted_) {
@@ -933,7 +959,7 @@ void Session::decide_ioctl(const seccomp_notif& req, const DeviceNode& node, Ioc
       call.args.push_back({"dmabuf", reading.dmabuf->reason});
     }
   }
-  ph.policy += monotonic_ns() - t_policy;
+  if (phases_) ph.policy += monotonic_ns() - t_policy;
   if ((tracing() || v.action != Action::kAllow) && !still_valid()) return;
   TraceRecord r;
   if (tracing() || (v.action == Action::kDeny && v.log)) {

@@ -85,11 +85,16 @@ struct SessionStats {
   // Where an ioctl's handling time goes: finding the device behind the fd and checking the
   // grant, reading the caller's memory, decoding (the rest of the reading), the policy (and a
   // GPU's grant by device instance), answering the kernel, and the trace (records, observer).
+  // Summed over the calls timed phase by phase: one in Session::kPhaseSampleEvery.
   struct IoctlPhases {
     uint64_t lookup = 0, memory = 0, decode = 0, policy = 0, answer = 0, trace = 0;
   } ioctl_ns;
-  uint64_t handler_faults = 0;      // notifications failed closed by the exception boundary
-  uint64_t allowed_unread = 0;      // trapped ioctls allowed without reading their parameters
+  uint64_t ioctl_phase_samples = 0;
+  uint64_t handler_faults = 0;  // notifications failed closed by the exception boundary
+  uint64_t allowed_unread = 0;  // trapped ioctls allowed without reading their parameters
+  // Trapped ioctls judged from their trap copy (no fd lookup, argument bytes not read again),
+  // and those that had none (the supervisor looked them up itself); both 0 without copies.
+  uint64_t trap_copies_used = 0, trap_copies_missed = 0;
   uint64_t observer_lost = 0;       // results lost to a full observer ring buffer
   uint64_t fds_watched = 0;         // fds whose writes the observer watches now
   uint64_t fds_unwatched_gone = 0;  // watches removed because their process had exited
@@ -106,6 +111,9 @@ bool every_gpu_granted(const DeviceCatalog& catalog, const Grants& grants);
 
 class Session {
  public:
+  // One trapped ioctl in this many is timed phase by phase (SessionStats::ioctl_ns).
+  static constexpr uint64_t kPhaseSampleEvery = 8;
+
   // Throws gdrproxy::Error when the configuration cannot be served here (an unknown NVIDIA
   // driver in enforce mode without allow_unknown_nvidia_driver, an unwritable trace file).
   Session(Engine& engine, SessionConfig config);

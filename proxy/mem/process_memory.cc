@@ -31,6 +31,11 @@ bool ProcessMemory::read_remote(uint64_t addr, void* to, size_t len, size_t* got
 
 bool ProcessMemory::read(uint64_t addr, std::span<uint8_t> out) const {
   if (out.empty()) return true;
+  if (addr >= primed_addr_ && addr - primed_addr_ <= primed_.size() &&
+      out.size() <= primed_.size() - (addr - primed_addr_)) {
+    std::memcpy(out.data(), primed_.data() + (addr - primed_addr_), out.size());
+    return true;
+  }
   if (window_len_ != 0 && addr >= window_addr_ && addr - window_addr_ <= window_len_ &&
       out.size() <= window_len_ - (addr - window_addr_)) {
     std::memcpy(out.data(), window_.data() + (addr - window_addr_), out.size());

@@ -7,7 +7,8 @@
 // later reads inside those bytes are served from them. A decoder reads a header and then what
 // follows it (uverbs' attributes), so one syscall usually serves the whole request; staying in
 // the page means the read-ahead never faults in a page the request does not touch. One object
-// serves one trapped call: the window is never reused for another.
+// serves one trapped call: the window is never reused for another, and a primed window holds
+// bytes copied during that call only.
 #pragma once
 
 #include <sys/types.h>
@@ -25,6 +26,13 @@ class ProcessMemory final : public MemoryReader {
   // `ns_spent`, when given, accumulates the time spent in read() (the handler's cost breakdown).
   explicit ProcessMemory(pid_t tid, uint64_t* ns_spent = nullptr) : tid_(tid), ns_(ns_spent) {}
   bool read(uint64_t addr, std::span<uint8_t> out) const override;
+  // Bytes of the caller's memory at `addr` already copied during this same call (a trap copy,
+  // proxy/observe/trap_copy.h): reads inside them are served from them, as from the read-ahead.
+  // Referenced, not copied: they must outlive this object.
+  void prime(uint64_t addr, std::span<const uint8_t> bytes) {
+    primed_addr_ = addr;
+    primed_ = bytes;
+  }
   // A NUL-terminated string of at most `max` bytes (e.g. a path); nullopt if unreadable or
   // unterminated.
   std::optional<std::string> read_string(uint64_t addr, size_t max = 4096) const;
@@ -38,6 +46,8 @@ class ProcessMemory final : public MemoryReader {
   mutable std::array<uint8_t, kWindow> window_;
   mutable uint64_t window_addr_ = 0;
   mutable size_t window_len_ = 0;
+  uint64_t primed_addr_ = 0;
+  std::span<const uint8_t> primed_;
 };
 
 }  // namespace gdrproxy::proxy

@@ -93,6 +93,7 @@ LaunchSpec sandbox_spec(const RunOptions& o, const SessionConfig& config,
 int run_supervised(const RunOptions& o) {
   Policy policy = o.policy_file ? Policy::load_file(*o.policy_file) : Policy::builtin_default();
   Engine engine(DeviceCatalog::scan(o.dev_root));
+  engine.start_trap_copies(o.trap_copy);
   SessionConfig config;
   config.grants = Grants::from_specs(
       engine.catalog(),
@@ -203,6 +204,12 @@ int run_supervised(const RunOptions& o) {
   if (ExitObserver* obs = engine.observer_if_open()) obs->consume();
   session.finish("result not observed before the sandbox exited");
   session.print_summary(o.stats);
+  if (o.stats || ((o.trace_text || o.trace_json) && !o.quiet))
+    if (const std::string why = engine.trap_copies_unavailable(); !why.empty())
+      std::fprintf(stderr,
+                   "gdrproxy: trap copies were unavailable (%s): every trapped ioctl's fd and "
+                   "argument were looked up by gdrproxy\n",
+                   printable(why).c_str());
   detach_bpf_after_exit();
   return exit_status;
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "proxy/observe/trap_copy.h"
 #include "proxy/policy/policy.h"
 #include "proxy/sandbox/ioctl_lsm.h"
 
@@ -41,6 +42,9 @@ struct RunOptions {
   bool kernel_allow = true;
   // --lsm: the BPF LSM ioctl judge (proxy/sandbox/ioctl_lsm.h).
   LsmChoice lsm = LsmChoice::kOff;
+  // --trap-copy: trapped ioctls' devices and arguments copied in the caller's context
+  // (proxy/observe/trap_copy.h).
+  TrapCopyChoice trap_copy = TrapCopyChoice::kAuto;
 };
 
 // Returns the command's exit status (128+signal if it was killed). Throws gdrproxy::Error for

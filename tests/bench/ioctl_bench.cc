@@ -7,6 +7,8 @@
 //                                notify design pays), waiting in poll() before each RECV as
 //                                gdrproxy's event loop does
 //   ioctl_bench raw-blocking -- CMD...   the same with a thread blocked in RECV (no poll)
+//   ioctl_bench raw-epoll -- CMD...   the same waiting as an event loop does: epoll_wait, then a
+//                                poll() of the listener before RECV
 //   ioctl_bench raw-look -- CMD...   raw, plus what gdrproxy does per call to learn the fd's device
 //                                and the argument: a statx of /proc/<pid>/fd/<n> (by a cached
 //                                directory fd) and one process_vm_readv to the end of the page
@@ -24,6 +26,7 @@
 #include <rdma/ib_user_verbs.h>
 #include <rdma/rdma_user_ioctl.h>
 #include <seccomp.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -137,7 +140,7 @@ bool has_data(const seccomp_notif& req, Lookup lookup, int dir, int entries) {
 }
 
 int raw_supervisor(char** argv, bool blocking, Lookup lookup = Lookup::kNone,
-                   const char* preread_obj = nullptr) {
+                   const char* preread_obj = nullptr, bool epoll = false) {
   int entries = -1, watched = -1;
   if (lookup == Lookup::kPre && !load_preread(preread_obj, entries, watched)) return 1;
   int sv[2];
@@ -190,9 +193,21 @@ int raw_supervisor(char** argv, bool blocking, Lookup lookup = Lookup::kNone,
     waitpid(pid, &st, 0);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
   }
+  const int ep = epoll ? epoll_create1(EPOLL_CLOEXEC) : -1;
+  if (ep >= 0) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    epoll_ctl(ep, EPOLL_CTL_ADD, nfd, &ev);
+  }
   for (;;) {
+    if (ep >= 0) {
+      // As an event loop waits (gdrproxy's Boost.Asio reactor): epoll, then a poll of the one fd.
+      epoll_event ev{};
+      if (epoll_wait(ep, &ev, 1, -1) < 0) continue;
+    }
     pollfd p{nfd, POLLIN, 0};
-    if (poll(&p, 1, -1) < 0) continue;
+    if (poll(&p, 1, ep >= 0 ? 0 : -1) < 0) continue;
+    if (ep >= 0 && p.revents == 0) continue;
     if (!(p.revents & POLLIN)) break;
     seccomp_notif req{};
     if (ioctl(nfd, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) continue;
@@ -218,13 +233,15 @@ int main(int argc, char** argv) {
     return raw_supervisor(argv + 3, false);
   if (argc >= 4 && std::string(argv[1]) == "raw-blocking" && std::string(argv[2]) == "--")
     return raw_supervisor(argv + 3, true);
+  if (argc >= 4 && std::string(argv[1]) == "raw-epoll" && std::string(argv[2]) == "--")
+    return raw_supervisor(argv + 3, false, Lookup::kNone, nullptr, true);
   if (argc >= 4 && std::string(argv[1]) == "raw-look" && std::string(argv[2]) == "--")
     return raw_supervisor(argv + 3, false, Lookup::kLook);
   if (argc >= 5 && std::string(argv[1]) == "raw-pre" && std::string(argv[3]) == "--")
     return raw_supervisor(argv + 4, false, Lookup::kPre, argv[2]);
   fprintf(stderr,
           "usage: %s client N PATH | nvclient N PATH REQUEST | raw -- CMD... | raw-blocking -- "
-          "CMD... | raw-look -- CMD... | raw-pre OBJ -- CMD...\n",
+          "CMD... | raw-epoll -- CMD... | raw-look -- CMD... | raw-pre OBJ -- CMD...\n",
           argv[0]);
   return 2;
 }

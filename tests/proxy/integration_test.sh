@@ -107,6 +107,35 @@ case_malformed_and_unreadable_fail_closed() {
   expect_in "$WORK/out2" "ERR ENOTTY"
 }
 
+# Trap copies (the caller's device and argument bytes copied at its trap by a BPF program) judge
+# every call as gdrproxy's own lookups do: the same decisions, errnos and decoded records with and
+# without them, an unreadable argument still refused as malformed, and --stats says how many
+# calls had a copy. Needs the program to load on this kernel (--trap-copy on refuses otherwise).
+case_trap_copies_judge_as_lookups_do() {
+  "$GP" run -q --trap-copy on -- true 2>"$WORK/why" || { cat "$WORK/why"; echo "SKIP: this kernel refuses the trap-copy program" >&2; exit 77; }
+  local tc
+  for tc in on off; do
+    sandboxed --trap-copy "$tc" --stats --policy "$SRC/configs/policy/deny-reg-mr.json" --trace-json "$WORK/$tc.jsonl" -- \
+      "$GP" exercise uverbs /dev/infiniband/uverbs0 >"$WORK/$tc.out" 2>"$WORK/$tc.err"
+    expect_in "$WORK/$tc.out" "INVOKE_WRITE(REG_MR) -> EACCES"
+    expect_in "$WORK/$tc.out" "INVOKE_WRITE(ALLOC_PD) -> ENOTTY"
+    expect_in "$WORK/$tc.out" "malformed header (length off by 8) -> EINVAL"
+    expect_in "$WORK/$tc.err" "denied uverbs0 INVOKE_WRITE(REG_MR)"
+    # Addresses and handles differ from run to run (ASLR): the arguments are compared by name.
+    jq -c '{call, decision, errno, device, malformed, args: ((.args // {}) | keys)}' "$WORK/$tc.jsonl" | sort >"$WORK/$tc.calls"
+  done
+  # --trap-copy on loads the program before the command starts: every call had its copy.
+  local n
+  n=$(sed -n 's/.*served [0-9]* notifications: \([0-9]*\) ioctl.*/\1/p' "$WORK/on.err")
+  expect_in "$WORK/on.err" "trap copies: $n of $n trapped ioctl(s) judged from the copy"
+  expect_not_in "$WORK/off.err" "trap copies:"
+  diff "$WORK/on.calls" "$WORK/off.calls" >"$WORK/diff" || { cat "$WORK/diff"; fail "calls judged or decoded differently with trap copies"; }
+  # An argument the program cannot copy (an unmapped address) is read by gdrproxy, and refused.
+  sandboxed --trap-copy on --trace-json "$WORK/bad.jsonl" -- "$CLIENT" bad-pointer /dev/infiniband/uverbs0 >"$WORK/bad" 2>&1
+  expect_in "$WORK/bad" "ERR EINVAL"
+  [[ $(jq_count "$WORK/bad.jsonl" "r.get('malformed','').startswith('header unreadable') and r['decision']=='deny'") == 1 ]] || fail "unreadable header not denied with trap copies"
+}
+
 case_high_bits_do_not_bypass_the_filter() {
   sandboxed --mode enforce --policy "$SRC/configs/policy/deny-reg-mr.json" --trace-json "$WORK/t.jsonl" -- \
     "$CLIENT" high-bits /dev/infiniband/uverbs0 >"$WORK/out" 2>&1

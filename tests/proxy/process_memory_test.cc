@@ -1,7 +1,8 @@
 // ProcessMemory's read-ahead window: bytes served from it are the ones a direct read would give,
 // it never reaches past the page of the read (so a request at the end of a mapping is read), and
 // a request that truly crosses into an unmapped page still fails. Reads this test process itself
-// (process_vm_readv on one's own pid) and one /proc/<tid>/fd lookup through ProcFdDirs.
+// (process_vm_readv on one's own pid) and one /proc/<tid>/fd lookup through ProcFdDirs, and
+// checks that bytes primed from a trap copy answer reads inside them only.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -104,6 +105,28 @@ TEST(ProcFdDirs, ADeadThreadsDirectoryNeverAnswersForItsTid) {
   // The child's table is gone: no answer, and the stale entry is dropped.
   EXPECT_FALSE(dirs.stat_fd(child, 0, stx));
   EXPECT_EQ(0u, dirs.size());
+}
+
+// Primed bytes (a trap copy) serve the reads inside them without asking the kernel: here the
+// process they were "copied" from is gone, so only the primed bytes can answer, and a read that
+// reaches past them fails as a read of that process would.
+TEST(ProcessMemory, PrimedBytesServeReadsInsideThemAndNothingElse) {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  ::waitpid(child, nullptr, 0);
+  std::array<uint8_t, 64> copied;
+  for (size_t i = 0; i < copied.size(); ++i) copied[i] = static_cast<uint8_t>(0xA0 + i);
+  constexpr uint64_t kAt = 0x7f0000001000;
+  ProcessMemory mem(child);
+  mem.prime(kAt, copied);
+  std::array<uint8_t, 16> out{};
+  ASSERT_TRUE(mem.read(kAt + 8, out));
+  EXPECT_EQ(0, std::memcmp(out.data(), copied.data() + 8, out.size()));
+  ASSERT_TRUE(mem.read(kAt + 48, out));  // the last 16 bytes
+  EXPECT_EQ(copied[48], out[0]);
+  EXPECT_FALSE(mem.read(kAt + 49, out));  // one byte past the copy
+  EXPECT_FALSE(mem.read(kAt - 1, std::span<uint8_t>(out.data(), 1)));
 }
 
 }  // namespace

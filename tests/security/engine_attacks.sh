@@ -87,11 +87,19 @@ case_supervisor_fds_not_inherited() {
 }
 
 # Root cause 3: an fd of an ungranted device obtained around the broker (here inherited from
-# outside the sandbox) is refused at every ioctl, with or without a trace: the device behind the
-# fd is checked against the grants, not guessed from the request number.
+# outside the sandbox) is refused at every ioctl, with or without a trace, and whether the device
+# comes from a trap copy made in the caller's context or from gdrproxy's own lookup: the device
+# behind the fd is checked against the grants, not guessed from the request number.
 case_ungranted_fd_ioctl_refused() {
+  local copies=("--trap-copy off")
+  if "$GP" run -q --trap-copy on -- true 2>/dev/null; then
+    copies+=("--trap-copy on --stats")
+  else
+    echo "note: this kernel refuses the trap-copy program: checked with gdrproxy's lookups only" >&2
+  fi
   for trace in "" "--trace"; do
-    timeout 60 "$GP" standin sh -c "exec 7<>/dev/infiniband/uverbs1; exec '$GP' run --grant uverbs0 $trace -- python3 -c '
+   for tc in "${copies[@]}"; do
+    timeout 60 "$GP" standin sh -c "exec 7<>/dev/infiniband/uverbs1; exec '$GP' run --grant uverbs0 $trace $tc -- python3 -c '
 import fcntl, errno
 try:
     fcntl.ioctl(7, 0xc0181b01, bytearray(24)); print(\"ran\")
@@ -100,17 +108,22 @@ except OSError as e:
     expect_in "$WORK/out" "EACCES"
     expect_in "$WORK/err" "denied IOCTL_0xc0181b01 on /dev/infiniband/uverbs1"
     expect_in "$WORK/err" "device uverbs1 is not granted"
+    # With copies, the refusal was judged from the copy (the device it names is uverbs1's).
+    [[ $tc != *stats* ]] || expect_in "$WORK/err" "trap copies: 1 of 1 trapped ioctl(s)"
+   done
   done
   # The granted device's fd passes the grant check and reaches the policy (which refuses this
   # all-zero header as malformed: EINVAL, not the grant's EACCES).
-  timeout 60 "$GP" standin sh -c "exec 7<>/dev/infiniband/uverbs0; exec '$GP' run --grant uverbs0 -- python3 -c '
+  for tc in "${copies[@]}"; do
+    timeout 60 "$GP" standin sh -c "exec 7<>/dev/infiniband/uverbs0; exec '$GP' run --grant uverbs0 $tc -- python3 -c '
 import fcntl, errno
 try:
     fcntl.ioctl(7, 0xc0181b01, bytearray(24)); print(\"ran\")
 except OSError as e:
     print(errno.errorcode[e.errno])'" >"$WORK/out2" 2>&1
-  expect_in "$WORK/out2" "EINVAL"
-  expect_not_in "$WORK/out2" "not granted"
+    expect_in "$WORK/out2" "EINVAL"
+    expect_not_in "$WORK/out2" "not granted"
+  done
 }
 
 # Root cause 6: the command's own arguments never set gdrproxy's options, whatever precedes --.

@@ -98,7 +98,7 @@ done
   done
   for ((r = 1; r <= 2; r++)); do
     echo "Control path under enforce, round $r (gdrproxy --stats):"
-    grep -E 'gdrproxy: (served|per ioctl)' "$work/bench-ctrl-$r.proxied.out" | sed 's/^gdrproxy: /  /'
+    grep -E 'gdrproxy: (served|per ioctl|trap copies)' "$work/bench-ctrl-$r.proxied.out" | sed 's/^gdrproxy: /  /'
   done
   echo "Guest: $(uname -r), $(nproc) vCPUs under qemu TCG; host: ${GDRVM_HOST_MACHINE:-?}; ${GDRVM_HOST_DATE:-$(date -u)}."
 } >>"$out/bench.md"

@@ -136,6 +136,9 @@ check_pair ib_send_bw-R 0 cm:18515 "$cm_calls" "ib_send_bw -d rxe1 -R -F -n 100"
 # ---- enforcement --------------------------------------------------------------------------------
 . "$here/enforce.sh"
 
+# ---- trap copies: real libibverbs calls judged from the copies made at their traps ------------
+. "$here/trap_copy.sh"
+
 # ---- attacks on the sandbox boundary with the real devices ----------------------------------------
 . "$here/attacks.sh"
 # Once more as on a kernel whose Landlock does not check device ioctls (Debian 12's 6.1 has ABI 2):

@@ -1,0 +1,104 @@
+#include "proxy/observe/trap_copy.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <sys/mman.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include "proxy/engine/process_info.h"
+#include "proxy/observe/bpf_links.h"
+#include "proxy/observe/trap_copy_bpf.h"
+
+namespace gdrproxy::proxy {
+
+bool trap_copy_matches(const gdrproxy_trap_copy& s, const seccomp_notif& req) {
+  // FD_READ: without it "no file" could mean a failed read, and a call on an fd that names none
+  // is let be.
+  return (s.seq & 1) == 0 && (s.flags & GDRPROXY_TRAP_COPY_FD_READ) && s.id == req.id &&
+         s.tid == req.pid && s.fd == req.data.args[0] && s.request == req.data.args[1] &&
+         s.arg == req.data.args[2];
+}
+
+dev_t TrapCopy::rdev() const {
+  // The kernel's dev_t: major in the high 12 bits, minor in the low 20.
+  return makedev(slot_.rdev >> 20, slot_.rdev & 0xfffff);
+}
+
+std::span<const uint8_t> TrapCopy::bytes() const {
+  if (!(slot_.flags & GDRPROXY_TRAP_COPY_DATA)) return {};
+  return {slot_.data, std::min<size_t>(slot_.len, sizeof slot_.data)};
+}
+
+std::unique_ptr<TrapCopies> TrapCopies::open(std::string& why) {
+  silence_libbpf();
+  TracefsForAttach tracefs;
+  std::unique_ptr<TrapCopies> t(new TrapCopies());
+  t->obj_ = bpf_object__open_mem(kTrapCopyBpf, kTrapCopyBpfSize, nullptr);
+  if (!t->obj_) {
+    why = std::string("bpf open: ") + std::strerror(errno);
+    return nullptr;
+  }
+  if (int rc = bpf_object__load(t->obj_); rc != 0) {
+    why = std::string("bpf load: ") + std::strerror(-rc);
+    return nullptr;
+  }
+  // Before the program runs: the pid namespace whose ids label the copies (the notifications').
+  const uint32_t zero = 0, pidns = own_pid_namespace_inode();
+  if (!pidns) {
+    why = "/proc/self/ns/pid is unreadable, so callers cannot be told by the ids seen here";
+    return nullptr;
+  }
+  if (bpf_map_update_elem(bpf_object__find_map_fd_by_name(t->obj_, "supervisor_pidns"), &zero,
+                          &pidns, BPF_ANY) != 0) {
+    why = std::string("bpf supervisor_pidns: ") + std::strerror(errno);
+    return nullptr;
+  }
+  const int copies = bpf_object__find_map_fd_by_name(t->obj_, "copies");
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  t->mapped_ = (sizeof(gdrproxy_trap_copy) * GDRPROXY_TRAP_COPY_SLOTS + page - 1) / page * page;
+  void* at = ::mmap(nullptr, t->mapped_, PROT_READ, MAP_SHARED, copies, 0);
+  if (at == MAP_FAILED) {
+    t->mapped_ = 0;
+    why = std::string("mmap of the copies: ") + std::strerror(errno);
+    return nullptr;
+  }
+  t->slots_ = static_cast<const volatile gdrproxy_trap_copy*>(at);
+  bpf_program* prog;
+  bpf_object__for_each_program(prog, t->obj_) {
+    bpf_link* link = bpf_program__attach(prog);
+    if (!link) {
+      why = std::string("bpf attach ") + bpf_program__name(prog) + ": " + std::strerror(errno);
+      return nullptr;
+    }
+    t->links_.push_back(link);
+  }
+  return t;
+}
+
+TrapCopies::~TrapCopies() {
+  destroy_links_side_by_side(links_);
+  if (mapped_) ::munmap(const_cast<gdrproxy_trap_copy*>(slots_), mapped_);
+  if (obj_) bpf_object__close(obj_);
+}
+
+std::optional<TrapCopy> TrapCopies::take(const seccomp_notif& req) const {
+  const volatile gdrproxy_trap_copy& slot = slots_[req.id & (GDRPROXY_TRAP_COPY_SLOTS - 1)];
+  // The seqlock's read side: the same even sequence before and after the copy, or no copy. The
+  // program's updates are full barriers; these fences order this side's loads.
+  const uint64_t before = slot.seq;
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if ((before & 1) || slot.id != req.id) return std::nullopt;  // cheap exits first
+  std::optional<TrapCopy> copy(std::in_place, *const_cast<const gdrproxy_trap_copy*>(&slot));
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (slot.seq != before) return std::nullopt;
+  if (!trap_copy_matches(copy->slot(), req)) return std::nullopt;
+  return copy;
+}
+
+}  // namespace gdrproxy::proxy

@@ -1,0 +1,43 @@
+// One slot of the trap-copy map, shared by the BPF program (trap_copy.bpf.c) that fills it in a
+// trapped caller's own context and the supervisor (trap_copy.cc) that reads it through mmap.
+//
+// The idea not to miss: a slot is a seqlock. The writer moves `seq` from even to odd (compare and
+// swap, so two writers never interleave), writes, and moves it on to even; a reader takes the
+// slot only if `seq` was the same even value before and after its copy, and only for the
+// notification whose id, caller and (fd, request, argument) it names.
+#pragma once
+
+#ifdef __cplusplus
+#include <cstdint>
+using gdrproxy_u32 = std::uint32_t;
+using gdrproxy_u64 = std::uint64_t;
+#else
+typedef __u32 gdrproxy_u32;
+typedef __u64 gdrproxy_u64;
+#endif
+
+// Slots in the map (a power of two): a notification's slot is its id modulo this. Notification
+// ids are consecutive per filter, so calls pending at once never share a slot below this many.
+#define GDRPROXY_TRAP_COPY_SLOTS 2048
+// Bytes of the argument copied at most: to the end of its page, never further.
+#define GDRPROXY_TRAP_COPY_BYTES 512
+
+// `flags` bits.
+#define GDRPROXY_TRAP_COPY_FD_READ 1u  // the caller's fd table was read: FILE says what fd names
+#define GDRPROXY_TRAP_COPY_FILE 2u     // the fd named an open file: `mode`, `rdev` its inode's
+#define GDRPROXY_TRAP_COPY_DATA 4u     // `len` bytes at `arg` were copied into `data`
+
+struct gdrproxy_trap_copy {
+  gdrproxy_u64 seq;  // seqlock: odd while being written (64 bits: BPF's atomics)
+  gdrproxy_u64 id;   // the seccomp notification's id
+  gdrproxy_u32 tid;  // the caller, as the supervisor's pid namespace names it
+  gdrproxy_u32 flags;
+  gdrproxy_u64 fd;  // the call's arguments 0..2, as the filter saw them
+  gdrproxy_u64 request;
+  gdrproxy_u64 arg;
+  gdrproxy_u32 mode;  // the file's inode mode
+  gdrproxy_u32 rdev;  // the kernel's encoding: major << 20 | minor
+  gdrproxy_u32 len;
+  gdrproxy_u32 pad;
+  unsigned char data[GDRPROXY_TRAP_COPY_BYTES];
+};
