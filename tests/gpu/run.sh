@@ -8,10 +8,11 @@
 # The bundle (scripts/gpu-bundle.sh makes it here) holds build/gdrproxy and the shared libraries
 # it needs, because that machine has no package manager.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 bundle=${1:-.gpu-bundle}
 gp=$(realpath "$bundle/gdrproxy")
-export LD_LIBRARY_PATH=$(realpath "$bundle/lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+bundle_lib=$(realpath "$bundle/lib")
+export LD_LIBRARY_PATH=$bundle_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 out=${OUT:-/tmp/gdrproxy-gpu}
 rounds=${ROUNDS:-5}
@@ -230,7 +231,10 @@ for w in matmul allreduce; do
   for mode in enforce trace; do echo "$w $mode, caller-side added time / native wall: ${added[$w.$mode]}"; done
 done
 for w in matmul allreduce; do echo "$w notifications: ${trapped[$w]} with in-kernel ALLOW, ${trapall[$w]} with --kernel-allow off"; done
-grep -E 'enforce|trace' "$out/ioctl_latency.txt" | sed 's/^/per-call: /'
+for w in matmul allreduce; do
+  echo "$w trap copies (enforce check): $(grep -o 'trap copies: [0-9]* of [0-9]*' "$out/$w.err" || echo none)"
+done
+grep -E 'raw|enforce|trace' "$out/ioctl_latency.txt" | sed 's/^/per-call: /'
 echo "topology native vs proxied: $topo"
 echo "RM_ALLOC type-byte variants under a denying policy: $attacks"
 echo "ungranted GPU by device instance, and io_uring, refused: $gpu_grant"
