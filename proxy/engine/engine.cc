@@ -53,7 +53,7 @@ Engine::~Engine() {
 ExitObserver* Engine::observer(std::string& why) {
   if (!observer_tried_) {
     observer_tried_ = true;
-    observer_ = ExitObserver::open([this](const gdrproxy_exit_event& e) { on_exit_event(e); },
+    observer_ = ExitObserver::open([this](const gdrproxy_exit_event& e) { drained_.push_back(e); },
                                    observer_why_);
     if (observer_) {
       arm_observer();
@@ -99,7 +99,7 @@ void Engine::arm_observer() {
   ring_->async_wait(boost::asio::posix::stream_descriptor::wait_read,
                     [this](const boost::system::error_code& ec) {
                       if (ec) return;
-                      observer_->consume();
+                      drain_observer();
                       arm_observer();
                     });
 }
@@ -108,29 +108,37 @@ void Engine::arm_drain() {
   drain_->expires_after(kObserverDrain);
   drain_->async_wait([this](const boost::system::error_code& ec) {
     if (ec) return;
-    observer_->consume();
+    drain_observer();
     arm_drain();
   });
 }
 
 // On the loop, which is also where sessions are destroyed: a session found here is alive.
-void Engine::on_exit_event(const gdrproxy_exit_event& e) {
-  Session* s = nullptr;
+void Engine::drain_observer() {
+  if (!observer_) return;
+  observer_->consume();
+  if (drained_.empty()) return;
+  std::map<Session*, std::vector<gdrproxy_exit_event>> batches;
   {
     std::lock_guard<std::mutex> lock(routes_mu_);
-    if (e.kind == GDRPROXY_EVENT_CM_WRITE) {
-      // The watch was registered for the writer's process, which may be gone by now.
-      const auto it = by_tgid_.find(e.tgid);
-      if (it != by_tgid_.end()) s = it->second;
-    } else {
-      const auto it = by_seq_.find(e.seq);
-      if (it != by_seq_.end()) {
-        s = it->second;
-        by_seq_.erase(it);
+    for (const gdrproxy_exit_event& e : drained_) {
+      Session* s = nullptr;
+      if (e.kind == GDRPROXY_EVENT_CM_WRITE) {
+        // The watch was registered for the writer's process, which may be gone by now.
+        const auto it = by_tgid_.find(e.tgid);
+        if (it != by_tgid_.end()) s = it->second;
+      } else {
+        const auto it = by_seq_.find(e.seq);
+        if (it != by_seq_.end()) {
+          s = it->second;
+          by_seq_.erase(it);
+        }
       }
+      if (s) batches[s].push_back(e);
     }
   }
-  if (s) s->deliver(e);
+  drained_.clear();
+  for (auto& [s, events] : batches) s->deliver(std::move(events));
 }
 
 void Engine::forget(Session* s) {

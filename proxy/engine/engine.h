@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "proxy/abi/nvidia_abi.h"
 #include "proxy/devices/device_catalog.h"
@@ -61,7 +62,10 @@ class Engine {
   // The shared observer, loaded on first use; nullptr (and `why`) where the kernel or the
   // privileges refuse it. Its ring buffer is served on the engine's loop.
   ExitObserver* observer(std::string& why);
-  ExitObserver* observer_if_open() { return observer_.get(); }
+  // Takes what the observer's ring holds now (nothing without an observer) and hands each
+  // session its results in one batch: one post to its thread per drain, not one per call. The
+  // loop does it every kObserverDrain; `gdrproxy run` once more after its session's last call.
+  void drain_observer();
   // Trap copies for every session from then on; call once, before serving. kOn loads them here
   // and throws Error with the kernel's reason where they cannot be had. kAuto loads them on a
   // thread of their own (libbpf's reading of the kernel's BTF takes tens of milliseconds, which
@@ -94,7 +98,6 @@ class Engine {
  private:
   void arm_observer();
   void arm_drain();
-  void on_exit_event(const gdrproxy_exit_event& e);
 
   boost::asio::io_context io_;
   DeviceCatalog catalog_;
@@ -122,6 +125,7 @@ class Engine {
   std::mutex routes_mu_;  // sessions route from their threads, the loop delivers
   std::map<uint64_t, Session*> by_seq_;
   std::map<uint32_t, Session*> by_tgid_;
+  std::vector<gdrproxy_exit_event> drained_;  // the loop's: events of the drain under way
 };
 
 }  // namespace gdrproxy::proxy

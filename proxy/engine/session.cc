@@ -260,7 +260,7 @@ void Session::say_lsm_refusal(const IoctlLsm::Refusal& f) {
   r.err = EPERM;
   r.reason = reason;
   r.note = "refused in the kernel by the BPF LSM judge; the fd is not known";
-  emit(r);
+  emit(std::move(r));
 }
 
 Session::~Session() {
@@ -397,11 +397,14 @@ bool Session::stop() {
   return true;
 }
 
-void Session::deliver(const gdrproxy_exit_event& e) {
-  if (thread_.joinable())
-    asio::post(io_, [this, e] { on_exit_event(e); });
-  else
-    on_exit_event(e);
+void Session::deliver(std::vector<gdrproxy_exit_event>&& events) {
+  if (thread_.joinable()) {
+    asio::post(io_, [this, batch = std::move(events)] {
+      for (const gdrproxy_exit_event& e : batch) on_exit_event(e);
+    });
+    return;
+  }
+  for (const gdrproxy_exit_event& e : events) on_exit_event(e);
 }
 
 void Session::arm_watchdog() {
@@ -576,7 +579,7 @@ void Session::arm_sweep() {
       auto p = pending_.find(it->second);
       if (p != pending_.end()) {
         p->second.first.note = "thread exited before the call returned";
-        emit(p->second.first);
+        emit(std::move(p->second.first));
         engine_.unroute_seq(p->first);
         pending_.erase(p);
       }
@@ -831,6 +834,9 @@ void Session::dispatch(const seccomp_notif& req, uint64_t t0) {
 struct IoctlReading {
   DecodedCall call;
   std::optional<DmabufVerdict> dmabuf;
+  // Everything read came from the trap copy (the device and the argument's bytes, copied in the
+  // caller's own context while it waited in this notification): nothing to re-validate.
+  bool from_trap_copy_only = false;
 };
 
 namespace {
@@ -856,6 +862,7 @@ IoctlReading read_ioctl(pid_t pid, DeviceClass cls, uint32_t cmd, uint64_t arg, 
   }
   if (out.call.keys.dmabuf_fd && !exporters.empty())
     out.dmabuf = check_dmabuf_fd(pid, *out.call.keys.dmabuf_fd, exporters);
+  out.from_trap_copy_only = copy && !mem.read_remotely() && !out.dmabuf;
   return out;
 }
 
@@ -960,7 +967,12 @@ void Session::decide_ioctl(const seccomp_notif& req, const DeviceNode& node, Ioc
     }
   }
   if (phases_) ph.policy += monotonic_ns() - t_policy;
-  if ((tracing() || v.action != Action::kAllow) && !still_valid()) return;
+  // An allowed call traced from its trap copy alone needs no check: its bytes and device were
+  // copied by the caller itself during this notification, and its record's caller comes from the
+  // observer's exit event, in the caller's own context. A refusal is checked all the same: its
+  // printed line names the caller from /proc.
+  const bool proven = reading.from_trap_copy_only && observer_ && v.action == Action::kAllow;
+  if ((tracing() || v.action != Action::kAllow) && !proven && !still_valid()) return;
   TraceRecord r;
   if (tracing() || (v.action == Action::kDeny && v.log)) {
     // An allowed call's record gets its caller from the observer's exit event, read in the
@@ -993,7 +1005,7 @@ void Session::refuse_ungranted(const seccomp_notif& req, int fd, const DeviceNod
                  printable(r.reason).c_str(), errno_name(r.err));
   answer_error(req.id, r.err);
   r.latency_us = double(monotonic_ns() - t0) / 1e3;
-  if (tracing()) emit(r);
+  if (tracing()) emit(std::move(r));
 }
 
 // Why NVIDIA device instance `instance` may not be used here (empty: it is a granted GPU). The
@@ -1035,7 +1047,7 @@ void Session::finish_call(TraceRecord& r, const DeviceNode& node, const Verdict&
                    printable(v.reason).c_str(), errno_name(v.err));
     answer_error(id, v.err);
     r.latency_us = double(monotonic_ns() - t0) / 1e3;
-    if (tracing()) emit(r);
+    if (tracing()) emit(std::move(r));
     return;
   }
   r.decision = v.action == Action::kDeny ? "allow (would deny: trace mode)" : "allow";
@@ -1063,9 +1075,9 @@ void Session::continue_observed(TraceRecord& r, uint64_t id, pid_t tid, uint64_t
     if (answer_continue(id) != 0) {
       observer_->forget(tid);
       engine_.unroute_seq(r.seq);
+      // Its tid alone: /proc would now describe whoever reuses it.
       r.note = "caller gone before the call ran";
-      if (!r.who.host_tgid) r.who = identity(tid);
-      emit(r);
+      emit(std::move(r));
       return;
     }
     pending_by_tid_[tid] = r.seq;
@@ -1075,7 +1087,7 @@ void Session::continue_observed(TraceRecord& r, uint64_t id, pid_t tid, uint64_t
   answer_continue(id);
   r.note = "result not observed";
   if (!r.who.host_tgid) r.who = identity(tid);
-  emit(r);
+  emit(std::move(r));
 }
 
 namespace {
@@ -1152,7 +1164,7 @@ void Session::handle_pidfd_getfd(const seccomp_notif& req, uint64_t t0) {
     }
   }
   r.latency_us = double(monotonic_ns() - t0) / 1e3;
-  if (tracing()) emit(r);
+  if (tracing()) emit(std::move(r));
 }
 
 void Session::handle_open(const seccomp_notif& req, uint64_t t0) {
@@ -1234,7 +1246,7 @@ void Session::complete_open(const seccomp_notif& req, bool read_ok, const OpenCa
     }
   }
   r.latency_us = double(monotonic_ns() - t0) / 1e3;
-  if (tracing()) emit(r);
+  if (tracing()) emit(std::move(r));
 }
 
 bool Session::inspect_fd(pid_t tid, int fd, const DeviceNode*& node) const {
@@ -1307,7 +1319,7 @@ void Session::on_cm_write(const gdrproxy_exit_event& e) {
     r.ret = e.ret;
   }
   r.latency_us = e.exit_ns > e.enter_ns ? double(e.exit_ns - e.enter_ns) / 1e3 : 0.0;
-  emit(r);
+  emit(std::move(r));
 }
 
 void Session::on_exit_event(const gdrproxy_exit_event& e) {
@@ -1351,7 +1363,7 @@ void Session::on_exit_event(const gdrproxy_exit_event& e) {
     else if (observer_)
       observer_->unwatch_cm_fd(r.who.host_tgid, static_cast<uint32_t>(e.ret));
   }
-  emit(r);
+  emit(std::move(r));
   auto t = pending_by_tid_.find(e.tid);
   if (t != pending_by_tid_.end() && t->second == e.seq) pending_by_tid_.erase(t);
   pending_.erase(it);
@@ -1360,7 +1372,7 @@ void Session::on_exit_event(const gdrproxy_exit_event& e) {
 void Session::finish(const std::string& why) {
   for (auto& [seq, p] : pending_) {
     p.first.note = why;
-    emit(p.first);
+    emit(std::move(p.first));
     engine_.unroute_seq(seq);
   }
   if (observer_) {
@@ -1374,10 +1386,10 @@ void Session::finish(const std::string& why) {
   if (json_out_) json_out_->finish(std::chrono::seconds(5));
 }
 
-void Session::emit(TraceRecord& r) {
+void Session::emit(TraceRecord&& r) {
   if (config_.trace_text) std::fprintf(stderr, "%s\n", format_text(r).c_str());
   // Formatted and written by the writer's thread; flushed each second (the sweep) and at exit.
-  if (json_out_) json_out_->push(r);
+  if (json_out_) json_out_->push(std::move(r));
 }
 
 }  // namespace gdrproxy::proxy

@@ -163,9 +163,9 @@ class Session {
   // The closing lines of `gdrproxy run`: lost results, failed-closed calls, counts.
   void print_summary(bool with_stats) const;
 
-  // From the engine's loop: the result of one of this session's calls, or a write() it watches;
-  // handled on the session's thread.
-  void deliver(const gdrproxy_exit_event& e);
+  // From the engine's loop: results of this session's calls and write()s it watches, in the
+  // order the observer reported them; handled on the session's thread.
+  void deliver(std::vector<gdrproxy_exit_event>&& events);
 
  private:
   struct Listener {
@@ -223,7 +223,7 @@ class Session {
   void arm_lsm_refusals();
   void say_lsm_refusals();
   void say_lsm_refusal(const IoctlLsm::Refusal& f);
-  void emit(TraceRecord& r);
+  void emit(TraceRecord&& r);
   // A record of the call `req`; its caller's identity is read from /proc now, or, with
   // who_at_exit (a call the observer will report), left to identity_at_exit.
   TraceRecord begin_record(const seccomp_notif& req, const char* syscall, bool who_at_exit = false);

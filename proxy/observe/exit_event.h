@@ -39,6 +39,22 @@ struct gdrproxy_pending {
   gp_u64 enter_ns;
 };
 
+// Where the supervisor registers a pending call without a bpf() call: an array both sides map,
+// one slot per tid % GDRPROXY_PENDING_SLOTS. A slot's state is 0 (free) or the owning tid in the
+// high half and ARMED or BUSY in the low half; whoever moves it to BUSY (compare-and-swap) alone
+// touches `p` until it leaves BUSY. The supervisor arms a slot that is free or already its
+// thread's; the program takes an ARMED slot of the exiting thread and frees it. A thread whose
+// slot another thread holds is registered in the hash map `pending` instead.
+#define GDRPROXY_PENDING_SLOTS 4096
+#define GDRPROXY_SLOT_ARMED 1
+#define GDRPROXY_SLOT_BUSY 2
+#define GDRPROXY_SLOT_STATE(tid, st) ((((gp_u64)(tid)) << 32) | (gp_u64)(st))
+
+struct gdrproxy_pending_slot {
+  gp_u64 state;
+  struct gdrproxy_pending p;
+};
+
 // A caller's rdma_cm fd whose writes are observed (key of the cm_fds map).
 struct gdrproxy_cm_fd {
   gp_u32 tgid;

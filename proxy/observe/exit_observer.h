@@ -31,7 +31,9 @@ class ExitObserver {
   static std::unique_ptr<ExitObserver> open(Callback cb, std::string& why);
   ~ExitObserver();
 
-  // Registers the next ioctl/open exit of `tid` as the result of trace record `seq`.
+  // Registers the next ioctl/open exit of `tid` as the result of trace record `seq`: in the
+  // thread's mapped slot, a plain store (the hash map, a bpf() call, only when another thread
+  // holds that slot). Thread-safe.
   // `watch_rdma_cm`: the call is an open of rdma_cm whose new fd's writes are then observed.
   bool expect(uint32_t tid, uint64_t seq, const ResultRegion& r0, const ResultRegion& r1,
               bool watch_rdma_cm = false);
@@ -51,6 +53,9 @@ class ExitObserver {
   std::vector<bpf_link*> links_;  // owned: destroyed (detached) with the observer
   ring_buffer* rb_ = nullptr;
   int pending_fd_ = -1;
+  // The mapped pending slots (exit_event.h): expect() arms one with no bpf() call.
+  gdrproxy_pending_slot* slots_ = nullptr;
+  size_t slots_bytes_ = 0;
   int cm_fds_fd_ = -1;
   int lost_fd_ = -1;
   Callback cb_;

@@ -1,8 +1,10 @@
 // Observes the result of syscalls the supervisor let continue. The supervisor registers a
 // pending entry for the thread (keyed by its tid in the supervisor's pid namespace) just before
 // answering CONTINUE; when that thread's ioctl or open returns, this program reports the return
-// value and copies the caller buffers where the kernel wrote the outputs. Threads without a pending
-// entry cost one hash lookup. Each report also says who the caller is (its ids in its own pid
+// value and copies the caller buffers where the kernel wrote the outputs. The supervisor writes a
+// pending entry into a slot of an array both sides map (no bpf() call on its hot path), or into a
+// hash map when another thread holds that slot. Threads without a pending entry cost one array
+// and one hash lookup. Each report also says who the caller is (its ids in its own pid
 // namespace, and comm), read in the caller's context, so the supervisor need not read /proc for a
 // traced call. The BPF helper headers need the kernel types first.
 // clang-format off
@@ -23,6 +25,15 @@ struct {
   __type(key, __u32);
   __type(value, struct gdrproxy_pending);
 } pending SEC(".maps");
+
+// The same, written by the supervisor through its mapping with no bpf() call (see exit_event.h).
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(map_flags, BPF_F_MMAPABLE);
+  __uint(max_entries, GDRPROXY_PENDING_SLOTS);
+  __type(key, __u32);
+  __type(value, struct gdrproxy_pending_slot);
+} pending_slots SEC(".maps");
 
 // rdma_cm fds (by tgid and fd) whose writes are observed; the supervisor fills it from the results
 // of the caller's own opens of rdma_cm.
@@ -58,8 +69,24 @@ static __always_inline int report(struct sys_exit_ctx* ctx) {
   __u32 tgid = 0;
   __u32 tid = caller_ids(&tgid);
   if (!tid) return 0;
-  struct gdrproxy_pending* p = bpf_map_lookup_elem(&pending, &tid);
-  if (!p) return 0;
+  // The thread's slot first: taken (ARMED -> BUSY), copied, freed; else the hash map's entry.
+  struct gdrproxy_pending taken;
+  int in_hash = 0;
+  __u32 idx = tid & (GDRPROXY_PENDING_SLOTS - 1);
+  struct gdrproxy_pending_slot* slot = bpf_map_lookup_elem(&pending_slots, &idx);
+  const __u64 armed = GDRPROXY_SLOT_STATE(tid, GDRPROXY_SLOT_ARMED);
+  if (slot && slot->state == armed &&
+      __sync_val_compare_and_swap(&slot->state, armed,
+                                  GDRPROXY_SLOT_STATE(tid, GDRPROXY_SLOT_BUSY)) == armed) {
+    __builtin_memcpy(&taken, &slot->p, sizeof(taken));
+    __sync_lock_test_and_set(&slot->state, 0);
+  } else {
+    struct gdrproxy_pending* h = bpf_map_lookup_elem(&pending, &tid);
+    if (!h) return 0;
+    __builtin_memcpy(&taken, h, sizeof(taken));
+    in_hash = 1;
+  }
+  const struct gdrproxy_pending* p = &taken;
   if (p->kind == GDRPROXY_EVENT_CM_OPEN && ctx->ret >= 0) {
     struct gdrproxy_cm_fd key = {tgid, (__u32)ctx->ret};
     __u8 one = 1;
@@ -98,7 +125,7 @@ static __always_inline int report(struct sys_exit_ctx* ctx) {
     __u64* n = bpf_map_lookup_elem(&lost, &zero);
     if (n) __sync_fetch_and_add(n, 1);
   }
-  bpf_map_delete_elem(&pending, &tid);
+  if (in_hash) bpf_map_delete_elem(&pending, &tid);
   return 0;
 }
 

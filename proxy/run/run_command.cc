@@ -201,7 +201,7 @@ int run_supervised(const RunOptions& o) {
   io.run();
   // The session's thread writes what it has been delivered, then the last results come here.
   session.stop();
-  if (ExitObserver* obs = engine.observer_if_open()) obs->consume();
+  engine.drain_observer();
   session.finish("result not observed before the sandbox exited");
   session.print_summary(o.stats);
   if (o.stats || ((o.trace_text || o.trace_json) && !o.quiet))

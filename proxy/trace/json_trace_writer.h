@@ -18,6 +18,10 @@ namespace gdrproxy::proxy {
 class JsonTraceWriter {
  public:
   static constexpr size_t kQueueLimit = 1 << 16;  // records waiting to be written
+  // While records keep coming, the writer takes them every kGather or every kBatch records,
+  // whichever is first; a record pushed to an idle writer wakes it at once.
+  static constexpr std::chrono::milliseconds kGather{5};
+  static constexpr size_t kBatch = 256;
 
   // Takes the open file. Written with write(2), never stdio: a thread stuck in a FILE would hold
   // its lock, and the process's exit, which flushes every FILE, would wait for it.
@@ -26,8 +30,8 @@ class JsonTraceWriter {
   JsonTraceWriter(const JsonTraceWriter&) = delete;
   JsonTraceWriter& operator=(const JsonTraceWriter&) = delete;
 
-  // Queues a copy of `r`; never blocks on the file. A full queue drops it (counted).
-  void push(const TraceRecord& r);
+  // Queues `r`; never blocks on the file. A full queue drops it (counted).
+  void push(TraceRecord&& r);
   // Asks for the file to be flushed once what is queued now is written; returns at once.
   void flush();
   // Writes what is queued and flushes, waiting at most `grace`; then the writer stops (a thread

@@ -1,9 +1,14 @@
-// The BPF exit observer leaves nothing behind: its programs are attached through links it owns,
-// and destroying the observer detaches every one (a long-running agent creates and drops many).
+// The BPF exit observer reports exactly the exits registered with it, whether the registration
+// went to the thread's mapped slot or (the slot held by another thread) to the hash map, and it
+// leaves nothing behind: its programs are attached through links it owns, and destroying the
+// observer detaches every one (a long-running agent creates and drops many).
 // Needs root and BPF; skipped (GTEST_SKIP) where the kernel refuses to load the program.
 #include <bpf/bpf.h>
 #include <gtest/gtest.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
+
+#include <set>
 
 #include "proxy/observe/exit_observer.h"
 
@@ -29,6 +34,49 @@ TEST(ExitObserver, DestroyingItDetachesEveryProgram) {
   EXPECT_EQ(observer->lost(), 0u);
   observer.reset();
   for (uint32_t id : ids) EXPECT_FALSE(link_alive(id)) << "link " << id << " outlived the observer";
+}
+
+// One ioctl of this thread that returns at once (the exit the observer sees).
+void one_ioctl(int fd) {
+  int n = 0;
+  ASSERT_EQ(::ioctl(fd, FIONREAD, &n), 0);
+}
+
+TEST(ExitObserver, ReportsEachRegisteredExitOnceFromTheSlotOrTheMap) {
+  std::vector<gdrproxy_exit_event> got;
+  std::string why;
+  auto observer = ExitObserver::open([&](const gdrproxy_exit_event& e) { got.push_back(e); }, why);
+  if (!observer) GTEST_SKIP() << "BPF observer unavailable here: " << why;
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  const uint32_t tid = static_cast<uint32_t>(::gettid());
+  // Above any pid_max, so no thread has it, and in the same slot as this thread.
+  const uint32_t other = tid | (1u << 31);
+  const ResultRegion none{};
+
+  ASSERT_TRUE(observer->expect(tid, 101, none, none));  // the thread's slot
+  one_ioctl(p[0]);
+  ASSERT_TRUE(observer->expect(other, 102, none, none));  // holds that slot from now on
+  ASSERT_TRUE(observer->expect(tid, 103, none, none));    // so this one goes to the map
+  one_ioctl(p[0]);
+  observer->forget(other);
+  ASSERT_TRUE(observer->expect(tid, 104, none, none));
+  ASSERT_TRUE(observer->expect(tid, 105, none, none));  // replaces 104, never returned
+  one_ioctl(p[0]);
+  one_ioctl(p[0]);  // registered by nobody: not reported
+  observer->consume();
+
+  std::vector<uint64_t> seqs;
+  for (const gdrproxy_exit_event& e : got)
+    if (e.tid == tid) {
+      seqs.push_back(e.seq);
+      EXPECT_EQ(e.ret, 0);
+    }
+  EXPECT_EQ(seqs, (std::vector<uint64_t>{101, 103, 105}));
+  for (const gdrproxy_exit_event& e : got) EXPECT_NE(e.seq, 102u) << "a forgotten slot reported";
+  EXPECT_EQ(observer->lost(), 0u);
+  ::close(p[0]);
+  ::close(p[1]);
 }
 
 }  // namespace
