@@ -8,7 +8,9 @@
 #include <rdma/ib_user_verbs.h>
 #include <rdma/rdma_user_ioctl_cmds.h>
 
+#include <array>
 #include <cstring>
+#include <span>
 
 #include "proxy/abi/uverbs_abi.h"
 #include "proxy/decode/format.h"
@@ -27,14 +29,42 @@ constexpr uint32_t kMaxInlineCopy = 256;
 // How much of a response struct is captured at syscall exit.
 constexpr uint32_t kMaxResultCopy = 256;
 
-std::string object_name(uint16_t id) {
-  if (const auto* o = uverbs::find_object(id)) return o->name;
-  return (id >= uverbs::kDriverNamespace ? "DRIVER_OBJ_" : "OBJ_") + hex(id);
+// Names are built on every call, the enforce path's included: appended into one string whose
+// capacity is reserved once, never concatenated from temporaries.
+constexpr size_t kNameCapacity = 64;
+
+void append_object_name(std::string& s, uint16_t id) {
+  if (const auto* o = uverbs::find_object(id)) {
+    s += o->name;
+    return;
+  }
+  s += id >= uverbs::kDriverNamespace ? "DRIVER_OBJ_" : "OBJ_";
+  s += hex(id);
 }
 
-std::string method_name(uint16_t object, uint16_t method) {
-  if (const auto* m = uverbs::find_method(object, method)) return m->name;
-  return (method >= uverbs::kDriverNamespace ? "DRIVER_METHOD_" : "METHOD_") + hex(method);
+void append_method_name(std::string& s, uint16_t object, uint16_t method) {
+  if (const auto* m = uverbs::find_method(object, method)) {
+    s += m->name;
+    return;
+  }
+  s += method >= uverbs::kDriverNamespace ? "DRIVER_METHOD_" : "METHOD_";
+  s += hex(method);
+}
+
+// "<prefix>(<command name>)", e.g. INVOKE_WRITE(REG_MR), in `s`'s existing capacity.
+void set_write_name(std::string& s, const char* prefix, const uverbs::WriteCmdSpec* spec,
+                    uint64_t cmd) {
+  s.clear();
+  s.reserve(kNameCapacity);
+  s += prefix;
+  s += '(';
+  if (spec) {
+    s += spec->name;
+  } else {
+    s += "CMD_";
+    s += hex(cmd);
+  }
+  s += ')';
 }
 
 // Reads an attribute's scalar value: inline when len <= 8, else through the pointer.
@@ -102,7 +132,7 @@ void decode_invoke_write(std::span<const ib_uverbs_attr> attrs, const MemoryRead
   read_scalar(*write_cmd, mem, cmd);
   call.keys.uverbs_write_cmd = static_cast<uint32_t>(cmd);
   const auto* spec = uverbs::find_write_cmd(static_cast<uint32_t>(cmd));
-  call.name = "INVOKE_WRITE(" + (spec ? std::string(spec->name) : "CMD_" + hex(cmd)) + ")";
+  set_write_name(call.name, "INVOKE_WRITE", spec, cmd);
   // Replace the generic attribute rendering with the command's own fields.
   call.args.clear();
   if (core_in && spec && !spec->in.empty() && depth == DecodeDepth::kFull) {
@@ -141,7 +171,7 @@ DecodedCall decode_uverbs_write(uint64_t buf, uint64_t count, const MemoryReader
                        (extended ? IB_USER_VERBS_CMD_FLAG_EXTENDED : 0);
   call.keys.uverbs_write_cmd = cmd;
   const auto* spec = uverbs::find_write_cmd(cmd);
-  call.name = "WRITE(" + (spec ? std::string(spec->name) : "CMD_" + hex(cmd)) + ")";
+  set_write_name(call.name, "WRITE", spec, cmd);
   const uint64_t at = buf + sizeof hdr + (extended ? sizeof(ib_uverbs_ex_cmd_hdr) : 0);
   const uint64_t end = buf + count;
   if (at > end) {
@@ -177,7 +207,10 @@ DecodedCall decode_uverbs_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& 
   }
   call.keys.uverbs_object = hdr.object_id;
   call.keys.uverbs_method = hdr.method_id;
-  call.name = object_name(hdr.object_id) + "." + method_name(hdr.object_id, hdr.method_id);
+  call.name.reserve(kNameCapacity);
+  append_object_name(call.name, hdr.object_id);
+  call.name += '.';
+  append_method_name(call.name, hdr.object_id, hdr.method_id);
   if (hdr.num_attrs > uverbs::kMaxAttrs) {
     call.malformed = "absurd attribute count " + dec(hdr.num_attrs);
     return call;
@@ -188,7 +221,9 @@ DecodedCall decode_uverbs_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& 
                      " attributes (" + dec(expect) + ")";
     return call;
   }
-  std::vector<ib_uverbs_attr> attrs(hdr.num_attrs);
+  // On the stack (at most a page of them): no allocation per call.
+  std::array<ib_uverbs_attr, uverbs::kMaxAttrs> attr_buf;
+  const std::span<ib_uverbs_attr> attrs(attr_buf.data(), hdr.num_attrs);
   if (!attrs.empty() &&
       !mem.read(arg + uverbs::kHeaderSize, {reinterpret_cast<uint8_t*>(attrs.data()),
                                             attrs.size() * sizeof(ib_uverbs_attr)})) {
