@@ -13,6 +13,7 @@ CASE=$3
 WORK=$(mktemp -d /tmp/gdrproxy-sec.XXXXXX)
 chmod 755 "$WORK"
 CLEANUP=()
+# shellcheck disable=SC2154 # c is the trap's own loop variable
 trap 'for c in "${CLEANUP[@]}"; do eval "$c"; done; rm -rf "$WORK"' EXIT
 
 fail() { echo "FAIL [$CASE]: $*" >&2; exit 1; }
@@ -136,6 +137,7 @@ case_hardlink_and_rename_of_device_node_refused() {
   # MAKE_CHAR (link/rename of a char device needs it on the target directory), EACCES. REFER is
   # granted in ruled directories (ordinary programs move files between directories), so this is
   # what keeps device nodes from moving; without REFER handled every such move was EXDEV.
+  # shellcheck disable=SC2016 # expanded by the inner shell
   "$GP" standin sh -c '
     set -e
     n=/dev/infiniband/uverbs1
@@ -157,6 +159,7 @@ case_bind_mount_made_outside_gives_no_ioctl() {
   # nvidia*) have no read(). Where Landlock cannot check device ioctls (ABI < 5) every open is
   # trapped, so the broker refuses the read-only open too, and io_uring is refused (ENOSYS).
   touch "$WORK/bound"
+  # shellcheck disable=SC2016 # expanded by the inner shell
   "$GP" standin sh -c '
     mount --bind /dev/infiniband/uverbs1 "$2/bound" || exit 9
     exec timeout 60 "$0" run --grant uverbs0 -q -- sh -c "
@@ -242,7 +245,7 @@ pidfd_attack() {
   shift
   rm -f "$WORK/s.sock"
   "$@" -q -- "$A" kill-pidfd "$WORK/s.sock" >"$out" 2>&1 &
-  local sup=$! i
+  local sup=$!
   CLEANUP+=("kill -KILL $sup 2>/dev/null")
   python3 - "$sup" "$WORK/s.sock" <<'PY' || fail "could not hand the pidfd in"
 import os, socket, sys, time
@@ -256,7 +259,7 @@ s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.connect(path)
 socket.send_fds(s, [b"p"], [pfd])
 PY
-  for i in $(seq 100); do kill -0 "$sup" 2>/dev/null || break; sleep 0.1; done
+  for _ in $(seq 100); do kill -0 "$sup" 2>/dev/null || break; sleep 0.1; done
   kill -0 "$sup" 2>/dev/null && { kill -KILL "$sup"; cat "$out"; fail "the sandbox did not finish"; }
   wait "$sup" || { cat "$out"; fail "supervisor exit $?"; }
 }
@@ -292,14 +295,14 @@ case_daemon_dies_with_killed_supervisor() {
   local marker="1000.$RANDOM$RANDOM"
   CLEANUP+=("pkill -KILL -f '^sleep $marker\$' 2>/dev/null")
   "$GP" run -q -- sh -c "(setsid sleep $marker </dev/null >/dev/null 2>&1 &); exec sleep $marker" &
-  local sup=$! i
+  local sup=$!
   local pat="^sleep $marker\$"
-  for i in $(seq 100); do [[ $(pgrep -fc "$pat") == 2 ]] && break; sleep 0.1; done
+  for _ in $(seq 100); do [[ $(pgrep -fc "$pat") == 2 ]] && break; sleep 0.1; done
   [[ $(pgrep -fc "$pat") == 2 ]] || fail "the daemon did not start"
   kill -KILL "$sup"
   wait "$sup" 2>/dev/null
   # Bounded: the kernel kills the namespace as soon as its init is gone.
-  for i in $(seq 50); do pgrep -f "$pat" >/dev/null || break; sleep 0.1; done
+  for _ in $(seq 50); do pgrep -f "$pat" >/dev/null || break; sleep 0.1; done
   ! pgrep -f "$pat" >/dev/null || fail "sandboxed processes outlived the supervisor: $(pgrep -fa "$pat")"
 }
 
@@ -349,7 +352,6 @@ case_keep_caps_keeps_them() {
   # The opt-out: --keep-caps keeps every capability; the attacks that capabilities also stopped
   # now meet the other layer alone: mknod EACCES (Landlock MAKE_CHAR), open_by_handle_at EPERM
   # (the refusal filter).
-  "$GP" run --help 2>&1 | grep -q -- --keep-caps || skip "gdrproxy run has no --keep-caps option yet"
   need_abi 5 "no kernel check of device ioctls"
   caps_attacks -q --keep-caps >"$WORK/out" 2>&1
   cap_in "$WORK/out" Bnd 21 || { cat "$WORK/out"; fail "CAP_SYS_ADMIN dropped despite --keep-caps"; }
