@@ -113,6 +113,10 @@ static __always_inline int report(struct sys_exit_ctx* ctx) {
     if (n1 > GDRPROXY_REGION1_MAX) n1 = GDRPROXY_REGION1_MAX;
     e->len0 = 0;
     e->len1 = 0;
+    // A failed call's outputs are never decoded (a write()'s command always is): not copied.
+    // Such a buffer may also never have been touched, and reading a page that is not there
+    // fails through the fault path, about a microsecond each.
+    if (ctx->ret < 0 && e->kind != GDRPROXY_EVENT_CM_WRITE) n0 = n1 = 0;
     if (n0 && bpf_probe_read_user(e->region0, n0, (const void*)p->addr0) == 0) e->len0 = n0;
     if (n1 && bpf_probe_read_user(e->region1, n1, (const void*)p->addr1) == 0) e->len1 = n1;
     // No wake-up per result: the supervisor drains the ring on a short timer, so the caller's

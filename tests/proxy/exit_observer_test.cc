@@ -8,7 +8,8 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include <set>
+#include <cerrno>
+#include <cstring>
 
 #include "proxy/observe/exit_observer.h"
 
@@ -64,15 +65,33 @@ TEST(ExitObserver, ReportsEachRegisteredExitOnceFromTheSlotOrTheMap) {
   ASSERT_TRUE(observer->expect(tid, 105, none, none));  // replaces 104, never returned
   one_ioctl(p[0]);
   one_ioctl(p[0]);  // registered by nobody: not reported
+  // Outputs are copied for a call that succeeded, and not for one that failed (never decoded).
+  static uint64_t result = 0x1122334455667788;
+  const ResultRegion out{reinterpret_cast<uint64_t>(&result), sizeof result};
+  ASSERT_TRUE(observer->expect(tid, 106, none, out));
+  one_ioctl(p[0]);
+  ASSERT_TRUE(observer->expect(tid, 107, none, out));
+  EXPECT_EQ(::ioctl(p[0], 0x7e57, 0), -1);  // no such request: ENOTTY
   observer->consume();
 
   std::vector<uint64_t> seqs;
-  for (const gdrproxy_exit_event& e : got)
-    if (e.tid == tid) {
-      seqs.push_back(e.seq);
-      EXPECT_EQ(e.ret, 0);
+  for (const gdrproxy_exit_event& e : got) {
+    if (e.tid != tid) continue;
+    seqs.push_back(e.seq);
+    if (e.seq == 107) {
+      EXPECT_EQ(e.ret, -ENOTTY);
+      EXPECT_EQ(e.len1, 0u) << "a failed call's outputs were copied";
+      continue;
     }
-  EXPECT_EQ(seqs, (std::vector<uint64_t>{101, 103, 105}));
+    EXPECT_EQ(e.ret, 0);
+    if (e.seq == 106) {
+      ASSERT_EQ(e.len1, sizeof result);
+      uint64_t copied;
+      std::memcpy(&copied, e.region1, sizeof copied);
+      EXPECT_EQ(copied, result);
+    }
+  }
+  EXPECT_EQ(seqs, (std::vector<uint64_t>{101, 103, 105, 106, 107}));
   for (const gdrproxy_exit_event& e : got) EXPECT_NE(e.seq, 102u) << "a forgotten slot reported";
   EXPECT_EQ(observer->lost(), 0u);
   ::close(p[0]);
