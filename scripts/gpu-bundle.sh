@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
 # Packs build/gdrproxy and the shared libraries it needs that a GPU machine without a package
 # manager may lack into DIR (default .gpu-bundle, ignored by git), for tests/gpu/run.sh there.
+#   scripts/gpu-bundle.sh [--perf] [DIR]
+# --perf also packs this machine's perf and its libraries (about 27 MB more), with which
+# tests/gpu/run.sh profiles the per-call bench there (tests/bench/ioctl_profile.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+with_perf=0
+if [[ ${1:-} == --perf ]]; then
+  with_perf=1
+  shift
+fi
 dir=${1:-.gpu-bundle}
 rm -rf "$dir"
 mkdir -p "$dir/lib"
 cp build/gdrproxy "$dir/"
-strip "$dir/gdrproxy"
+# Debug info goes, the symbol table stays: a profile there names gdrproxy's functions.
+strip --strip-debug "$dir/gdrproxy"
 # The security tests' attack client, for the real-NVIDIA attacks of tests/gpu/run.sh.
 cp build/tests/security/attack_client "$dir/" && strip "$dir/attack_client"
 # The agent tests' runtime stand-in, for tests/gpu/agent_sessions.sh.
@@ -22,4 +31,12 @@ if command -v runc >/dev/null; then cp "$(command -v runc)" "$dir/"; fi
 # Everything outside glibc and libstdc++ (those are newer on the GPU image).
 ldd build/gdrproxy | awk '/=> \//{print $3}' | grep -vE '/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s)\.so' |
   while read -r lib; do cp -L "$lib" "$dir/lib/"; done
+if ((with_perf)); then
+  command -v perf >/dev/null || { echo "gpu-bundle: --perf needs perf here (apt-get install linux-perf)" >&2; exit 1; }
+  mkdir -p "$dir/perf/lib"
+  cp -L "$(command -v perf)" "$dir/perf/"
+  ldd "$(command -v perf)" | awk '/=> \//{print $3}' |
+    grep -vE '/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s)\.so' |
+    while read -r lib; do cp -L "$lib" "$dir/perf/lib/"; done
+fi
 du -sh "$dir"

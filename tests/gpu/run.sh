@@ -74,6 +74,11 @@ done
 
 echo "== per-call cost on a stand-in uverbs node (tests/bench/ioctl_latency.sh)"
 tests/bench/ioctl_latency.sh "$bundle" 20000 | tee "$out/ioctl_latency.txt"
+# Where that time goes, when the bundle carries perf (scripts/gpu-bundle.sh --perf).
+if [[ -x $bundle/perf/perf ]]; then
+  echo "== profile of the same calls (tests/bench/ioctl_profile.sh)"
+  OUT=$work/profile tests/bench/ioctl_profile.sh "$bundle" 3 | tee "$out/profile.txt"
+fi
 
 echo "== attacks on the real driver (tests/security covers them on stand-ins)"
 # RM_ALLOC under a policy that denies it, sent with the type byte the driver ignores set to 'F',
