@@ -3,6 +3,7 @@
 #include "proxy/engine/engine.h"
 
 #include <linux/seccomp.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -69,6 +70,7 @@ void Engine::start_trap_copies(TrapCopyChoice choice) {
   if (choice == TrapCopyChoice::kOff || trap_copies_) return;
   trap_copies_ = std::make_shared<TrapCopiesLoad>();
   const auto load = [](const std::shared_ptr<TrapCopiesLoad>& l) {
+    pthread_setname_np(pthread_self(), "gdrproxy-bpf");  // a thread only with kAuto
     l->copies = TrapCopies::open(l->why);
     l->ready.store(l->copies.get(), std::memory_order_release);
     l->done.store(true, std::memory_order_release);

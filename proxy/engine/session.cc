@@ -339,6 +339,8 @@ void Session::add_listener(int listener_fd) {
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, nullptr);
+    // Named for ps, top, perf and gdb: the thread that receives and answers the calls.
+    pthread_setname_np(pthread_self(), "gdrproxy-sess");
     for (;;) {
       try {
         io_.run();

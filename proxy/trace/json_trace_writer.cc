@@ -2,6 +2,7 @@
 // the thread, so a thread left stuck in the file by finish() never touches freed memory.
 #include "proxy/trace/json_trace_writer.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -96,7 +97,10 @@ void write_loop(const std::shared_ptr<JsonTraceWriter::State>& s) {
 
 JsonTraceWriter::JsonTraceWriter(UniqueFd file) : state_(std::make_shared<State>()) {
   state_->file = std::move(file);
-  std::thread([s = state_] { write_loop(s); }).detach();
+  std::thread([s = state_] {
+    pthread_setname_np(pthread_self(), "gdrproxy-json");  // for ps, top, perf and gdb
+    write_loop(s);
+  }).detach();
 }
 
 JsonTraceWriter::~JsonTraceWriter() {

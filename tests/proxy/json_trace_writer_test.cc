@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -81,6 +82,22 @@ TEST_F(JsonTraceWriterTest, ARecordPushedAfterFinishIsCountedNotWritten) {
   w.push(record(2));
   EXPECT_EQ(lines(), 1u);
   EXPECT_EQ(w.dropped(), 1u);
+}
+
+TEST_F(JsonTraceWriterTest, ItsThreadIsNamedForPsAndPerf) {
+  JsonTraceWriter w(std::move(file_));
+  // The thread names itself as it starts: looked for until it has (bounded).
+  bool found = false;
+  for (int i = 0; i < 200 && !found; ++i) {
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+      std::ifstream comm(task.path() / "comm");
+      std::string name;
+      std::getline(comm, name);
+      found = found || name == "gdrproxy-json";
+    }
+    if (!found) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(found) << "no thread named gdrproxy-json in /proc/self/task";
 }
 
 }  // namespace
