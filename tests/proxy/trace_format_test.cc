@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <vector>
@@ -59,6 +60,44 @@ TEST(TraceFormat, JsonCarriesTheSameFields) {
   EXPECT_TRUE(j["errno"].is_null());
   EXPECT_EQ(j["out"]["pd_handle"], "1");
   EXPECT_DOUBLE_EQ(j["latency_us"].get<double>(), 12.5);
+}
+
+// The JSON line is exactly what a JSON library writes back after reading it: keys sorted,
+// repeated argument names collapsed to their last value, strings escaped, numbers exact.
+TEST(TraceFormat, JsonIsWhatAJsonLibraryWritesBack) {
+  TraceRecord r = sample();
+  r.wall_time = 1795660543.1397169;
+  r.who.comm = "a\"b\\c\n\x01\x7f\u00e9";  // quote, backslash, controls, DEL, UTF-8
+  r.call.args = {{"z", "1"}, {"a", "2"}, {"z", "3"}};
+  r.call.malformed = "short";
+  r.reason = "uverbs rule #0";
+  r.note = "result not observed";
+  r.err = EPERM;
+  r.ret = -1;
+  r.latency_us = 3.0;
+  const std::string line = format_json(r);
+  const auto j = nlohmann::json::parse(line);
+  EXPECT_EQ(j.dump(), line);
+  EXPECT_EQ(j["args"]["z"], "3");
+  EXPECT_EQ(j["comm"], r.who.comm);
+  EXPECT_EQ(j["time"].get<double>(), r.wall_time);
+  EXPECT_EQ(j["errno"], "EPERM");
+}
+
+// Bytes that are not UTF-8 (a tenant's comm, a path) become U+FFFD: the line stays valid JSON.
+TEST(TraceFormat, JsonReplacesBytesThatAreNotUtf8) {
+  TraceRecord r = sample();
+  r.who.comm =
+      std::string("x\xff\xc0\xafy\xed\xa0\x80z\xe2\x82");  // stray, overlong, surrogate, cut
+  r.wall_time = std::nan("");
+  const std::string line = format_json(r);
+  ASSERT_TRUE(nlohmann::json::accept(line)) << line;
+  const auto j = nlohmann::json::parse(line);
+  const std::string comm = j["comm"];
+  EXPECT_EQ(comm.front(), 'x');
+  EXPECT_NE(comm.find('y'), std::string::npos);
+  EXPECT_NE(comm.find("\xEF\xBF\xBD"), std::string::npos);
+  EXPECT_TRUE(j["time"].is_null());
 }
 
 // The whitespace-separated cells of the summary row for `call`.
