@@ -70,14 +70,18 @@ void Engine::start_trap_copies(TrapCopyChoice choice) {
   if (choice == TrapCopyChoice::kOff || trap_copies_) return;
   trap_copies_ = std::make_shared<TrapCopiesLoad>();
   const auto load = [](const std::shared_ptr<TrapCopiesLoad>& l) {
-    pthread_setname_np(pthread_self(), "gdrproxy-bpf");  // a thread only with kAuto
     l->copies = TrapCopies::open(l->why);
     l->ready.store(l->copies.get(), std::memory_order_release);
     l->done.store(true, std::memory_order_release);
   };
   if (choice == TrapCopyChoice::kAuto) {
     try {
-      trap_copies_loader_ = std::thread(load, trap_copies_);
+      trap_copies_loader_ = std::thread(
+          [load](const std::shared_ptr<TrapCopiesLoad>& l) {
+            pthread_setname_np(pthread_self(), "gdrproxy-bpf");  // for ps, top, perf and gdb
+            load(l);
+          },
+          trap_copies_);
       return;
     } catch (const std::system_error&) {
       // No thread to spare: load here, then.

@@ -136,6 +136,26 @@ case_trap_copies_judge_as_lookups_do() {
   [[ $(jq_count "$WORK/bad.jsonl" "r.get('malformed','').startswith('header unreadable') and r['decision']=='deny'") == 1 ]] || fail "unreadable header not denied with trap copies"
 }
 
+case_threads_are_named() {
+  # ps, top, perf and gdb tell the threads apart: the main thread (the engine's loop) stays
+  # "gdrproxy" whichever way the trap copies load, a session is "gdrproxy-sess", a trace
+  # writer "gdrproxy-json".
+  local tc p names
+  for tc in on auto off; do
+    "$GP" run -q --trap-copy "$tc" --trace-json "$WORK/t.jsonl" -- sleep 2 2>"$WORK/err.$tc" &
+    p=$!
+    names=
+    for _ in $(seq 50); do
+      names=$(cat /proc/$p/task/*/comm 2>/dev/null | sort | tr '\n' ' ')
+      [[ $names == *gdrproxy-json* && $names == *gdrproxy-sess* ]] && break
+      sleep 0.05
+    done
+    wait "$p"
+    [[ $names == *gdrproxy-sess* && $names == *gdrproxy-json* ]] || fail "--trap-copy $tc: threads '$names'"
+    [[ " $names" == *" gdrproxy "* ]] || fail "--trap-copy $tc: no thread named gdrproxy (the main thread renamed?): '$names'"
+  done
+}
+
 case_high_bits_do_not_bypass_the_filter() {
   sandboxed --mode enforce --policy "$SRC/configs/policy/deny-reg-mr.json" --trace-json "$WORK/t.jsonl" -- \
     "$CLIENT" high-bits /dev/infiniband/uverbs0 >"$WORK/out" 2>&1
