@@ -165,6 +165,11 @@ class Agent {
           opts_.rail_state_dir + " retries");
     log("serving " + opts_.socket + " (control: " + opts_.ctl_socket + ")");
     engine_.io().run();
+    // Results still in the observer's ring (it is drained every few milliseconds) go to their
+    // sessions' records first; only what has not returned is "the agent stopped".
+    // (A session stuck in a call is left to the loop below, which asks it again.)
+    for (auto& [id, c] : containers_) static_cast<void>(c->session->stop());
+    engine_.drain_observer();
     for (auto& [id, c] : containers_) {
       if (!c->session->stop()) {
         // Its thread is blocked in the kernel on the tenant: left to the process's exit.
@@ -377,6 +382,9 @@ class Agent {
     if (it == containers_.end() || !it->second->session->ended()) return;
     // An ended session's thread has nothing left to wait for: it stops at once.
     if (!it->second->session->stop()) return;
+    // Its last results may still wait in the observer's ring: taken first, or its last calls
+    // would be recorded as never returned.
+    engine_.drain_observer();
     it->second->session->finish("the container exited before the call returned");
     {
       std::lock_guard<std::mutex> lock(groups_mu_);

@@ -83,7 +83,7 @@ bundle_for() {
 # in_container ID STYLE [--metadata M] [runtime_client options] -- CMD...: CMD as a container's
 # process, from the container's bundle.
 in_container() {
-  local id=$1 style=$2 meta= a
+  local id=$1 style=$2 meta='' a
   shift 2
   local -a rest=("$@")
   for ((a = 0; a < ${#rest[@]}; a++)); do
@@ -120,6 +120,26 @@ case_two_containers_kept_apart() {
   expect_in "$WORK/agent.log" "container team-a-1: process"
   expect_in "$WORK/agent.log" "rule containers[0], grants [uverbs0]"
   expect_in "$WORK/agent.log" "rule containers[1], grants [uverbs1,rdma_cm]"
+}
+
+case_last_calls_keep_their_results() {
+  # A container that exits right after its last call: the call's result is still in the
+  # observer's ring (drained every few milliseconds) when the session ends, and must reach its
+  # record, not be written as never returned.
+  start_agent
+  local i t
+  for i in 1 2 3 4 5; do
+    # Well-formed uverbs ioctls (the stand-in answers ENOTTY), the last one right before exit.
+    in_container "team-a-last$i" runc-init -- "$GP" exercise uverbs /dev/infiniband/uverbs0 >"$WORK/l$i.out" 2>&1 ||
+      { cat "$WORK/l$i.out"; fail "exercise exit $?"; }
+  done
+  for i in 1 2 3 4 5; do
+    t=$WORK/traces/team-a-last$i.jsonl
+    for _ in $(seq 50); do grep -q "team-a-last$i ended" "$WORK/agent.log" && break; sleep 0.1; done
+    jq -e -s 'any(.[]; .syscall == "ioctl")' "$t" >/dev/null || { cat "$t"; fail "no ioctl traced for team-a-last$i"; }
+    ! jq -e -s 'any(.[]; .syscall == "ioctl" and .result == null)' "$t" >/dev/null ||
+      { cat "$t"; fail "team-a-last$i: an ioctl that returned is recorded without its result"; }
+  done
 }
 
 case_unmatched_container_gets_no_device() {
@@ -339,8 +359,8 @@ case_pidfd_getfd_brokered_within_container_and_group() {
   # take_from SERVER_CONTAINER_FILE ID: container ID is handed a pidfd of the process serving
   # in another container and asks it for the served fd.
   take_from() {
-    local spid sfd hostpid
-    read -r spid sfd <"$1"
+    local sfd hostpid
+    read -r _ sfd <"$1"
     hostpid=$(pgrep -f "fd_share serve $1\$" | head -1)
     [[ -n $hostpid ]] || fail "no server process for $1"
     python3 -c 'import os, sys
@@ -392,8 +412,9 @@ case_bad_config_refused() {
   # A typo in the operator's file never turns into "every device": the agent refuses to start
   # and names the field.
   echo '{"version": 1, "containers": [{"match": {"id": "x"}, "grant": ["uverbs0"]}]}' >"$WORK/agent.json"
-  "$GP" agent --socket "$SOCK" --ctl-socket "$CTL" --config "$WORK/agent.json" >"$WORK/out" 2>&1
-  [[ $? == 1 ]] || fail "exit $?"
+  local rc=0
+  "$GP" agent --socket "$SOCK" --ctl-socket "$CTL" --config "$WORK/agent.json" >"$WORK/out" 2>&1 || rc=$?
+  ((rc == 1)) || fail "exit $rc"
   expect_in "$WORK/out" "containers[0].grant: unknown key"
 }
 
