@@ -3,8 +3,9 @@
 // result; an eBPF program on the syscalls:sys_exit_{ioctl,open,openat,openat2} tracepoints (and
 // sys_{enter,exit}_write for the caller's rdma_cm fds, whose command writes are never trapped)
 // does, for exactly the threads the supervisor registered. Chosen over ptrace because it needs no
-// stop of the caller, composes with debuggers inside the sandbox, and costs one hash lookup per
-// ioctl/open exit elsewhere on the host; it runs only in trace mode (--trace / --trace-json).
+// stop of the caller, composes with debuggers inside the sandbox, and costs an array and a hash
+// lookup per ioctl/open exit elsewhere on the host; it runs only in trace mode (--trace /
+// --trace-json). Registering a call is a store into the thread's mapped slot (exit_event.h).
 #pragma once
 
 #include <cstdint>
