@@ -114,11 +114,24 @@ void put_double(std::string& o, double v) {
   if (s.find_first_of(".e") == std::string_view::npos) o += ".0";
 }
 
-void put_key(std::string& o, const char* key) {
-  o += '"';
-  o += key;
-  o += "\":";
-}
+// Writes an object's members: each key is preceded by the comma its place needs.
+class ObjectWriter {
+ public:
+  explicit ObjectWriter(std::string& o) : o_(o) { o_ += '{'; }
+  // Starts the member `key` and returns the string its value goes into.
+  std::string& key(std::string_view key) {
+    if (!first_) o_ += ',';
+    first_ = false;
+    put_string(o_, key);
+    o_ += ':';
+    return o_;
+  }
+  void close() { o_ += '}'; }
+
+ private:
+  std::string& o_;
+  bool first_ = true;
+};
 
 // An object of name/value strings: sorted by name, a repeated name keeping its last value.
 void put_fields(std::string& o, const std::vector<DecodedField>& fields) {
@@ -127,17 +140,12 @@ void put_fields(std::string& o, const std::vector<DecodedField>& fields) {
   for (const DecodedField& f : fields) order.push_back(&f);
   std::stable_sort(order.begin(), order.end(),
                    [](const DecodedField* a, const DecodedField* b) { return a->name < b->name; });
-  o += '{';
-  bool first = true;
+  ObjectWriter obj(o);
   for (size_t i = 0; i < order.size(); ++i) {
     if (i + 1 < order.size() && order[i + 1]->name == order[i]->name) continue;  // a later one
-    if (!first) o += ',';
-    first = false;
-    put_string(o, order[i]->name);
-    o += ':';
-    put_string(o, order[i]->value);
+    put_string(obj.key(order[i]->name), order[i]->value);
   }
-  o += '}';
+  obj.close();
 }
 
 }  // namespace
@@ -145,89 +153,41 @@ void put_fields(std::string& o, const std::vector<DecodedField>& fields) {
 std::string format_json(const TraceRecord& r) {
   std::string o;
   o.reserve(512);
-  o += '{';
+  ObjectWriter j(o);
+  const auto put_null = [](std::string& to) { to += "null"; };
   // Keys in sorted order, as before this writer (a std::map-backed document wrote them so).
-  put_key(o, "args");
-  put_fields(o, r.call.args);
-  o += ',';
-  put_key(o, "call");
-  put_string(o, r.call.name);
-  o += ',';
-  put_key(o, "cmd");
-  put_int(o, r.call.cmd);
-  o += ',';
-  put_key(o, "comm");
-  put_string(o, r.who.comm);
-  o += ',';
-  put_key(o, "decision");
-  put_string(o, r.decision);
-  o += ',';
-  put_key(o, "device");
-  put_string(o, r.device);
-  o += ',';
-  put_key(o, "device_class");
-  put_string(o, device_class_name(r.call.device_class));
-  o += ',';
-  put_key(o, "errno");
+  put_fields(j.key("args"), r.call.args);
+  put_string(j.key("call"), r.call.name);
+  put_int(j.key("cmd"), r.call.cmd);
+  put_string(j.key("comm"), r.who.comm);
+  put_string(j.key("decision"), r.decision);
+  put_string(j.key("device"), r.device);
+  put_string(j.key("device_class"), device_class_name(r.call.device_class));
   if (r.err)
-    put_string(o, errno_name(r.err));
+    put_string(j.key("errno"), errno_name(r.err));
   else
-    o += "null";
-  o += ',';
-  put_key(o, "fd");
-  put_int(o, r.fd);
-  o += ',';
-  put_key(o, "latency_us");
+    put_null(j.key("errno"));
+  put_int(j.key("fd"), r.fd);
   if (r.latency_us)
-    put_double(o, *r.latency_us);
+    put_double(j.key("latency_us"), *r.latency_us);
   else
-    o += "null";
-  if (!r.call.malformed.empty()) {
-    o += ',';
-    put_key(o, "malformed");
-    put_string(o, r.call.malformed);
-  }
-  if (!r.note.empty()) {
-    o += ',';
-    put_key(o, "note");
-    put_string(o, r.note);
-  }
-  o += ',';
-  put_key(o, "nspid");
-  put_int(o, r.who.ns_tid);
-  o += ',';
-  put_key(o, "out");
-  put_fields(o, r.out);
-  o += ',';
-  put_key(o, "pid");
-  put_int(o, r.who.host_tid);
-  o += ',';
-  put_key(o, "pidns");
-  put_int(o, r.who.pidns);
-  o += ',';
-  put_key(o, "result");
+    put_null(j.key("latency_us"));
+  if (!r.call.malformed.empty()) put_string(j.key("malformed"), r.call.malformed);
+  if (!r.note.empty()) put_string(j.key("note"), r.note);
+  put_int(j.key("nspid"), r.who.ns_tid);
+  put_fields(j.key("out"), r.out);
+  put_int(j.key("pid"), r.who.host_tid);
+  put_int(j.key("pidns"), r.who.pidns);
   if (r.ret)
-    put_int(o, *r.ret);
+    put_int(j.key("result"), *r.ret);
   else
-    o += "null";
-  if (!r.reason.empty()) {
-    o += ',';
-    put_key(o, "rule");
-    put_string(o, r.reason);
-  }
-  o += ',';
-  put_key(o, "seq");
-  put_int(o, r.seq);
-  o += ',';
-  put_key(o, "syscall");
-  put_string(o, r.syscall);
-  o += ',';
-  put_key(o, "tgid");
-  put_int(o, r.who.host_tgid);
-  o += ',';
-  put_key(o, "time");
-  put_double(o, r.wall_time);
-  o += '}';
+    put_null(j.key("result"));
+  if (!r.reason.empty()) put_string(j.key("rule"), r.reason);
+  put_int(j.key("seq"), r.seq);
+  put_string(j.key("syscall"), r.syscall);
+  put_int(j.key("tgid"), r.who.host_tgid);
+  put_double(j.key("time"), r.wall_time);
+  j.close();
   return o;
 }
 
