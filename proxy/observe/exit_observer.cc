@@ -2,8 +2,6 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
@@ -50,16 +48,11 @@ std::unique_ptr<ExitObserver> ExitObserver::open(Callback cb, std::string& why) 
     o->links_.push_back(link);
   }
   o->pending_fd_ = bpf_object__find_map_fd_by_name(o->obj_, "pending");
-  const long page = ::sysconf(_SC_PAGESIZE);
-  o->slots_bytes_ = (sizeof(gdrproxy_pending_slot) * GDRPROXY_PENDING_SLOTS + page - 1) /
-                    static_cast<size_t>(page) * static_cast<size_t>(page);
-  void* slots = ::mmap(nullptr, o->slots_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED,
-                       bpf_object__find_map_fd_by_name(o->obj_, "pending_slots"), 0);
-  if (slots == MAP_FAILED) {
-    why = std::string("mmap of the pending slots: ") + std::strerror(errno);
+  if (!o->mapping_.map(bpf_object__find_map_fd_by_name(o->obj_, "pending_slots"),
+                       sizeof(gdrproxy_pending_slot) * GDRPROXY_PENDING_SLOTS, true,
+                       "the pending slots", why))
     return nullptr;
-  }
-  o->slots_ = static_cast<gdrproxy_pending_slot*>(slots);
+  o->slots_ = static_cast<gdrproxy_pending_slot*>(o->mapping_.data());
   o->cm_fds_fd_ = bpf_object__find_map_fd_by_name(o->obj_, "cm_fds");
   o->lost_fd_ = bpf_object__find_map_fd_by_name(o->obj_, "lost");
   int events_fd = bpf_object__find_map_fd_by_name(o->obj_, "events");
@@ -78,7 +71,6 @@ std::unique_ptr<ExitObserver> ExitObserver::open(Callback cb, std::string& why) 
 
 ExitObserver::~ExitObserver() {
   if (rb_) ring_buffer__free(rb_);
-  if (slots_) ::munmap(slots_, slots_bytes_);
   // Links are not owned by the object: each is destroyed, which detaches its program.
   destroy_links_side_by_side(links_);
   if (obj_) bpf_object__close(obj_);
@@ -106,7 +98,7 @@ bool ExitObserver::expect(uint32_t tid, uint64_t seq, const ResultRegion& r0,
       r1.addr, r0.len,
       r1.len,  watch_rdma_cm ? gp_u32{GDRPROXY_EVENT_CM_OPEN} : gp_u32{GDRPROXY_EVENT_RESULT},
       0,       0};
-  gdrproxy_pending_slot& slot = slots_[tid & (GDRPROXY_PENDING_SLOTS - 1)];
+  gdrproxy_pending_slot& slot = slot_of(tid);
   std::atomic_ref<uint64_t> state(slot.state);
   // Free, or left armed by this thread's earlier call (it never returned: it died, and the tid
   // was reused): taken, written, armed. The thread is waiting in its notification, so no exit
@@ -124,7 +116,7 @@ bool ExitObserver::expect(uint32_t tid, uint64_t seq, const ResultRegion& r0,
 
 void ExitObserver::forget(uint32_t tid) {
   uint64_t armed = GDRPROXY_SLOT_STATE(tid, GDRPROXY_SLOT_ARMED);
-  std::atomic_ref<uint64_t>(slots_[tid & (GDRPROXY_PENDING_SLOTS - 1)].state)
+  std::atomic_ref<uint64_t>(slot_of(tid).state)
       .compare_exchange_strong(armed, 0, std::memory_order_acq_rel);
   bpf_map_delete_elem(pending_fd_, &tid);
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "proxy/decode/decoded_call.h"
+#include "proxy/observe/bpf_array_mapping.h"
 #include "proxy/observe/exit_event.h"
 
 struct bpf_object;
@@ -55,8 +56,11 @@ class ExitObserver {
   ring_buffer* rb_ = nullptr;
   int pending_fd_ = -1;
   // The mapped pending slots (exit_event.h): expect() arms one with no bpf() call.
-  gdrproxy_pending_slot* slots_ = nullptr;
-  size_t slots_bytes_ = 0;
+  BpfArrayMapping mapping_;
+  gdrproxy_pending_slot* slots_ = nullptr;  // mapping_'s
+  gdrproxy_pending_slot& slot_of(uint32_t tid) const {
+    return slots_[tid & (GDRPROXY_PENDING_SLOTS - 1)];
+  }
   int cm_fds_fd_ = -1;
   int lost_fd_ = -1;
   Callback cb_;

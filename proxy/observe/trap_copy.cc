@@ -2,7 +2,6 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include <sys/mman.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -59,16 +58,11 @@ std::unique_ptr<TrapCopies> TrapCopies::open(std::string& why) {
     why = std::string("bpf supervisor_pidns: ") + std::strerror(errno);
     return nullptr;
   }
-  const int copies = bpf_object__find_map_fd_by_name(t->obj_, "copies");
-  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  t->mapped_ = (sizeof(gdrproxy_trap_copy) * GDRPROXY_TRAP_COPY_SLOTS + page - 1) / page * page;
-  void* at = ::mmap(nullptr, t->mapped_, PROT_READ, MAP_SHARED, copies, 0);
-  if (at == MAP_FAILED) {
-    t->mapped_ = 0;
-    why = std::string("mmap of the copies: ") + std::strerror(errno);
+  if (!t->mapping_.map(bpf_object__find_map_fd_by_name(t->obj_, "copies"),
+                       sizeof(gdrproxy_trap_copy) * GDRPROXY_TRAP_COPY_SLOTS, false, "the copies",
+                       why))
     return nullptr;
-  }
-  t->slots_ = static_cast<const volatile gdrproxy_trap_copy*>(at);
+  t->slots_ = static_cast<const volatile gdrproxy_trap_copy*>(t->mapping_.data());
   bpf_program* prog;
   bpf_object__for_each_program(prog, t->obj_) {
     bpf_link* link = bpf_program__attach(prog);
@@ -83,7 +77,6 @@ std::unique_ptr<TrapCopies> TrapCopies::open(std::string& why) {
 
 TrapCopies::~TrapCopies() {
   destroy_links_side_by_side(links_);
-  if (mapped_) ::munmap(const_cast<gdrproxy_trap_copy*>(slots_), mapped_);
   if (obj_) bpf_object__close(obj_);
 }
 

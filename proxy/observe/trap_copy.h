@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "proxy/observe/bpf_array_mapping.h"
 #include "proxy/observe/trap_copy_slot.h"
 
 struct bpf_object;
@@ -71,8 +72,8 @@ class TrapCopies {
   TrapCopies() = default;
   bpf_object* obj_ = nullptr;
   std::vector<bpf_link*> links_;  // owned: destroyed (detached) with this
-  const volatile gdrproxy_trap_copy* slots_ = nullptr;
-  size_t mapped_ = 0;
+  BpfArrayMapping mapping_;
+  const volatile gdrproxy_trap_copy* slots_ = nullptr;  // mapping_'s, read-only
 };
 
 }  // namespace gdrproxy::proxy
