@@ -23,7 +23,7 @@ bool ProcessMemory::read_remote(uint64_t addr, void* to, size_t len, size_t* got
   iovec local{to, len};
   iovec remote{reinterpret_cast<void*>(addr), len};
   const uint64_t t0 = ns_ ? now_ns() : 0;
-  ++remote_reads_;
+  read_remotely_ = true;
   const ssize_t n = ::process_vm_readv(tid_, &local, 1, &remote, 1, 0);
   if (ns_) *ns_ += now_ns() - t0;
   *got = n > 0 ? static_cast<size_t>(n) : 0;

@@ -36,7 +36,7 @@ class ProcessMemory final : public MemoryReader {
   // Whether any read went to the process (a primed window serves reads without it): bytes that
   // all came from a trap copy were copied in the caller's own context during this call, so they
   // need no SECCOMP_IOCTL_NOTIF_ID_VALID to prove where they came from.
-  bool read_remotely() const { return remote_reads_ != 0; }
+  bool read_remotely() const { return read_remotely_; }
   // A NUL-terminated string of at most `max` bytes (e.g. a path); nullopt if unreadable or
   // unterminated.
   std::optional<std::string> read_string(uint64_t addr, size_t max = 4096) const;
@@ -50,7 +50,7 @@ class ProcessMemory final : public MemoryReader {
   mutable std::array<uint8_t, kWindow> window_;
   mutable uint64_t window_addr_ = 0;
   mutable size_t window_len_ = 0;
-  mutable unsigned remote_reads_ = 0;
+  mutable bool read_remotely_ = false;
   uint64_t primed_addr_ = 0;
   std::span<const uint8_t> primed_;
 };
