@@ -28,15 +28,18 @@ mkdir -p "$dir/tests/bench" && cp build/tests/bench/ioctl_bench "$dir/tests/benc
 gcc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$dir/call_clock.so" tests/gpu/call_clock.c -ldl
 # Debian's runc (needs libseccomp, copied below with gdrproxy's), for tests/gpu/runc_container.sh.
 if command -v runc >/dev/null; then cp "$(command -v runc)" "$dir/"; fi
-# Everything outside glibc and libstdc++ (those are newer on the GPU image).
-ldd build/gdrproxy | awk '/=> \//{print $3}' | grep -vE '/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s)\.so' |
-  while read -r lib; do cp -L "$lib" "$dir/lib/"; done
+# copy_libs BINARY DEST: the shared libraries BINARY needs, except glibc and libstdc++ (those
+# are newer on the GPU image).
+copy_libs() {
+  ldd "$1" | awk '/=> \//{print $3}' |
+    grep -vE '/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s)\.so' |
+    while read -r lib; do cp -L "$lib" "$2/"; done
+}
+copy_libs build/gdrproxy "$dir/lib"
 if ((with_perf)); then
   command -v perf >/dev/null || { echo "gpu-bundle: --perf needs perf here (apt-get install linux-perf)" >&2; exit 1; }
   mkdir -p "$dir/perf/lib"
   cp -L "$(command -v perf)" "$dir/perf/"
-  ldd "$(command -v perf)" | awk '/=> \//{print $3}' |
-    grep -vE '/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s)\.so' |
-    while read -r lib; do cp -L "$lib" "$dir/perf/lib/"; done
+  copy_libs "$(command -v perf)" "$dir/perf/lib"
 fi
 du -sh "$dir"
