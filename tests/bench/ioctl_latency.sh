@@ -14,10 +14,9 @@ build=$(realpath "${1:-build}")
 n=${2:-20000}
 gp=${GDRPROXY:-$build/gdrproxy}
 bench=$build/tests/bench/ioctl_bench
-dev=/dev/infiniband/uverbs0
-# Stand-in device nodes (see proxy/exercise/standin_devices.h) unless the host has a real one.
-prefix=()
-[[ -e $dev ]] || prefix=("$gp" standin)
+# dev, prefix (stand-in nodes unless the host has a real one) and copies:
+# shellcheck source=tests/bench/ioctl_setup.sh
+. "$(dirname "$0")/ioctl_setup.sh"
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 measure() {  # label (names the row at the call), command prefix...
@@ -28,8 +27,6 @@ native=$(measure native)
 raw=$(measure raw "$bench" raw --)
 blocking=$(measure raw-blocking "$bench" raw-blocking --)
 epoll=$(measure raw-epoll "$bench" raw-epoll --)
-copies=()
-"$gp" run -q --trap-copy on -- true 2>/dev/null && copies=(--trap-copy on)
 enforce=$(measure enforce "$gp" run -q "${copies[@]}" --sync-wakeup on --mode enforce --)
 trace=$(measure trace "$gp" run -q "${copies[@]}" --sync-wakeup on --mode trace \
   --trace-json /dev/null --)

@@ -29,11 +29,9 @@ gp=$(realpath "$build/gdrproxy")
 bench=$(realpath "$build/tests/bench/ioctl_bench")
 out=${OUT:-/tmp/gdrproxy-profile}
 mkdir -p "$out"
-dev=/dev/infiniband/uverbs0
-prefix=()
-[[ -e $dev ]] || prefix=("$gp" standin)
-copies=()
-"$gp" run -q --trap-copy on -- true 2>/dev/null && copies=(--trap-copy on)
+# dev, prefix (stand-in nodes unless the host has a real one) and copies:
+# shellcheck source=tests/bench/ioctl_setup.sh
+. "$(dirname "$0")/ioctl_setup.sh"
 
 for mode in enforce trace; do
   args=(run -q "${copies[@]}" --sync-wakeup on --mode "$mode")
