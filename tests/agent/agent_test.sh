@@ -131,7 +131,7 @@ case_last_calls_keep_their_results() {
   for i in 1 2 3 4 5; do
     # Well-formed uverbs ioctls (the stand-in answers ENOTTY), the last one right before exit.
     in_container "team-a-last$i" runc-init -- "$GP" exercise uverbs /dev/infiniband/uverbs0 >"$WORK/l$i.out" 2>&1 ||
-      { cat "$WORK/l$i.out"; fail "exercise exit $?"; }
+      { rc=$?; cat "$WORK/l$i.out"; fail "exercise exit $rc"; }
   done
   for i in 1 2 3 4 5; do
     t=$WORK/traces/team-a-last$i.jsonl
@@ -288,7 +288,7 @@ case_restart_with_fd_store_reattaches() {
   kill -0 $c 2>/dev/null || { cat "$WORK/c.out"; fail "the container did not wait for the next agent"; }
   rm -f "$SOCK" "$CTL"
   start_agent --fd-store "$store"
-  wait $c || { cat "$WORK/c.out"; fail "container exit $?"; }
+  wait $c || { rc=$?; cat "$WORK/c.out"; fail "container exit $rc"; }
   expect_line "$WORK/c.out" "uverbs0-open" " OK ioctl="
   expect_line "$WORK/c.out" "uverbs1-open" " ERR EACCES$"
   expect_in "$WORK/agent.log" "container team-a-5: re-attached from the fd store"

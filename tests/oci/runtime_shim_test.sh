@@ -23,7 +23,17 @@ oci_enter "$GP" - "$0" "$@"
 WORK=$(mktemp -d /tmp/gdrproxy-shim.XXXXXX)
 chmod 755 "$WORK"
 AGENT_PID=
-trap 'for c in shim-1 shim-2 shim-4; do $RT --root "$WORK/rt" delete -f $c >/dev/null 2>&1; done; [[ -n $AGENT_PID ]] && kill -KILL $AGENT_PID 2>/dev/null; rm -rf "$WORK"' EXIT
+# Container ids name the runtime: a runtime's cgroup is named after the id, host-wide, so the runc
+# and crun runs of this test, run side by side, would otherwise share a cgroup and the first to
+# finish would kill the other's container.
+C1=shim-$RT-1 C2=shim-$RT-2 C4=shim-$RT-4
+cleanup() {
+  local c
+  for c in "$C1" "$C2" "$C4"; do $RT --root "$WORK/rt" delete -f "$c" >/dev/null 2>&1; done
+  [[ -n $AGENT_PID ]] && kill -KILL "$AGENT_PID" 2>/dev/null
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
 # CAP_SYS_RESOURCE is bit 24 of the effective set.
 rt_env=()
 if [[ $RT == crun ]] && ((!((0x$(awk '/^CapEff/ {print $2}' /proc/self/status) >> 24) & 1))); then
@@ -77,25 +87,25 @@ bundle shim-2 uverbs1
 
 # Allowed: prepared, run, served. Called by its installed name, as an engine would.
 GDRPROXY_RUNTIME_CONFIG=$WORK/runtime.json "${rt_env[@]}" "$WORK/gdrproxy-runtime" --root "$WORK/rt" run \
-  --bundle "$WORK/shim-1" shim-1 >"$WORK/1.out" 2>&1 || { cat "$WORK/1.out"; fail "shim-1 exit $?"; }
+  --bundle "$WORK/shim-1" "$C1" >"$WORK/1.out" 2>&1 || { rc=$?; cat "$WORK/1.out"; fail "$C1 exit $rc"; }
 expect "$WORK/1.out" "^gdrproxy runtime: .*grants \[uverbs0\]"
 expect "$WORK/1.out" "^ib: uverbs0$"
 expect "$WORK/1.out" "^uverbs0-open.* OK ioctl="
 # CAP_MKNOD is kept: the refusal of the other node is the device cgroup's.
 expect "$WORK/1.out" "other.*Operation not permitted"
 expect "$WORK/1.out" "^other-rc=1$"
-for i in $(seq 50); do grep -q "shim-1 ended" "$WORK/agent.log" && break; sleep 0.1; done
-jq -e -s 'any(.[]; .device == "uverbs0" and .syscall == "ioctl")' "$WORK/traces/shim-1.jsonl" >/dev/null ||
-  fail "shim-1's uverbs0 ioctls are not in its trace"
+for _ in $(seq 50); do grep -q "$C1 ended" "$WORK/agent.log" && break; sleep 0.1; done
+jq -e -s 'any(.[]; .device == "uverbs0" and .syscall == "ioctl")' "$WORK/traces/$C1.jsonl" >/dev/null ||
+  fail "$C1's uverbs0 ioctls are not in its trace"
 
 # Not allowed by the operator: refused before the runtime runs.
-"$GP" runtime --config "$WORK/runtime.json" -- --root "$WORK/rt" run --bundle "$WORK/shim-2" shim-2 \
+"$GP" runtime --config "$WORK/runtime.json" -- --root "$WORK/rt" run --bundle "$WORK/shim-2" "$C2" \
   >"$WORK/2.out" 2>&1
 rc=$?
 [[ $rc == 1 ]] || { cat "$WORK/2.out"; fail "a container asking for uverbs1 was not refused (exit $rc)"; }
 expect "$WORK/2.out" "asks for device uverbs1, which .*runtime.json does not grant.*not starting the container"
-$RT --root "$WORK/rt" state shim-2 >/dev/null 2>&1 && fail "$RT created shim-2 anyway"
-grep -q "shim-2" "$WORK/agent.log" && fail "the agent saw shim-2"
+$RT --root "$WORK/rt" state "$C2" >/dev/null 2>&1 && fail "$RT created $C2 anyway"
+grep -q "$C2" "$WORK/agent.log" && fail "the agent saw $C2"
 jq -e '.linux.seccomp | not' "$WORK/shim-2/config.json" >/dev/null || fail "the refused bundle was edited"
 
 # The operator's file without the sysfs keys: the synthetic /sys is built from the host's /sys,
@@ -103,12 +113,12 @@ jq -e '.linux.seccomp | not' "$WORK/shim-2/config.json" >/dev/null || fail "the 
 # container with a /sys other than its grant's), before the runtime runs.
 jq 'del(.sysfs)' "$WORK/runtime.json" >"$WORK/runtime-default.json"
 bundle shim-4 uverbs0
-"$GP" runtime --config "$WORK/runtime-default.json" -- --root "$WORK/rt" run --bundle "$WORK/shim-4" shim-4 \
+"$GP" runtime --config "$WORK/runtime-default.json" -- --root "$WORK/rt" run --bundle "$WORK/shim-4" "$C4" \
   >"$WORK/4.out" 2>&1 && { cat "$WORK/4.out"; fail "a default-config shim started a container with no /sys of its grant"; }
 expect "$WORK/4.out" "granted uverbs0: no RDMA device of /sys has that uverbs node.*not starting the container"
-$RT --root "$WORK/rt" state shim-4 >/dev/null 2>&1 && fail "$RT created shim-4 anyway"
+$RT --root "$WORK/rt" state "$C4" >/dev/null 2>&1 && fail "$RT created $C4 anyway"
 
 # Other verbs pass through untouched.
-"$GP" runtime --runtime "$RT" -- --root "$WORK/rt" list >"$WORK/3.out" 2>&1 || { cat "$WORK/3.out"; fail "list exit $?"; }
+"$GP" runtime --runtime "$RT" -- --root "$WORK/rt" list >"$WORK/3.out" 2>&1 || { rc=$?; cat "$WORK/3.out"; fail "list exit $rc"; }
 expect "$WORK/3.out" "^(ID|NAME) +PID +STATUS"
 echo "PASS: shim in front of $RT granted uverbs0 (the other node refused by the device cgroup), refused uverbs1 before $RT, passed list through"

@@ -195,7 +195,7 @@ case_traced_from_a_nested_pid_namespace() {
   # result was ever observed there, and a host task that merely had the same number would have
   # been observed instead.
   timeout 60 "$GP" standin unshare --pid --fork --mount-proc "$GP" run -q --trace-json "$WORK/t.jsonl" -- \
-    "$GP" exercise uverbs /dev/infiniband/uverbs0 >"$WORK/out" 2>"$WORK/err" || { cat "$WORK/err"; fail "exit $?"; }
+    "$GP" exercise uverbs /dev/infiniband/uverbs0 >"$WORK/out" 2>"$WORK/err" || { rc=$?; cat "$WORK/err"; fail "exit $rc"; }
   expect_not_in "$WORK/err" "results of allowed calls will not be shown"
   [[ $(jq_count "$WORK/t.jsonl" "r['call']=='INVOKE_WRITE(ALLOC_PD)' and r['errno']=='ENOTTY' and r.get('note') is None") == 1 ]] ||
     fail "ALLOC_PD's result not observed: $(jq -c 'select(.syscall == "ioctl") | {call, errno, note}' "$WORK/t.jsonl" | head -3)"
@@ -426,7 +426,7 @@ case_run_command_arguments_are_the_commands() {
   # Everything after -- is the command's, whatever gdrproxy options precede it: a --grant right
   # before -- does not swallow the command's flags, and the command's own --grant/--mode/--policy
   # words change nothing.
-  sandboxed -q --grant uverbs0 -- ls -la /dev/infiniband >"$WORK/out" 2>"$WORK/err" || { cat "$WORK/err"; fail "ls -la exit $?"; }
+  sandboxed -q --grant uverbs0 -- ls -la /dev/infiniband >"$WORK/out" 2>"$WORK/err" || { rc=$?; cat "$WORK/err"; fail "ls -la exit $rc"; }
   expect_in "$WORK/out" "uverbs0"
   sandboxed -q --grant uverbs0 -- sh -c 'echo "$@"' sh --grant uverbs1 --mode trace --policy /nonexistent >"$WORK/out2" 2>&1 || fail "exit $?"
   expect_in "$WORK/out2" "--grant uverbs1 --mode trace --policy /nonexistent"

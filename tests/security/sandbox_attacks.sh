@@ -189,7 +189,7 @@ case_injected_and_granted_fds_keep_working() {
     $A open /dev/nvidia-uvm rdwr syscall" >"$WORK/out" 2>&1
   [[ $(grep -c ' OK ioctl=' "$WORK/out") == "$n" ]] || { cat "$WORK/out"; fail "a granted open failed"; }
   expect_not_in "$WORK/out" "ioctl=EACCES"
-  sandboxed -q -- "$GP" exercise nvidia /dev/nvidiactl /dev/nvidia-uvm >"$WORK/out2" 2>&1 || { cat "$WORK/out2"; fail "exercise nvidia: exit $?"; }
+  sandboxed -q -- "$GP" exercise nvidia /dev/nvidiactl /dev/nvidia-uvm >"$WORK/out2" 2>&1 || { rc=$?; cat "$WORK/out2"; fail "exercise nvidia: exit $rc"; }
   expect_not_in "$WORK/out2" "EACCES"
 }
 
@@ -261,7 +261,7 @@ socket.send_fds(s, [b"p"], [pfd])
 PY
   for _ in $(seq 100); do kill -0 "$sup" 2>/dev/null || break; sleep 0.1; done
   kill -0 "$sup" 2>/dev/null && { kill -KILL "$sup"; cat "$out"; fail "the sandbox did not finish"; }
-  wait "$sup" || { cat "$out"; fail "supervisor exit $?"; }
+  wait "$sup" || { rc=$?; cat "$out"; fail "supervisor exit $rc"; }
 }
 
 case_sandbox_cannot_signal_supervisor() {
