@@ -134,11 +134,8 @@ void Engine::drain_observer() {
         const auto it = by_tgid_.find(e.tgid);
         if (it != by_tgid_.end()) s = it->second;
       } else {
-        const auto it = by_seq_.find(e.seq);
-        if (it != by_seq_.end()) {
-          s = it->second;
-          by_seq_.erase(it);
-        }
+        const auto it = sessions_.find(static_cast<uint32_t>(e.cookie >> 32));
+        if (it != sessions_.end()) s = it->second;
       }
       if (s) batches[s].push_back(e);
     }
@@ -147,9 +144,18 @@ void Engine::drain_observer() {
   for (auto& [s, events] : batches) s->deliver(std::move(events));
 }
 
+uint32_t Engine::attach(Session* s) {
+  std::lock_guard<std::mutex> lock(routes_mu_);
+  // Never 0 (no session: rdma_cm writes), never one in use; 2^32 sessions before a wrap.
+  do ++last_session_id_;
+  while (last_session_id_ == 0 || sessions_.contains(last_session_id_));
+  sessions_[last_session_id_] = s;
+  return last_session_id_;
+}
+
 void Engine::forget(Session* s) {
   std::lock_guard<std::mutex> lock(routes_mu_);
-  std::erase_if(by_seq_, [s](const auto& kv) { return kv.second == s; });
+  std::erase_if(sessions_, [s](const auto& kv) { return kv.second == s; });
   std::erase_if(by_tgid_, [s](const auto& kv) { return kv.second == s; });
 }
 

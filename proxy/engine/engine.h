@@ -3,7 +3,8 @@
 // the device catalog, the NVIDIA driver's identity, the trace sequence numbers, and the BPF exit
 // observer. The idea not to miss: the observer is one for all sessions (N sessions must not put N
 // copies of its programs on every ioctl exit of the host), so its events are routed back to the
-// session that registered them, by trace sequence number or by the process whose fd is watched.
+// session that registered them, by the session id in each registration's cookie or by the
+// process whose fd is watched.
 // Sessions never share mutable state; the engine holds only routing tables to them. Each session
 // runs on a thread of its own: what they call here (next_seq, the routing) is thread-safe; the
 // rest is the engine's loop's. The trap copies (proxy/observe/trap_copy.h) are one for all sessions
@@ -79,16 +80,11 @@ class Engine {
   const TrapCopies* trap_copies() const {
     return trap_copies_ ? trap_copies_->ready.load(std::memory_order_acquire) : nullptr;
   }
-  // Routing of observer events: the result of trace record `seq`, and write()s on the watched fds
-  // of process `tgid`, go to `s`. Forgotten per entry, or all of a session's at once.
-  void route_seq(uint64_t seq, Session* s) {
-    std::lock_guard<std::mutex> lock(routes_mu_);
-    by_seq_[seq] = s;
-  }
-  void unroute_seq(uint64_t seq) {
-    std::lock_guard<std::mutex> lock(routes_mu_);
-    by_seq_.erase(seq);
-  }
+  // Routing of observer events. A session is given an id when it is made, and puts it in the
+  // cookie of each result it registers (the high half; ExitObserver::expect): results go by it to
+  // their session, with no per-call table. write()s on the watched fds of process `tgid` go to
+  // the session that routed `tgid`. forget() ends both for a session.
+  uint32_t attach(Session* s);
   void route_tgid(uint32_t tgid, Session* s) {
     std::lock_guard<std::mutex> lock(routes_mu_);
     by_tgid_[tgid] = s;
@@ -122,8 +118,9 @@ class Engine {
   // loop on every trapped call): they are drained every kObserverDrain, or at once when the ring
   // fills past GDRPROXY_RING_WAKE_BYTES.
   std::unique_ptr<boost::asio::steady_timer> drain_;
-  std::mutex routes_mu_;  // sessions route from their threads, the loop delivers
-  std::map<uint64_t, Session*> by_seq_;
+  std::mutex routes_mu_;                   // sessions route from their threads, the loop delivers
+  std::map<uint32_t, Session*> sessions_;  // by id (attach)
+  uint32_t last_session_id_ = 0;
   std::map<uint32_t, Session*> by_tgid_;
   std::vector<gdrproxy_exit_event> drained_;  // the loop's: events of the drain under way
 };

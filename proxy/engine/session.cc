@@ -142,6 +142,7 @@ Session::Session(Engine& engine, SessionConfig config)
     if (!observer_) note("results of allowed calls will not be shown (" + why + ")");
   }
   arm_sweep();
+  id_ = engine_.attach(this);  // last: a constructor that throws leaves no route behind
 }
 
 void Session::setup_kernel_judgement() {
@@ -566,27 +567,24 @@ void Session::arm_sweep() {
     // its call returned may have a result still waiting in the observer's ring (drained every
     // few milliseconds): a pending call is given up only when its thread was already gone at
     // the previous sweep.
-    std::set<pid_t> gone;
-    for (auto it = pending_by_tid_.begin(); it != pending_by_tid_.end();) {
+    std::set<pid_t> waiting, gone;
+    for (const PendingCall& p : pending_)
+      if (p.live) waiting.insert(static_cast<pid_t>(p.tid));
+    for (pid_t tid : waiting) {
       struct stat st;
-      if (::stat(("/proc/" + std::to_string(it->first)).c_str(), &st) == 0) {
-        ++it;
+      if (::stat(("/proc/" + std::to_string(tid)).c_str(), &st) == 0) continue;
+      if (!gone_at_last_sweep_.contains(tid)) {
+        gone.insert(tid);
         continue;
       }
-      if (!gone_at_last_sweep_.contains(it->first)) {
-        gone.insert(it->first);
-        ++it;
-        continue;
+      for (uint32_t i = 0; i < pending_.size(); ++i) {
+        PendingCall& p = pending_[i];
+        if (!p.live || p.tid != static_cast<uint32_t>(tid)) continue;
+        p.record.note = "thread exited before the call returned";
+        emit(std::move(p.record));
+        release_pending_entry(i);
       }
-      auto p = pending_.find(it->second);
-      if (p != pending_.end()) {
-        p->second.first.note = "thread exited before the call returned";
-        emit(std::move(p->second.first));
-        engine_.unroute_seq(p->first);
-        pending_.erase(p);
-      }
-      if (observer_) observer_->forget(it->first);
-      it = pending_by_tid_.erase(it);
+      if (observer_) observer_->forget(static_cast<uint32_t>(tid));
     }
     gone_at_last_sweep_ = std::move(gone);
     unwatch_fds_of_gone_processes();
@@ -1068,24 +1066,28 @@ void Session::finish_call(TraceRecord& r, const DeviceNode& node, const Verdict&
 // the syscall's exit; without an observer the record is written now, result unknown.
 void Session::continue_observed(TraceRecord& r, uint64_t id, pid_t tid, uint64_t t0,
                                 bool watch_rdma_cm) {
-  if (observer_ && observer_->expect(tid, r.seq, r.call.result_regions[0], r.call.result_regions[1],
-                                     watch_rdma_cm)) {
-    // Routed before the call runs: its exit event may reach the engine's loop before this
-    // thread returns from answering (the event itself then waits for this thread).
-    engine_.route_seq(r.seq, this);
+  const uint32_t index = observer_ ? take_pending_entry() : 0;
+  if (observer_ && observer_->expect(tid, r.seq, cookie_of(index), r.call.result_regions[0],
+                                     r.call.result_regions[1], watch_rdma_cm)) {
+    // The result goes by the cookie to this session, to this entry; should it reach the
+    // engine's loop before this thread has filled the entry, its delivery waits for this thread.
     if (watch_rdma_cm) engine_.route_tgid(r.who.host_tgid, this);
     if (answer_continue(id) != 0) {
       observer_->forget(tid);
-      engine_.unroute_seq(r.seq);
+      release_pending_entry(index);
       // Its tid alone: /proc would now describe whoever reuses it.
       r.note = "caller gone before the call ran";
       emit(std::move(r));
       return;
     }
-    pending_by_tid_[tid] = r.seq;
-    pending_.emplace(r.seq, std::make_pair(std::move(r), t0));
+    PendingCall& p = pending_[index];
+    p.record = std::move(r);
+    p.t0 = t0;
+    p.tid = static_cast<uint32_t>(tid);
+    p.live = true;
     return;
   }
+  if (observer_) release_pending_entry(index);
   answer_continue(id);
   r.note = "result not observed";
   if (!r.who.host_tgid) r.who = identity(tid);
@@ -1329,10 +1331,12 @@ void Session::on_exit_event(const gdrproxy_exit_event& e) {
     on_cm_write(e);
     return;
   }
-  auto it = pending_.find(e.seq);
-  if (it == pending_.end()) return;
-  TraceRecord& r = it->second.first;
-  const uint64_t t0 = it->second.second;
+  // The entry the cookie names, if it still waits for this very call (not given up and reused).
+  const uint32_t index = static_cast<uint32_t>(e.cookie);
+  if (index >= pending_.size() || !pending_[index].live || pending_[index].record.seq != e.seq)
+    return;
+  TraceRecord& r = pending_[index].record;
+  const uint64_t t0 = pending_[index].t0;
   if (!r.who.host_tgid) r.who = identity_at_exit(e);
   if (e.ret < 0) {
     r.ret = -1;
@@ -1366,24 +1370,36 @@ void Session::on_exit_event(const gdrproxy_exit_event& e) {
       observer_->unwatch_cm_fd(r.who.host_tgid, static_cast<uint32_t>(e.ret));
   }
   emit(std::move(r));
-  auto t = pending_by_tid_.find(e.tid);
-  if (t != pending_by_tid_.end() && t->second == e.seq) pending_by_tid_.erase(t);
-  pending_.erase(it);
+  release_pending_entry(index);
+}
+
+uint32_t Session::take_pending_entry() {
+  if (pending_free_.empty()) {
+    pending_.emplace_back();
+    return static_cast<uint32_t>(pending_.size() - 1);
+  }
+  const uint32_t index = pending_free_.back();
+  pending_free_.pop_back();
+  return index;
+}
+
+void Session::release_pending_entry(uint32_t index) {
+  pending_[index].live = false;
+  pending_free_.push_back(index);
 }
 
 void Session::finish(const std::string& why) {
-  for (auto& [seq, p] : pending_) {
-    p.first.note = why;
-    emit(std::move(p.first));
-    engine_.unroute_seq(seq);
+  for (PendingCall& p : pending_) {
+    if (!p.live) continue;
+    p.record.note = why;
+    emit(std::move(p.record));
+    if (observer_) observer_->forget(p.tid);
   }
-  if (observer_) {
-    for (const auto& [tid, seq] : pending_by_tid_) observer_->forget(tid);
+  if (observer_)
     for (const auto& [key, cls] : watched_fds_) observer_->unwatch_cm_fd(key.first, key.second);
-  }
   watched_fds_.clear();
   pending_.clear();
-  pending_by_tid_.clear();
+  pending_free_.clear();
   // Bounded: a trace file that no longer takes bytes must not hold the exit.
   if (json_out_) json_out_->finish(std::chrono::seconds(5));
 }

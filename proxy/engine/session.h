@@ -289,9 +289,23 @@ class Session {
   boost::asio::steady_timer sweep_;
   std::set<pid_t> gone_at_last_sweep_;  // tids with a pending result that had exited then
   std::vector<uint64_t> recv_buf_;      // one notification (engine.notif_size() bytes, 8-aligned)
-  // Records waiting for their result, by seq; and which seq each host tid waits on.
-  std::map<uint64_t, std::pair<TraceRecord, uint64_t>> pending_;  // seq -> (record, t0)
-  std::map<uint32_t, uint64_t> pending_by_tid_;
+  // Records waiting for their result. An entry's index is the low half of the cookie its
+  // registration carries (the session's id, id_, the high half): the result finds its record
+  // with no lookup, and a stale result (its entry since given up and reused) by its seq.
+  // Entries are reused, so a traced call allocates none once as many threads as ever waited
+  // at once have been seen.
+  struct PendingCall {
+    TraceRecord record;
+    uint64_t t0 = 0;   // when its notification was received
+    uint32_t tid = 0;  // the caller (host tid)
+    bool live = false;
+  };
+  std::vector<PendingCall> pending_;
+  std::vector<uint32_t> pending_free_;  // indices of entries not live
+  uint32_t take_pending_entry();
+  void release_pending_entry(uint32_t index);
+  uint64_t cookie_of(uint32_t index) const { return (uint64_t{id_} << 32) | index; }
+  uint32_t id_ = 0;  // the engine's (Engine::attach)
   // Identities by host tid, valid while /proc/<tid> keeps its inode (a reused pid gets a new one).
   std::map<pid_t, std::pair<ino_t, ProcessIdentity>> identities_;
   DenialLog denials_;

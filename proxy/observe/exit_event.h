@@ -29,7 +29,10 @@ typedef int64_t gp_s64;
 #define GDRPROXY_EVENT_CM_OPEN 2
 
 struct gdrproxy_pending {
-  gp_u64 seq;    // the trace record waiting for this result (0 for rdma_cm writes)
+  gp_u64 seq;  // the trace record waiting for this result (0 for rdma_cm writes)
+  // Where the supervisor delivers the result, returned as is: its session (high half) and that
+  // session's entry for the waiting record (low half). 0 for rdma_cm writes.
+  gp_u64 cookie;
   gp_u64 addr0;  // caller memory to copy at exit
   gp_u64 addr1;
   gp_u32 len0;
@@ -63,6 +66,7 @@ struct gdrproxy_cm_fd {
 
 struct gdrproxy_exit_event {
   gp_u64 seq;
+  gp_u64 cookie;  // the registration's (gdrproxy_pending)
   gp_s64 ret;
   gp_u64 exit_ns;   // CLOCK_MONOTONIC
   gp_u64 enter_ns;  // rdma_cm writes: when the write entered the kernel

@@ -91,13 +91,16 @@ void ExitObserver::unwatch_cm_fd(uint32_t tgid, uint32_t fd) {
   bpf_map_delete_elem(cm_fds_fd_, &key);
 }
 
-bool ExitObserver::expect(uint32_t tid, uint64_t seq, const ResultRegion& r0,
+bool ExitObserver::expect(uint32_t tid, uint64_t seq, uint64_t cookie, const ResultRegion& r0,
                           const ResultRegion& r1, bool watch_rdma_cm) {
-  gdrproxy_pending p{
-      seq,     r0.addr,
-      r1.addr, r0.len,
-      r1.len,  watch_rdma_cm ? gp_u32{GDRPROXY_EVENT_CM_OPEN} : gp_u32{GDRPROXY_EVENT_RESULT},
-      0,       0};
+  gdrproxy_pending p{};
+  p.seq = seq;
+  p.cookie = cookie;
+  p.addr0 = r0.addr;
+  p.addr1 = r1.addr;
+  p.len0 = r0.len;
+  p.len1 = r1.len;
+  p.kind = watch_rdma_cm ? GDRPROXY_EVENT_CM_OPEN : GDRPROXY_EVENT_RESULT;
   gdrproxy_pending_slot& slot = slot_of(tid);
   std::atomic_ref<uint64_t> state(slot.state);
   // Free, or left armed by this thread's earlier call (it never returned: it died, and the tid

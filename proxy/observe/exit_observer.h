@@ -35,10 +35,11 @@ class ExitObserver {
 
   // Registers the next ioctl/open exit of `tid` as the result of trace record `seq`: in the
   // thread's mapped slot, a plain store (the hash map, a bpf() call, only when another thread
-  // holds that slot). Thread-safe.
+  // holds that slot). Its event carries `cookie` back, which tells the engine where it goes
+  // (exit_event.h). Thread-safe.
   // `watch_rdma_cm`: the call is an open of rdma_cm whose new fd's writes are then observed.
-  bool expect(uint32_t tid, uint64_t seq, const ResultRegion& r0, const ResultRegion& r1,
-              bool watch_rdma_cm = false);
+  bool expect(uint32_t tid, uint64_t seq, uint64_t cookie, const ResultRegion& r0,
+              const ResultRegion& r1, bool watch_rdma_cm = false);
   void forget(uint32_t tid);
   // Stop observing write()s on a caller's fd (closed, number reused).
   void unwatch_cm_fd(uint32_t tgid, uint32_t fd);

@@ -95,6 +95,7 @@ static __always_inline int report(struct sys_exit_ctx* ctx) {
   struct gdrproxy_exit_event* e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
   if (e) {
     e->seq = p->seq;
+    e->cookie = p->cookie;
     e->ret = ctx->ret;
     e->exit_ns = bpf_ktime_get_ns();
     e->tid = tid;

@@ -117,6 +117,15 @@ case_two_containers_kept_apart() {
   has "$tb" uverbs0 deny || { cat "$tb"; fail "team-b-1's trace lacks its denial"; }
   ! has "$ta" uverbs0 deny || fail "team-a-1's trace holds team-b-1's call"
   ! has "$tb" uverbs1 deny || fail "team-b-1's trace holds team-a-1's call"
+  # And each one's results reached its own records (a result goes to its session by the id in
+  # its registration's cookie): an allowed call that returned has its result.
+  local t
+  for t in "$ta" "$tb"; do
+    jq -e -s 'any(.[]; .decision == "allow")' "$t" >/dev/null ||
+      { cat "$t"; fail "no allowed call in $t"; }
+    ! jq -e -s 'any(.[]; .decision == "allow" and .result == null)' "$t" >/dev/null ||
+      { cat "$t"; fail "$t: an allowed call that returned is recorded without its result"; }
+  done
   expect_in "$WORK/agent.log" "container team-a-1: process"
   expect_in "$WORK/agent.log" "rule containers[0], grants [uverbs0]"
   expect_in "$WORK/agent.log" "rule containers[1], grants [uverbs1,rdma_cm]"

@@ -54,23 +54,26 @@ TEST(ExitObserver, ReportsEachRegisteredExitOnceFromTheSlotOrTheMap) {
   // Above any pid_max, so no thread has it, and in the same slot as this thread.
   const uint32_t other = tid | (1u << 31);
   const ResultRegion none{};
+  // What a session would pass: its id and an entry of its own; returned as given.
+  const auto cookie = [](uint64_t seq) { return (uint64_t{7} << 32) | (seq * 3); };
 
-  ASSERT_TRUE(observer->expect(tid, 101, none, none));  // the thread's slot
+  ASSERT_TRUE(observer->expect(tid, 101, cookie(101), none, none));  // the thread's slot
   one_ioctl(p[0]);
-  ASSERT_TRUE(observer->expect(other, 102, none, none));  // holds that slot from now on
-  ASSERT_TRUE(observer->expect(tid, 103, none, none));    // so this one goes to the map
+  // `other` holds that slot from now on, so the next one of this thread goes to the map.
+  ASSERT_TRUE(observer->expect(other, 102, cookie(102), none, none));
+  ASSERT_TRUE(observer->expect(tid, 103, cookie(103), none, none));
   one_ioctl(p[0]);
   observer->forget(other);
-  ASSERT_TRUE(observer->expect(tid, 104, none, none));
-  ASSERT_TRUE(observer->expect(tid, 105, none, none));  // replaces 104, never returned
+  ASSERT_TRUE(observer->expect(tid, 104, cookie(104), none, none));
+  ASSERT_TRUE(observer->expect(tid, 105, cookie(105), none, none));  // replaces 104, never returned
   one_ioctl(p[0]);
   one_ioctl(p[0]);  // registered by nobody: not reported
   // Outputs are copied for a call that succeeded, and not for one that failed (never decoded).
   static uint64_t result = 0x1122334455667788;
   const ResultRegion out{reinterpret_cast<uint64_t>(&result), sizeof result};
-  ASSERT_TRUE(observer->expect(tid, 106, none, out));
+  ASSERT_TRUE(observer->expect(tid, 106, cookie(106), none, out));
   one_ioctl(p[0]);
-  ASSERT_TRUE(observer->expect(tid, 107, none, out));
+  ASSERT_TRUE(observer->expect(tid, 107, cookie(107), none, out));
   EXPECT_EQ(::ioctl(p[0], 0x7e57, 0), -1);  // no such request: ENOTTY
   observer->consume();
 
@@ -78,6 +81,7 @@ TEST(ExitObserver, ReportsEachRegisteredExitOnceFromTheSlotOrTheMap) {
   for (const gdrproxy_exit_event& e : got) {
     if (e.tid != tid) continue;
     seqs.push_back(e.seq);
+    EXPECT_EQ(e.cookie, cookie(e.seq)) << "seq " << e.seq;
     if (e.seq == 107) {
       EXPECT_EQ(e.ret, -ENOTTY);
       EXPECT_EQ(e.len1, 0u) << "a failed call's outputs were copied";
