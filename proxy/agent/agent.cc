@@ -445,6 +445,8 @@ class Agent {
           j["trap_copies_used"] = s.trap_copies_used;
           j["trap_copies_missed"] = s.trap_copies_missed;
           j["observer_lost"] = s.observer_lost;
+          j["observer_skipped"] = s.observer_skipped;
+          j["results_unobserved"] = s.results_unobserved;
           j["fds_watched"] = s.fds_watched;
           j["fds_unwatched_gone"] = s.fds_unwatched_gone;
           j["us_per_ioctl"] = s.ioctls ? double(s.ns_ioctl) / 1e3 / double(s.ioctls) : 0.0;

@@ -620,6 +620,7 @@ SessionStats Session::stats_here() const {
   s.denied = denials_.total();
   s.repeated_denials = denials_.repeats();
   s.observer_lost = observer_ ? observer_->lost() : 0;
+  s.observer_skipped = observer_ ? observer_->skipped() : 0;
   s.fds_watched = watched_fds_.size();
   s.p50_ns = latency_.quantile_ns(0.5);
   s.p99_ns = latency_.quantile_ns(0.99);
@@ -633,6 +634,12 @@ void Session::print_summary(bool with_stats) const {
                  "%s%llu results of allowed calls were lost (the observer's ring buffer "
                  "was full); their trace records say \"result not observed\"\n",
                  log_prefix_.c_str(), static_cast<unsigned long long>(s.observer_lost));
+  if (s.results_unobserved)
+    std::fprintf(stderr,
+                 "%s%llu traced calls returned with no result seen (their records say \"result "
+                 "not observed\"); the kernel skipped the observer's programs %llu times\n",
+                 log_prefix_.c_str(), static_cast<unsigned long long>(s.results_unobserved),
+                 static_cast<unsigned long long>(s.observer_skipped));
   if (json_out_ && json_out_->dropped())
     std::fprintf(stderr,
                  "%s%llu trace records dropped: %s did not take them in time (a stalled "
@@ -772,11 +779,10 @@ void Session::handle(const seccomp_notif& req) {
     std::fprintf(stderr, "%sinternal error handling a call of pid %llu, failed closed\n",
                  log_prefix_.c_str(), static_cast<unsigned long long>(req.pid));
   }
-  // Never leave a caller blocked: whatever path was taken, the notification gets an answer.
+  // Never leave a caller blocked: whatever path was taken, the notification gets an answer, and
+  // the answer closed it (claim()) for the watchdog.
   if (!answered_) answer_error(req.id, EPERM);
   // Back from whatever blocked: the session is no longer stuck (it stays degraded).
-  std::lock_guard<std::mutex> lock(inflight_.mu);
-  inflight_.open = false;
   stuck_ = false;
 }
 
@@ -1391,6 +1397,7 @@ void Session::release_pending_entry(uint32_t index) {
 void Session::finish(const std::string& why) {
   for (PendingCall& p : pending_) {
     if (!p.live) continue;
+    ++stats_.results_unobserved;
     p.record.note = why;
     emit(std::move(p.record));
     if (observer_) observer_->forget(p.tid);

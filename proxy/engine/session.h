@@ -96,6 +96,8 @@ struct SessionStats {
   // and those that had none (the supervisor looked them up itself); both 0 without copies.
   uint64_t trap_copies_used = 0, trap_copies_missed = 0;
   uint64_t observer_lost = 0;       // results lost to a full observer ring buffer
+  uint64_t observer_skipped = 0;    // observer program runs the kernel skipped (all sessions')
+  uint64_t results_unobserved = 0;  // traced calls whose result never came (their records say)
   uint64_t fds_watched = 0;         // fds whose writes the observer watches now
   uint64_t fds_unwatched_gone = 0;  // watches removed because their process had exited
   uint64_t p50_ns = 0, p99_ns = 0;  // handler latency of every notification (+0/-19 %)

@@ -132,6 +132,17 @@ void ExitObserver::consume() {
   ring_buffer__consume(rb_);
 }
 
+uint64_t ExitObserver::skipped() const {
+  uint64_t n = 0;
+  bpf_program* prog = nullptr;
+  bpf_object__for_each_program(prog, obj_) {
+    bpf_prog_info info{};
+    uint32_t len = sizeof info;
+    if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) == 0) n += info.recursion_misses;
+  }
+  return n;
+}
+
 uint64_t ExitObserver::lost() const {
   uint32_t zero = 0;
   uint64_t n = 0;

@@ -7,18 +7,20 @@
 
 #include <cerrno>
 #include <condition_variable>
-#include <deque>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 namespace gdrproxy::proxy {
 
 struct JsonTraceWriter::State {
   std::mutex mu;
   std::condition_variable wake, idle;
-  std::deque<TraceRecord> queue;
+  // Swapped with the writer's emptied batch each time it takes the queue, so both keep their
+  // capacity: a push allocates nothing once the two have grown to a gather's records.
+  std::vector<TraceRecord> queue;
   bool flush_asked = false, stopping = false, done = false;
   // The writer waits without a deadline (nothing queued): a push must wake it. Otherwise it
   // wakes on its own within kGather, and a push wakes it only for a full batch.
@@ -43,7 +45,10 @@ bool write_all(int fd, const std::string& buf) {
 
 void write_loop(const std::shared_ptr<JsonTraceWriter::State>& s) {
   constexpr size_t kWriteAt = 64 * 1024;  // bytes gathered before a write(2)
+  // A burst's capacity is not kept past this many records (the queue may hold kQueueLimit).
+  constexpr size_t kKeep = 4 * JsonTraceWriter::kBatch;
   std::string buf;
+  std::vector<TraceRecord> batch;
   uint64_t in_buf = 0;  // records in buf
   std::unique_lock<std::mutex> lock(s->mu);
   for (;;) {
@@ -59,7 +64,6 @@ void write_loop(const std::shared_ptr<JsonTraceWriter::State>& s) {
       s->asleep = false;
       continue;
     }
-    std::deque<TraceRecord> batch;
     batch.swap(s->queue);
     const bool flush = s->flush_asked || s->stopping;
     s->flush_asked = false;
@@ -80,6 +84,11 @@ void write_loop(const std::shared_ptr<JsonTraceWriter::State>& s) {
       if (!write_all(s->file.get(), buf)) lost += in_buf;
       buf.clear();
       in_buf = 0;
+    }
+    batch.clear();  // the records' strings are freed here, off the lock
+    if (batch.capacity() > kKeep) {
+      batch.shrink_to_fit();
+      batch.reserve(kKeep);
     }
     lock.lock();
     s->dropped += lost;
