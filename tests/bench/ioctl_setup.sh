@@ -8,4 +8,6 @@ dev=/dev/infiniband/uverbs0
 prefix=()
 [[ -e $dev ]] || prefix=("$gp" standin)
 copies=()
-"$gp" run -q --trap-copy on -- true 2>/dev/null && copies=(--trap-copy on)
+# An if, not `&&`: as the file's last command a refusal would be its status, and the sourcing
+# script (set -e) would stop there.
+if "$gp" run -q --trap-copy on -- true 2>/dev/null; then copies=(--trap-copy on); fi

@@ -1,5 +1,6 @@
 // The BPF exit observer reports exactly the exits registered with it, whether the registration
-// went to the thread's mapped slot or (the slot held by another thread) to the hash map, and it
+// went to the thread's mapped slot or (the slot held by another thread) to the hash map, and the
+// write()s of an fd whose registered open it watched (rdma_cm's commands), and it
 // leaves nothing behind: its programs are attached through links it owns, and destroying the
 // observer detaches every one (a long-running agent creates and drops many).
 // Needs root and BPF; skipped (GTEST_SKIP) where the kernel refuses to load the program.
@@ -8,8 +9,12 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include <cerrno>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "proxy/observe/exit_observer.h"
 
@@ -100,6 +105,37 @@ TEST(ExitObserver, ReportsEachRegisteredExitOnceFromTheSlotOrTheMap) {
   EXPECT_EQ(observer->lost(), 0u);
   ::close(p[0]);
   ::close(p[1]);
+}
+
+TEST(ExitObserver, WatchesTheWritesOfAnOpenedFd) {
+  std::vector<gdrproxy_exit_event> got;
+  std::string why;
+  auto observer = ExitObserver::open([&](const gdrproxy_exit_event& e) { got.push_back(e); }, why);
+  if (!observer) GTEST_SKIP() << "BPF observer unavailable here: " << why;
+  const uint32_t tid = static_cast<uint32_t>(::gettid());
+  // An open registered as rdma_cm's: at its exit the program watches the new fd's writes.
+  ASSERT_TRUE(observer->expect(tid, 201, 1, {}, {}, true));
+  const int fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, "cmd", 3), 3);
+  observer->unwatch_cm_fd(static_cast<uint32_t>(::getpid()), static_cast<uint32_t>(fd));
+  ASSERT_EQ(::write(fd, "not seen", 8), 8);
+  ::close(fd);
+  observer->consume();
+
+  std::vector<std::string> writes;
+  bool opened = false;
+  for (const gdrproxy_exit_event& e : got) {
+    if (e.tid != tid) continue;
+    if (e.kind == GDRPROXY_EVENT_RESULT && e.seq == 201) opened = e.ret == fd;
+    if (e.kind == GDRPROXY_EVENT_CM_WRITE) {
+      EXPECT_EQ(e.fd, static_cast<uint32_t>(fd));
+      EXPECT_EQ(e.ret, 3);
+      writes.emplace_back(reinterpret_cast<const char*>(e.region0), e.len0);
+    }
+  }
+  EXPECT_TRUE(opened) << "the open's result was not reported";
+  EXPECT_EQ(writes, std::vector<std::string>{"cmd"});
 }
 
 }  // namespace

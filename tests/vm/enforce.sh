@@ -102,8 +102,13 @@ if [[ -w $tracing/events/syscalls/sys_enter_ioctl/filter ]]; then
   problems=()
   numbers "$w1 $w2 $n1 $n2" && ((w2 - w1 >= 1990 && n1 > 0 && n2 - n1 <= 5)) || problems+=("$detail")
   grep -q 'bound' "$work/cm-scope-2000.out" 2>/dev/null || problems+=("cm_write_scope did not bind its id")
-  while IFS= read -r p; do [[ -n $p ]] && problems+=("trace: $p"); done \
-    < <(trace_problems "$work/cm-scope-2000.jsonl" CREATE_ID BIND)
+  while IFS= read -r p; do
+    if [[ $p == note:* ]]; then
+      detail+="; ${p#note: }"
+    elif [[ -n $p ]]; then
+      problems+=("trace: $p")
+    fi
+  done < <(trace_problems "$work/cm-scope-2000.jsonl" CREATE_ID BIND)
   if ((${#problems[@]} == 0)); then
     record rdma_cm-writes-scoped PASS $(($(now_ms) - t0)) "$detail"
   else

@@ -114,8 +114,13 @@ signature() { cat "$@" 2>/dev/null | tr -d '\r' | grep -v '^gdrproxy: ' | sed -n
 # when it is right. Each EXPECTED is a call name that must appear as a word of some line's "call"
 # field with a result; NAME:WORD also needs WORD in that line's "args" (MODIFY_QP:RTS). Every
 # line must carry the contract's fields, and nothing may be denied under the default policy.
+# One exception, printed as a line starting "note: ", not a problem: an expected call whose
+# every record says its result was not observed, in a run whose own output (TRACE's .out) says
+# the kernel skipped the observer's programs. This guest's kernel skips tracing programs now and
+# then (a few results per thousand calls, docs/PERFORMANCE.md); the loss must be said, never
+# silent, and the call itself must still be there.
 trace_problems() {
-  local trace=$1 want name word
+  local trace=$1 want name word out=${1%.jsonl}.out
   shift
   [[ -s $trace ]] || { echo "no trace written"; return; }
   jq -e -s 'all(.[]; has("pid") and has("nspid") and has("pidns") and has("device") and has("call")
@@ -131,8 +136,16 @@ trace_problems() {
     jq -e -s --arg n "$name" --arg w "$word" '
       any(.[]; ((.call // "") | test("(^|[^A-Z_])" + $n + "([^A-Z_]|$)"))
                and .result != null
-               and ($w == "" or (.args | tostring | test($w))))' "$trace" >/dev/null 2>&1 ||
+               and ($w == "" or (.args | tostring | test($w))))' "$trace" >/dev/null 2>&1 && continue
+    if jq -e -s --arg n "$name" --arg w "$word" '
+         any(.[]; ((.call // "") | test("(^|[^A-Z_])" + $n + "([^A-Z_]|$)"))
+                  and ((.note // "") | test("result not observed"))
+                  and ($w == "" or (.args | tostring | test($w))))' "$trace" >/dev/null 2>&1 &&
+      grep -qE "returned with no result seen.*skipped the observer's programs [1-9]" "$out" 2>/dev/null; then
+      echo "note: $want traced, its result not observed (the kernel skipped the observer; said by the run)"
+    else
       echo "no $want${word:+ in args} with a result"
+    fi
   done
 }
 
@@ -141,7 +154,7 @@ trace_problems() {
 # checks the traces $work/NAME.proxied.*.jsonl (an expected call written client:CALL or
 # server:CALL is looked for on that side of a pair only) and records the result.
 verdict() {
-  local name=$1 want=$2 t0=$3 calls=$4 problems=() nsig psig f p
+  local name=$1 want=$2 t0=$3 calls=$4 problems=() notes=() nsig psig f p
   [[ $nat_rc == "$want" ]] || problems+=("native exit $nat_rc, expected $want")
   [[ $prx_rc == "$nat_rc" ]] || problems+=("proxied exit $prx_rc vs native $nat_rc")
   nsig=$(signature "$work/$name".native.*.out)
@@ -161,7 +174,11 @@ verdict() {
       esac
     done
     while IFS= read -r p; do
-      [[ -n $p ]] && problems+=("$(basename "$f" .out): $p")
+      if [[ $p == note:* ]]; then
+        notes+=("$(basename "$f" .out): ${p#note: }")
+      elif [[ -n $p ]]; then
+        problems+=("$(basename "$f" .out): $p")
+      fi
     done < <(trace_problems "${f%.out}.jsonl" "${wants[@]}")
   done
   # wall time of the native and the proxied runs (the longer side of a pair)
@@ -170,7 +187,7 @@ verdict() {
   tp=$(cat "$work/$name".proxied.*.ms 2>/dev/null | sort -n | tail -1)
   cp "$work/$name".* "$out/" 2>/dev/null
   if ((${#problems[@]} == 0)); then
-    record "$name" PASS $(($(now_ms) - t0)) "exit $nat_rc both; ${tn}/${tp} ms; $(echo $nsig | cut -c1-50)"
+    record "$name" PASS $(($(now_ms) - t0)) "exit $nat_rc both; ${tn}/${tp} ms; $(echo $nsig | cut -c1-50)${notes[*]:+; $(IFS='; '; echo "${notes[*]}")}"
   else
     for f in "$work/$name".*.out; do show "$f" "$(basename "$f" .out)"; done
     record "$name" FAIL $(($(now_ms) - t0)) "${tn}/${tp} ms; $(IFS='; '; echo "${problems[*]}")"
