@@ -587,6 +587,7 @@ void Session::arm_sweep() {
       if (observer_) observer_->forget(static_cast<uint32_t>(tid));
     }
     gone_at_last_sweep_ = std::move(gone);
+    give_up_unreported_results();
     unwatch_fds_of_gone_processes();
     // A refusal whose wake-up was skipped (the judge wakes once per batch) waits at most a sweep.
     say_lsm_refusals();
@@ -1377,6 +1378,28 @@ void Session::on_exit_event(const gdrproxy_exit_event& e) {
   }
   emit(std::move(r));
   release_pending_entry(index);
+}
+
+// A record still waiting although its thread's registration is no longer armed: the exit
+// happened. If its result is not in the ring either (drained since the previous sweep), the
+// kernel skipped the observer's program at that exit, and it never comes: given up at the
+// second sweep that finds it so, instead of waiting for the session's end (the thread lives on).
+void Session::give_up_unreported_results() {
+  if (!observer_) return;
+  std::set<uint64_t> unreported;
+  for (uint32_t i = 0; i < pending_.size(); ++i) {
+    PendingCall& p = pending_[i];
+    if (!p.live || observer_->still_armed(p.tid, p.record.seq)) continue;
+    if (!unreported_at_last_sweep_.contains(p.record.seq)) {
+      unreported.insert(p.record.seq);
+      continue;
+    }
+    ++stats_.results_unobserved;
+    p.record.note = "result not observed: the kernel did not run the observer at its return";
+    emit(std::move(p.record));
+    release_pending_entry(i);
+  }
+  unreported_at_last_sweep_ = std::move(unreported);
 }
 
 uint32_t Session::take_pending_entry() {

@@ -305,6 +305,8 @@ class Session {
   std::vector<PendingCall> pending_;
   std::vector<uint32_t> pending_free_;  // indices of entries not live
   uint32_t take_pending_entry();
+  void give_up_unreported_results();
+  std::set<uint64_t> unreported_at_last_sweep_;  // seqs of waiting records found unarmed then
   void release_pending_entry(uint32_t index);
   uint64_t cookie_of(uint32_t index) const { return (uint64_t{id_} << 32) | index; }
   uint32_t id_ = 0;  // the engine's (Engine::attach)

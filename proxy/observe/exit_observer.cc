@@ -124,6 +124,19 @@ void ExitObserver::forget(uint32_t tid) {
   bpf_map_delete_elem(pending_fd_, &tid);
 }
 
+bool ExitObserver::still_armed(uint32_t tid, uint64_t seq) const {
+  gdrproxy_pending_slot& slot = slot_of(tid);
+  std::atomic_ref<uint64_t> state(slot.state);
+  const uint64_t armed = GDRPROXY_SLOT_STATE(tid, GDRPROXY_SLOT_ARMED);
+  if (state.load(std::memory_order_acquire) == armed) {
+    const uint64_t in_slot = std::atomic_ref<uint64_t>(slot.p.seq).load();
+    // Read while the slot stayed armed by this thread: the seq is the slot's registration's.
+    if (state.load(std::memory_order_acquire) == armed && in_slot == seq) return true;
+  }
+  gdrproxy_pending p{};
+  return bpf_map_lookup_elem(pending_fd_, &tid, &p) == 0 && p.seq == seq;
+}
+
 int ExitObserver::poll_fd() const {
   return ring_buffer__epoll_fd(rb_);
 }

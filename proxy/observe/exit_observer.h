@@ -41,6 +41,11 @@ class ExitObserver {
   bool expect(uint32_t tid, uint64_t seq, uint64_t cookie, const ResultRegion& r0,
               const ResultRegion& r1, bool watch_rdma_cm = false);
   void forget(uint32_t tid);
+  // Whether `tid`'s registration for record `seq` still waits for its exit (in its slot or the
+  // map). False once the program took it, or a later registration of that thread replaced it:
+  // a record still waiting then, after the ring was drained, lost its result (the kernel skipped
+  // the program at that exit).
+  bool still_armed(uint32_t tid, uint64_t seq) const;
   // Stop observing write()s on a caller's fd (closed, number reused).
   void unwatch_cm_fd(uint32_t tgid, uint32_t fd);
   int poll_fd() const;

@@ -107,6 +107,42 @@ TEST(ExitObserver, ReportsEachRegisteredExitOnceFromTheSlotOrTheMap) {
   ::close(p[1]);
 }
 
+// still_armed() tells a registration that waits for its exit from one whose exit has passed
+// (taken by the program) or that a later registration of its thread replaced: the session gives
+// up a record whose registration is no longer armed and whose result never came.
+TEST(ExitObserver, SaysWhetherARegistrationStillWaits) {
+  std::string why;
+  auto observer = ExitObserver::open([](const gdrproxy_exit_event&) {}, why);
+  if (!observer) GTEST_SKIP() << "BPF observer unavailable here: " << why;
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  const uint32_t tid = static_cast<uint32_t>(::gettid());
+  const uint32_t other = tid | (1u << 31);  // same slot, no such thread
+  ASSERT_TRUE(observer->expect(tid, 301, 1, {}, {}));
+  EXPECT_TRUE(observer->still_armed(tid, 301));
+  EXPECT_FALSE(observer->still_armed(tid, 300));
+  one_ioctl(p[0]);
+  EXPECT_FALSE(observer->still_armed(tid, 301)) << "taken at its exit";
+  ASSERT_TRUE(observer->expect(tid, 302, 1, {}, {}));
+  ASSERT_TRUE(observer->expect(tid, 303, 1, {}, {}));
+  EXPECT_FALSE(observer->still_armed(tid, 302)) << "replaced by the thread's next";
+  EXPECT_TRUE(observer->still_armed(tid, 303));
+  observer->forget(tid);
+  EXPECT_FALSE(observer->still_armed(tid, 303));
+  // In the map (the slot held by another thread), the same.
+  ASSERT_TRUE(observer->expect(other, 304, 1, {}, {}));
+  ASSERT_TRUE(observer->expect(tid, 305, 1, {}, {}));
+  EXPECT_TRUE(observer->still_armed(tid, 305));
+  EXPECT_TRUE(observer->still_armed(other, 304));
+  one_ioctl(p[0]);
+  EXPECT_FALSE(observer->still_armed(tid, 305)) << "taken from the map at its exit";
+  observer->forget(other);
+  EXPECT_FALSE(observer->still_armed(other, 304));
+  observer->consume();
+  ::close(p[0]);
+  ::close(p[1]);
+}
+
 TEST(ExitObserver, WatchesTheWritesOfAnOpenedFd) {
   std::vector<gdrproxy_exit_event> got;
   std::string why;
