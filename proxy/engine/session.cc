@@ -577,13 +577,9 @@ void Session::arm_sweep() {
         gone.insert(tid);
         continue;
       }
-      for (uint32_t i = 0; i < pending_.size(); ++i) {
-        PendingCall& p = pending_[i];
-        if (!p.live || p.tid != static_cast<uint32_t>(tid)) continue;
-        p.record.note = "thread exited before the call returned";
-        emit(std::move(p.record));
-        release_pending_entry(i);
-      }
+      for (uint32_t i = 0; i < pending_.size(); ++i)
+        if (pending_[i].live && pending_[i].tid == static_cast<uint32_t>(tid))
+          write_without_result(i, "thread exited before the call returned");
       if (observer_) observer_->forget(static_cast<uint32_t>(tid));
     }
     gone_at_last_sweep_ = std::move(gone);
@@ -637,8 +633,8 @@ void Session::print_summary(bool with_stats) const {
                  log_prefix_.c_str(), static_cast<unsigned long long>(s.observer_lost));
   if (s.results_unobserved)
     std::fprintf(stderr,
-                 "%s%llu traced calls returned with no result seen (their records say \"result "
-                 "not observed\"); the kernel skipped the observer's programs %llu times\n",
+                 "%s%llu traced calls have no result (their records say \"result not "
+                 "observed\" and why); the kernel skipped the observer's programs %llu times\n",
                  log_prefix_.c_str(), static_cast<unsigned long long>(s.results_unobserved),
                  static_cast<unsigned long long>(s.observer_skipped));
   if (json_out_ && json_out_->dropped())
@@ -1395,11 +1391,17 @@ void Session::give_up_unreported_results() {
       continue;
     }
     ++stats_.results_unobserved;
-    p.record.note = "result not observed: the kernel did not run the observer at its return";
-    emit(std::move(p.record));
-    release_pending_entry(i);
+    write_without_result(i,
+                         "result not observed: the kernel did not run the observer at its return");
   }
   unreported_at_last_sweep_ = std::move(unreported);
+}
+
+void Session::write_without_result(uint32_t index, std::string note) {
+  PendingCall& p = pending_[index];
+  p.record.note = std::move(note);
+  emit(std::move(p.record));
+  release_pending_entry(index);
 }
 
 uint32_t Session::take_pending_entry() {
@@ -1418,12 +1420,11 @@ void Session::release_pending_entry(uint32_t index) {
 }
 
 void Session::finish(const std::string& why) {
-  for (PendingCall& p : pending_) {
-    if (!p.live) continue;
+  for (uint32_t i = 0; i < pending_.size(); ++i) {
+    if (!pending_[i].live) continue;
     ++stats_.results_unobserved;
-    p.record.note = why;
-    emit(std::move(p.record));
-    if (observer_) observer_->forget(p.tid);
+    if (observer_) observer_->forget(pending_[i].tid);
+    write_without_result(i, why);
   }
   if (observer_)
     for (const auto& [key, cls] : watched_fds_) observer_->unwatch_cm_fd(key.first, key.second);

@@ -294,8 +294,8 @@ class Session {
   // Records waiting for their result. An entry's index is the low half of the cookie its
   // registration carries (the session's id, id_, the high half): the result finds its record
   // with no lookup, and a stale result (its entry since given up and reused) by its seq.
-  // Entries are reused, so a traced call allocates none once as many threads as ever waited
-  // at once have been seen.
+  // Entries are reused, so a traced call allocates none once as many calls as ever waited at
+  // once have been seen (a returned call's result waits in the ring until a drain, some ms).
   struct PendingCall {
     TraceRecord record;
     uint64_t t0 = 0;   // when its notification was received
@@ -305,9 +305,11 @@ class Session {
   std::vector<PendingCall> pending_;
   std::vector<uint32_t> pending_free_;  // indices of entries not live
   uint32_t take_pending_entry();
+  void release_pending_entry(uint32_t index);
+  // Writes waiting record `index` without its result, its note saying why; frees the entry.
+  void write_without_result(uint32_t index, std::string note);
   void give_up_unreported_results();
   std::set<uint64_t> unreported_at_last_sweep_;  // seqs of waiting records found unarmed then
-  void release_pending_entry(uint32_t index);
   uint64_t cookie_of(uint32_t index) const { return (uint64_t{id_} << 32) | index; }
   uint32_t id_ = 0;  // the engine's (Engine::attach)
   // Identities by host tid, valid while /proc/<tid> keeps its inode (a reused pid gets a new one).

@@ -52,8 +52,8 @@ class ExitObserver {
   void consume();
   // Results the program could not report because the ring buffer was full.
   uint64_t lost() const;
-  // Runs of the programs the kernel skipped (its recursion guard: another BPF program was
-  // running on that CPU), each a result or a write never seen.
+  // Runs of the programs the kernel skipped (its recursion guard was held on that CPU), each a
+  // result or a write never seen when the run was for a registered thread.
   uint64_t skipped() const;
   // Kernel ids of the links this observer owns (for diagnostics and for checking teardown).
   std::vector<uint32_t> link_ids() const;

@@ -120,7 +120,7 @@ signature() { cat "$@" 2>/dev/null | tr -d '\r' | grep -v '^gdrproxy: ' | sed -n
 # then (a few results per thousand calls, docs/PERFORMANCE.md); the loss must be said, never
 # silent, and the call itself must still be there.
 trace_problems() {
-  local trace=$1 want name word out=${1%.jsonl}.out
+  local trace=$1 want name word found out=${1%.jsonl}.out
   shift
   [[ -s $trace ]] || { echo "no trace written"; return; }
   jq -e -s 'all(.[]; has("pid") and has("nspid") and has("pidns") and has("device") and has("call")
@@ -133,15 +133,17 @@ trace_problems() {
     name=${want%%:*}
     word=
     [[ $want == *:* ]] && word=${want#*:}
-    jq -e -s --arg n "$name" --arg w "$word" '
-      any(.[]; ((.call // "") | test("(^|[^A-Z_])" + $n + "([^A-Z_]|$)"))
-               and .result != null
-               and ($w == "" or (.args | tostring | test($w))))' "$trace" >/dev/null 2>&1 && continue
-    if jq -e -s --arg n "$name" --arg w "$word" '
-         any(.[]; ((.call // "") | test("(^|[^A-Z_])" + $n + "([^A-Z_]|$)"))
-                  and ((.note // "") | test("result not observed"))
-                  and ($w == "" or (.args | tostring | test($w))))' "$trace" >/dev/null 2>&1 &&
-      grep -qE "returned with no result seen.*skipped the observer's programs [1-9]" "$out" 2>/dev/null; then
+    # The records of that call (and word): "result" if one has its result, "unobserved" if one
+    # says it was not observed, else "none".
+    found=$(jq -r -s --arg n "$name" --arg w "$word" '
+      [.[] | select(((.call // "") | test("(^|[^A-Z_])" + $n + "([^A-Z_]|$)"))
+                    and ($w == "" or (.args | tostring | test($w))))]
+      | if any(.[]; .result != null) then "result"
+        elif any(.[]; (.note // "") | test("result not observed")) then "unobserved"
+        else "none" end' "$trace" 2>/dev/null)
+    [[ $found == result ]] && continue
+    if [[ $found == unobserved ]] &&
+      grep -qE "traced calls have no result .*skipped the observer's programs [1-9]" "$out" 2>/dev/null; then
       echo "note: $want traced, its result not observed (the kernel skipped the observer; said by the run)"
     else
       echo "no $want${word:+ in args} with a result"
