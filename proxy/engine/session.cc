@@ -1,16 +1,17 @@
-// The Session's notification handling. One thread, the session's own, serves all of a session's
-// listeners; each notification is handled inside an exception boundary: whatever a tenant's bytes
-// make a handler throw, that call is failed closed (EPERM), one line says why, and the session
-// keeps serving. Every notification is answered exactly once: CONTINUE, an error, or an injected
-// fd, by the session's thread or, past the deadline, by the engine's watchdog, whichever claims
-// it first. Mechanism only: what is allowed comes from the Policy, what a call means from the
-// decoders, how it is shown from the trace sinks.
+// The Session's notification handling. Each listener's receiver thread waits in RECV and handles
+// what it receives under the session's mutex; each notification is handled inside an exception
+// boundary: whatever a tenant's bytes make a handler throw, that call is failed closed (EPERM),
+// one line says why, and the session keeps serving. Every notification is answered exactly once:
+// CONTINUE, an error, or an injected fd, by its receiver or, past the deadline, by the engine's
+// watchdog, whichever claims it first. Mechanism only: what is allowed comes from the Policy,
+// what a call means from the decoders, how it is shown from the trace sinks.
 #include "proxy/engine/session.h"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -33,6 +34,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <utility>
 
@@ -80,6 +82,21 @@ const DeviceNode kAnyUverbs{"/dev/infiniband/uverbs*", "uverbs", DeviceClass::kU
 // Up to this many CPUs the synchronous wake-up flag is on by default.
 constexpr long kSyncWakeupMaxCpus = 4;
 
+// The signal that interrupts a receiver's RECV when it is to leave: unblocked in the receivers
+// alone, with a handler that does nothing (RECV then returns EINTR), installed once.
+int release_signal() {
+  return SIGRTMIN + 3;
+}
+void install_release_handler() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction sa {};
+    sa.sa_handler = [](int) {};
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(release_signal(), &sa, nullptr);  // no SA_RESTART: RECV must return
+  });
+}
+
 // Whether every node of a device class is granted, and whether any is (one pass).
 struct ClassGrants {
   bool all = true, any = false;
@@ -124,8 +141,11 @@ Session::Session(Engine& engine, SessionConfig config)
       broker_(catalog_, config_.grants, config_.policy.open_errno()),
       log_prefix_(config_.name.empty() ? "gdrproxy: "
                                        : "gdrproxy: [" + printable(config_.name) + "] "),
-      sweep_(io_),
-      recv_buf_((engine.notif_size() + 7) / 8) {
+      release_timer_(io_),
+      sweep_(io_) {
+  UniqueFd hangups(::epoll_create1(EPOLL_CLOEXEC));
+  if (!hangups) throw_errno("cannot create the epoll set that sees listeners hang up", errno);
+  hangups_ = std::make_unique<asio::posix::stream_descriptor>(io_, hangups.release());
   if (config_.trace_json) {
     UniqueFd f(::open(config_.trace_json->c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
     if (!f) throw_errno("cannot write trace file " + *config_.trace_json, errno);
@@ -142,6 +162,7 @@ Session::Session(Engine& engine, SessionConfig config)
     if (!observer_) note("results of allowed calls will not be shown (" + why + ")");
   }
   arm_sweep();
+  watch_hangups();
   id_ = engine_.attach(this);  // last: a constructor that throws leaves no route behind
 }
 
@@ -206,6 +227,7 @@ void Session::arm_lsm_refusals() {
   lsm_refusals_->async_wait(asio::posix::stream_descriptor::wait_read,
                             [this](const boost::system::error_code& ec) {
                               if (ec) return;
+                              std::lock_guard<std::mutex> lock(mu_);
                               say_lsm_refusals();
                               arm_lsm_refusals();
                             });
@@ -267,12 +289,13 @@ void Session::say_lsm_refusal(const IoctlLsm::Refusal& f) {
 Session::~Session() {
   // Owners never destroy a stuck session (the agent leaves it to the process's exit); should one
   // be, its thread is let go rather than terminating the process.
-  if (!stop()) thread_.detach();
+  if (!stop()) {
+    thread_.detach();
+    for (auto& l : listeners_)
+      if (l->receiver.joinable()) l->receiver.detach();
+  }
   finish("the session ended before the call returned");
   engine_.forget(this);
-  for (auto& l : listeners_) {
-    if (l->stream) l->stream->close();  // closes the listener fd
-  }
 }
 
 bool Session::claim() {
@@ -329,7 +352,13 @@ void Session::setup_nvidia() {
 
 void Session::add_listener(int listener_fd) {
   if (thread_.joinable()) {
-    asio::post(io_, [this, listener_fd] { add_listener_here(listener_fd); });
+    asio::post(io_, [this, listener_fd] {
+      try {
+        add_listener_here(listener_fd);
+      } catch (const Error& e) {
+        note(e.what());
+      }
+    });
     return;
   }
   add_listener_here(listener_fd);
@@ -340,7 +369,7 @@ void Session::add_listener(int listener_fd) {
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, nullptr);
-    // Named for ps, top, perf and gdb: the thread that receives and answers the calls.
+    // Named for ps, top, perf and gdb: the thread of the session's results, timers and hang-ups.
     pthread_setname_np(pthread_self(), "gdrproxy-sess");
     for (;;) {
       try {
@@ -359,7 +388,8 @@ void Session::add_listener(int listener_fd) {
 
 void Session::add_listener_here(int listener_fd) {
   auto l = std::make_unique<Listener>();
-  l->fd = listener_fd;
+  l->fd = UniqueFd(listener_fd);
+  l->recv_buf.resize((engine_.notif_size() + 7) / 8);
   // Synchronous wake-ups cut a round trip from ~50 us to ~6 us on 2-vCPU VMs (kernel >= 6.6),
   // but on many-core hosts they move every caller onto the supervisor's CPU (docs/PERFORMANCE.md).
   const bool sync =
@@ -369,24 +399,124 @@ void Session::add_listener_here(int listener_fd) {
           0 &&
       tracing())
     note("synchronous wake-up not supported by this kernel (slower round trips)");
-  l->stream = std::make_unique<asio::posix::stream_descriptor>(io_, listener_fd);
+  epoll_event ev{};  // no events: a hang-up and an error are reported whatever is asked
+  ev.data.ptr = l.get();
+  if (::epoll_ctl(hangups_->native_handle(), EPOLL_CTL_ADD, listener_fd, &ev) != 0)
+    throw_errno("cannot watch a seccomp listener for its hang-up (its calls fail with ENOSYS)",
+                errno);
+  install_release_handler();
+  Listener& added = *l;
+  try {
+    added.receiver = std::thread([this, &added] { receive(added); });
+  } catch (const std::system_error& e) {
+    ::epoll_ctl(hangups_->native_handle(), EPOLL_CTL_DEL, listener_fd, nullptr);
+    throw Error(std::string("no thread to receive a seccomp listener's calls (") + e.what() +
+                "): it is closed, its calls fail with ENOSYS");
+  }
   listeners_.push_back(std::move(l));
-  arm(*listeners_.back());
+}
+
+// The caller's round trip is RECV's wake-up, this handling, and the answer: nothing waits before
+// RECV (an event loop's epoll and poll would be two more syscalls a call, some 10 % of the trip).
+void Session::receive(Listener& l) {
+  // Only the release signal reaches this thread (its other signals are the engine loop's).
+  sigset_t others;
+  sigfillset(&others);
+  sigdelset(&others, release_signal());
+  pthread_sigmask(SIG_SETMASK, &others, nullptr);
+  pthread_setname_np(pthread_self(), "gdrproxy-recv");  // for ps, top, perf and gdb
+  bool said = false;
+  while (!l.leave.load(std::memory_order_acquire)) {
+    try {
+      // Zeroed before each RECV, as the kernel requires; as large as the kernel's struct.
+      std::fill(l.recv_buf.begin(), l.recv_buf.end(), 0);
+      auto& req = *reinterpret_cast<seccomp_notif*>(l.recv_buf.data());
+      if (::ioctl(l.fd.get(), SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) {
+        // EINTR: the release signal (leave is set) or a stray one; ENOENT: the caller died.
+        if (errno == EINTR || errno == ENOENT) continue;
+        if (!std::exchange(said, true))
+          note(std::string("SECCOMP_IOCTL_NOTIF_RECV: ") + std::strerror(errno) +
+               " (retrying every 10 ms)");
+        ::usleep(10000);
+        continue;
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      nfd_ = l.fd.get();
+      handle(req);
+    } catch (const std::exception& e) {
+      note(std::string("internal error in a receiver, serving on: ") + e.what());
+    }
+  }
+  l.done.store(true, std::memory_order_release);
+}
+
+void Session::watch_hangups() {
+  hangups_->async_wait(asio::posix::stream_descriptor::wait_read,
+                       [this](const boost::system::error_code& ec) {
+                         if (ec) return;
+                         epoll_event ev[16];
+                         int n;
+                         do {
+                           n = ::epoll_wait(hangups_->native_handle(), ev, 16, 0);
+                           for (int i = 0; i < n; ++i)
+                             hang_up(*static_cast<Listener*>(ev[i].data.ptr));
+                         } while (n == 16);
+                         check_end();
+                         watch_hangups();
+                       });
+}
+
+// No task uses the listener's filter any more: no call will come, and its receiver leaves.
+void Session::hang_up(Listener& l) {
+  if (l.hung_up) return;
+  l.hung_up = true;
+  ::epoll_ctl(hangups_->native_handle(), EPOLL_CTL_DEL, l.fd.get(), nullptr);
+  l.leave.store(true, std::memory_order_release);
+  release_receivers();
+}
+
+// A receiver told to leave may be between its check of `leave` and its RECV when the signal
+// comes (then RECV blocks anyway), or busy with a call: the signal is repeated until it has left,
+// at 1 ms, then backing off to 1 s (each signal to a call waiting on a FUSE server sends that
+// server an interrupt request).
+void Session::release_receivers() {
+  bool waiting = false;
+  for (auto& l : listeners_) {
+    if (!l->leave.load(std::memory_order_acquire) || !l->receiver.joinable()) continue;
+    if (l->done.load(std::memory_order_acquire)) {
+      l->receiver.join();
+      continue;
+    }
+    ::pthread_kill(l->receiver.native_handle(), release_signal());
+    waiting = true;
+  }
+  if (!waiting) {
+    release_delay_ = std::chrono::milliseconds(1);
+    if (stopped_) std::exchange(stopped_, nullptr)->set_value();
+    return;
+  }
+  release_timer_.expires_after(release_delay_);
+  release_delay_ = std::min(release_delay_ * 2, std::chrono::milliseconds(1000));
+  release_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) release_receivers();
+  });
 }
 
 bool Session::stop() {
   if (!thread_.joinable()) return true;
   if (stuck_) return false;
-  // Nothing new is waited for; what is queued (delivered results) still runs, then run() returns.
-  auto cancelled = std::make_shared<std::promise<void>>();
-  std::future<void> done = cancelled->get_future();
-  asio::post(io_, [this, cancelled] {
-    for (auto& l : listeners_)
-      if (l->stream) l->stream->cancel();
+  // Nothing new is received or waited for; what is queued (delivered results) still runs, then
+  // run() returns.
+  auto stopped = std::make_shared<std::promise<void>>();
+  std::future<void> done = stopped->get_future();
+  asio::post(io_, [this, stopped] {
+    hangups_->cancel();
     if (init_) init_->cancel();
     if (lsm_refusals_) lsm_refusals_->cancel();
     sweep_.cancel();
-    cancelled->set_value();
+    for (auto& l : listeners_) l->leave.store(true, std::memory_order_release);
+    stopped_ = stopped;
+    release_receivers();
   });
   // A call in progress has until its deadline (the loop's watchdog is not running now).
   while (done.wait_for(std::chrono::milliseconds(5)) != std::future_status::ready) {
@@ -403,6 +533,7 @@ bool Session::stop() {
 void Session::deliver(std::vector<gdrproxy_exit_event>&& events) {
   if (thread_.joinable()) {
     asio::post(io_, [this, batch = std::move(events)] {
+      std::lock_guard<std::mutex> lock(mu_);
       for (const gdrproxy_exit_event& e : batch) on_exit_event(e);
     });
     return;
@@ -466,44 +597,6 @@ void Session::watchdog_tick() {
   }
 }
 
-void Session::arm(Listener& l) {
-  l.stream->async_wait(asio::posix::stream_descriptor::wait_read,
-                       [this, &l](const boost::system::error_code& ec) {
-                         if (ec) return;
-                         on_ready(l);
-                       });
-}
-
-// At most this many notifications per wake-up of one listener, then back to the loop: one busy
-// sandbox cannot starve the others served by the same loop.
-constexpr int kPerWakeupBudget = 64;
-
-void Session::on_ready(Listener& l) {
-  // The listener reports POLLHUP once no task uses the filter; RECV would then block forever.
-  for (int n = 0; n < kPerWakeupBudget; ++n) {
-    pollfd p{l.fd, POLLIN, 0};
-    if (::poll(&p, 1, 0) != 1) break;
-    if (!(p.revents & POLLIN)) {
-      if (p.revents & POLLHUP) l.hung_up = true;
-      break;
-    }
-    // Zeroed before each RECV, as the kernel requires; as large as the kernel's struct.
-    std::fill(recv_buf_.begin(), recv_buf_.end(), 0);
-    auto& req = *reinterpret_cast<seccomp_notif*>(recv_buf_.data());
-    if (::ioctl(l.fd, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) {
-      if (errno == EINTR || errno == ENOENT) continue;  // ENOENT: the caller died meanwhile
-      note(std::string("SECCOMP_IOCTL_NOTIF_RECV: ") + std::strerror(errno));
-      break;
-    }
-    nfd_ = l.fd;
-    handle(req);
-  }
-  if (l.hung_up)
-    check_end();
-  else
-    arm(l);
-}
-
 void Session::watch_init(int pidfd) {
   init_ = std::make_unique<asio::posix::stream_descriptor>(io_, pidfd);
 }
@@ -511,10 +604,10 @@ void Session::watch_init(int pidfd) {
 void Session::check_end() {
   if (ended_) return;
   for (auto& l : listeners_) {
+    // Also seen here (the sweep's turn) should the hang-ups' wake-up be missed.
     if (!l->hung_up) {
-      pollfd p{l->fd, POLLIN, 0};
-      if (::poll(&p, 1, 0) == 1 && (p.revents & POLLHUP) && !(p.revents & POLLIN))
-        l->hung_up = true;
+      pollfd p{l->fd.get(), POLLIN, 0};
+      if (::poll(&p, 1, 0) == 1 && (p.revents & POLLHUP) && !(p.revents & POLLIN)) hang_up(*l);
     }
     if (!l->hung_up) return;
   }
@@ -563,6 +656,7 @@ void Session::arm_sweep() {
   sweep_.expires_after(std::chrono::seconds(1));
   sweep_.async_wait([this](const boost::system::error_code& ec) {
     if (ec) return;
+    std::lock_guard<std::mutex> lock(mu_);
     // A thread that died inside a call never produces an exit event. One that died just after
     // its call returned may have a result still waiting in the observer's ring (drained every
     // few milliseconds): a pending call is given up only when its thread was already gone at
@@ -597,7 +691,10 @@ SessionStats Session::stats() {
   if (thread_.joinable()) {
     auto p = std::make_shared<std::promise<SessionStats>>();
     std::future<SessionStats> f = p->get_future();
-    asio::post(io_, [this, p] { p->set_value(stats_here()); });
+    asio::post(io_, [this, p] {
+      std::lock_guard<std::mutex> lock(mu_);
+      p->set_value(stats_here());
+    });
     if (f.wait_for(std::chrono::milliseconds(500)) == std::future_status::ready) return f.get();
     // Stuck in a call: what the watchdog knows.
     SessionStats s;

@@ -1,14 +1,18 @@
 // A Session: one sandbox's device calls, served from its seccomp listener fds (one for `gdrproxy
 // run`; one per process a runtime starts in a container, for the agent). It owns everything that
 // is that sandbox's: grants, compiled policy, mode, trace sinks, pending results, identities,
-// denial log and counters, and the one thread all of it is touched on. The ideas not to miss:
-// every notification is answered exactly once, inside an exception boundary, so nothing a tenant
-// sends can leave a caller blocked or take the session (or the engine under it) down; the work
-// that can block on the tenant (path resolution on its filesystems, reads of its memory) runs on
-// the session's own thread, so it can only ever stall that sandbox, and the engine's watchdog
-// answers a call stuck past its deadline (EIO) and marks the session degraded; a session ends when
-// every listener has hung up (the last task using its filter exited) and, where it has one, its
-// init process has exited (its pidfd is readable).
+// denial log and counters, and the mutex all of it is touched under. Each listener has a receiver
+// thread blocked in RECV that handles the calls it receives itself (no wake-up of another thread
+// on the way: the fastest round trip a supervisor can make); the session's own loop thread does
+// the rest (results, timers, hang-ups, stats). The ideas not to miss: every notification is
+// answered exactly once, inside an exception boundary, so nothing a tenant sends can leave a
+// caller blocked or take the session (or the engine under it) down; the work that can block on
+// the tenant (path resolution on its filesystems, reads of its memory) runs on the session's own
+// threads, so it can only ever stall that sandbox, and the engine's watchdog answers a call stuck
+// past its deadline (EIO) and marks the session degraded; RECV does not return when the last
+// task using a filter exits, so the loop waits for each listener's hang-up and interrupts its
+// receiver with a signal; a session ends when every listener has hung up and, where it has one,
+// its init process has exited (its pidfd is readable).
 #pragma once
 
 #include <linux/seccomp.h>
@@ -18,9 +22,11 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,6 +36,7 @@
 #include <thread>
 #include <vector>
 
+#include "proxy/base/unique_fd.h"
 #include "proxy/broker/open_broker.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/engine/denial_log.h"
@@ -123,10 +130,12 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  // Serves `listener_fd` (taken over: closed with the session). Several listeners may be added
-  // (one per process a runtime started in the same container). The first starts the session's
-  // thread: what follows below must be set before it (add_listener and watch_init may come later).
-  // Called on the engine's loop, like every public member but on_exit_event's delivery.
+  // Serves `listener_fd` (taken over: closed with the session) with a receiver thread of its own.
+  // Several listeners may be added (one per process a runtime started in the same container). The
+  // first starts the session's threads: what follows below must be set before it (add_listener
+  // and watch_init may come later). Called on the engine's loop, like every public member but
+  // on_exit_event's delivery. A listener that gets no receiver (no thread to spare) is closed, so
+  // its callers fail (ENOSYS) instead of waiting, and Error says so.
   void add_listener(int listener_fd);
   // The sandbox's own pid namespace (the inode of /proc/<pid>/ns/pid of its first process): the
   // processes pidfd_getfd may be brokered between. Unset, or the supervisor's own: none.
@@ -141,10 +150,11 @@ class Session {
   // Called once, on the engine's loop, when every listener has hung up.
   void on_end(std::function<void()> cb) { on_end_ = std::move(cb); }
   bool ended() const { return ended_; }
-  // Lets the session's thread finish what is queued (results delivered but not yet written) and
-  // joins it; afterwards the session is single-threaded again (finish, print_summary). False,
-  // and nothing done, while the thread is stuck in a call past its deadline: such a session must
-  // not be destroyed (the agent leaves it to the process's exit).
+  // Lets the receivers go (a call being handled is finished first), lets the session's loop
+  // finish what is queued (results delivered but not yet written) and joins them all; afterwards
+  // the session is single-threaded again (finish, print_summary). False, and nothing more done,
+  // while a call is stuck past its deadline: such a session must not be destroyed (the agent
+  // leaves it to the process's exit).
   bool stop();
   bool stuck() const { return stuck_; }
   // Completes what is still pending (results never observed) and flushes the sinks. After stop.
@@ -170,9 +180,14 @@ class Session {
   void deliver(std::vector<gdrproxy_exit_event>&& events);
 
  private:
+  // One listener and its receiver. The receiver reads `leave` and sets `done`; the rest is the
+  // loop's.
   struct Listener {
-    int fd = -1;
-    std::unique_ptr<boost::asio::posix::stream_descriptor> stream;
+    UniqueFd fd;
+    std::vector<uint64_t> recv_buf;  // one notification (engine.notif_size() bytes, 8-aligned)
+    std::thread receiver;
+    std::atomic<bool> leave{false};  // the receiver returns at its next wake-up
+    std::atomic<bool> done{false};   // it has: join it
     bool hung_up = false;
   };
   // The one place a notification is answered; each records that the current one was. A call
@@ -190,8 +205,13 @@ class Session {
   void setup_kernel_judgement();
   void setup_unread_allow();
   void add_listener_here(int listener_fd);
-  void arm(Listener& l);
-  void on_ready(Listener& l);
+  // The receiver's loop: RECV, then the call handled under mu_, until told to leave.
+  void receive(Listener& l);
+  void watch_hangups();
+  void hang_up(Listener& l);
+  // Interrupts the receivers told to leave until each has, backing off while one is busy;
+  // joins them; completes stopped_ once none is left.
+  void release_receivers();
   void check_end();
   void arm_sweep();
   void unwatch_fds_of_gone_processes();
@@ -234,7 +254,12 @@ class Session {
 
   Engine& engine_;
   SessionConfig config_;
-  // The session's own loop and thread: every handler of the session runs there.
+  // Held by a receiver while it handles a call and by the loop's handlers that touch what a call
+  // does (results, the sweep, stats, the BPF LSM judge's refusals): every member below that is
+  // not said to be the loop's own, an atomic, or inflight_'s. Uncontended but for the loop's
+  // short turns: a receiver takes it without a wait on almost every call.
+  std::mutex mu_;
+  // The session's own loop and thread: timers, results, hang-ups, stats.
   boost::asio::io_context io_;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   std::thread thread_;
@@ -264,8 +289,14 @@ class Session {
   bool init_exited_ = false;
   ExitObserver* observer_ = nullptr;           // the engine's, when tracing and available
   std::unique_ptr<JsonTraceWriter> json_out_;  // --trace-json: its own thread writes the file
-  std::vector<std::unique_ptr<Listener>> listeners_;
-  int nfd_ = -1;  // the listener of the notification being handled
+  std::vector<std::unique_ptr<Listener>> listeners_;  // the loop's
+  // An epoll set of every listener not yet hung up, waiting for no event: the kernel still
+  // reports a hang-up (and only that: a notification does not wake it). The loop's.
+  std::unique_ptr<boost::asio::posix::stream_descriptor> hangups_;
+  boost::asio::steady_timer release_timer_;  // the loop's: release_receivers' next turn
+  std::chrono::milliseconds release_delay_{1};
+  std::shared_ptr<std::promise<void>> stopped_;  // stop()'s, once the receivers are gone
+  int nfd_ = -1;                                 // the listener of the notification being handled
   bool answered_ = false;
   // While an ioctl is handled, answer and trace time is charged to its phases.
   SessionStats::IoctlPhases* phases_ = nullptr;
@@ -290,7 +321,6 @@ class Session {
   DenialLog denials_once_;  // the watchdog's own: one deadline line per process
   boost::asio::steady_timer sweep_;
   std::set<pid_t> gone_at_last_sweep_;  // tids with a pending result that had exited then
-  std::vector<uint64_t> recv_buf_;      // one notification (engine.notif_size() bytes, 8-aligned)
   // Records waiting for their result. An entry's index is the low half of the cookie its
   // registration carries (the session's id, id_, the high half): the result finds its record
   // with no lookup, and a stale result (its entry since given up and reused) by its seq.

@@ -4,11 +4,11 @@
 //                                RM_FREE, 0xc0104629) with zeroed parameters on PATH
 //   ioctl_bench raw -- CMD...    a minimal supervisor written only for this benchmark: traps uverbs
 //                                ioctls and answers CONTINUE, nothing else (the floor any seccomp
-//                                notify design pays), waiting in poll() before each RECV as
-//                                gdrproxy's event loop does
-//   ioctl_bench raw-blocking -- CMD...   the same with a thread blocked in RECV (no poll)
-//   ioctl_bench raw-epoll -- CMD...   the same waiting as an event loop does: epoll_wait, then a
-//                                poll() of the listener before RECV
+//                                notify design pays), waiting in poll() before each RECV
+//   ioctl_bench raw-blocking -- CMD...   the same with a thread blocked in RECV (no poll), its
+//                                hang-up seen by another thread, as gdrproxy's sessions receive
+//   ioctl_bench raw-epoll -- CMD...   the same waiting as an event loop does (gdrproxy's sessions
+//                                did): epoll_wait, then a poll() of the listener before RECV
 //   ioctl_bench raw-look -- CMD...   raw, plus what gdrproxy does per call to learn the fd's device
 //                                and the argument: a statx of /proc/<pid>/fd/<n> (by a cached
 //                                directory fd) and one process_vm_readv to the end of the page
@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <linux/seccomp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <rdma/ib_user_ioctl_cmds.h>
 #include <rdma/ib_user_verbs.h>
 #include <rdma/rdma_user_ioctl.h>
@@ -36,6 +37,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -181,14 +184,32 @@ int raw_supervisor(char** argv, bool blocking, Lookup lookup = Lookup::kNone,
     ioctl(nfd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
   };
   if (blocking) {
-    // A thread blocked in RECV, no wait before it: RECV never returns once the last task is gone,
-    // so the thread is left to die with the process after the command has been reaped.
-    std::thread([nfd, answer] {
-      for (;;) {
+    // A thread blocked in RECV, no wait before it, as gdrproxy's receivers are. RECV never returns
+    // once the last task is gone, so, as there, another thread waits for the listener's hang-up
+    // (an epoll of no events: only hang-up and error wake it, never a notification) and then
+    // interrupts RECV with a signal until the receiver has seen it.
+    static std::atomic<bool> hung_up{false}, done{false};
+    struct sigaction sa {};
+    sa.sa_handler = [](int) {};
+    sigaction(SIGRTMIN + 3, &sa, nullptr);
+    std::thread receiver([nfd, answer] {
+      while (!hung_up.load(std::memory_order_relaxed)) {
         seccomp_notif req{};
         if (ioctl(nfd, SECCOMP_IOCTL_NOTIF_RECV, &req) == 0) answer(req);
       }
-    }).detach();
+      done = true;
+    });
+    const int hup = epoll_create1(EPOLL_CLOEXEC);
+    epoll_event ev{};
+    epoll_ctl(hup, EPOLL_CTL_ADD, nfd, &ev);
+    while (epoll_wait(hup, &ev, 1, -1) != 1) {
+    }
+    hung_up = true;
+    while (!done) {
+      pthread_kill(receiver.native_handle(), SIGRTMIN + 3);
+      usleep(1000);
+    }
+    receiver.join();
     int st;
     waitpid(pid, &st, 0);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
