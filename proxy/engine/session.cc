@@ -533,7 +533,6 @@ bool Session::stop() {
 void Session::deliver(std::vector<gdrproxy_exit_event>&& events) {
   if (thread_.joinable()) {
     asio::post(io_, [this, batch = std::move(events)] {
-      std::lock_guard<std::mutex> lock(mu_);
       for (const gdrproxy_exit_event& e : batch) on_exit_event(e);
     });
     return;
@@ -661,19 +660,19 @@ void Session::arm_sweep() {
     // its call returned may have a result still waiting in the observer's ring (drained every
     // few milliseconds): a pending call is given up only when its thread was already gone at
     // the previous sweep.
-    std::set<pid_t> waiting, gone;
-    for (const PendingCall& p : pending_)
-      if (p.live) waiting.insert(static_cast<pid_t>(p.tid));
-    for (pid_t tid : waiting) {
+    const std::vector<PendingResults::Waiting> waiting = pending_.waiting();
+    std::set<pid_t> tids, gone;
+    for (const PendingResults::Waiting& w : waiting) tids.insert(static_cast<pid_t>(w.tid));
+    for (pid_t tid : tids) {
       struct stat st;
       if (::stat(("/proc/" + std::to_string(tid)).c_str(), &st) == 0) continue;
       if (!gone_at_last_sweep_.contains(tid)) {
         gone.insert(tid);
         continue;
       }
-      for (uint32_t i = 0; i < pending_.size(); ++i)
-        if (pending_[i].live && pending_[i].tid == static_cast<uint32_t>(tid))
-          write_without_result(i, "thread exited before the call returned");
+      for (const PendingResults::Waiting& w : waiting)
+        if (w.tid == static_cast<uint32_t>(tid))
+          write_without_result(w, "thread exited before the call returned");
       if (observer_) observer_->forget(static_cast<uint32_t>(tid));
     }
     gone_at_last_sweep_ = std::move(gone);
@@ -1166,28 +1165,32 @@ void Session::finish_call(TraceRecord& r, const DeviceNode& node, const Verdict&
 // the syscall's exit; without an observer the record is written now, result unknown.
 void Session::continue_observed(TraceRecord& r, uint64_t id, pid_t tid, uint64_t t0,
                                 bool watch_rdma_cm) {
-  const uint32_t index = observer_ ? take_pending_entry() : 0;
+  const uint32_t index = observer_ ? pending_.take() : 0;
   if (observer_ && observer_->expect(tid, r.seq, cookie_of(index), r.call.result_regions[0],
                                      r.call.result_regions[1], watch_rdma_cm)) {
-    // The result goes by the cookie to this session, to this entry; should it reach the
-    // engine's loop before this thread has filled the entry, its delivery waits for this thread.
+    // The result goes by the cookie to this session, to this entry, which is filled and
+    // published before the call runs: its result cannot come before it.
     if (watch_rdma_cm) engine_.route_tgid(r.who.host_tgid, this);
-    if (answer_continue(id) != 0) {
-      observer_->forget(tid);
-      release_pending_entry(index);
-      // Its tid alone: /proc would now describe whoever reuses it.
-      r.note = "caller gone before the call ran";
-      emit(std::move(r));
-      return;
-    }
-    PendingCall& p = pending_[index];
+    const uint64_t seq = r.seq;
+    PendingResults::Call& p = pending_.at(index);
     p.record = std::move(r);
     p.t0 = t0;
     p.tid = static_cast<uint32_t>(tid);
-    p.live = true;
+    pending_.publish(index);
+    if (answer_continue(id) != 0) {
+      observer_->forget(tid);
+      // The call never ran, so no result claims it; a sweep may have given it up meanwhile.
+      if (PendingResults::Call* c = pending_.claim(index, seq)) {
+        TraceRecord gone = std::move(c->record);
+        pending_.release(index);
+        // Its tid alone: /proc would now describe whoever reuses it.
+        gone.note = "caller gone before the call ran";
+        emit(std::move(gone));
+      }
+    }
     return;
   }
-  if (observer_) release_pending_entry(index);
+  if (observer_) pending_.release(index);
   answer_continue(id);
   r.note = "result not observed";
   if (!r.who.host_tgid) r.who = identity(tid);
@@ -1428,15 +1431,16 @@ void Session::on_cm_write(const gdrproxy_exit_event& e) {
 
 void Session::on_exit_event(const gdrproxy_exit_event& e) {
   if (e.kind == GDRPROXY_EVENT_CM_WRITE) {
+    std::lock_guard<std::mutex> lock(mu_);  // its fd lookup and denial lines are the receivers'
     on_cm_write(e);
     return;
   }
   // The entry the cookie names, if it still waits for this very call (not given up and reused).
   const uint32_t index = static_cast<uint32_t>(e.cookie);
-  if (index >= pending_.size() || !pending_[index].live || pending_[index].record.seq != e.seq)
-    return;
-  TraceRecord& r = pending_[index].record;
-  const uint64_t t0 = pending_[index].t0;
+  PendingResults::Call* call = pending_.claim(index, e.seq);
+  if (!call) return;
+  TraceRecord& r = call->record;
+  const uint64_t t0 = call->t0;
   if (!r.who.host_tgid) r.who = identity_at_exit(e);
   if (e.ret < 0) {
     r.ret = -1;
@@ -1470,7 +1474,7 @@ void Session::on_exit_event(const gdrproxy_exit_event& e) {
       observer_->unwatch_cm_fd(r.who.host_tgid, static_cast<uint32_t>(e.ret));
   }
   emit(std::move(r));
-  release_pending_entry(index);
+  pending_.release(index);
 }
 
 // A record still waiting although its thread's registration is no longer armed: the exit
@@ -1480,54 +1484,36 @@ void Session::on_exit_event(const gdrproxy_exit_event& e) {
 void Session::give_up_unreported_results() {
   if (!observer_) return;
   std::set<uint64_t> unreported;
-  for (uint32_t i = 0; i < pending_.size(); ++i) {
-    PendingCall& p = pending_[i];
-    if (!p.live || observer_->still_armed(p.tid, p.record.seq)) continue;
-    if (!unreported_at_last_sweep_.contains(p.record.seq)) {
-      unreported.insert(p.record.seq);
+  for (const PendingResults::Waiting& w : pending_.waiting()) {
+    if (observer_->still_armed(w.tid, w.seq)) continue;
+    if (!unreported_at_last_sweep_.contains(w.seq)) {
+      unreported.insert(w.seq);
       continue;
     }
-    ++stats_.results_unobserved;
-    write_without_result(i,
-                         "result not observed: the kernel did not run the observer at its return");
+    if (write_without_result(
+            w, "result not observed: the kernel did not run the observer at its return"))
+      ++stats_.results_unobserved;
   }
   unreported_at_last_sweep_ = std::move(unreported);
 }
 
-void Session::write_without_result(uint32_t index, std::string note) {
-  PendingCall& p = pending_[index];
-  p.record.note = std::move(note);
-  emit(std::move(p.record));
-  release_pending_entry(index);
-}
-
-uint32_t Session::take_pending_entry() {
-  if (pending_free_.empty()) {
-    pending_.emplace_back();
-    return static_cast<uint32_t>(pending_.size() - 1);
-  }
-  const uint32_t index = pending_free_.back();
-  pending_free_.pop_back();
-  return index;
-}
-
-void Session::release_pending_entry(uint32_t index) {
-  pending_[index].live = false;
-  pending_free_.push_back(index);
+bool Session::write_without_result(const PendingResults::Waiting& w, std::string note) {
+  PendingResults::Call* c = pending_.claim(w.index, w.seq);
+  if (!c) return false;
+  c->record.note = std::move(note);
+  emit(std::move(c->record));
+  pending_.release(w.index);
+  return true;
 }
 
 void Session::finish(const std::string& why) {
-  for (uint32_t i = 0; i < pending_.size(); ++i) {
-    if (!pending_[i].live) continue;
-    ++stats_.results_unobserved;
-    if (observer_) observer_->forget(pending_[i].tid);
-    write_without_result(i, why);
+  for (const PendingResults::Waiting& w : pending_.waiting()) {
+    if (observer_) observer_->forget(w.tid);
+    if (write_without_result(w, why)) ++stats_.results_unobserved;
   }
   if (observer_)
     for (const auto& [key, cls] : watched_fds_) observer_->unwatch_cm_fd(key.first, key.second);
   watched_fds_.clear();
-  pending_.clear();
-  pending_free_.clear();
   // Bounded: a trace file that no longer takes bytes must not hold the exit.
   if (json_out_) json_out_->finish(std::chrono::seconds(5));
 }

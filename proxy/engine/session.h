@@ -42,6 +42,7 @@
 #include "proxy/engine/denial_log.h"
 #include "proxy/engine/engine.h"
 #include "proxy/engine/latency_histogram.h"
+#include "proxy/engine/pending_results.h"
 #include "proxy/engine/proc_fd_dirs.h"
 #include "proxy/engine/process_info.h"
 #include "proxy/observe/exit_event.h"
@@ -218,6 +219,8 @@ class Session {
   void arm_watchdog();
   void watchdog_tick();
   SessionStats stats_here() const;
+  // A call's result (on the loop, without mu_: it touches only its claimed entry and what is the
+  // loop's own) or a watched write (under mu_).
   void on_exit_event(const gdrproxy_exit_event& e);
   void handle(const seccomp_notif& req);
   void dispatch(const seccomp_notif& req, uint64_t t0);
@@ -255,9 +258,10 @@ class Session {
   Engine& engine_;
   SessionConfig config_;
   // Held by a receiver while it handles a call and by the loop's handlers that touch what a call
-  // does (results, the sweep, stats, the BPF LSM judge's refusals): every member below that is
-  // not said to be the loop's own, an atomic, or inflight_'s. Uncontended but for the loop's
-  // short turns: a receiver takes it without a wait on almost every call.
+  // does (watched writes, the sweep, stats, the BPF LSM judge's refusals): every member below
+  // that is not said to be the loop's own, an atomic, pending_ or inflight_'s. Results of calls
+  // are completed without it, so the loop's turns under it are short and rare (a watched write,
+  // the sweep each second): a receiver takes it without a wait on almost every call.
   std::mutex mu_;
   // The session's own loop and thread: timers, results, hang-ups, stats.
   boost::asio::io_context io_;
@@ -321,23 +325,13 @@ class Session {
   DenialLog denials_once_;  // the watchdog's own: one deadline line per process
   boost::asio::steady_timer sweep_;
   std::set<pid_t> gone_at_last_sweep_;  // tids with a pending result that had exited then
-  // Records waiting for their result. An entry's index is the low half of the cookie its
-  // registration carries (the session's id, id_, the high half): the result finds its record
-  // with no lookup, and a stale result (its entry since given up and reused) by its seq.
-  // Entries are reused, so a traced call allocates none once as many calls as ever waited at
-  // once have been seen (a returned call's result waits in the ring until a drain, some ms).
-  struct PendingCall {
-    TraceRecord record;
-    uint64_t t0 = 0;   // when its notification was received
-    uint32_t tid = 0;  // the caller (host tid)
-    bool live = false;
-  };
-  std::vector<PendingCall> pending_;
-  std::vector<uint32_t> pending_free_;  // indices of entries not live
-  uint32_t take_pending_entry();
-  void release_pending_entry(uint32_t index);
-  // Writes waiting record `index` without its result, its note saying why; frees the entry.
-  void write_without_result(uint32_t index, std::string note);
+  // Records waiting for their result (a returned call's result waits in the ring until a drain,
+  // some ms), by the low half of their registration's cookie (the session's id, id_, the high
+  // half). Not under mu_: the loop completes them while the receivers serve.
+  PendingResults pending_;
+  // Writes waiting record `w` without its result, its note saying why; frees the entry. False
+  // if its result claimed it first.
+  bool write_without_result(const PendingResults::Waiting& w, std::string note);
   void give_up_unreported_results();
   std::set<uint64_t> unreported_at_last_sweep_;  // seqs of waiting records found unarmed then
   uint64_t cookie_of(uint32_t index) const { return (uint64_t{id_} << 32) | index; }
@@ -346,6 +340,7 @@ class Session {
   std::map<pid_t, std::pair<ino_t, ProcessIdentity>> identities_;
   DenialLog denials_;
   // Fds whose writes the observer watches, with their class, recorded when their open returned.
+  // The loop's (results, the sweep, stats).
   std::map<std::pair<uint32_t, uint32_t>, DeviceClass> watched_fds_;
   static constexpr size_t kMaxWatchedFds = 65536;
   SessionStats stats_;
