@@ -222,7 +222,7 @@ int raw_supervisor(char** argv, bool blocking, Lookup lookup = Lookup::kNone,
   }
   for (;;) {
     if (ep >= 0) {
-      // As an event loop waits (gdrproxy's Boost.Asio reactor): epoll, then a poll of the one fd.
+      // As an event loop waits (gdrproxy's sessions did): epoll, then a poll of the one fd.
       epoll_event ev{};
       if (epoll_wait(ep, &ev, 1, -1) < 0) continue;
     }
