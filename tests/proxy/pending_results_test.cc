@@ -77,7 +77,9 @@ TEST(PendingResults, FilledOnOneThreadCompletedOnAnother) {
   });
   uint64_t completed = 0, wrong = 0;
   std::vector<std::pair<uint32_t, uint64_t>> batch;
-  while (!done || !batch.empty()) {
+  for (;;) {
+    // Read before taking the batch: once the receiver is done, this batch holds the last ones.
+    const bool finished = done;
     batch.clear();
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -93,10 +95,7 @@ TEST(PendingResults, FilledOnOneThreadCompletedOnAnother) {
       EXPECT_EQ(p.claim(i, seq), nullptr);
       p.release(i);
     }
-    if (batch.empty() && done) {
-      std::lock_guard<std::mutex> lock(mu);
-      if (results.empty()) break;
-    }
+    if (finished && batch.empty()) break;
   }
   receiver.join();
   EXPECT_EQ(wrong, 0u);
