@@ -356,7 +356,8 @@ void Session::add_listener(int listener_fd) {
       try {
         add_listener_here(listener_fd);
       } catch (const Error& e) {
-        note(e.what());
+        // Said even when quiet: a process of the sandbox is left without its device calls.
+        std::fprintf(stderr, "%s%s\n", log_prefix_.c_str(), printable(e.what()).c_str());
       }
     });
     return;
