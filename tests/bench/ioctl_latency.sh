@@ -20,13 +20,20 @@ bench=$build/tests/bench/ioctl_bench
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 measure() {  # label (names the row at the call), command prefix...
+  local label=$1 v
   shift
-  for _ in 1 2 3 4 5; do
+  v=$(for _ in 1 2 3 4 5; do
     "${prefix[@]}" "$@" "$bench" client "$n" "$dev" 2>/dev/null
     # A traced run's exit programs stay attached for a moment after it ends (the kernel detaches
     # them when its exit child's fds close, some 200 ms here): the next run must not pay them.
     if [[ " $* " == *" --mode trace "* ]]; then sleep 0.5; fi
-  done | median
+  done | median)
+  # No number from any run: a table of zeros would pass for a measurement.
+  [[ $v =~ ^[0-9.]+$ ]] || {
+    echo "ioctl_latency: every run of '$label' failed: ${prefix[*]} $* $bench client $n $dev" >&2
+    return 1
+  }
+  echo "$v"
 }
 native=$(measure native)
 raw=$(measure raw "$bench" raw --)
