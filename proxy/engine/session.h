@@ -1,7 +1,8 @@
 // A Session: one sandbox's device calls, served from its seccomp listener fds (one for `gdrproxy
 // run`; one per process a runtime starts in a container, for the agent). It owns everything that
 // is that sandbox's: grants, compiled policy, mode, trace sinks, pending results, identities,
-// denial log and counters, and the mutex all of it is touched under. Each listener has a receiver
+// denial log and counters, and the mutex most of it is touched under (the waiting records have a
+// lock of their own, so results are completed while calls are served). Each listener has a receiver
 // thread blocked in RECV that handles the calls it receives itself (no wake-up of another thread
 // on the way: the fastest round trip a supervisor can make); the session's own loop thread does
 // the rest (results, timers, hang-ups, stats). The ideas not to miss: every notification is
