@@ -415,6 +415,7 @@ void Session::add_listener_here(int listener_fd) {
                 "): it is closed, its calls fail with ENOSYS");
   }
   listeners_.push_back(std::move(l));
+  listened_ = true;
 }
 
 // The caller's round trip is RECV's wake-up, this handling, and the answer: nothing waits before
@@ -463,6 +464,7 @@ void Session::watch_hangups() {
                              hang_up(*static_cast<Listener*>(ev[i].data.ptr));
                          } while (n == 16);
                          check_end();
+                         forget_hung_up_listeners();
                          watch_hangups();
                        });
 }
@@ -499,7 +501,18 @@ void Session::release_receivers() {
   release_timer_.expires_after(release_delay_);
   release_delay_ = std::min(release_delay_ * 2, std::chrono::milliseconds(1000));
   release_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) release_receivers();
+    if (ec) return;
+    release_receivers();
+    forget_hung_up_listeners();
+  });
+}
+
+// A hung-up listener whose receiver has left is closed: a long-lived container whose runtime
+// execs a process every few seconds (a liveness probe) would otherwise keep an fd and its filter
+// for each one until it stops.
+void Session::forget_hung_up_listeners() {
+  std::erase_if(listeners_, [](const std::unique_ptr<Listener>& l) {
+    return l->hung_up && !l->receiver.joinable();
   });
 }
 
@@ -611,7 +624,7 @@ void Session::check_end() {
     }
     if (!l->hung_up) return;
   }
-  if (listeners_.empty()) return;
+  if (!listened_) return;
   // Every filter's last task is gone; a readable pidfd says the init process is too (it may be
   // a zombie a moment longer than its listener: wait for it, never for the listeners again).
   if (init_ && !init_exited_) {

@@ -214,6 +214,7 @@ class Session {
   // Interrupts the receivers told to leave until each has, backing off while one is busy;
   // joins them; completes stopped_ once none is left.
   void release_receivers();
+  void forget_hung_up_listeners();
   void check_end();
   void arm_sweep();
   void unwatch_fds_of_gone_processes();
@@ -294,7 +295,8 @@ class Session {
   bool init_exited_ = false;
   ExitObserver* observer_ = nullptr;           // the engine's, when tracing and available
   std::unique_ptr<JsonTraceWriter> json_out_;  // --trace-json: its own thread writes the file
-  std::vector<std::unique_ptr<Listener>> listeners_;  // the loop's
+  std::vector<std::unique_ptr<Listener>> listeners_;  // the loop's; hung-up ones leave it
+  bool listened_ = false;                             // a listener was ever added
   // An epoll set of every listener not yet hung up, waiting for no event: the kernel still
   // reports a hang-up (and only that: a notification does not wake it). The loop's.
   std::unique_ptr<boost::asio::posix::stream_descriptor> hangups_;

@@ -186,6 +186,35 @@ case_exec_joins_its_container() {
   wait $init
 }
 
+case_exec_listeners_closed_when_their_process_exits() {
+  # A runtime that execs into a container every few seconds (a liveness probe) hands over a
+  # listener each time: once that process has exited, its listener is closed and its receiver
+  # thread gone, so the agent's listeners and threads do not grow with the container's age.
+  start_agent
+  in_container team-a-3 runc-init -- sleep 10 >"$WORK/init.out" 2>&1 &
+  local init=$! i threads
+  entries() { local e=("$1"/*); echo "${#e[@]}"; }
+  listeners() { find /proc/$AGENT_PID/fd -lname 'anon_inode:seccomp notify' | wc -l; }
+  for i in $(seq 50); do grep -q "container team-a-3: process" "$WORK/agent.log" && break; sleep 0.1; done
+  # The first exec's device calls load the observer (a traced container): its threads count as
+  # before.
+  in_container team-a-3 runc-exec -- sh -c "$(probe uverbs0)" >"$WORK/exec.out" 2>&1 || fail "exec exit $?"
+  sleep 0.5
+  threads=$(entries /proc/$AGENT_PID/task)
+  [[ $(listeners) == 1 ]] || fail "$(listeners) listeners held after the first exec exited, not the init's alone"
+  for i in $(seq 8); do
+    in_container team-a-3 runc-exec -- sh -c "$(probe uverbs0)" >"$WORK/exec.out" 2>&1 || fail "exec $i exit $?"
+    expect_line "$WORK/exec.out" "uverbs0-open" " OK ioctl="
+  done
+  expect_in "$WORK/agent.log" "(running) joins its session (10 listeners)"
+  sleep 0.5
+  [[ $(listeners) == 1 ]] || fail "$(listeners) listeners held after 8 more execs exited, not the init's alone"
+  (($(entries /proc/$AGENT_PID/task) <= threads)) ||
+    { cat /proc/$AGENT_PID/task/*/comm; fail "the agent has more threads after 8 execs that exited ($threads before)"; }
+  kill $init 2>/dev/null
+  wait $init
+}
+
 case_only_root_hands_over_listeners() {
   # The socket is 0600 and the agent checks SO_PEERCRED: an unprivileged process cannot even
   # connect, so it cannot hand the agent a listener with a forged container id.
