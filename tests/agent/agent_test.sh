@@ -25,7 +25,7 @@ if [[ -z ${GDRPROXY_AGENT_TEST_INNER:-} ]]; then
     fpid=$!
     for i in $(seq 100); do grep -q " $mnt fuse" /proc/mounts && break; sleep 0.05; done
     grep -q " $mnt fuse" /proc/mounts || { echo "FAIL [$CASE]: FUSE did not mount: $(cat "$mnt.log")"; exit 1; }
-    GDRPROXY_AGENT_TEST_INNER=1 HANG_MNT=$mnt timeout 120 "$GP" standin "$0" "$@"
+    GDRPROXY_AGENT_TEST_INNER=1 HANG_MNT=$mnt timeout -k 5 120 "$GP" standin "$0" "$@"
     rc=$?
     umount -l "$mnt"
     kill -KILL $fpid 2>/dev/null
@@ -33,7 +33,7 @@ if [[ -z ${GDRPROXY_AGENT_TEST_INNER:-} ]]; then
     rm -f "$mnt.log"
     exit $rc
   fi
-  GDRPROXY_AGENT_TEST_INNER=1 exec timeout 120 "$GP" standin "$0" "$@"
+  GDRPROXY_AGENT_TEST_INNER=1 exec timeout -k 5 120 "$GP" standin "$0" "$@"
 fi
 WORK=$(mktemp -d /tmp/gdrproxy-agent.XXXXXX)
 AGENT_PID=

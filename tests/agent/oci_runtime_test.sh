@@ -18,7 +18,7 @@ for rt in runc crun; do
   command -v $rt >/dev/null || { echo "SKIP: $rt is not installed (scripts/setup.sh installs it)"; exit 77; }
 done
 if [[ -z ${GDRPROXY_OCI_TEST_INNER:-} ]]; then
-  GDRPROXY_OCI_TEST_INNER=1 exec timeout 180 "$GP" standin "$0" "$@"
+  GDRPROXY_OCI_TEST_INNER=1 exec timeout -k 5 180 "$GP" standin "$0" "$@"
 fi
 # This host mounts cgroup v1 controllers with cgroup2 beside them ("hybrid"), which crun refuses:
 # inside this test's private mount namespace /sys/fs/cgroup becomes the plain v2 hierarchy (its

@@ -14,7 +14,7 @@ GP=$(realpath "$1")
 SRC=$(realpath "$2")
 [[ $EUID == 0 ]] || { echo "SKIP: needs root"; exit 77; }
 if [[ -z ${GDRPROXY_GRANT_SET_INNER:-} ]]; then
-  GDRPROXY_GRANT_SET_INNER=1 exec timeout 120 "$GP" standin "$0" "$@"
+  GDRPROXY_GRANT_SET_INNER=1 exec timeout -k 5 120 "$GP" standin "$0" "$@"
 fi
 WORK=$(mktemp -d /tmp/gdrproxy-grantset.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT

@@ -15,7 +15,7 @@ fail() { echo "FAIL [$CASE]: $*" >&2; exit 1; }
 expect_in() { grep -qF -- "$2" "$1" || { echo "--- $1:"; cat "$1"; fail "expected '$2' in $1"; }; }
 expect_not_in() { ! grep -qF -- "$2" "$1" || { cat "$1"; fail "did not expect '$2' in $1"; }; }
 # sandboxed [run options...] -- command: runs under stand-in devices and gdrproxy run.
-sandboxed() { timeout 60 "$GP" standin "$GP" run "$@"; }
+sandboxed() { timeout -k 5 60 "$GP" standin "$GP" run "$@"; }
 # jq_count FILE PYTHON_EXPR: how many JSON-lines records `r` satisfy the expression.
 jq_count() { python3 -c '
 import json, sys
@@ -222,7 +222,7 @@ case_traced_from_a_nested_pid_namespace() {
   # the BPF observer must know callers by the ids gdrproxy sees, not the host's. Before, no
   # result was ever observed there, and a host task that merely had the same number would have
   # been observed instead.
-  timeout 60 "$GP" standin unshare --pid --fork --mount-proc "$GP" run -q --trace-json "$WORK/t.jsonl" -- \
+  timeout -k 5 60 "$GP" standin unshare --pid --fork --mount-proc "$GP" run -q --trace-json "$WORK/t.jsonl" -- \
     "$GP" exercise uverbs /dev/infiniband/uverbs0 >"$WORK/out" 2>"$WORK/err" || { rc=$?; cat "$WORK/err"; fail "exit $rc"; }
   expect_not_in "$WORK/err" "results of allowed calls will not be shown"
   [[ $(jq_count "$WORK/t.jsonl" "r['call']=='INVOKE_WRITE(ALLOC_PD)' and r['errno']=='ENOTTY' and r.get('note') is None") == 1 ]] ||
@@ -235,7 +235,7 @@ case_traced_from_a_nested_pid_namespace() {
 case_exit_status_and_signals() {
   sandboxed -q -- sh -c 'exit 7'; [[ $? == 7 ]] || fail "exit status not passed through"
   sandboxed -q -- sh -c 'kill -KILL $$'; [[ $? == 137 ]] || fail "signal death not reported as 128+9"
-  timeout 60 "$GP" run -q -- sleep 30 &
+  timeout -k 5 60 "$GP" run -q -- sleep 30 &
   local sup=$!
   sleep 1
   kill -TERM $sup
@@ -295,7 +295,7 @@ case_kernel_allow_runs_only_unconditional_calls() {
   # only: UVM_INITIALIZE runs untrapped, RM_ALLOC/RM_CONTROL are read and judged)...
   expect_in "$WORK/err6" "1 trapped ioctl(s) allowed without reading their parameters"
   # ...but never on the ungranted GPU (an inherited fd of nvidia1), nor unread when traced.
-  timeout 60 "$GP" standin bash -c 'exec 7<>/dev/nvidia1 && exec "$@"' _ "$GP" run --stats \
+  timeout -k 5 60 "$GP" standin bash -c 'exec 7<>/dev/nvidia1 && exec "$@"' _ "$GP" run --stats \
     --grant nvidiactl,nvidia-uvm,nvidia0 -- "$(dirname "$CLIENT")/../security/attack_client" fdioctl 7 0xc0104629 \
     >"$WORK/out7" 2>"$WORK/err7" || true
   expect_in "$WORK/out7" "fdioctl ERR EACCES"
@@ -346,7 +346,7 @@ case_stalled_trace_reader_stalls_no_call() {
   # shellcheck disable=SC2217 # the redirection opens the read end; sleep never reads it
   sleep 120 <"$WORK/fifo" &
   reader=$!
-  timeout 60 "$GP" standin "$GP" run --trace-json "$WORK/fifo" -- "$bench" client 3000 /dev/infiniband/uverbs0 \
+  timeout -k 5 60 "$GP" standin "$GP" run --trace-json "$WORK/fifo" -- "$bench" client 3000 /dev/infiniband/uverbs0 \
     >"$WORK/out" 2>"$WORK/err" || rc=$?
   kill "$reader" 2>/dev/null
   wait "$reader" 2>/dev/null
@@ -420,11 +420,11 @@ case_unknown_nvidia_driver_is_trace_only() {
   # never denied, and gdrproxy says so.
   local v="NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  999.1.2  Release Build"
   echo '{"version":1,"classes":{"nvidia":{"rules":[{"action":"deny","escape":"RM_ALLOC"}]}}}' >"$WORK/p.json"
-  with_nvidia_version "$v" timeout 60 "$GP" standin "$GP" run --mode enforce --policy "$WORK/p.json" -- touch "$WORK/ran" 2>"$WORK/err0"
+  with_nvidia_version "$v" timeout -k 5 60 "$GP" standin "$GP" run --mode enforce --policy "$WORK/p.json" -- touch "$WORK/ran" 2>"$WORK/err0"
   [[ $? == 125 && ! -e $WORK/ran ]] || fail "enforce mode started on an unknown driver"
   expect_in "$WORK/err0" "NVIDIA driver 999.1.2 is not in this build's ABI tables (newest known: 580."
   expect_in "$WORK/err0" "--allow-unknown-nvidia-driver"
-  with_nvidia_version "$v" timeout 60 "$GP" standin "$GP" run --mode enforce --allow-unknown-nvidia-driver --policy "$WORK/p.json" -- "$GP" exercise nvidia /dev/nvidiactl >"$WORK/out" 2>"$WORK/err"
+  with_nvidia_version "$v" timeout -k 5 60 "$GP" standin "$GP" run --mode enforce --allow-unknown-nvidia-driver --policy "$WORK/p.json" -- "$GP" exercise nvidia /dev/nvidiactl >"$WORK/out" 2>"$WORK/err"
   expect_in "$WORK/err" "NVIDIA driver 999.1.2 is not in this build's ABI tables"
   expect_in "$WORK/err" "driver not in the ABI tables, would deny nvidiactl RM_ALLOC"
   expect_in "$WORK/out" "RM_ALLOC(NV01_ROOT_CLIENT) -> EINVAL"   # ran: the stand-in answered
@@ -465,7 +465,7 @@ case_run_command_arguments_are_the_commands() {
   expect_in "$WORK/out4" "OK fd="
   sandboxed -q --grant uverbs0 "$CLIENT" -- open /dev/infiniband/uverbs0 rdwr >"$WORK/out5" 2>&1
   expect_in "$WORK/out5" "OK fd="
-  if timeout 20 "$GP" run -q --grant uverbs0 -- 2>"$WORK/err6"; then fail "no command accepted"; fi
+  if timeout -k 5 20 "$GP" run -q --grant uverbs0 -- 2>"$WORK/err6"; then fail "no command accepted"; fi
   expect_in "$WORK/err6" "command"
 }
 
@@ -473,14 +473,14 @@ case_policy_load_errors_name_file_and_field() {
   # An allowlist passed as a policy, and a wrong type: one line naming the file, the field and
   # what was expected; the command never runs.
   local rc=0
-  timeout 20 "$GP" run --policy "$SRC/configs/allowlists/nvidia-580.json" -- touch "$WORK/ran" 2>"$WORK/err" || rc=$?
+  timeout -k 5 20 "$GP" run --policy "$SRC/configs/allowlists/nvidia-580.json" -- touch "$WORK/ran" 2>"$WORK/err" || rc=$?
   ((rc == 125)) || fail "exit $rc"
   [[ ! -e $WORK/ran ]] || fail "the command ran"
   expect_in "$WORK/err" "policy $SRC/configs/allowlists/nvidia-580.json: "
   expect_in "$WORK/err" "NVIDIA allowlist"
   expect_not_in "$WORK/err" "type_error"
   echo '{"classes":{"uverbs":{"errno":0}}}' >"$WORK/p.json"
-  timeout 20 "$GP" run --policy "$WORK/p.json" -- true 2>"$WORK/err2"
+  timeout -k 5 20 "$GP" run --policy "$WORK/p.json" -- true 2>"$WORK/err2"
   [[ $? == 125 ]] || fail "errno 0 accepted"
   expect_in "$WORK/err2" "policy $WORK/p.json: classes.uverbs.errno: expected an errno from 1 to 4095"
 }

@@ -15,7 +15,7 @@ trap 'rm -rf "$WORK"' EXIT
 fail() { echo "FAIL [$CASE]: $*" >&2; exit 1; }
 expect_in() { grep -qF -- "$2" "$1" || { echo "--- $1:"; cat "$1"; fail "expected '$2' in $1"; }; }
 expect_not_in() { ! grep -qF -- "$2" "$1" || { cat "$1"; fail "did not expect '$2' in $1"; }; }
-sandboxed() { timeout 60 "$GP" standin "$GP" run "$@"; }
+sandboxed() { timeout -k 5 60 "$GP" standin "$GP" run "$@"; }
 # A Python program run inside the sandbox: sets its own process name from bytes, then opens
 # uverbs0 and issues one ioctl (ALLOC_PD through INVOKE_WRITE's number is enough to trap).
 hostile_comm_py='
@@ -71,7 +71,7 @@ case_hostile_paths() {
 # would leave the sandbox unsupervised or dead.
 case_trace_reader_goes_away() {
   local rc
-  timeout 60 "$GP" standin bash -c "'$GP' run --grant uverbs0 --trace -- sh -c 'for i in \$(seq 30); do $CLIENT ioctl /dev/infiniband/uverbs0 >/dev/null; done; exit 5' 2>&1 >/dev/null | head -1 >/dev/null; exit \${PIPESTATUS[0]}"
+  timeout -k 5 60 "$GP" standin bash -c "'$GP' run --grant uverbs0 --trace -- sh -c 'for i in \$(seq 30); do $CLIENT ioctl /dev/infiniband/uverbs0 >/dev/null; done; exit 5' 2>&1 >/dev/null | head -1 >/dev/null; exit \${PIPESTATUS[0]}"
   rc=$?
   [[ $rc == 5 ]] || fail "gdrproxy exited $rc after its trace reader left (expected the command's 5)"
 }
@@ -99,7 +99,7 @@ case_ungranted_fd_ioctl_refused() {
   fi
   for trace in "" "--trace"; do
    for tc in "${copies[@]}"; do
-    timeout 60 "$GP" standin sh -c "exec 7<>/dev/infiniband/uverbs1; exec '$GP' run --grant uverbs0 $trace $tc -- python3 -c '
+    timeout -k 5 60 "$GP" standin sh -c "exec 7<>/dev/infiniband/uverbs1; exec '$GP' run --grant uverbs0 $trace $tc -- python3 -c '
 import fcntl, errno
 try:
     fcntl.ioctl(7, 0xc0181b01, bytearray(24)); print(\"ran\")
@@ -115,7 +115,7 @@ except OSError as e:
   # The granted device's fd passes the grant check and reaches the policy (which refuses this
   # all-zero header as malformed: EINVAL, not the grant's EACCES).
   for tc in "${copies[@]}"; do
-    timeout 60 "$GP" standin sh -c "exec 7<>/dev/infiniband/uverbs0; exec '$GP' run --grant uverbs0 $tc -- python3 -c '
+    timeout -k 5 60 "$GP" standin sh -c "exec 7<>/dev/infiniband/uverbs0; exec '$GP' run --grant uverbs0 $tc -- python3 -c '
 import fcntl, errno
 try:
     fcntl.ioctl(7, 0xc0181b01, bytearray(24)); print(\"ran\")
@@ -142,7 +142,7 @@ case_fail_open_policy_values() {
              '{"classes":{"uverbs":{"rules":[{"action":"deny","call":"*","errno":0}]}}}' \
              '{"grants":"uverbs0"}' '{"classes":{"uverbs":{"defualt":"deny"}}}'; do
     echo "$bad" >"$WORK/p.json"
-    timeout 20 "$GP" run --policy "$WORK/p.json" -- touch "$WORK/ran" 2>"$WORK/err"
+    timeout -k 5 20 "$GP" run --policy "$WORK/p.json" -- touch "$WORK/ran" 2>"$WORK/err"
     [[ $? == 125 && ! -e $WORK/ran ]] || fail "policy $bad was accepted"
     expect_in "$WORK/err" "policy $WORK/p.json: "
   done

@@ -18,7 +18,7 @@ fail() { echo "FAIL [$CASE]: $*" >&2; exit 1; }
 show() { echo "--- $1:"; cat "$1"; }
 
 case_brokered_within_the_sandbox() {
-  timeout 60 "$GP" run --broker-pidfd-getfd --trace-json "$WORK/t.jsonl" -q -- sh -c "
+  timeout -k 5 60 "$GP" run --broker-pidfd-getfd --trace-json "$WORK/t.jsonl" -q -- sh -c "
     $F serve $WORK/p & s=\$!
     for i in \$(seq 100); do [ -s $WORK/p ] && break; sleep 0.05; done
     read pid fd < $WORK/p; $F take \$pid \$fd; kill \$s" >"$WORK/out" 2>&1 || { show "$WORK/out"; fail "exit $?"; }
@@ -36,7 +36,7 @@ case_process_outside_the_sandbox_refused() {
   read -r pid fd <"$WORK/p"
   python3 -c 'import os, sys
 pidfd = os.pidfd_open(int(sys.argv[1])); os.set_inheritable(pidfd, True)
-os.execvp(sys.argv[2], sys.argv[2:] + [str(pidfd)])' "$pid" timeout 60 "$GP" run --broker-pidfd-getfd -- \
+os.execvp(sys.argv[2], sys.argv[2:] + [str(pidfd)])' "$pid" timeout -k 5 60 "$GP" run --broker-pidfd-getfd -- \
     "$F" take-pidfd "$fd" >"$WORK/out" 2>&1
   grep -q "^take ERR EPERM" "$WORK/out" || { show "$WORK/out"; fail "the host process's fd was taken"; }
   grep -q "denied pidfd_getfd by pid .*pid $pid is outside this sandbox" "$WORK/out" ||

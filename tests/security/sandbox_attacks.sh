@@ -28,7 +28,7 @@ expect_line() {
 }
 # Not used: the open failed, or it gave an fd on which the kernel refuses every ioctl.
 UNUSABLE='( ERR E[A-Z]+$| OK ioctl=EACCES )'
-sandboxed() { timeout 60 "$GP" standin "$GP" run "$@"; }
+sandboxed() { timeout -k 5 60 "$GP" standin "$GP" run "$@"; }
 NOBODY="setpriv --reuid 65534 --regid 65534 --clear-groups"
 # The Landlock ABI gdrproxy will use: the kernel's, lowered by GDRPROXY_LANDLOCK_ABI_MAX (which
 # shows here what an older kernel gets).
@@ -200,7 +200,7 @@ case_ordinary_programs_keep_working() {
   # stand-in /dev (bind-mounted files) has no usable legacy /dev/ptmx.
   mkdir -p "$WORK/a" "$WORK/b"
   echo x >"$WORK/a/f"
-  timeout 60 "$GP" run -q -- sh -c "
+  timeout -k 5 60 "$GP" run -q -- sh -c "
     python3 -c 'import os, termios; m, s = os.openpty(); termios.tcgetattr(s); print(\"pty OK\", os.ttyname(s))'
     ln $WORK/a/f $WORK/b/g && mv $WORK/a/f $WORK/b/h && echo refer OK
     [ \"\$(awk '/^Pid:/ {print \$2}' /proc/\$\$/status)\" = \$\$ ] && echo proc OK" >"$WORK/out" 2>&1

@@ -16,7 +16,7 @@ IFS=. read -r major minor _ < <(uname -r)
 # trapped): the difference must be exactly N, and N brokered.
 opens() {
   local out
-  out=$(timeout 120 "$GP" standin "$GP" run --stats -- "$S" /dev/nvidiactl "$1" 2>&1)
+  out=$(timeout -k 5 120 "$GP" standin "$GP" run --stats -- "$S" /dev/nvidiactl "$1" 2>&1)
   echo "$out" >&2
   grep -q "^opened $1 " <<<"$out" || { echo "FAIL: not every open succeeded" >&2; exit 1; }
   sed -n 's/.* ioctl, \([0-9]*\) open (\([0-9]*\) brokered).*/\1 \2/p' <<<"$out"
