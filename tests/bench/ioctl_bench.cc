@@ -160,6 +160,9 @@ int raw_supervisor(char** argv, bool blocking, Lookup lookup = Lookup::kNone,
     execvp(argv[0], argv);
     _exit(127);
   }
+  // The child's end: closed here, so a child that dies before sending its listener (its filter
+  // refused: a task may have one listener in its filter chain) ends the wait below.
+  close(sv[1]);
   std::string why;
   const int nfd = gdrproxy::proxy::recv_fd(sv[0], why);
   if (nfd < 0) {
