@@ -25,6 +25,8 @@ packages=(
   python3-jsonschema
   # a FUSE filesystem that hangs (the agent's stall test)
   fuse3 libfuse3-dev
+  # the receivers' syscalls counted (proxy.integration.receivers_leave_and_ignore_stray_signals)
+  strace
   # the multi-node harness's tests (tests/harness/*.bats); a real Slurm with munge, the SPANK
   # headers for harness/slurm, and Debian's Open MPI for the MPI ping-pong under srun
   bats slurmctld slurmd slurm-client munge libslurm-dev openmpi-bin libopenmpi-dev

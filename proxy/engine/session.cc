@@ -434,8 +434,16 @@ void Session::receive(Listener& l) {
       std::fill(l.recv_buf.begin(), l.recv_buf.end(), 0);
       auto& req = *reinterpret_cast<seccomp_notif*>(l.recv_buf.data());
       if (::ioctl(l.fd.get(), SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) {
-        // EINTR: the release signal (leave is set) or a stray one; ENOENT: the caller died.
-        if (errno == EINTR || errno == ENOENT) continue;
+        // EINTR: the release signal (leave is set) or a stray one.
+        if (errno == EINTR) continue;
+        // ENOENT: the caller died between the wake-up and the receipt, or (kernels whose RECV
+        // waits on the listener's wait queue, 6.6 on) no task uses the filter any more, and
+        // every RECV from now on returns at once: this receiver is done, not a spinning one.
+        if (errno == ENOENT) {
+          pollfd p{l.fd.get(), 0, 0};
+          if (::poll(&p, 1, 0) == 1 && (p.revents & POLLHUP)) break;
+          continue;
+        }
         if (!std::exchange(said, true))
           note(std::string("SECCOMP_IOCTL_NOTIF_RECV: ") + std::strerror(errno) +
                " (retrying every 10 ms)");
