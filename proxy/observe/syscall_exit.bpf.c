@@ -65,7 +65,10 @@ struct sys_exit_ctx {
   __s64 ret;
 };
 
-static __always_inline int report(struct sys_exit_ctx* ctx) {
+// `write_exit`: this is a write()'s exit. It takes only a watched write's entry, and the other
+// exits only the supervisor's registrations: an entry whose own exit the kernel skipped (its
+// recursion guard, seen in guests) must not complete the thread's next, other call.
+static __always_inline int report(struct sys_exit_ctx* ctx, int write_exit) {
   __u32 tgid = 0;
   __u32 tid = caller_ids(&tgid);
   if (!tid) return 0;
@@ -75,14 +78,14 @@ static __always_inline int report(struct sys_exit_ctx* ctx) {
   __u32 idx = tid & (GDRPROXY_PENDING_SLOTS - 1);
   struct gdrproxy_pending_slot* slot = bpf_map_lookup_elem(&pending_slots, &idx);
   const __u64 armed = GDRPROXY_SLOT_STATE(tid, GDRPROXY_SLOT_ARMED);
-  if (slot && slot->state == armed &&
+  if (!write_exit && slot && slot->state == armed &&
       __sync_val_compare_and_swap(&slot->state, armed,
                                   GDRPROXY_SLOT_STATE(tid, GDRPROXY_SLOT_BUSY)) == armed) {
     __builtin_memcpy(&taken, &slot->p, sizeof(taken));
     __sync_lock_test_and_set(&slot->state, 0);
   } else {
     struct gdrproxy_pending* h = bpf_map_lookup_elem(&pending, &tid);
-    if (!h) return 0;
+    if (!h || (h->kind == GDRPROXY_EVENT_CM_WRITE) != write_exit) return 0;
     __builtin_memcpy(&taken, h, sizeof(taken));
     in_hash = 1;
   }
@@ -152,7 +155,13 @@ int on_enter_write(struct sys_enter_write_ctx* ctx) {
   __u32 tid = caller_ids(&tgid);
   if (!tid) return 0;
   struct gdrproxy_cm_fd key = {tgid, (__u32)ctx->fd};
-  if (!bpf_map_lookup_elem(&cm_fds, &key)) return 0;
+  if (!bpf_map_lookup_elem(&cm_fds, &key)) {
+    // Not watched. An entry of this thread's from a watched write whose exit the kernel skipped
+    // would be taken at this write's exit, and reported with this write's result: dropped.
+    const struct gdrproxy_pending* stale = bpf_map_lookup_elem(&pending, &tid);
+    if (stale && stale->kind == GDRPROXY_EVENT_CM_WRITE) bpf_map_delete_elem(&pending, &tid);
+    return 0;
+  }
   struct gdrproxy_pending p = {};
   p.addr0 = ctx->buf;
   p.len0 = ctx->count > GDRPROXY_REGION0_MAX ? GDRPROXY_REGION0_MAX : (__u32)ctx->count;
@@ -165,26 +174,26 @@ int on_enter_write(struct sys_enter_write_ctx* ctx) {
 
 SEC("tracepoint/syscalls/sys_exit_write")
 int on_exit_write(struct sys_exit_ctx* ctx) {
-  return report(ctx);
+  return report(ctx, 1);
 }
 
 SEC("tracepoint/syscalls/sys_exit_ioctl")
 int on_exit_ioctl(struct sys_exit_ctx* ctx) {
-  return report(ctx);
+  return report(ctx, 0);
 }
 
 // Opens the caller performs itself (granted uverbs/rdma_cm nodes): the result is the new fd.
 SEC("tracepoint/syscalls/sys_exit_openat")
 int on_exit_openat(struct sys_exit_ctx* ctx) {
-  return report(ctx);
+  return report(ctx, 0);
 }
 
 SEC("tracepoint/syscalls/sys_exit_open")
 int on_exit_open(struct sys_exit_ctx* ctx) {
-  return report(ctx);
+  return report(ctx, 0);
 }
 
 SEC("tracepoint/syscalls/sys_exit_openat2")
 int on_exit_openat2(struct sys_exit_ctx* ctx) {
-  return report(ctx);
+  return report(ctx, 0);
 }
