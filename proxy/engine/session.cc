@@ -97,6 +97,12 @@ void install_release_handler() {
   });
 }
 
+// No task uses the listener's filter any more (and no notification is left on it).
+bool listener_hung_up(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & POLLHUP) && !(p.revents & POLLIN);
+}
+
 // Whether every node of a device class is granted, and whether any is (one pass).
 struct ClassGrants {
   bool all = true, any = false;
@@ -440,8 +446,7 @@ void Session::receive(Listener& l) {
         // waits on the listener's wait queue, 6.6 on) no task uses the filter any more, and
         // every RECV from now on returns at once: this receiver is done, not a spinning one.
         if (errno == ENOENT) {
-          pollfd p{l.fd.get(), 0, 0};
-          if (::poll(&p, 1, 0) == 1 && (p.revents & POLLHUP)) break;
+          if (listener_hung_up(l.fd.get())) break;
           continue;
         }
         if (!std::exchange(said, true))
@@ -626,10 +631,7 @@ void Session::check_end() {
   if (ended_) return;
   for (auto& l : listeners_) {
     // Also seen here (the sweep's turn) should the hang-ups' wake-up be missed.
-    if (!l->hung_up) {
-      pollfd p{l->fd.get(), POLLIN, 0};
-      if (::poll(&p, 1, 0) == 1 && (p.revents & POLLHUP) && !(p.revents & POLLIN)) hang_up(*l);
-    }
+    if (!l->hung_up && listener_hung_up(l->fd.get())) hang_up(*l);
     if (!l->hung_up) return;
   }
   if (!listened_) return;
