@@ -444,12 +444,15 @@ class Agent {
           j["allowed_unread"] = s.allowed_unread;
           j["trap_copies_used"] = s.trap_copies_used;
           j["trap_copies_missed"] = s.trap_copies_missed;
+          j["trap_copies_torn"] = s.trap_copies_torn;
           j["observer_lost"] = s.observer_lost;
           j["observer_skipped"] = s.observer_skipped;
           j["results_unobserved"] = s.results_unobserved;
           j["fds_watched"] = s.fds_watched;
           j["fds_unwatched_gone"] = s.fds_unwatched_gone;
-          j["us_per_ioctl"] = s.ioctls ? double(s.ns_ioctl) / 1e3 / double(s.ioctls) : 0.0;
+          j["us_per_ioctl"] = s.ioctl_phase_samples
+                                  ? double(s.ns_ioctl) / 1e3 / double(s.ioctl_phase_samples)
+                                  : 0.0;
           j["us_per_open"] = s.opens ? double(s.ns_open) / 1e3 / double(s.opens) : 0.0;
           {
             // Where an ioctl's handling time goes (us per ioctl, over the sampled calls).

@@ -782,7 +782,7 @@ void Session::print_summary(bool with_stats) const {
         static_cast<unsigned long long>(s.ioctls), static_cast<unsigned long long>(s.opens),
         static_cast<unsigned long long>(s.brokered), static_cast<unsigned long long>(s.denied),
         static_cast<unsigned long long>(s.repeated_denials),
-        s.ioctls ? double(s.ns_ioctl) / 1e3 / double(s.ioctls) : 0.0,
+        s.ioctl_phase_samples ? double(s.ns_ioctl) / 1e3 / double(s.ioctl_phase_samples) : 0.0,
         s.opens ? double(s.ns_open) / 1e3 / double(s.opens) : 0.0, double(s.p50_ns) / 1e3,
         double(s.p99_ns) / 1e3);
   const bool phases = with_stats && s.ioctl_phase_samples;
@@ -817,10 +817,11 @@ void Session::print_summary(bool with_stats) const {
   if (with_stats && s.trap_copies_used)
     std::fprintf(stderr,
                  "%strap copies: %llu of %llu trapped ioctl(s) judged from the copy their caller "
-                 "made at its trap; the rest were looked up by gdrproxy (no copy ready, or the "
-                 "copies still loading)\n",
+                 "made at its trap; the rest were looked up by gdrproxy (no copy ready, the "
+                 "copies still loading, or %llu rewritten while read)\n",
                  log_prefix_.c_str(), static_cast<unsigned long long>(s.trap_copies_used),
-                 static_cast<unsigned long long>(s.ioctls));
+                 static_cast<unsigned long long>(s.ioctls),
+                 static_cast<unsigned long long>(s.trap_copies_torn));
   if (with_stats && !kernel_allowed_.requests.empty())
     std::fprintf(stderr,
                  "%sin the kernel, never trapped: %zu ioctl requests the policy allows whatever "
@@ -913,8 +914,9 @@ uint64_t Session::record_latency(uint64_t& total_ns, uint64_t t0) {
 void Session::dispatch(const seccomp_notif& req, uint64_t t0) {
   switch (req.data.nr) {
     case SYS_ioctl: {
-      // One call in kPhaseSampleEvery is timed phase by phase (each phase costs two clock reads,
-      // which add up on the enforce fast path); every call's total is timed.
+      // One call in kPhaseSampleEvery is timed, in total and phase by phase: a clock read costs
+      // 20-50 ns, which adds up on the enforce fast path (t0 is read for every call: the
+      // watchdog's deadline and the trace's latencies count from it).
       const bool sampled = stats_.ioctls++ % kPhaseSampleEvery == 0;
       phases_ = sampled ? &stats_.ioctl_ns : nullptr;
       struct Reset {
@@ -923,8 +925,8 @@ void Session::dispatch(const seccomp_notif& req, uint64_t t0) {
       } reset{phases_};
       const SessionStats::IoctlPhases before = stats_.ioctl_ns;
       handle_ioctl(req, t0);
-      const uint64_t total = record_latency(stats_.ns_ioctl, t0);
       if (!sampled) return;
+      const uint64_t total = record_latency(stats_.ns_ioctl, t0);
       ++stats_.ioctl_phase_samples;
       // What the phases above did not account for is the trace's (records, sinks, observer).
       SessionStats::IoctlPhases& p = stats_.ioctl_ns;
@@ -1005,49 +1007,63 @@ void Session::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
     copy = copies->take(req);
     ++(copy ? stats_.trap_copies_used : stats_.trap_copies_missed);
   }
-  const DeviceNode* node = nullptr;
-  if (!copy)
-    node = device_of_fd(static_cast<pid_t>(req.pid), fd);
-  else if (copy->has_file() && S_ISCHR(copy->mode()))
-    node = catalog_.find(copy->rdev());
   SessionStats::IoctlPhases& ph = stats_.ioctl_ns;
-  const uint64_t t_read = phases_ ? monotonic_ns() : 0;
-  if (phases_) ph.lookup += t_read - t0;
-  if (!node) {
-    // Not one of our devices (the filter matches by number only): let it be.
-    answer_continue(req.id);
-    return;
-  }
-  if (!config_.grants.granted(*node)) {
-    // An fd of an ungranted device (inherited, passed over a socket, or opened around the
-    // broker) is refused whatever the mode: grants are never advisory.
-    refuse_ungranted(req, fd, *node, undecoded_call(node->device_class, cmd),
-                     "device " + node->name + " is not granted", t0);
-    return;
-  }
-  // A request the policy allows whatever its parameters, on a granted node of its class: no
-  // read, no decode (enforce mode without a trace only; see unread_uvm_).
-  const std::vector<uint32_t>* unread = node->device_class == DeviceClass::kNvidiaUvm ? &unread_uvm_
-                                        : node->device_class == DeviceClass::kNvidiaFrontend
-                                            ? &unread_frontend_
-                                            : nullptr;
-  if (unread && std::binary_search(unread->begin(), unread->end(), cmd)) {
-    ++stats_.allowed_unread;
-    answer_continue(req.id);
-    return;
-  }
-  // Without a trace only what the policy matches on is decoded.
-  const DecodeDepth depth = tracing() ? DecodeDepth::kFull : DecodeDepth::kPolicy;
-  // The reads can block on the tenant (its argument may lie in a mapping of a file on a hung
-  // FUSE mount): they stall this session's thread only, and the watchdog answers at the deadline.
-  uint64_t memory = 0;
-  IoctlReading reading = read_ioctl(static_cast<pid_t>(req.pid), node->device_class, cmd, arg,
-                                    depth, engine_.nvidia().abi, dmabuf_exporters_,
-                                    copy ? &*copy : nullptr, phases_ ? &memory : nullptr);
-  if (phases_) {
-    const uint64_t read_ns = monotonic_ns() - t_read;
-    ph.memory += memory;
-    ph.decode += read_ns > memory ? read_ns - memory : 0;
+  const DeviceNode* node = nullptr;
+  IoctlReading reading;
+  // At most twice: a copy rewritten while its bytes were read (its caller interrupted and
+  // trapped again, or another thread of the same slot) is dropped, and the call looked up
+  // without it.
+  for (;;) {
+    if (!copy)
+      node = device_of_fd(static_cast<pid_t>(req.pid), fd);
+    else if (copy->has_file() && S_ISCHR(copy->mode()))
+      node = catalog_.find(copy->rdev());
+    else
+      node = nullptr;
+    const uint64_t t_read = phases_ ? monotonic_ns() : 0;
+    if (phases_) ph.lookup += t_read - t0;
+    if (!node) {
+      // Not one of our devices (the filter matches by number only): let it be.
+      answer_continue(req.id);
+      return;
+    }
+    if (!config_.grants.granted(*node)) {
+      // An fd of an ungranted device (inherited, passed over a socket, or opened around the
+      // broker) is refused whatever the mode: grants are never advisory.
+      refuse_ungranted(req, fd, *node, undecoded_call(node->device_class, cmd),
+                       "device " + node->name + " is not granted", t0);
+      return;
+    }
+    // A request the policy allows whatever its parameters, on a granted node of its class: no
+    // read, no decode (enforce mode without a trace only; see unread_uvm_).
+    const std::vector<uint32_t>* unread =
+        node->device_class == DeviceClass::kNvidiaUvm        ? &unread_uvm_
+        : node->device_class == DeviceClass::kNvidiaFrontend ? &unread_frontend_
+                                                             : nullptr;
+    if (unread && std::binary_search(unread->begin(), unread->end(), cmd)) {
+      ++stats_.allowed_unread;
+      answer_continue(req.id);
+      return;
+    }
+    // Without a trace only what the policy matches on is decoded.
+    const DecodeDepth depth = tracing() ? DecodeDepth::kFull : DecodeDepth::kPolicy;
+    // The reads can block on the tenant (its argument may lie in a mapping of a file on a hung
+    // FUSE mount): they stall this session's thread only, and the watchdog answers at the
+    // deadline.
+    uint64_t memory = 0;
+    reading = read_ioctl(static_cast<pid_t>(req.pid), node->device_class, cmd, arg, depth,
+                         engine_.nvidia().abi, dmabuf_exporters_, copy ? &*copy : nullptr,
+                         phases_ ? &memory : nullptr);
+    if (phases_) {
+      const uint64_t read_ns = monotonic_ns() - t_read;
+      ph.memory += memory;
+      ph.decode += read_ns > memory ? read_ns - memory : 0;
+    }
+    if (!copy || copy->unchanged()) break;
+    copy.reset();
+    --stats_.trap_copies_used;
+    ++stats_.trap_copies_missed;
+    ++stats_.trap_copies_torn;
   }
   decide_ioctl(req, *node, reading, t0);
 }

@@ -90,7 +90,8 @@ struct SessionConfig {
 // Counters of one session, for --stats and `agent ctl stats`.
 struct SessionStats {
   uint64_t ioctls = 0, opens = 0, brokered = 0, denied = 0, repeated_denials = 0;
-  uint64_t ns_ioctl = 0, ns_open = 0;  // time spent handling
+  // Time spent handling: every open, and the ioctls timed (ioctl_phase_samples of them).
+  uint64_t ns_ioctl = 0, ns_open = 0;
   // Where an ioctl's handling time goes: finding the device behind the fd and checking the
   // grant, reading the caller's memory, decoding (the rest of the reading), the policy (and a
   // GPU's grant by device instance), answering the kernel, and the trace (records, observer).
@@ -104,14 +105,17 @@ struct SessionStats {
   // Trapped ioctls judged from their trap copy (no fd lookup, argument bytes not read again),
   // and those that had none (the supervisor looked them up itself); both 0 without copies.
   uint64_t trap_copies_used = 0, trap_copies_missed = 0;
+  // Of the missed: copies rewritten while their bytes were read (dropped, the call looked up).
+  uint64_t trap_copies_torn = 0;
   uint64_t observer_lost = 0;       // results lost to a full observer ring buffer
   uint64_t observer_skipped = 0;    // observer program runs the kernel skipped (all sessions')
   uint64_t results_unobserved = 0;  // traced calls whose result never came (their records say)
   uint64_t fds_watched = 0;         // fds whose writes the observer watches now
   uint64_t fds_unwatched_gone = 0;  // watches removed because their process had exited
-  uint64_t p50_ns = 0, p99_ns = 0;  // handler latency of every notification (+0/-19 %)
-  uint64_t deadline_failures = 0;   // calls failed closed (EIO) at or past their deadline
-  bool degraded = false;            // some call was not answered in time
+  // Handler latency of every open and every timed ioctl (+0/-19 %).
+  uint64_t p50_ns = 0, p99_ns = 0;
+  uint64_t deadline_failures = 0;  // calls failed closed (EIO) at or past their deadline
+  bool degraded = false;           // some call was not answered in time
   // The session's thread is in a call past its deadline now: only the fields above this
   // struct's atomics (deadline_failures, degraded) are current, the rest read 0.
   bool stuck = false;
@@ -122,7 +126,7 @@ bool every_gpu_granted(const DeviceCatalog& catalog, const Grants& grants);
 
 class Session {
  public:
-  // One trapped ioctl in this many is timed phase by phase (SessionStats::ioctl_ns).
+  // One trapped ioctl in this many is timed, in total and phase by phase (SessionStats).
   static constexpr uint64_t kPhaseSampleEvery = 8;
 
   // Throws gdrproxy::Error when the configuration cannot be served here (an unknown NVIDIA

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 
 #include "proxy/engine/process_info.h"
@@ -24,14 +25,29 @@ bool trap_copy_matches(const gdrproxy_trap_copy& s, const seccomp_notif& req) {
          s.arg == req.data.args[2];
 }
 
+TrapCopy::TrapCopy(const gdrproxy_trap_copy& head, const volatile gdrproxy_trap_copy& slot,
+                   uint64_t seq)
+    : flags_(head.flags),
+      mode_(head.mode),
+      rdev_(head.rdev),
+      arg_(head.arg),
+      // The map is shared memory the program writes: the bytes are read in place, and the
+      // closing check (unchanged()) says whether they held still.
+      data_(const_cast<const uint8_t*>(slot.data)),
+      len_((head.flags & GDRPROXY_TRAP_COPY_DATA) ? std::min<size_t>(head.len, sizeof slot.data)
+                                                  : 0),
+      seq_(&slot.seq),
+      seen_(seq) {}
+
 dev_t TrapCopy::rdev() const {
   // The kernel's dev_t: major in the high 12 bits, minor in the low 20.
-  return makedev(slot_.rdev >> 20, slot_.rdev & 0xfffff);
+  return makedev(rdev_ >> 20, rdev_ & 0xfffff);
 }
 
-std::span<const uint8_t> TrapCopy::bytes() const {
-  if (!(slot_.flags & GDRPROXY_TRAP_COPY_DATA)) return {};
-  return {slot_.data, std::min<size_t>(slot_.len, sizeof slot_.data)};
+bool TrapCopy::unchanged() const {
+  // The seqlock's closing check: the reads of the bytes are ordered before this load.
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return *seq_ == seen_;
 }
 
 std::unique_ptr<TrapCopies> TrapCopies::open(std::string& why) {
@@ -81,17 +97,21 @@ TrapCopies::~TrapCopies() {
 }
 
 std::optional<TrapCopy> TrapCopies::take(const seccomp_notif& req) const {
-  const volatile gdrproxy_trap_copy& slot = slots_[req.id & (GDRPROXY_TRAP_COPY_SLOTS - 1)];
-  // The seqlock's read side: the same even sequence before and after the copy, or no copy. The
-  // program's updates are full barriers; these fences order this side's loads.
+  const volatile gdrproxy_trap_copy& slot =
+      slots_[req.pid & (GDRPROXY_TRAP_COPY_SLOTS - 1)];  // the caller's
+  // The seqlock's read side: the same even sequence before and after the fields are copied, or
+  // no copy; the bytes are checked the same way once read (TrapCopy::unchanged()). The program's
+  // updates are full barriers; these fences order this side's loads.
   const uint64_t before = slot.seq;
   std::atomic_thread_fence(std::memory_order_acquire);
   if ((before & 1) || slot.id != req.id) return std::nullopt;  // cheap exits first
-  std::optional<TrapCopy> copy(std::in_place, *const_cast<const gdrproxy_trap_copy*>(&slot));
+  gdrproxy_trap_copy head;  // its fields only: the bytes stay in the map
+  std::memcpy(&head, const_cast<const gdrproxy_trap_copy*>(&slot),
+              offsetof(gdrproxy_trap_copy, data));
   std::atomic_thread_fence(std::memory_order_acquire);
   if (slot.seq != before) return std::nullopt;
-  if (!trap_copy_matches(copy->slot(), req)) return std::nullopt;
-  return copy;
+  if (!trap_copy_matches(head, req)) return std::nullopt;
+  return TrapCopy(head, slot, before);
 }
 
 }  // namespace gdrproxy::proxy

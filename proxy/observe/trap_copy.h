@@ -28,28 +28,41 @@ struct bpf_link;
 
 namespace gdrproxy::proxy {
 
-// What a used copy says about the call: the slot as it was read, with its fields in user space's
-// terms.
+// What a used copy says about the call: the slot's fields as they were read, in user space's
+// terms, and its argument bytes where they lie, in the map. Those bytes are not copied out (a
+// call reads a few dozen of the 512): whoever reads them asks unchanged() afterwards, the
+// seqlock's closing check, and trusts nothing read from them if it says no.
 class TrapCopy {
  public:
-  explicit TrapCopy(const gdrproxy_trap_copy& slot) : slot_(slot) {}
+  // From the slot's fields `head` (everything before its data), read while the slot's sequence
+  // was `seq`; its bytes are `slot`'s.
+  TrapCopy(const gdrproxy_trap_copy& head, const volatile gdrproxy_trap_copy& slot, uint64_t seq);
+  // A slot outside any map (tests): its own fields and bytes.
+  explicit TrapCopy(const gdrproxy_trap_copy& slot) : TrapCopy(slot, slot, slot.seq) {}
   // The fd named an open file at the trap (else it named none). Only asked of a copy whose
   // program read the caller's fd table to the end: take() returns no other.
-  bool has_file() const { return slot_.flags & GDRPROXY_TRAP_COPY_FILE; }
-  mode_t mode() const { return static_cast<mode_t>(slot_.mode); }
+  bool has_file() const { return flags_ & GDRPROXY_TRAP_COPY_FILE; }
+  mode_t mode() const { return static_cast<mode_t>(mode_); }
   dev_t rdev() const;  // makedev's encoding
-  uint64_t arg() const { return slot_.arg; }
+  uint64_t arg() const { return arg_; }
   // The argument's first bytes, to the end of its page at most (none: not copied).
-  std::span<const uint8_t> bytes() const;
-  const gdrproxy_trap_copy& slot() const { return slot_; }
+  std::span<const uint8_t> bytes() const { return {data_, len_}; }
+  // Nothing was written to the slot since it was taken: what was read from bytes() is the copy
+  // the program made, not a mix with a later one.
+  bool unchanged() const;
 
  private:
-  gdrproxy_trap_copy slot_;
+  uint32_t flags_, mode_, rdev_;
+  uint64_t arg_;
+  const uint8_t* data_;
+  size_t len_;
+  const volatile uint64_t* seq_;
+  uint64_t seen_;
 };
 
-// Whether slot `s`, copied out of the map, is the copy of notification `req` and complete enough
-// to judge it by (its program read the caller's fd table to the end): the pure check, apart from
-// the mapping so that it can be tested on made-up slots.
+// Whether slot `s`, its fields copied out of the map, is the copy of notification `req` and
+// complete enough to judge it by (its program read the caller's fd table to the end): the pure
+// check, apart from the mapping so that it can be tested on made-up slots.
 bool trap_copy_matches(const gdrproxy_trap_copy& s, const seccomp_notif& req);
 
 // Where trap copies are used: kOn refuses to start without them, kAuto uses them where the

@@ -16,8 +16,12 @@ typedef __u32 gdrproxy_u32;
 typedef __u64 gdrproxy_u64;
 #endif
 
-// Slots in the map (a power of two): a notification's slot is its id modulo this. Notification
-// ids are consecutive per filter, so calls pending at once never share a slot below this many.
+// Slots in the map (a power of two): a caller's slot is its tid (as the supervisor's pid
+// namespace names it) modulo this. A thread has at most one notification pending, and the same
+// slot for all its calls stays in the caches of the CPUs that write and read it (slots by
+// notification id walked the whole 1.2 MB map, a cold slot every call). Two threads whose tids
+// are equal modulo this, trapped at the same moment, can overwrite each other's copy: the other
+// notification then misses and is looked up as without copies.
 #define GDRPROXY_TRAP_COPY_SLOTS 2048
 // Bytes of the argument copied at most: to the end of its page, never further.
 #define GDRPROXY_TRAP_COPY_BYTES 512

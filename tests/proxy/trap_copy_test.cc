@@ -51,8 +51,8 @@ TEST(TrapCopy, ASlotBeingWrittenNeverMatches) {
 }
 
 TEST(TrapCopy, AnotherNotificationsSlotNeverMatches) {
-  // The same caller's previous call (an earlier id), or another filter's notification that
-  // landed in the same slot, with everything else equal.
+  // The same caller's previous call (an earlier id), or the same tid's notification on another
+  // filter (another supervisor's sandbox in a nested pid namespace), with everything else equal.
   Call c;
   c.slot.id = c.req.id - 1;
   EXPECT_FALSE(trap_copy_matches(c.slot, c.req));
@@ -107,6 +107,21 @@ TEST(TrapCopy, NoBytesWithoutTheDataFlagAndNeverBeyondTheSlot) {
   Call d;
   d.slot.len = 100000;  // a length no program writes: clamped to the slot
   EXPECT_EQ(sizeof d.slot.data, TrapCopy(d.slot).bytes().size());
+}
+
+TEST(TrapCopy, ItsBytesAreTrustedOnlyWhileTheSlotHoldsStill) {
+  // The bytes are read in place: a program writing the slot again (the caller trapped anew, or
+  // another thread of the same slot) between take() and the end of the decoding must void them.
+  Call c;
+  const TrapCopy copy(c.slot);
+  EXPECT_TRUE(copy.unchanged());
+  EXPECT_EQ(static_cast<const void*>(c.slot.data), copy.bytes().data());  // in place, not copied
+  c.slot.seq = 3;  // being written
+  EXPECT_FALSE(copy.unchanged());
+  c.slot.seq = 4;  // written: another copy
+  EXPECT_FALSE(copy.unchanged());
+  c.slot.seq = 2;
+  EXPECT_TRUE(copy.unchanged());
 }
 
 TEST(TrapCopy, ASlotWhoseFdTableWasNotReadToTheEndIsNotUsed) {
