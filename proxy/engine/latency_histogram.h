@@ -1,7 +1,7 @@
 // Handler latencies of one session, for p50/p99 in `agent ctl stats` and `run --stats`. The idea
-// not to miss: recording is on the hot path (every open, every timed ioctl), so it is a fixed array of log-spaced buckets
-// (4 per octave, so a reported percentile is within 19 % of the true one), no allocation, no
-// sorting; percentiles are read from the counts only when asked.
+// not to miss: recording is on the hot path (every open, every timed ioctl), so it is a fixed array
+// of log-spaced buckets (4 per octave, so a reported percentile is within 19 % of the true one), no
+// allocation, no sorting; percentiles are read from the counts only when asked.
 #pragma once
 
 #include <array>
