@@ -169,7 +169,8 @@ int BPF_PROG(copy_at_switch, _Bool preempt, struct task_struct___trap* prev) {
   __u32 tgid;
   const __u32 tid = caller_ids(&tgid);
   if (!tid) return 0;  // not visible to the supervisor
-  const __u32 slot = tid & (GDRPROXY_TRAP_COPY_SLOTS - 1);  // the caller's (trap_copy_slot.h)
+  // The caller's slot (trap_copy_slot.h says why by thread).
+  const __u32 slot = tid & (GDRPROXY_TRAP_COPY_SLOTS - 1);
   struct gdrproxy_trap_copy* c = bpf_map_lookup_elem(&copies, &slot);
   if (!c) return 0;
   const __u64 seq = c->seq;

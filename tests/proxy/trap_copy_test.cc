@@ -116,7 +116,7 @@ TEST(TrapCopy, ItsBytesAreTrustedOnlyWhileTheSlotHoldsStill) {
   const TrapCopy copy(c.slot);
   EXPECT_TRUE(copy.unchanged());
   EXPECT_EQ(static_cast<const void*>(c.slot.data), copy.bytes().data());  // in place, not copied
-  c.slot.seq = 3;  // being written
+  c.slot.seq = 3;                                                         // being written
   EXPECT_FALSE(copy.unchanged());
   c.slot.seq = 4;  // written: another copy
   EXPECT_FALSE(copy.unchanged());
