@@ -1009,7 +1009,6 @@ void Session::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
   }
   SessionStats::IoctlPhases& ph = stats_.ioctl_ns;
   const DeviceNode* node = nullptr;
-  IoctlReading reading;
   // At most twice: a copy rewritten while its bytes were read (its caller interrupted and
   // trapped again, or another thread of the same slot) is dropped, and the call looked up
   // without it.
@@ -1051,21 +1050,23 @@ void Session::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
     // FUSE mount): they stall this session's thread only, and the watchdog answers at the
     // deadline.
     uint64_t memory = 0;
-    reading = read_ioctl(static_cast<pid_t>(req.pid), node->device_class, cmd, arg, depth,
-                         engine_.nvidia().abi, dmabuf_exporters_, copy ? &*copy : nullptr,
-                         phases_ ? &memory : nullptr);
+    IoctlReading reading = read_ioctl(static_cast<pid_t>(req.pid), node->device_class, cmd, arg,
+                                      depth, engine_.nvidia().abi, dmabuf_exporters_,
+                                      copy ? &*copy : nullptr, phases_ ? &memory : nullptr);
     if (phases_) {
       const uint64_t read_ns = monotonic_ns() - t_read;
       ph.memory += memory;
       ph.decode += read_ns > memory ? read_ns - memory : 0;
     }
-    if (!copy || copy->unchanged()) break;
+    if (!copy || copy->unchanged()) {
+      decide_ioctl(req, *node, reading, t0);
+      return;
+    }
     copy.reset();
     --stats_.trap_copies_used;
     ++stats_.trap_copies_missed;
     ++stats_.trap_copies_torn;
   }
-  decide_ioctl(req, *node, reading, t0);
 }
 
 void Session::decide_ioctl(const seccomp_notif& req, const DeviceNode& node, IoctlReading& reading,

@@ -127,7 +127,7 @@ bool every_gpu_granted(const DeviceCatalog& catalog, const Grants& grants);
 class Session {
  public:
   // One trapped ioctl in this many is timed, in total and phase by phase (SessionStats).
-  static constexpr uint64_t kPhaseSampleEvery = 8;
+  static constexpr uint64_t kPhaseSampleEvery = 32;
 
   // Throws gdrproxy::Error when the configuration cannot be served here (an unknown NVIDIA
   // driver in enforce mode without allow_unknown_nvidia_driver, an unwritable trace file).
