@@ -15,6 +15,9 @@
 //   ioctl_bench raw-pre OBJ -- CMD...   raw, plus one lookup in the map that OBJ
 //                                (tests/bench/preread/preread.bpf.c) fills at the seccomp
 //                                filter's entry, checked against the notification
+//   ioctl_bench prog-stats NAME   the BPF programs named NAME that are loaded now: their runs and
+//                                the kernel's total time in them, "RUNS NS" (summed; needs
+//                                kernel.bpf_stats_enabled=1 for the time; for trap_copy_cost.sh)
 // raw-look and raw-pre say at exit how many notifications found no data, so a mode that skipped
 // its work cannot pass for a fast one (docs/PERFORMANCE.md, "A copy made at the filter's entry").
 #include <bpf/bpf.h>
@@ -247,10 +250,28 @@ int raw_supervisor(char** argv, bool blocking, Lookup lookup = Lookup::kNone,
   return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
 
+int prog_stats(const char* name) {
+  unsigned long long runs = 0, ns = 0;
+  for (__u32 id = 0; bpf_prog_get_next_id(id, &id) == 0;) {
+    const int fd = bpf_prog_get_fd_by_id(id);
+    if (fd < 0) continue;  // unloaded meanwhile
+    bpf_prog_info info{};
+    __u32 len = sizeof info;
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && std::string(info.name) == name) {
+      runs += info.run_cnt;
+      ns += info.run_time_ns;
+    }
+    close(fd);
+  }
+  printf("%llu %llu\n", runs, ns);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc >= 4 && std::string(argv[1]) == "client") return client(atol(argv[2]), argv[3]);
+  if (argc >= 3 && std::string(argv[1]) == "prog-stats") return prog_stats(argv[2]);
   if (argc >= 5 && std::string(argv[1]) == "nvclient")
     return nvclient(atol(argv[2]), argv[3], strtoul(argv[4], nullptr, 0));
   if (argc >= 4 && std::string(argv[1]) == "raw" && std::string(argv[2]) == "--")
@@ -265,7 +286,8 @@ int main(int argc, char** argv) {
     return raw_supervisor(argv + 4, false, Lookup::kPre, argv[2]);
   fprintf(stderr,
           "usage: %s client N PATH | nvclient N PATH REQUEST | raw -- CMD... | raw-blocking -- "
-          "CMD... | raw-epoll -- CMD... | raw-look -- CMD... | raw-pre OBJ -- CMD...\n",
+          "CMD... | raw-epoll -- CMD... | raw-look -- CMD... | raw-pre OBJ -- CMD... | prog-stats "
+          "NAME\n",
           argv[0]);
   return 2;
 }
