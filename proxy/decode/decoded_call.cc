@@ -20,4 +20,16 @@ const char* device_class_name(DeviceClass c) {
   return "unknown";
 }
 
+void DecodedCall::clear() {
+  device_class = DeviceClass::kUnknown;
+  cmd = 0;
+  name.clear();
+  args.clear();
+  malformed.clear();
+  keys = PolicyKeys{};
+  result_regions = {};
+  result_hints.clear();
+  render = true;
+}
+
 }  // namespace gdrproxy::proxy

@@ -66,6 +66,10 @@ struct DecodedCall {
   std::vector<uint32_t> result_hints;
   // False when decoding at DecodeDepth::kPolicy: decoders skip rendering `args`.
   bool render = true;
+
+  // Back to a default-constructed call, keeping the strings' and vectors' storage: a decoder
+  // that fills a call kept from one ioctl to the next allocates nothing once it is warm.
+  void clear();
 };
 
 }  // namespace gdrproxy::proxy

@@ -529,6 +529,14 @@ bool nv_escape_keys_from_request(const NvidiaDriverAbi& abi, uint8_t nr) {
 DecodedCall decode_nvidia_frontend_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& mem,
                                          const NvidiaDriverAbi& abi, DecodeDepth depth) {
   DecodedCall c;
+  decode_nvidia_frontend_ioctl(c, cmd, arg, mem, abi, depth);
+  return c;
+}
+
+void decode_nvidia_frontend_ioctl(DecodedCall& c, uint32_t cmd, uint64_t arg,
+                                  const MemoryReader& mem, const NvidiaDriverAbi& abi,
+                                  DecodeDepth depth) {
+  c.clear();
   c.render = depth == DecodeDepth::kFull;
   c.device_class = DeviceClass::kNvidiaFrontend;
   c.cmd = cmd;
@@ -538,12 +546,18 @@ DecodedCall decode_nvidia_frontend_ioctl(uint32_t cmd, uint64_t arg, const Memor
   decode_escape(c, nr, size, arg, mem, abi, false);
   // The driver ignores the type byte; show it when it is not the customary 'F'.
   if (type != kNvIoctlType) add(c, "ioc_type", fmt("0x%02x", type));
-  return c;
 }
 
 DecodedCall decode_nvidia_uvm_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& mem,
                                     const NvidiaDriverAbi& abi, DecodeDepth depth) {
   DecodedCall c;
+  decode_nvidia_uvm_ioctl(c, cmd, arg, mem, abi, depth);
+  return c;
+}
+
+void decode_nvidia_uvm_ioctl(DecodedCall& c, uint32_t cmd, uint64_t arg, const MemoryReader& mem,
+                             const NvidiaDriverAbi& abi, DecodeDepth depth) {
+  c.clear();
   c.render = depth == DecodeDepth::kFull;
   c.device_class = DeviceClass::kNvidiaUvm;
   c.cmd = cmd;
@@ -552,20 +566,19 @@ DecodedCall decode_nvidia_uvm_ioctl(uint32_t cmd, uint64_t arg, const MemoryRead
   if (u == nullptr) {
     c.name = fmt("UVM_0x%x(unknown)", cmd);
     add(c, "arg", hex(arg));
-    return c;
+    return;
   }
   c.name = u->name;
-  if (u->param_size == 0) return c;  // takes no parameters (UVM_DEINITIALIZE)
+  if (u->param_size == 0) return;  // takes no parameters (UVM_DEINITIALIZE)
   std::vector<uint8_t> params(u->param_size);
   if (!mem.read(arg, params)) {
     c.malformed =
         fmt("%s parameters (%u bytes) at ", u->name, static_cast<unsigned>(u->param_size)) +
         hex(arg) + " are unreadable";
-    return c;
+    return;
   }
   add_fields(c, nv_uvm_layout(cmd), params, abi);
   set_result(c, kHintUvm, cmd, arg, u->param_size, u->status_offset);
-  return c;
 }
 
 void decode_nvidia_result(const DecodedCall& call, std::span<const uint8_t> region0,

@@ -22,6 +22,12 @@ DecodedCall decode_nvidia_frontend_ioctl(uint32_t cmd, uint64_t arg, const Memor
 DecodedCall decode_nvidia_uvm_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& mem,
                                     const NvidiaDriverAbi& abi,
                                     DecodeDepth depth = DecodeDepth::kFull);
+// The same two into `c` (cleared first, its storage kept: the engine's per-call path).
+void decode_nvidia_frontend_ioctl(DecodedCall& c, uint32_t cmd, uint64_t arg,
+                                  const MemoryReader& mem, const NvidiaDriverAbi& abi,
+                                  DecodeDepth depth);
+void decode_nvidia_uvm_ioctl(DecodedCall& c, uint32_t cmd, uint64_t arg, const MemoryReader& mem,
+                             const NvidiaDriverAbi& abi, DecodeDepth depth);
 
 // Whether frontend escape `nr` (at its own size) decodes to the same name and policy keys
 // whatever its parameters hold: known, fixed-size, decoded field by field, and naming no class

@@ -191,11 +191,18 @@ DecodedCall decode_uverbs_write(uint64_t buf, uint64_t count, const MemoryReader
 DecodedCall decode_uverbs_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& mem,
                                 DecodeDepth depth) {
   DecodedCall call;
+  decode_uverbs_ioctl(call, cmd, arg, mem, depth);
+  return call;
+}
+
+void decode_uverbs_ioctl(DecodedCall& call, uint32_t cmd, uint64_t arg, const MemoryReader& mem,
+                         DecodeDepth depth) {
+  call.clear();
   call.device_class = DeviceClass::kUverbs;
   call.cmd = cmd;
   if (cmd != uverbs::kVerbsIoctl) {
     call.name = "UVERBS_IOCTL_" + hex(cmd);
-    return call;
+    return;
   }
   // One read of the header; the attributes that follow it come from the same read where they lie
   // in the same page (ProcessMemory reads ahead to the end of the page).
@@ -203,7 +210,7 @@ DecodedCall decode_uverbs_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& 
   if (!mem.read(arg, {reinterpret_cast<uint8_t*>(&hdr), sizeof hdr})) {
     call.name = "RDMA_VERBS_IOCTL";
     call.malformed = "header unreadable at " + hex(arg);
-    return call;
+    return;
   }
   call.keys.uverbs_object = hdr.object_id;
   call.keys.uverbs_method = hdr.method_id;
@@ -213,13 +220,13 @@ DecodedCall decode_uverbs_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& 
   append_method_name(call.name, hdr.object_id, hdr.method_id);
   if (hdr.num_attrs > uverbs::kMaxAttrs) {
     call.malformed = "absurd attribute count " + dec(hdr.num_attrs);
-    return call;
+    return;
   }
   const uint32_t expect = uverbs::kHeaderSize + uverbs::kAttrSize * hdr.num_attrs;
   if (hdr.length != expect) {
     call.malformed = "header length " + dec(hdr.length) + " disagrees with " + dec(hdr.num_attrs) +
                      " attributes (" + dec(expect) + ")";
-    return call;
+    return;
   }
   // On the stack (at most a page of them): no allocation per call.
   std::array<ib_uverbs_attr, uverbs::kMaxAttrs> attr_buf;
@@ -228,7 +235,7 @@ DecodedCall decode_uverbs_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& 
       !mem.read(arg + uverbs::kHeaderSize, {reinterpret_cast<uint8_t*>(attrs.data()),
                                             attrs.size() * sizeof(ib_uverbs_attr)})) {
     call.malformed = "attributes unreadable at " + hex(arg + uverbs::kHeaderSize);
-    return call;
+    return;
   }
   // The attribute array is where the kernel writes new handles and fds.
   call.result_regions[0] = {arg, expect};
@@ -277,21 +284,21 @@ DecodedCall decode_uverbs_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& 
       case AttrKind::kWriteCmd:
         if (!read_scalar(a, mem, v)) {
           call.malformed = std::string("attribute ") + spec->name + " unreadable at " + hex(a.data);
-          return call;
+          return;
         }
         if (render) call.args.push_back({spec->name, dec(static_cast<int64_t>(v))});
         break;
       case AttrKind::kS32In:
         if (!read_scalar(a, mem, v)) {
           call.malformed = std::string("attribute ") + spec->name + " unreadable at " + hex(a.data);
-          return call;
+          return;
         }
         if (render) call.args.push_back({spec->name, dec(static_cast<int32_t>(v))});
         break;
       case AttrKind::kAccessFlags:
         if (!read_scalar(a, mem, v)) {
           call.malformed = std::string("attribute ") + spec->name + " unreadable at " + hex(a.data);
-          return call;
+          return;
         }
         if (render) call.args.push_back({spec->name, uverbs::render_access_flags(v)});
         break;
@@ -314,7 +321,7 @@ DecodedCall decode_uverbs_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& 
     call.result_hints.clear();
     decode_invoke_write(attrs, mem, call, depth);
   }
-  return call;
+  return;
 }
 
 void decode_uverbs_result(const DecodedCall& call, std::span<const uint8_t> region0,

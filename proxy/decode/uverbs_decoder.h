@@ -14,6 +14,9 @@ namespace gdrproxy::proxy {
 
 DecodedCall decode_uverbs_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& mem,
                                 DecodeDepth depth = DecodeDepth::kFull);
+// The same into `call` (cleared first, its storage kept: the engine's per-call path).
+void decode_uverbs_ioctl(DecodedCall& call, uint32_t cmd, uint64_t arg, const MemoryReader& mem,
+                         DecodeDepth depth);
 
 // A legacy command written with write() on a uverbs fd (struct ib_uverbs_cmd_hdr, then for
 // extended commands struct ib_uverbs_ex_cmd_hdr, then the command's struct): the same verb as an

@@ -69,6 +69,14 @@ uint64_t monotonic_ns() {
   return uint64_t(t.tv_sec) * 1000000000ull + uint64_t(t.tv_nsec);
 }
 
+// CLOCK_MONOTONIC as of the last tick: never ahead of monotonic_ns(), behind it by less than a
+// tick, and read without the clock source (a few ns where monotonic_ns() costs 20-50).
+uint64_t coarse_monotonic_ns() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+  return uint64_t(t.tv_sec) * 1000000000ull + uint64_t(t.tv_nsec);
+}
+
 double wall_seconds() {
   timespec t;
   clock_gettime(CLOCK_REALTIME, &t);
@@ -140,6 +148,18 @@ bool every_gpu_granted(const DeviceCatalog& catalog, const Grants& grants) {
   return true;
 }
 
+// What an ioctl's argument says, read from the caller's memory: the decoded call and, for a
+// dma-buf registration the policy restricts, the dma-buf's provenance. Both reads can block on
+// the tenant (its argument may lie in a mapping of a hung FUSE file; the dma-buf fd may be such a
+// file); everything the policy then judges comes from here.
+struct IoctlReading {
+  DecodedCall call;
+  std::optional<DmabufVerdict> dmabuf;
+  // Everything read came from the trap copy (the device and the argument's bytes, copied in the
+  // caller's own context while it waited in this notification): nothing to re-validate.
+  bool from_trap_copy_only = false;
+};
+
 Session::Session(Engine& engine, SessionConfig config)
     : engine_(engine),
       config_(std::move(config)),
@@ -149,6 +169,7 @@ Session::Session(Engine& engine, SessionConfig config)
                                        : "gdrproxy: [" + printable(config_.name) + "] "),
       release_timer_(io_),
       sweep_(io_) {
+  reading_ = std::make_unique<IoctlReading>();
   UniqueFd hangups(::epoll_create1(EPOLL_CLOEXEC));
   if (!hangups) throw_errno("cannot create the epoll set that sees listeners hang up", errno);
   hangups_ = std::make_unique<asio::posix::stream_descriptor>(io_, hangups.release());
@@ -306,8 +327,7 @@ Session::~Session() {
 
 bool Session::claim() {
   answered_ = true;
-  std::lock_guard<std::mutex> lock(inflight_.mu);
-  return std::exchange(inflight_.open, false);
+  return inflight_.claim();
 }
 
 template <typename Send>
@@ -531,7 +551,7 @@ void Session::forget_hung_up_listeners() {
 
 bool Session::stop() {
   if (!thread_.joinable()) return true;
-  if (stuck_) return false;
+  if (inflight_.stuck()) return false;
   // Nothing new is received or waited for; what is queued (delivered results) still runs, then
   // run() returns.
   auto stopped = std::make_shared<std::promise<void>>();
@@ -548,7 +568,7 @@ bool Session::stop() {
   // A call in progress has until its deadline (the loop's watchdog is not running now).
   while (done.wait_for(std::chrono::milliseconds(5)) != std::future_status::ready) {
     if (config_.blocking_deadline_ms > 0) watchdog_tick();
-    if (stuck_) return false;
+    if (inflight_.stuck()) return false;
   }
   work_.reset();
   thread_.join();
@@ -586,24 +606,13 @@ void Session::arm_watchdog() {
 // stall, shown as "stuck" by `agent ctl stats`).
 void Session::watchdog_tick() {
   const uint64_t deadline_ns = uint64_t(config_.blocking_deadline_ms) * 1000000ull;
-  int nfd = -1, nr = 0;
-  uint64_t id = 0;
-  uint32_t pid = 0;
-  bool fire = false;
-  {
-    std::lock_guard<std::mutex> lock(inflight_.mu);
-    if (inflight_.open && monotonic_ns() - inflight_.start_ns >= deadline_ns) {
-      inflight_.open = false;
-      stuck_ = true;
-      fire = true;
-      nfd = inflight_.nfd;
-      id = inflight_.id;
-      pid = inflight_.pid;
-      nr = inflight_.nr;
-    }
-  }
-  if (fire) {
-    notif_error(nfd, id, EIO);
+  const uint64_t now = monotonic_ns();
+  if (now < deadline_ns) return;
+  const std::optional<InFlightCall::Call> overdue = inflight_.take_if_started_by(now - deadline_ns);
+  if (overdue) {
+    const int nr = overdue->nr;
+    const uint32_t pid = overdue->pid;
+    notif_error(overdue->nfd, overdue->id, EIO);
     ++deadline_failures_;
     const bool ioctl = nr == SYS_ioctl;
     const bool open = nr == SYS_open || nr == SYS_openat || nr == SYS_openat2 || nr == SYS_creat;
@@ -733,7 +742,7 @@ SessionStats Session::stats_here() const {
   SessionStats s = stats_;
   s.deadline_failures = deadline_failures_;
   s.degraded = degraded_;
-  s.stuck = stuck_;
+  s.stuck = inflight_.stuck();
   s.denied = denials_.total();
   s.repeated_denials = denials_.repeats();
   s.observer_lost = observer_ ? observer_->lost() : 0;
@@ -874,17 +883,15 @@ ProcessIdentity Session::identity_at_exit(const gdrproxy_exit_event& e) {
 }
 
 void Session::handle(const seccomp_notif& req) {
-  const uint64_t t0 = monotonic_ns();
+  // Every call's start is read, for the watchdog's deadline, for which the coarse clock (the last
+  // tick's time: no clock-source read) does. The precise clock is read where a latency is
+  // measured from the start: a traced call, an open, and the ioctls dispatch() times (one in
+  // kPhaseSampleEvery, counted the same way).
+  const bool timed =
+      tracing() || req.data.nr != SYS_ioctl || stats_.ioctls % kPhaseSampleEvery == 0;
+  const uint64_t t0 = timed ? monotonic_ns() : coarse_monotonic_ns();
   answered_ = false;
-  {
-    std::lock_guard<std::mutex> lock(inflight_.mu);
-    inflight_.nfd = nfd_;
-    inflight_.id = req.id;
-    inflight_.start_ns = t0;
-    inflight_.pid = req.pid;
-    inflight_.nr = req.data.nr;
-    inflight_.open = true;
-  }
+  inflight_.publish({nfd_, req.id, t0, req.pid, static_cast<int>(req.data.nr)});
   try {
     dispatch(req, t0);
   } catch (const std::exception& e) {
@@ -901,7 +908,7 @@ void Session::handle(const seccomp_notif& req) {
   // the answer closed it (claim()) for the watchdog.
   if (!answered_) answer_error(req.id, EPERM);
   // Back from whatever blocked: the session is no longer stuck (it stays degraded).
-  stuck_ = false;
+  inflight_.finish();
 }
 
 uint64_t Session::record_latency(uint64_t& total_ns, uint64_t t0) {
@@ -952,43 +959,32 @@ void Session::dispatch(const seccomp_notif& req, uint64_t t0) {
   }
 }
 
-// What an ioctl's argument says, read from the caller's memory: the decoded call and, for a
-// dma-buf registration the policy restricts, the dma-buf's provenance. Both reads can block on
-// the tenant (its argument may lie in a mapping of a hung FUSE file; the dma-buf fd may be such a
-// file); everything the policy then judges comes from here.
-struct IoctlReading {
-  DecodedCall call;
-  std::optional<DmabufVerdict> dmabuf;
-  // Everything read came from the trap copy (the device and the argument's bytes, copied in the
-  // caller's own context while it waited in this notification): nothing to re-validate.
-  bool from_trap_copy_only = false;
-};
-
 namespace {
 
-IoctlReading read_ioctl(pid_t pid, DeviceClass cls, uint32_t cmd, uint64_t arg, DecodeDepth depth,
-                        const NvidiaDriverAbi* abi, const std::vector<std::string>& exporters,
-                        const TrapCopy* copy, uint64_t* memory_ns) {
+// Fills `out`, whose storage is kept from call to call.
+void read_ioctl(IoctlReading& out, pid_t pid, DeviceClass cls, uint32_t cmd, uint64_t arg,
+                DecodeDepth depth, const NvidiaDriverAbi* abi,
+                const std::vector<std::string>& exporters, const TrapCopy* copy,
+                uint64_t* memory_ns) {
   ProcessMemory mem(pid, memory_ns);
   if (copy && !copy->bytes().empty()) mem.prime(copy->arg(), copy->bytes());
-  IoctlReading out;
   switch (cls) {
     case DeviceClass::kUverbs:
-      out.call = decode_uverbs_ioctl(cmd, arg, mem, depth);
+      decode_uverbs_ioctl(out.call, cmd, arg, mem, depth);
       break;
     case DeviceClass::kNvidiaFrontend:
-      out.call = decode_nvidia_frontend_ioctl(cmd, arg, mem, *abi, depth);
+      decode_nvidia_frontend_ioctl(out.call, cmd, arg, mem, *abi, depth);
       break;
     case DeviceClass::kNvidiaUvm:
-      out.call = decode_nvidia_uvm_ioctl(cmd, arg, mem, *abi, depth);
+      decode_nvidia_uvm_ioctl(out.call, cmd, arg, mem, *abi, depth);
       break;
     default:
       out.call = undecoded_call(cls, cmd);
   }
+  out.dmabuf.reset();
   if (out.call.keys.dmabuf_fd && !exporters.empty())
     out.dmabuf = check_dmabuf_fd(pid, *out.call.keys.dmabuf_fd, exporters);
   out.from_trap_copy_only = copy && !mem.read_remotely() && !out.dmabuf;
-  return out;
 }
 
 }  // namespace
@@ -1050,9 +1046,10 @@ void Session::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
     // FUSE mount): they stall this session's thread only, and the watchdog answers at the
     // deadline.
     uint64_t memory = 0;
-    IoctlReading reading = read_ioctl(static_cast<pid_t>(req.pid), node->device_class, cmd, arg,
-                                      depth, engine_.nvidia().abi, dmabuf_exporters_,
-                                      copy ? &*copy : nullptr, phases_ ? &memory : nullptr);
+    IoctlReading& reading = *reading_;
+    read_ioctl(reading, static_cast<pid_t>(req.pid), node->device_class, cmd, arg, depth,
+               engine_.nvidia().abi, dmabuf_exporters_, copy ? &*copy : nullptr,
+               phases_ ? &memory : nullptr);
     if (phases_) {
       const uint64_t read_ns = monotonic_ns() - t_read;
       ph.memory += memory;

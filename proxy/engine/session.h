@@ -42,6 +42,7 @@
 #include "proxy/devices/device_catalog.h"
 #include "proxy/engine/denial_log.h"
 #include "proxy/engine/engine.h"
+#include "proxy/engine/in_flight.h"
 #include "proxy/engine/latency_histogram.h"
 #include "proxy/engine/pending_results.h"
 #include "proxy/engine/proc_fd_dirs.h"
@@ -162,7 +163,7 @@ class Session {
   // while a call is stuck past its deadline: such a session must not be destroyed (the agent
   // leaves it to the process's exit).
   bool stop();
-  bool stuck() const { return stuck_; }
+  bool stuck() const { return inflight_.stuck(); }
   // Completes what is still pending (results never observed) and flushes the sinks. After stop.
   void finish(const std::string& why);
   // From the session's thread (a copy, within 500 ms), or what the watchdog knows while stuck.
@@ -314,18 +315,11 @@ class Session {
   std::atomic<bool> ended_{false};
   std::function<void()> on_end_;
   // The notification being handled, shared with the watchdog (on the engine's loop): whichever
-  // of the two claims it (open -> false) answers it.
-  struct InFlight {
-    std::mutex mu;
-    int nfd = -1;
-    uint64_t id = 0;
-    uint64_t start_ns = 0;
-    uint32_t pid = 0;
-    int nr = 0;  // the syscall, for the watchdog's line
-    bool open = false;
-  };
-  InFlight inflight_;
-  std::atomic<bool> stuck_{false};
+  // of the two claims it answers it.
+  InFlightCall inflight_;
+  // What the ioctl being handled says, kept from call to call so that decoding it allocates
+  // nothing once warm (the receivers' under mu_).
+  std::unique_ptr<IoctlReading> reading_;
   std::atomic<uint64_t> deadline_failures_{0};
   std::atomic<bool> degraded_{false};
   std::unique_ptr<boost::asio::steady_timer> watchdog_;  // on the engine's loop

@@ -7,6 +7,7 @@
 #   tests/bench/trap_copy_cost.sh [BUILD_DIR] [SECONDS]
 #   GDRPROXY=PATH   measures another gdrproxy binary (an A/B: run the script once for each)
 #   ROUNDS=R        rounds (default 3), one line each
+#   CPUS=LIST       runs the client and gdrproxy under taskset -c LIST
 set -euo pipefail
 build=$(realpath "${1:-build}")
 secs=${2:-3}
@@ -16,6 +17,7 @@ bench=$build/tests/bench/ioctl_bench
 # dev, prefix (stand-in nodes unless the host has a real one) and copies:
 # shellcheck source=tests/bench/ioctl_setup.sh
 . "$(dirname "$0")/ioctl_setup.sh"
+if [[ -n ${CPUS:-} ]]; then prefix=(taskset -c "$CPUS" "${prefix[@]}"); fi
 if ((${#copies[@]} == 0)); then
   echo "trap_copy_cost: this kernel refuses the trap copies ($gp run --trap-copy on -- true fails)" >&2
   exit 1
