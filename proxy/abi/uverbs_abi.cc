@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <string>
 
+#include "proxy/base/hot_path.h"
+
 namespace gdrproxy::proxy::uverbs {
 namespace {
 
@@ -514,7 +516,7 @@ std::span<const WriteCmdSpec> all_write_cmds() {
   return kWriteCmds;
 }
 
-const ObjectSpec* find_object(uint16_t id) {
+GDRPROXY_HOT const ObjectSpec* find_object(uint16_t id) {
   for (const auto& o : kObjects)
     if (o.id == id) return &o;
   return nullptr;
@@ -524,7 +526,7 @@ const ObjectSpec* find_object(std::string_view name) {
     if (name == o.name) return &o;
   return nullptr;
 }
-const MethodSpec* find_method(uint16_t object, uint16_t method) {
+GDRPROXY_HOT const MethodSpec* find_method(uint16_t object, uint16_t method) {
   for (const auto& m : kMethods)
     if (m.object == object && m.method == method) return &m;
   return nullptr;
@@ -534,7 +536,7 @@ const MethodSpec* find_method(uint16_t object, std::string_view name) {
     if (m.object == object && name == m.name) return &m;
   return nullptr;
 }
-const WriteCmdSpec* find_write_cmd(uint32_t cmd) {
+GDRPROXY_HOT const WriteCmdSpec* find_write_cmd(uint32_t cmd) {
   for (const auto& c : kWriteCmds)
     if (c.cmd == cmd) return &c;
   return nullptr;
@@ -544,7 +546,7 @@ const WriteCmdSpec* find_write_cmd(std::string_view name) {
     if (name == c.name) return &c;
   return nullptr;
 }
-const AttrSpec* find_common_attr(uint16_t id) {
+GDRPROXY_HOT const AttrSpec* find_common_attr(uint16_t id) {
   for (const auto& a : kCommonAttrs)
     if (a.id == id) return &a;
   return nullptr;

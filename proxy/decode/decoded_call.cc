@@ -1,5 +1,7 @@
 #include "proxy/decode/decoded_call.h"
 
+#include "proxy/base/hot_path.h"
+
 namespace gdrproxy::proxy {
 
 const char* device_class_name(DeviceClass c) {
@@ -20,7 +22,7 @@ const char* device_class_name(DeviceClass c) {
   return "unknown";
 }
 
-void DecodedCall::clear() {
+GDRPROXY_HOT void DecodedCall::clear() {
   device_class = DeviceClass::kUnknown;
   cmd = 0;
   name.clear();

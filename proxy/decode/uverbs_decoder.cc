@@ -13,6 +13,7 @@
 #include <span>
 
 #include "proxy/abi/uverbs_abi.h"
+#include "proxy/base/hot_path.h"
 #include "proxy/decode/format.h"
 
 namespace gdrproxy::proxy {
@@ -33,7 +34,7 @@ constexpr uint32_t kMaxResultCopy = 256;
 // capacity is reserved once, never concatenated from temporaries.
 constexpr size_t kNameCapacity = 64;
 
-void append_object_name(std::string& s, uint16_t id) {
+GDRPROXY_HOT void append_object_name(std::string& s, uint16_t id) {
   if (const auto* o = uverbs::find_object(id)) {
     s += o->name;
     return;
@@ -42,7 +43,7 @@ void append_object_name(std::string& s, uint16_t id) {
   s += hex(id);
 }
 
-void append_method_name(std::string& s, uint16_t object, uint16_t method) {
+GDRPROXY_HOT void append_method_name(std::string& s, uint16_t object, uint16_t method) {
   if (const auto* m = uverbs::find_method(object, method)) {
     s += m->name;
     return;
@@ -52,8 +53,8 @@ void append_method_name(std::string& s, uint16_t object, uint16_t method) {
 }
 
 // "<prefix>(<command name>)", e.g. INVOKE_WRITE(REG_MR), in `s`'s existing capacity.
-void set_write_name(std::string& s, const char* prefix, const uverbs::WriteCmdSpec* spec,
-                    uint64_t cmd) {
+GDRPROXY_HOT void set_write_name(std::string& s, const char* prefix,
+                                 const uverbs::WriteCmdSpec* spec, uint64_t cmd) {
   s.clear();
   s.reserve(kNameCapacity);
   s += prefix;
@@ -68,7 +69,7 @@ void set_write_name(std::string& s, const char* prefix, const uverbs::WriteCmdSp
 }
 
 // Reads an attribute's scalar value: inline when len <= 8, else through the pointer.
-bool read_scalar(const ib_uverbs_attr& a, const MemoryReader& mem, uint64_t& out) {
+GDRPROXY_HOT bool read_scalar(const ib_uverbs_attr& a, const MemoryReader& mem, uint64_t& out) {
   if (a.len <= 8) {
     out = a.data;
     if (a.len < 8 && a.len > 0) out &= (1ull << (8 * a.len)) - 1;
@@ -114,8 +115,9 @@ void render_fields(std::span<const uverbs::WriteField> fields, std::span<const u
 }
 
 // The legacy command inside an INVOKE_WRITE: its number, name and core_in fields.
-void decode_invoke_write(std::span<const ib_uverbs_attr> attrs, const MemoryReader& mem,
-                         DecodedCall& call, DecodeDepth depth) {
+GDRPROXY_HOT void decode_invoke_write(std::span<const ib_uverbs_attr> attrs,
+                                      const MemoryReader& mem, DecodedCall& call,
+                                      DecodeDepth depth) {
   const ib_uverbs_attr* core_in = nullptr;
   const ib_uverbs_attr* core_out = nullptr;
   const ib_uverbs_attr* write_cmd = nullptr;
@@ -195,8 +197,8 @@ DecodedCall decode_uverbs_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& 
   return call;
 }
 
-void decode_uverbs_ioctl(DecodedCall& call, uint32_t cmd, uint64_t arg, const MemoryReader& mem,
-                         DecodeDepth depth) {
+GDRPROXY_HOT void decode_uverbs_ioctl(DecodedCall& call, uint32_t cmd, uint64_t arg,
+                                      const MemoryReader& mem, DecodeDepth depth) {
   call.clear();
   call.device_class = DeviceClass::kUverbs;
   call.cmd = cmd;

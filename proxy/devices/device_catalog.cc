@@ -12,6 +12,7 @@
 
 #include "proxy/abi/device_drivers.h"
 #include "proxy/base/error.h"
+#include "proxy/base/hot_path.h"
 
 namespace gdrproxy::proxy {
 namespace {
@@ -164,7 +165,7 @@ DeviceCatalog DeviceCatalog::scan(const std::string& dev_root, const std::string
   return c;
 }
 
-const DeviceNode* DeviceCatalog::find(dev_t rdev) const {
+GDRPROXY_HOT const DeviceNode* DeviceCatalog::find(dev_t rdev) const {
   for (const auto& n : nodes_)
     if (n.rdev == rdev) return &n;
   return driver_of(drivers_, rdev);
@@ -193,7 +194,7 @@ Grants Grants::from_specs(const DeviceCatalog& catalog,
   return g;
 }
 
-bool Grants::granted(const DeviceNode& node) const {
+GDRPROXY_HOT bool Grants::granted(const DeviceNode& node) const {
   if (!node.brokerable) return false;
   if (all_) return true;
   return std::find(names_.begin(), names_.end(), node.name) != names_.end();

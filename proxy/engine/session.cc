@@ -41,6 +41,7 @@
 #include "proxy/abi/nvidia_abi.h"
 #include "proxy/abi/uverbs_abi.h"
 #include "proxy/base/error.h"
+#include "proxy/base/hot_path.h"
 #include "proxy/base/unique_fd.h"
 #include "proxy/broker/open_broker.h"
 #include "proxy/decode/nvidia_decoder.h"
@@ -325,20 +326,20 @@ Session::~Session() {
   engine_.forget(this);
 }
 
-bool Session::claim() {
+GDRPROXY_HOT bool Session::claim() {
   answered_ = true;
   return inflight_.claim();
 }
 
 template <typename Send>
-int Session::answer(Send send) {
+GDRPROXY_HOT int Session::answer(Send send) {
   const uint64_t t0 = phases_ ? monotonic_ns() : 0;
   const int rc = claim() ? send() : -ETIMEDOUT;
   if (phases_) phases_->answer += monotonic_ns() - t0;
   return rc;
 }
 
-int Session::answer_continue(uint64_t id) {
+GDRPROXY_HOT int Session::answer_continue(uint64_t id) {
   return answer([&] { return notif_continue(nfd_, id); });
 }
 
@@ -446,7 +447,7 @@ void Session::add_listener_here(int listener_fd) {
 
 // The caller's round trip is RECV's wake-up, this handling, and the answer: nothing waits before
 // RECV (an event loop's epoll and poll would be two more syscalls a call, some 10 % of the trip).
-void Session::receive(Listener& l) {
+GDRPROXY_HOT void Session::receive(Listener& l) {
   // Only the release signal reaches this thread (its other signals are the engine loop's).
   sigset_t others;
   sigfillset(&others);
@@ -882,7 +883,7 @@ ProcessIdentity Session::identity_at_exit(const gdrproxy_exit_event& e) {
   return who;
 }
 
-void Session::handle(const seccomp_notif& req) {
+GDRPROXY_HOT void Session::handle(const seccomp_notif& req) {
   // Every call's start is read, for the watchdog's deadline, for which the coarse clock (the last
   // tick's time: no clock-source read) does. The precise clock is read where a latency is
   // measured from the start: a traced call, an open, and the ioctls dispatch() times (one in
@@ -918,7 +919,7 @@ uint64_t Session::record_latency(uint64_t& total_ns, uint64_t t0) {
   return ns;
 }
 
-void Session::dispatch(const seccomp_notif& req, uint64_t t0) {
+GDRPROXY_HOT void Session::dispatch(const seccomp_notif& req, uint64_t t0) {
   switch (req.data.nr) {
     case SYS_ioctl: {
       // One call in kPhaseSampleEvery is timed, in total and phase by phase: a clock read costs
@@ -962,10 +963,10 @@ void Session::dispatch(const seccomp_notif& req, uint64_t t0) {
 namespace {
 
 // Fills `out`, whose storage is kept from call to call.
-void read_ioctl(IoctlReading& out, pid_t pid, DeviceClass cls, uint32_t cmd, uint64_t arg,
-                DecodeDepth depth, const NvidiaDriverAbi* abi,
-                const std::vector<std::string>& exporters, const TrapCopy* copy,
-                uint64_t* memory_ns) {
+GDRPROXY_HOT void read_ioctl(IoctlReading& out, pid_t pid, DeviceClass cls, uint32_t cmd,
+                             uint64_t arg, DecodeDepth depth, const NvidiaDriverAbi* abi,
+                             const std::vector<std::string>& exporters, const TrapCopy* copy,
+                             uint64_t* memory_ns) {
   ProcessMemory mem(pid, memory_ns);
   if (copy && !copy->bytes().empty()) mem.prime(copy->arg(), copy->bytes());
   switch (cls) {
@@ -989,7 +990,7 @@ void read_ioctl(IoctlReading& out, pid_t pid, DeviceClass cls, uint32_t cmd, uin
 
 }  // namespace
 
-void Session::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
+GDRPROXY_HOT void Session::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
   const int fd = static_cast<int>(req.data.args[0]);
   const uint32_t cmd = static_cast<uint32_t>(req.data.args[1]);
   const uint64_t arg = req.data.args[2];
@@ -1066,8 +1067,8 @@ void Session::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
   }
 }
 
-void Session::decide_ioctl(const seccomp_notif& req, const DeviceNode& node, IoctlReading& reading,
-                           uint64_t t0) {
+GDRPROXY_HOT void Session::decide_ioctl(const seccomp_notif& req, const DeviceNode& node,
+                                        IoctlReading& reading, uint64_t t0) {
   const int fd = static_cast<int>(req.data.args[0]);
   DecodedCall& call = reading.call;
   SessionStats::IoctlPhases& ph = stats_.ioctl_ns;

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <vector>
 
+#include "proxy/base/hot_path.h"
+
 namespace gdrproxy::proxy {
 namespace {
 
@@ -30,7 +32,7 @@ bool ProcessMemory::read_remote(uint64_t addr, void* to, size_t len, size_t* got
   return n > 0;
 }
 
-bool ProcessMemory::read(uint64_t addr, std::span<uint8_t> out) const {
+GDRPROXY_HOT bool ProcessMemory::read(uint64_t addr, std::span<uint8_t> out) const {
   if (out.empty()) return true;
   if (addr >= primed_addr_ && addr - primed_addr_ <= primed_.size() &&
       out.size() <= primed_.size() - (addr - primed_addr_)) {

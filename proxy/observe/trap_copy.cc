@@ -11,13 +11,14 @@
 #include <cstddef>
 #include <cstring>
 
+#include "proxy/base/hot_path.h"
 #include "proxy/engine/process_info.h"
 #include "proxy/observe/bpf_links.h"
 #include "proxy/observe/trap_copy_bpf.h"
 
 namespace gdrproxy::proxy {
 
-bool trap_copy_matches(const gdrproxy_trap_copy& s, const seccomp_notif& req) {
+GDRPROXY_HOT bool trap_copy_matches(const gdrproxy_trap_copy& s, const seccomp_notif& req) {
   // FD_READ: without it "no file" could mean a failed read, and a call on an fd that names none
   // is let be.
   return (s.seq & 1) == 0 && (s.flags & GDRPROXY_TRAP_COPY_FD_READ) && s.id == req.id &&
@@ -25,8 +26,8 @@ bool trap_copy_matches(const gdrproxy_trap_copy& s, const seccomp_notif& req) {
          s.arg == req.data.args[2];
 }
 
-TrapCopy::TrapCopy(const gdrproxy_trap_copy& head, const volatile gdrproxy_trap_copy& slot,
-                   uint64_t seq)
+GDRPROXY_HOT TrapCopy::TrapCopy(const gdrproxy_trap_copy& head,
+                                const volatile gdrproxy_trap_copy& slot, uint64_t seq)
     : flags_(head.flags),
       mode_(head.mode),
       rdev_(head.rdev),
@@ -96,7 +97,7 @@ TrapCopies::~TrapCopies() {
   if (obj_) bpf_object__close(obj_);
 }
 
-std::optional<TrapCopy> TrapCopies::take(const seccomp_notif& req) const {
+GDRPROXY_HOT std::optional<TrapCopy> TrapCopies::take(const seccomp_notif& req) const {
   const volatile gdrproxy_trap_copy& slot =
       slots_[req.pid & (GDRPROXY_TRAP_COPY_SLOTS - 1)];  // the caller's
   // The seqlock's read side: the same even sequence before and after the fields are copied, or

@@ -8,6 +8,7 @@
 #include "proxy/abi/nvidia_abi.h"
 #include "proxy/abi/uverbs_abi.h"
 #include "proxy/base/error.h"
+#include "proxy/base/hot_path.h"
 #include "proxy/policy/default_policy.h"
 #include "proxy/policy/glob.h"
 
@@ -231,7 +232,7 @@ Rule parse_rule(const json& j, const std::string& where) {
   return r;
 }
 
-bool matches(const Rule& r, const DecodedCall& c) {
+GDRPROXY_HOT bool matches(const Rule& r, const DecodedCall& c) {
   const auto& k = c.keys;
   if (r.call_glob && !glob_match(r.call_glob->c_str(), c.name.c_str())) return false;
   if (r.ioctl && *r.ioctl != c.cmd) return false;
@@ -254,7 +255,7 @@ bool matches(const Rule& r, const DecodedCall& c) {
 }
 
 // Whether the ABI tables name this call; unknown calls get the class's unknown_action.
-bool known_to_tables(const DecodedCall& c) {
+GDRPROXY_HOT bool known_to_tables(const DecodedCall& c) {
   const auto& k = c.keys;
   switch (c.device_class) {
     case DeviceClass::kUverbs:
@@ -393,7 +394,7 @@ const ClassPolicy* Policy::class_policy(DeviceClass c) const {
   return it == classes_.end() ? nullptr : &it->second;
 }
 
-Verdict Policy::evaluate(const DecodedCall& call, bool explain_allow) const {
+GDRPROXY_HOT Verdict Policy::evaluate(const DecodedCall& call, bool explain_allow) const {
   Verdict v;
   auto it = classes_.find(call.device_class);
   static const ClassPolicy kOpen{};

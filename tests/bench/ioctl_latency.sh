@@ -4,7 +4,9 @@
 # and the ratios; it is a benchmark, not a test (no pass/fail).
 # The rows are measured round by round (each round runs every row once, then the next round), and
 # each row's median over the rounds is printed: a host whose speed drifts within the run (a busy
-# neighbour, a CPU changing state) moves every row alike instead of the rows measured then.
+# neighbour, a CPU changing state) moves every row alike instead of the rows measured then. The
+# last two columns pair each round's row with that round's native and raw runs: the median of
+# the per-round ratios, and their middle half (quartiles), so a ratio comes with its spread.
 # The raw supervisor sets the synchronous wake-up flag, so gdrproxy is measured with it too
 # (--sync-wakeup on); its default (auto: off on hosts with more than 4 CPUs) is a row of its own.
 # gdrproxy's rows use trap copies where the kernel allows them, loaded before the command starts
@@ -55,10 +57,11 @@ if [[ -n ${BASELINE:-} ]]; then
     --trace-json /dev/null --
 fi
 
+declare -A by_round  # name,round -> ns per call
 for ((r = 1; r <= rounds; r++)); do
   for name in "${rows[@]}"; do
     v=$(eval "${prefix[*]@Q} ${cmd[$name]} ${bench@Q} client $n ${dev@Q}" 2>/dev/null | tail -1) || true
-    [[ $v =~ ^[0-9.]+$ ]] && results[$name]+="$v "
+    [[ $v =~ ^[0-9.]+$ ]] && results[$name]+="$v " && by_round[$name,$r]=$v
     # A traced run's exit programs stay attached for a moment after it ends (the kernel detaches
     # them when its exit child's fds close, some 200 ms here): the next run must not pay them.
     if [[ ${cmd[$name]} == *" trace "* ]]; then sleep 0.5; fi
@@ -80,27 +83,48 @@ for name in "${rows[@]}"; do
   fi
 done
 
-awk -v n="${med[native]}" -v r="${med[raw]}" -v count="$n" -v rounds="$rounds" \
+# Each round's ratio of a row's added time to the raw supervisor's, native and raw from the same
+# round (a round where one of the three failed gives none).
+paired() {
+  local name=$1 r out=
+  for ((r = 1; r <= rounds; r++)); do
+    local v=${by_round[$name,$r]:-} nat=${by_round[native,$r]:-} raw=${by_round[raw,$r]:-}
+    [[ -n $v && -n $nat && -n $raw ]] || continue
+    out+=$(awk -v v="$v" -v n="$nat" -v r="$raw" 'BEGIN { if (r > n) printf "%.4f ", (v - n) / (r - n) }')
+  done
+  echo "$out"
+}
+{
+  echo "native (no filter)|native"
+  echo "raw supervisor (CONTINUE only)|raw"
+  echo "raw, blocking RECV thread, no poll|blocking"
+  echo "raw, epoll then poll (event loop)|epoll"
+  echo "gdrproxy enforce (decode+policy)|enforce"
+  echo "gdrproxy trace (+BPF result)|trace"
+  echo "gdrproxy enforce, default wake-up|auto"
+  echo "gdrproxy enforce, --trap-copy off|enforce_nc"
+  echo "gdrproxy trace, --trap-copy off|trace_nc"
+  if [[ -n ${BASELINE:-} ]]; then
+    echo "baseline enforce|base_enforce"
+    echo "baseline trace|base_trace"
+  fi
+} | while IFS='|' read -r label name; do
+  echo "$label|$name|${med[$name]:--}|$(paired "$name")"
+done | awk -F'|' -v n="${med[native]}" -v r="${med[raw]}" -v count="$n" -v rounds="$rounds" \
   -v cpus="${CPUS:-any}" '
+# The value at fraction q of the sorted list a[1..k].
+function at(a, k, q) { return a[int(q * (k - 1) + 1.5)] }
 BEGIN {
   printf "ioctl latency, %d calls x %d rounds (median), CPUs %s, ns per call\n", count, rounds, cpus
-  printf "%-34s %10s %12s %12s\n", "setup", "ns/call", "added ns", "vs raw"
-  printf "%-34s %10.0f %12s %12s\n", "native (no filter)", n, "-", "-"
-  printf "%-34s %10.0f %12.0f %12s\n", "raw supervisor (CONTINUE only)", r, r-n, "1.00"
-}' </dev/null
+  printf "%-34s %10s %10s %8s %8s %13s\n", "setup", "ns/call", "added ns", "vs raw", "paired", "paired IQR"
+}
 {
-  echo "raw, blocking RECV thread, no poll|${med[blocking]}"
-  echo "raw, epoll then poll (event loop)|${med[epoll]}"
-  echo "gdrproxy enforce (decode+policy)|${med[enforce]}"
-  echo "gdrproxy trace (+BPF result)|${med[trace]}"
-  echo "gdrproxy enforce, default wake-up|${med[auto]}"
-  echo "gdrproxy enforce, --trap-copy off|${med[enforce_nc]:--}"
-  echo "gdrproxy trace, --trap-copy off|${med[trace_nc]:--}"
-  if [[ -n ${BASELINE:-} ]]; then
-    echo "baseline enforce|${med[base_enforce]}"
-    echo "baseline trace|${med[base_trace]}"
-  fi
-} | awk -F'|' -v n="${med[native]}" -v r="${med[raw]}" '{
-  if ($2 == "-" || $2 == "") printf "%-34s %10s %12s %12s\n", $1, "-", "-", "-"
-  else printf "%-34s %10.0f %12.0f %12.2f\n", $1, $2, $2-n, ($2-n)/(r-n)
+  if ($3 == "-" || $3 == "") { printf "%-34s %10s %10s %8s %8s %13s\n", $1, "-", "-", "-", "-", "-"; next }
+  if ($2 == "native") { printf "%-34s %10.0f %10s %8s %8s %13s\n", $1, $3, "-", "-", "-", "-"; next }
+  k = split($4, v, " ")
+  # insertion sort: a few dozen rounds at most
+  for (i = 2; i <= k; i++) { x = v[i]; for (j = i - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
+  pm = k ? sprintf("%.2f", at(v, k, 0.5)) : "-"
+  iqr = k ? sprintf("%.2f-%.2f", at(v, k, 0.25), at(v, k, 0.75)) : "-"
+  printf "%-34s %10.0f %10.0f %8.2f %8s %13s\n", $1, $3, $3 - n, ($3 - n) / (r - n), pm, iqr
 }'
