@@ -3,12 +3,15 @@
 // brokering, denial and every path trick with real syscalls.
 #include <fcntl.h>
 #include <rdma/ib_user_ioctl_cmds.h>
+#include <rdma/ib_user_ioctl_verbs.h>
 #include <rdma/ib_user_verbs.h>
 #include <rdma/rdma_user_cm.h>
 #include <rdma/rdma_user_ioctl.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "proxy/exercise/verbs_request.h"
 
@@ -49,6 +53,101 @@ int alloc_pd(int fd, uint64_t cmd_high = 0) {
       .issue(fd, 0, cmd_high);
 }
 
+// This process's id in the host's pid namespace: the test's server beside the sandbox answers a
+// connection to `socket_path` with the SO_PEERCRED pid it sees (the kernel translates it into
+// the server's namespace). The sandbox has a pid namespace of its own; the trap-copy slot is
+// chosen by the host's id.
+pid_t host_pid(const char* socket_path) {
+  int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return -1;
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::snprintf(a.sun_path, sizeof a.sun_path, "%s", socket_path);
+  char buf[32] = {};
+  const bool ok = ::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+                  ::read(s, buf, sizeof buf - 1) > 0;
+  ::close(s);
+  return ok ? static_cast<pid_t>(std::atoi(buf)) : -1;
+}
+
+// Two processes whose host ids share a trap-copy slot (id modulo 2048) issue `calls` ioctls each
+// at once, with the same fd number, request and argument address (a static buffer inherited by
+// fork, each process writing its own copy): only the notification's id and the caller tell their
+// slot's copies apart. The parent's argument is INVOKE_WRITE(REG_MR), the child's
+// INVOKE_WRITE(ALLOC_PD); under deny-reg-mr.json on the stand-in node each must get its own
+// verdict every time (EACCES; ENOTTY from the node). A call judged by the other's copy gets the
+// other's.
+int slot_collide(const char* path, const char* socket_path, int calls) {
+  constexpr pid_t kSlots = 2048;  // GDRPROXY_TRAP_COPY_SLOTS
+  alignas(64) static uint8_t request[256];
+  static ib_uverbs_reg_mr mr_in;
+  static ib_uverbs_reg_mr_resp mr_out;
+  static char region[4096];
+  int fd = ::open(path, O_RDWR | O_CLOEXEC);
+  if (fd < 0) return fail("open");
+  const pid_t first = host_pid(socket_path);
+  if (first <= 0) return fail("host pid");
+  // Host ids are handed out in order: within a few thousand forks one lands on the slot. A child
+  // on another slot leaves at once; the one on the slot says so through the pipe and stays.
+  int pipefd[2];
+  if (::pipe2(pipefd, O_CLOEXEC) != 0) return fail("pipe");
+  pid_t child = 0;
+  for (int tries = 0; tries < 4 * kSlots && !child; ++tries) {
+    const pid_t c = ::fork();
+    if (c < 0) return fail("fork");
+    if (c == 0) {
+      const pid_t me = host_pid(socket_path);
+      const char mine = me > 0 && me % kSlots == first % kSlots ? 'y' : 'n';
+      (void)!::write(pipefd[1], &mine, 1);
+      if (mine == 'n') ::_exit(0);
+      ib_uverbs_alloc_pd in{};
+      ib_uverbs_alloc_pd_resp out{};
+      VerbsRequest pd(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE);
+      pd.ptr(UVERBS_ATTR_CORE_IN, &in, sizeof in)
+          .ptr(UVERBS_ATTR_CORE_OUT, &out, sizeof out)
+          .inline_u64(UVERBS_ATTR_WRITE_CMD, IB_USER_VERBS_CMD_ALLOC_PD, 4);
+      const std::vector<uint8_t>& b = pd.bytes();
+      std::memcpy(request, b.data(), b.size());
+      int wrong = 0;
+      for (int i = 0; i < calls; ++i)
+        if (::ioctl(fd, RDMA_VERBS_IOCTL, request) == 0 || errno != ENOTTY) ++wrong;
+      ::_exit(wrong ? 1 : 0);
+    }
+    char theirs = 'n';
+    if (::read(pipefd[0], &theirs, 1) != 1) theirs = 'n';
+    if (theirs == 'y')
+      child = c;
+    else
+      ::waitpid(c, nullptr, 0);
+  }
+  if (!child) {
+    std::printf("ERR no child's host id shared the slot of %d\n", first);
+    return 0;
+  }
+  mr_in.start = reinterpret_cast<uintptr_t>(region);
+  mr_in.length = sizeof region;
+  mr_in.hca_va = mr_in.start;
+  mr_in.access_flags = IB_UVERBS_ACCESS_LOCAL_WRITE;
+  VerbsRequest mr(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE);
+  mr.ptr(UVERBS_ATTR_CORE_IN, &mr_in, sizeof mr_in)
+      .ptr(UVERBS_ATTR_CORE_OUT, &mr_out, sizeof mr_out)
+      .inline_u64(UVERBS_ATTR_WRITE_CMD, IB_USER_VERBS_CMD_REG_MR, 4);
+  const std::vector<uint8_t>& b = mr.bytes();
+  std::memcpy(request, b.data(), b.size());
+  int wrong = 0;
+  for (int i = 0; i < calls; ++i)
+    if (::ioctl(fd, RDMA_VERBS_IOCTL, request) == 0 || errno != EACCES) ++wrong;
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  const bool child_wrong = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+  std::printf(
+      "%s slot-collide host pids %d and one on its slot: REG_MR judged wrongly %d times, "
+      "ALLOC_PD %s\n",
+      wrong || child_wrong ? "ERR" : "OK", first, wrong,
+      child_wrong ? "judged wrongly" : "judged right every time");
+  return 0;
+}
+
 int do_ioctl(const char* path, uint64_t high = 0) {
   int fd = ::open(path, O_RDWR | O_CLOEXEC);
   if (fd < 0) return fail("open");
@@ -66,7 +165,8 @@ int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr,
                  "usage: %s open PATH MODE | reopen PATH | opath-reopen PATH | ioctl PATH |\n"
-                 "  high-bits PATH | bad-pointer PATH | fork-tree PATH | symlink PATH LINK\n",
+                 "  high-bits PATH | bad-pointer PATH | fork-tree PATH | symlink PATH LINK |\n"
+                 "  slot-collide PATH SOCKET [CALLS]\n",
                  argv[0]);
     return 2;
   }
@@ -124,6 +224,9 @@ int main(int argc, char** argv) {
     std::printf("OK reg-dmabuf\n");
   } else if (op == "ioctl") {
     return do_ioctl(path);
+  } else if (op == "slot-collide") {
+    if (argc < 4) return 2;
+    return slot_collide(path, argv[3], argc > 4 ? std::atoi(argv[4]) : 20000);
   } else if (op == "high-bits") {
     return do_ioctl(path, 0xdead00000000ull);
   } else if (op == "bad-pointer") {

@@ -136,6 +136,41 @@ case_trap_copies_judge_as_lookups_do() {
   [[ $(jq_count "$WORK/bad.jsonl" "r.get('malformed','').startswith('header unreadable') and r['decision']=='deny'") == 1 ]] || fail "unreadable header not denied with trap copies"
 }
 
+# Two callers whose copies share a slot (host ids equal modulo the slot count), trapping at once
+# with the same fd number, request and argument address: only the notification's id and the
+# caller tell their copies apart. One's calls are denied (REG_MR), the other's allowed
+# (ALLOC_PD); a call judged by the other's copy gets the other's verdict.
+case_trap_copies_keep_colliding_callers_apart() {
+  "$GP" run -q --trap-copy on -- true 2>"$WORK/why" || { cat "$WORK/why"; echo "SKIP: this kernel refuses the trap-copy program" >&2; exit 77; }
+  # The client learns its id in our pid namespace (the slot's) from this server: SO_PEERCRED.
+  python3 -c '
+import socket, struct, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(sys.argv[1])
+s.listen(64)
+while True:
+    c, _ = s.accept()
+    pid = struct.unpack("3i", c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
+    c.sendall(str(pid).encode())
+    c.close()' "$WORK/peer.sock" &
+  local server=$! used total
+  # shellcheck disable=SC2064 # the server's pid is fixed now; the function's locals are gone at exit
+  trap "kill $server 2>/dev/null; rm -rf '$WORK'" EXIT
+  for _ in $(seq 100); do [[ -S $WORK/peer.sock ]] && break; sleep 0.05; done
+  [[ -S $WORK/peer.sock ]] || fail "the pid server did not start"
+  sandboxed --trap-copy on --stats --policy "$SRC/configs/policy/deny-reg-mr.json" -- \
+    "$CLIENT" slot-collide /dev/infiniband/uverbs0 "$WORK/peer.sock" 20000 >"$WORK/out" 2>"$WORK/err"
+  expect_in "$WORK/out" "OK slot-collide"
+  # The two did trap at once: copies were overwritten before they were taken (the rest looked
+  # up), so the labels were what kept them apart.
+  read -r used total < <(sed -n 's/.*trap copies: \([0-9]*\) of \([0-9]*\) trapped.*/\1 \2/p' "$WORK/err")
+  [[ -n ${total:-} ]] || { cat "$WORK/err"; fail "no trap-copy count in --stats"; }
+  if ((used == total)); then
+    echo "SKIP: the two callers never overwrote each other's copy ($used of $total used)" >&2
+    exit 77
+  fi
+}
+
 case_threads_are_named() {
   # ps, top, perf and gdb tell the threads apart: the main thread (the engine's loop) stays
   # "gdrproxy" whichever way the trap copies load, a session's loop is "gdrproxy-sess", its
