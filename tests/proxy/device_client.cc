@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -70,6 +71,23 @@ pid_t host_pid(const char* socket_path) {
   return ok ? static_cast<pid_t>(std::atoi(buf)) : -1;
 }
 
+// Issues INVOKE_WRITE(`cmd`) `calls` times from one static buffer (the same address in every
+// process forked from this one); returns how many calls did not fail with `expected`.
+int issue_often(int fd, uint32_t cmd, void* in, size_t in_len, void* out, size_t out_len, int calls,
+                int expected) {
+  alignas(64) static uint8_t request[256];
+  VerbsRequest r(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE);
+  r.ptr(UVERBS_ATTR_CORE_IN, in, in_len)
+      .ptr(UVERBS_ATTR_CORE_OUT, out, out_len)
+      .inline_u64(UVERBS_ATTR_WRITE_CMD, cmd, 4);
+  const std::vector<uint8_t>& b = r.bytes();
+  std::memcpy(request, b.data(), std::min(b.size(), sizeof request));
+  int wrong = 0;
+  for (int i = 0; i < calls; ++i)
+    if (::ioctl(fd, RDMA_VERBS_IOCTL, request) == 0 || errno != expected) ++wrong;
+  return wrong;
+}
+
 // Two processes whose host ids share a trap-copy slot (id modulo 2048) issue `calls` ioctls each
 // at once, with the same fd number, request and argument address (a static buffer inherited by
 // fork, each process writing its own copy): only the notification's id and the caller tell their
@@ -79,7 +97,6 @@ pid_t host_pid(const char* socket_path) {
 // other's.
 int slot_collide(const char* path, const char* socket_path, int calls) {
   constexpr pid_t kSlots = 2048;  // GDRPROXY_TRAP_COPY_SLOTS
-  alignas(64) static uint8_t request[256];
   static ib_uverbs_reg_mr mr_in;
   static ib_uverbs_reg_mr_resp mr_out;
   static char region[4096];
@@ -100,18 +117,12 @@ int slot_collide(const char* path, const char* socket_path, int calls) {
       const char mine = me > 0 && me % kSlots == first % kSlots ? 'y' : 'n';
       (void)!::write(pipefd[1], &mine, 1);
       if (mine == 'n') ::_exit(0);
-      ib_uverbs_alloc_pd in{};
-      ib_uverbs_alloc_pd_resp out{};
-      VerbsRequest pd(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE);
-      pd.ptr(UVERBS_ATTR_CORE_IN, &in, sizeof in)
-          .ptr(UVERBS_ATTR_CORE_OUT, &out, sizeof out)
-          .inline_u64(UVERBS_ATTR_WRITE_CMD, IB_USER_VERBS_CMD_ALLOC_PD, 4);
-      const std::vector<uint8_t>& b = pd.bytes();
-      std::memcpy(request, b.data(), b.size());
-      int wrong = 0;
-      for (int i = 0; i < calls; ++i)
-        if (::ioctl(fd, RDMA_VERBS_IOCTL, request) == 0 || errno != ENOTTY) ++wrong;
-      ::_exit(wrong ? 1 : 0);
+      static ib_uverbs_alloc_pd pd_in;
+      static ib_uverbs_alloc_pd_resp pd_out;
+      ::_exit(issue_often(fd, IB_USER_VERBS_CMD_ALLOC_PD, &pd_in, sizeof pd_in, &pd_out,
+                          sizeof pd_out, calls, ENOTTY)
+                  ? 1
+                  : 0);
     }
     char theirs = 'n';
     if (::read(pipefd[0], &theirs, 1) != 1) theirs = 'n';
@@ -128,15 +139,8 @@ int slot_collide(const char* path, const char* socket_path, int calls) {
   mr_in.length = sizeof region;
   mr_in.hca_va = mr_in.start;
   mr_in.access_flags = IB_UVERBS_ACCESS_LOCAL_WRITE;
-  VerbsRequest mr(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE);
-  mr.ptr(UVERBS_ATTR_CORE_IN, &mr_in, sizeof mr_in)
-      .ptr(UVERBS_ATTR_CORE_OUT, &mr_out, sizeof mr_out)
-      .inline_u64(UVERBS_ATTR_WRITE_CMD, IB_USER_VERBS_CMD_REG_MR, 4);
-  const std::vector<uint8_t>& b = mr.bytes();
-  std::memcpy(request, b.data(), b.size());
-  int wrong = 0;
-  for (int i = 0; i < calls; ++i)
-    if (::ioctl(fd, RDMA_VERBS_IOCTL, request) == 0 || errno != EACCES) ++wrong;
+  const int wrong = issue_often(fd, IB_USER_VERBS_CMD_REG_MR, &mr_in, sizeof mr_in, &mr_out,
+                                sizeof mr_out, calls, EACCES);
   int status = 0;
   ::waitpid(child, &status, 0);
   const bool child_wrong = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
