@@ -160,6 +160,10 @@ while True:
   [[ -S $WORK/peer.sock ]] || fail "the pid server did not start"
   sandboxed --trap-copy on --stats --policy "$SRC/configs/policy/deny-reg-mr.json" -- \
     "$CLIENT" slot-collide /dev/infiniband/uverbs0 "$WORK/peer.sock" 20000 >"$WORK/out" 2>"$WORK/err"
+  if grep -q '^NONE' "$WORK/out"; then
+    echo "SKIP: $(cat "$WORK/out")" >&2
+    exit 77
+  fi
   expect_in "$WORK/out" "OK slot-collide"
   # The two did trap at once: copies were overwritten before they were taken (the rest looked
   # up), so the labels were what kept them apart.
