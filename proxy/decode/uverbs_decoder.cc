@@ -323,7 +323,6 @@ GDRPROXY_HOT void decode_uverbs_ioctl(DecodedCall& call, uint32_t cmd, uint64_t 
     call.result_hints.clear();
     decode_invoke_write(attrs, mem, call, depth);
   }
-  return;
 }
 
 void decode_uverbs_result(const DecodedCall& call, std::span<const uint8_t> region0,

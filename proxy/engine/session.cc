@@ -884,17 +884,18 @@ ProcessIdentity Session::identity_at_exit(const gdrproxy_exit_event& e) {
 }
 
 GDRPROXY_HOT void Session::handle(const seccomp_notif& req) {
+  // One ioctl in kPhaseSampleEvery is timed, in total and phase by phase: a clock read costs
+  // 20-50 ns, which adds up on the enforce fast path.
+  const bool sampled = req.data.nr == SYS_ioctl && stats_.ioctls % kPhaseSampleEvery == 0;
   // Every call's start is read, for the watchdog's deadline, for which the coarse clock (the last
   // tick's time: no clock-source read) does. The precise clock is read where a latency is
-  // measured from the start: a traced call, an open, and the ioctls dispatch() times (one in
-  // kPhaseSampleEvery, counted the same way).
-  const bool timed =
-      tracing() || req.data.nr != SYS_ioctl || stats_.ioctls % kPhaseSampleEvery == 0;
+  // measured from the start: a traced call, an open, a timed ioctl.
+  const bool timed = sampled || tracing() || req.data.nr != SYS_ioctl;
   const uint64_t t0 = timed ? monotonic_ns() : coarse_monotonic_ns();
   answered_ = false;
   inflight_.publish({nfd_, req.id, t0, req.pid, static_cast<int>(req.data.nr)});
   try {
-    dispatch(req, t0);
+    dispatch(req, t0, sampled);
   } catch (const std::exception& e) {
     ++stats_.handler_faults;
     std::fprintf(stderr, "%sinternal error handling %s of pid %llu, failed closed: %s\n",
@@ -919,13 +920,10 @@ uint64_t Session::record_latency(uint64_t& total_ns, uint64_t t0) {
   return ns;
 }
 
-GDRPROXY_HOT void Session::dispatch(const seccomp_notif& req, uint64_t t0) {
+GDRPROXY_HOT void Session::dispatch(const seccomp_notif& req, uint64_t t0, bool sampled) {
   switch (req.data.nr) {
     case SYS_ioctl: {
-      // One call in kPhaseSampleEvery is timed, in total and phase by phase: a clock read costs
-      // 20-50 ns, which adds up on the enforce fast path (t0 is read for every call: the
-      // watchdog's deadline and the trace's latencies count from it).
-      const bool sampled = stats_.ioctls++ % kPhaseSampleEvery == 0;
+      ++stats_.ioctls;
       phases_ = sampled ? &stats_.ioctl_ns : nullptr;
       struct Reset {
         SessionStats::IoctlPhases*& p;

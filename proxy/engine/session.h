@@ -230,7 +230,8 @@ class Session {
   // loop's own) or a watched write (under mu_).
   void on_exit_event(const gdrproxy_exit_event& e);
   void handle(const seccomp_notif& req);
-  void dispatch(const seccomp_notif& req, uint64_t t0);
+  // `sampled`: an ioctl timed in total and phase by phase (its t0 from the precise clock).
+  void dispatch(const seccomp_notif& req, uint64_t t0, bool sampled);
   // Adds the time since t0 to `total_ns` and to the latency histogram (one clock read); returns it.
   uint64_t record_latency(uint64_t& total_ns, uint64_t t0);
   void handle_ioctl(const seccomp_notif& req, uint64_t t0);
