@@ -29,7 +29,6 @@ rounds=${ROUNDS:-5}
 # dev, prefix (stand-in nodes unless the host has a real one) and copies:
 # shellcheck source=tests/bench/ioctl_setup.sh
 . "$(dirname "$0")/ioctl_setup.sh"
-if [[ -n ${CPUS:-} ]]; then prefix=(taskset -c "$CPUS" "${prefix[@]}"); fi
 
 declare -A cmd results
 rows=()

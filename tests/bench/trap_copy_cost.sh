@@ -17,7 +17,6 @@ bench=$build/tests/bench/ioctl_bench
 # dev, prefix (stand-in nodes unless the host has a real one) and copies:
 # shellcheck source=tests/bench/ioctl_setup.sh
 . "$(dirname "$0")/ioctl_setup.sh"
-if [[ -n ${CPUS:-} ]]; then prefix=(taskset -c "$CPUS" "${prefix[@]}"); fi
 if ((${#copies[@]} == 0)); then
   echo "trap_copy_cost: this kernel refuses the trap copies ($gp run --trap-copy on -- true fails)" >&2
   exit 1

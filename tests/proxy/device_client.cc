@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "proxy/exercise/verbs_request.h"
+#include "proxy/observe/trap_copy_slot.h"
 
 using gdrproxy::proxy::reg_dmabuf_mr;
 using gdrproxy::proxy::VerbsRequest;
@@ -96,7 +97,7 @@ int issue_often(int fd, uint32_t cmd, void* in, size_t in_len, void* out, size_t
 // verdict every time (EACCES; ENOTTY from the node). A call judged by the other's copy gets the
 // other's. Prints "NONE ..." when no child landed on the slot (a host busy taking ids).
 int slot_collide(const char* path, const char* socket_path, int calls) {
-  constexpr pid_t kSlots = 2048;  // GDRPROXY_TRAP_COPY_SLOTS
+  constexpr pid_t kSlots = GDRPROXY_TRAP_COPY_SLOTS;
   static ib_uverbs_reg_mr mr_in;
   static ib_uverbs_reg_mr_resp mr_out;
   static char region[4096];
