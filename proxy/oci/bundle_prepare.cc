@@ -2,7 +2,6 @@
 // set, write back atomically.
 #include "proxy/oci/bundle_prepare.h"
 
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -15,6 +14,7 @@
 #include "proxy/base/error.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/oci/container_grants.h"
+#include "proxy/oci/oci_device_number.h"
 
 namespace gdrproxy::proxy {
 namespace {
@@ -68,9 +68,8 @@ std::string prepare_bundle(const std::string& bundle, const PrepareOptions& o) {
       linux.contains("devices") && linux["devices"].is_array() ? linux["devices"] : json::array();
   json kept = json::array();
   for (const json& d : devices) {
-    const bool guarded =
-        d.contains("major") && d.contains("minor") &&
-        catalog.find(makedev(d["major"].get<unsigned>(), d["minor"].get<unsigned>())) != nullptr;
+    const std::optional<dev_t> dev = oci_char_device_number(d, path);
+    const bool guarded = dev && catalog.find(*dev) != nullptr;
     if (!guarded) kept.push_back(d);
   }
   const json nodes = grants.spec_devices();

@@ -2,7 +2,6 @@
 // exec the real runtime.
 #include "proxy/oci/runtime_shim.h"
 
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,6 +15,7 @@
 #include "proxy/base/error.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/oci/bundle_prepare.h"
+#include "proxy/oci/oci_device_number.h"
 #include "proxy/policy/glob.h"
 #include "proxy/trace/escape.h"
 
@@ -93,11 +93,9 @@ std::vector<std::string> requested_devices(const std::string& bundle,
   if (!j.contains("linux") || !j["linux"].contains("devices") || !j["linux"]["devices"].is_array())
     return out;
   for (const json& d : j["linux"]["devices"]) {
-    if (!d.is_object() || !d.contains("major") || !d.contains("minor") || !d["major"].is_number() ||
-        !d["minor"].is_number())
-      continue;
-    const DeviceNode* n =
-        catalog.find(makedev(d["major"].get<unsigned>(), d["minor"].get<unsigned>()));
+    const std::optional<dev_t> dev = oci_char_device_number(d, bundle + "/config.json");
+    if (!dev) continue;
+    const DeviceNode* n = catalog.find(*dev);
     if (!n) continue;
     if (!n->brokerable)
       throw Error("linux.devices holds " + printable(n->path) + ", which can never be granted");
