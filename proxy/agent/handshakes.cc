@@ -3,7 +3,10 @@
 // it is erasing it (the socket's close cancels what waits on it).
 #include "proxy/agent/handshakes.h"
 
+#include <sys/socket.h>
+
 #include <boost/asio/write.hpp>
+#include <cerrno>
 #include <exception>
 #include <utility>
 
@@ -52,8 +55,8 @@ void Handshakes::add(local::socket socket, Reader read, GiveUp give_up) {
   c->timer.async_wait([this, c](const boost::system::error_code& ec) {
     if (ec || !pending_.contains(c->seq)) return;
     close(c->seq);
-    c->give_up(std::string(c->answering ? "its answer was not taken" : "it did not finish") +
-               " within " + std::to_string(deadline_.count()) + " ms: closed");
+    c->give_up(std::string(c->answering ? "its answer not taken" : "not finished") + " within " +
+               std::to_string(deadline_.count()) + " ms: closed");
   });
   wait_readable(c);
 }
@@ -88,9 +91,21 @@ void Handshakes::wait_readable(const std::shared_ptr<Conn>& c) {
   });
 }
 
-// Written asynchronously, under the same deadline: a peer that does not read cannot hold the
-// loop either.
+// Sent at once as far as the socket takes it (a short answer entirely, so that one given just
+// before the loop stops still reaches its peer); the rest asynchronously, under the same
+// deadline: a peer that does not read cannot hold the loop either.
 void Handshakes::write_answer(const std::shared_ptr<Conn>& c) {
+  const ssize_t n = ::send(c->socket.native_handle(), c->answer.data(), c->answer.size(),
+                           MSG_DONTWAIT | MSG_NOSIGNAL);
+  if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+    close(c->seq);
+    return;
+  }
+  if (n > 0) c->answer.erase(0, static_cast<size_t>(n));
+  if (c->answer.empty()) {
+    close(c->seq);
+    return;
+  }
   asio::async_write(c->socket, asio::buffer(c->answer),
                     [this, c](const boost::system::error_code&, size_t) {
                       if (pending_.contains(c->seq)) close(c->seq);
