@@ -169,6 +169,19 @@ void add_agent(CLI::App& app, int& exit_code) {
                    "containers are served on their own threads meanwhile")
       ->capture_default_str()
       ->check(CLI::Range(1u, 600000u));
+  agent
+      ->add_option("--handshake-deadline-ms", opts->handshake_deadline_ms,
+                   "A connection (a runtime handing over a listener, a `ctl` command) not done by "
+                   "then, however it trickles its bytes, is closed; connections are read "
+                   "asynchronously, never holding other runtimes or running containers")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 600000u));
+  agent
+      ->add_option("--max-handshakes", opts->max_handshakes,
+                   "At most this many connections to each socket are read at once; a new one "
+                   "closes the oldest unfinished, so idle connections cannot starve a runtime")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 65536u));
   agent->add_flag("-q,--quiet", opts->quiet, "No log lines on stderr");
   agent
       ->add_option("--rail-state-dir", opts->rail_state_dir,

@@ -1,11 +1,12 @@
 // The agent's listener server, container registry and control socket, on the engine's loop.
-// A connection is one runtime handing over one process's listener; reading it is bounded (2 s,
-// 64 KiB) and only root may connect, so the loop never waits on a tenant. Sessions end when every
-// listener of their container has hung up; the registry then drops them.
+// A connection is one runtime handing over one process's listener; it is read asynchronously
+// (handshakes.h: a total deadline, a cap on how many are read at once, the oldest closed for a
+// new one; 64 KiB) and only root may connect, so the loop never waits on a peer. Only a real
+// seccomp listener is taken (listener_check.h). Sessions end when every listener of their
+// container has hung up; the registry then drops them.
 #include "proxy/agent/agent.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -17,7 +18,9 @@
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -33,6 +36,8 @@
 #include "proxy/agent/bundle_check.h"
 #include "proxy/agent/container_state.h"
 #include "proxy/agent/fd_store.h"
+#include "proxy/agent/handshakes.h"
+#include "proxy/agent/listener_check.h"
 #include "proxy/agent/state_socket.h"
 #include "proxy/base/error.h"
 #include "proxy/base/unique_fd.h"
@@ -48,8 +53,6 @@ namespace {
 
 namespace asio = boost::asio;
 using local = asio::local::stream_protocol;
-
-constexpr int kStateTimeoutMs = 2000;
 
 // The agent must see every container's processes with host pids: seccomp reports pids in the
 // listener holder's pid namespace, and the BPF observer reports host tids.
@@ -131,7 +134,9 @@ class Agent {
         engine_(DeviceCatalog::scan(o.dev_root)),
         acceptor_(bind_root_only(engine_.io(), o.socket)),
         ctl_(bind_root_only(engine_.io(), o.ctl_socket)),
-        signals_(engine_.io(), SIGTERM, SIGINT) {
+        signals_(engine_.io(), SIGTERM, SIGINT),
+        handshakes_(std::chrono::milliseconds(o.handshake_deadline_ms), o.max_handshakes),
+        ctl_handshakes_(std::chrono::milliseconds(o.handshake_deadline_ms), o.max_handshakes) {
     if (o.fd_store) store_.emplace(FdStoreClient::connect_or_start(*o.fd_store));
   }
 
@@ -142,7 +147,7 @@ class Agent {
 
   int run() {
     ::signal(SIGPIPE, SIG_IGN);
-    accept(acceptor_, &Agent::on_connection, "a runtime connection, refused");
+    accept(acceptor_, &Agent::on_connection, "a runtime connection");
     accept(ctl_, &Agent::on_ctl, "a control connection");
     signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
       if (ec) return;
@@ -189,44 +194,82 @@ class Agent {
   }
 
   // Serves `acceptor` with `handle` for each connection, on the loop; a handler's exception is
-  // logged and costs that connection only.
-  void accept(local::acceptor& acceptor, void (Agent::*handle)(int), const char* what) {
-    acceptor.async_accept(
-        [this, &acceptor, handle, what](const boost::system::error_code& ec, local::socket s) {
-          if (ec) return;
-          try {
-            (this->*handle)(s.native_handle());
-          } catch (const std::exception& e) {
-            log(std::string("internal error on ") + what + ": " + e.what());
-          }
-          accept(acceptor, handle, what);
+  // logged and costs that connection only. A failed accept (out of fds) is retried shortly:
+  // accepting never stops.
+  void accept(local::acceptor& acceptor, void (Agent::*handle)(local::socket), const char* what) {
+    acceptor.async_accept([this, &acceptor, handle, what](const boost::system::error_code& ec,
+                                                          local::socket s) {
+      if (ec == asio::error::operation_aborted) return;
+      if (ec) {
+        log(std::string("cannot accept ") + what + ": " + ec.message() + " (retrying in 100 ms)");
+        auto t = std::make_shared<asio::steady_timer>(engine_.io(), std::chrono::milliseconds(100));
+        t->async_wait([this, t, &acceptor, handle, what](const boost::system::error_code& e) {
+          if (!e) accept(acceptor, handle, what);
         });
+        return;
+      }
+      try {
+        (this->*handle)(std::move(s));
+      } catch (const std::exception& e) {
+        log(std::string("internal error on ") + what + " (closed): " + e.what());
+      }
+      accept(acceptor, handle, what);
+    });
   }
 
-  void on_connection(int fd) {
-    const auto cred = peer_credentials(fd);
+  // A runtime's connection: read asynchronously until its state is whole, within the handshake
+  // deadline; the loop serves everything else meanwhile.
+  void on_connection(local::socket s) {
+    const auto cred = peer_credentials(s.native_handle());
     if (!cred || cred->uid != 0) {
       log("refused a connection from uid " + (cred ? std::to_string(cred->uid) : "?") + " pid " +
           (cred ? std::to_string(cred->pid) : "?") + ": only root hands over listeners");
       return;
     }
-    ReceivedState rs;
-    std::string why;
-    if (!receive_container_state(fd, rs, why, kStateTimeoutMs)) {
-      log("runtime pid " + std::to_string(cred->pid) + ": " + why);
-      return;
-    }
+    const std::string who = "runtime pid " + std::to_string(cred->pid);
+    auto reader = std::make_shared<StateReader>();
+    handshakes_.add(
+        std::move(s),
+        [this, reader, who](int fd) -> std::optional<std::string> {
+          std::string why;
+          switch (reader->read_available(fd, why)) {
+            case StateReader::Step::kMore:
+              return std::nullopt;
+            case StateReader::Step::kFailed:
+              log(who + ": " + why);
+              break;
+            case StateReader::Step::kDone:
+              admit(reader->take(), who);
+              break;
+          }
+          return std::string();
+        },
+        [this, who, reader](const std::string& why) {
+          log(who + ": its connection (" + std::to_string(reader->bytes()) + " bytes received) " +
+              why);
+        });
+  }
+
+  // A runtime's whole state: its listener goes to its container's session.
+  void admit(ReceivedState rs, const std::string& who) {
     // Every received fd is ours to close but the listener, which a session takes over.
     std::vector<UniqueFd> fds;
     fds.reserve(rs.fds.size());
     for (const int f : rs.fds) fds.emplace_back(f);
+    std::string why;
     const auto st = parse_container_process_state(rs.json, rs.fds.size(), why);
     if (!st) {
-      log("runtime pid " + std::to_string(cred->pid) + ": " + why);
+      log(who + ": " + why);
       return;
     }
     UniqueFd& listener = fds[st->seccomp_fd_index];
     const int listener_fd = listener.get();
+    // Anything else would make a session that waits on it for ever.
+    if (!is_seccomp_listener(listener_fd, why)) {
+      log(who + ": container " + st->state.id + ": process " + std::to_string(st->pid) +
+          " refused: " + why);
+      return;
+    }
     if (!adopt(*st, listener)) return;
     if (store_) store_->put(rs.json, listener_fd);
   }
@@ -404,20 +447,33 @@ class Agent {
     }
   }
 
-  void on_ctl(int fd) {
-    const auto cred = peer_credentials(fd);
+  // A control connection: one short command line, read asynchronously within the handshake
+  // deadline, answered (written asynchronously, within the same deadline) and closed.
+  void on_ctl(local::socket s) {
+    const auto cred = peer_credentials(s.native_handle());
     if (!cred || cred->uid != 0) return;
-    // One short command line, read with a deadline.
-    std::string cmd;
-    char buf[256];
-    pollfd p{fd, POLLIN, 0};
-    while (cmd.size() < 256 && ::poll(&p, 1, 1000) == 1) {
-      const ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n <= 0) break;
-      cmd.append(buf, static_cast<size_t>(n));
-      if (cmd.find('\n') != std::string::npos) break;
-    }
-    while (!cmd.empty() && (cmd.back() == '\n' || cmd.back() == ' ')) cmd.pop_back();
+    auto cmd = std::make_shared<std::string>();
+    ctl_handshakes_.add(
+        std::move(s),
+        [this, cmd](int fd) -> std::optional<std::string> {
+          char buf[256];
+          for (;;) {
+            const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return std::nullopt;
+            if (n < 0) return std::string();
+            cmd->append(buf, static_cast<size_t>(n));
+            if (n == 0 || cmd->find('\n') != std::string::npos || cmd->size() >= 256) break;
+          }
+          std::string line = cmd->substr(0, cmd->find('\n'));
+          while (!line.empty() && line.back() == ' ') line.pop_back();
+          return ctl_answer(line);
+        },
+        [this](const std::string& why) { log("a control connection " + why); });
+  }
+
+  // The answer to one `ctl` command (empty: nothing to say).
+  std::string ctl_answer(const std::string& cmd) {
     std::string out;
     if (cmd == "list" || cmd == "stats") {
       for (const auto& [id, c] : containers_) {
@@ -493,7 +549,7 @@ class Agent {
     } else {
       out = "{\"error\":\"unknown command; expected list, stats, drain or drain ID\"}\n";
     }
-    (void)!::write(fd, out.data(), out.size());
+    return out;
   }
 
   const AgentOptions& opts_;
@@ -502,6 +558,9 @@ class Agent {
   local::acceptor acceptor_;
   local::acceptor ctl_;
   asio::signal_set signals_;
+  // The connections being read, runtimes' and control's apart (neither crowds out the other).
+  Handshakes handshakes_;
+  Handshakes ctl_handshakes_;
   std::map<std::string, std::unique_ptr<Container>> containers_;
   // Each pidfd_getfd group's live containers and their pid namespaces: read from the sessions'
   // threads (the peer check), written on the loop.

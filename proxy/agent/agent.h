@@ -15,6 +15,12 @@
 
 namespace gdrproxy::proxy {
 
+// Each connection to the agent (a runtime handing over a listener, a `ctl` command) is read
+// asynchronously and must be done within this many ms in total, however its peer trickles its
+// bytes; at most kMaxHandshakes of each socket are read at once, and a new one closes the oldest.
+inline constexpr unsigned kHandshakeDeadlineMs = 2000;
+inline constexpr unsigned kMaxHandshakes = 64;
+
 struct AgentOptions {
   std::string socket = "/run/gdrproxy/agent.sock";     // where runtimes connect
   std::string ctl_socket = "/run/gdrproxy/agent.ctl";  // `gdrproxy agent ctl`
@@ -27,6 +33,8 @@ struct AgentOptions {
   // An open whose path lookup or host open has not finished by then fails with EIO and marks
   // its container's session degraded (a hung FUSE mount must cost that container, not others).
   unsigned blocking_deadline_ms = 2000;
+  unsigned handshake_deadline_ms = kHandshakeDeadlineMs;
+  unsigned max_handshakes = kMaxHandshakes;
   bool quiet = false;
   bool sync_wakeup = false;  // SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP on every listener
   // Trapped ioctls' devices and arguments copied in their callers' context, for every container

@@ -1,6 +1,7 @@
 // See state_socket.h. Every fd received is owned by a UniqueFd from the moment recvmsg returns
-// it, so an early return closes it; only success hands the fds on. Reads never block: poll()
-// waits for at most what is left of the deadline, recvmsg runs with MSG_DONTWAIT.
+// it, so an early return closes it; only success hands the fds on. Reads never block: recvmsg
+// runs with MSG_DONTWAIT; the blocking form's poll() waits for at most what is left of the
+// deadline.
 #include "proxy/agent/state_socket.h"
 
 #include <poll.h>
@@ -52,6 +53,69 @@ std::string errno_text(const char* call, int err) {
 
 }  // namespace
 
+StateReader::Step StateReader::read_available(int conn_fd, std::string& why) {
+  if (conn_fd < 0) {
+    why = "no connection (fd " + std::to_string(conn_fd) + ")";
+    return Step::kFailed;
+  }
+  const auto failed = [&](std::string line) {
+    why = std::move(line);
+    fds_.clear();  // closes them
+    return Step::kFailed;
+  };
+  for (;;) {
+    // Room for one byte past the limit, so that a larger state is seen as larger.
+    char chunk[16 * 1024];
+    iovec iov{chunk, std::min(sizeof chunk, kMaxStateBytes + 1 - json_.size())};
+    alignas(cmsghdr) char control[CMSG_SPACE(kMaxStateFds * sizeof(int))];
+    msghdr m{};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = control;
+    m.msg_controllen = sizeof control;
+    const ssize_t n = ::recvmsg(conn_fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return Step::kMore;
+      return failed(errno_text("recvmsg", errno));
+    }
+    json_.append(chunk, static_cast<size_t>(n));
+
+    ReceivedFds arrived;
+    take_fds(m, arrived);
+    // The kernel installed the fds that fit and closed the rest: refuse rather than guess.
+    if (m.msg_flags & MSG_CTRUNC)
+      return failed("more than " + std::to_string(kMaxStateFds) +
+                    " fds (or other control data) arrived with the state: refused");
+    if (!arrived.empty()) {
+      if (fds_arrived_)
+        return failed("fds arrived with a later message than the first that carried fds (" +
+                      std::to_string(arrived.size()) + " more): refused");
+      fds_ = std::move(arrived);
+      fds_arrived_ = true;
+    }
+    if (json_.size() > kMaxStateBytes)
+      return failed("the state is larger than " + std::to_string(kMaxStateBytes) +
+                    " bytes: refused");
+    // crun (1.8) keeps the connection open after sending the state: a complete JSON document
+    // with its fds is the whole message, whether or not EOF follows.
+    if (n > 0 && fds_arrived_ && nlohmann::json::accept(json_)) return Step::kDone;
+    if (n == 0) {
+      if (json_.empty()) return failed("the runtime closed the connection without sending a state");
+      return Step::kDone;
+    }
+  }
+}
+
+ReceivedState StateReader::take() {
+  ReceivedState out;
+  out.json = std::move(json_);
+  out.fds = release_all(fds_);
+  json_.clear();
+  fds_arrived_ = false;
+  return out;
+}
+
 bool receive_container_state(int conn_fd, ReceivedState& out, std::string& why, int timeout_ms) {
   if (conn_fd < 0) {  // poll() would skip it and wait out the deadline
     why = "no connection (fd " + std::to_string(conn_fd) + ")";
@@ -59,14 +123,12 @@ bool receive_container_state(int conn_fd, ReceivedState& out, std::string& why, 
   }
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
-  std::string json;
-  ReceivedFds fds;
-  bool fds_arrived = false;
+  StateReader reader;
   for (;;) {
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) {
       why = "the runtime did not close the connection within " + std::to_string(timeout_ms) +
-            " ms (" + std::to_string(json.size()) + " bytes received)";
+            " ms (" + std::to_string(reader.bytes()) + " bytes received)";
       return false;
     }
     pollfd p{conn_fd, POLLIN, 0};
@@ -76,60 +138,14 @@ bool receive_container_state(int conn_fd, ReceivedState& out, std::string& why, 
       return false;
     }
     if (ready <= 0) continue;  // interrupted or timed out: the deadline check decides
-
-    // Room for one byte past the limit, so that a larger state is seen as larger.
-    char chunk[16 * 1024];
-    iovec iov{chunk, std::min(sizeof chunk, kMaxStateBytes + 1 - json.size())};
-    alignas(cmsghdr) char control[CMSG_SPACE(kMaxStateFds * sizeof(int))];
-    msghdr m{};
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    m.msg_control = control;
-    m.msg_controllen = sizeof control;
-    const ssize_t n = ::recvmsg(conn_fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-    if (n < 0) {
-      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
-      why = errno_text("recvmsg", errno);
-      return false;
-    }
-    json.append(chunk, static_cast<size_t>(n));
-
-    ReceivedFds arrived;
-    take_fds(m, arrived);
-    // The kernel installed the fds that fit and closed the rest: refuse rather than guess.
-    if (m.msg_flags & MSG_CTRUNC) {
-      why = "more than " + std::to_string(kMaxStateFds) +
-            " fds (or other control data) arrived with the state: refused";
-      return false;
-    }
-    if (!arrived.empty()) {
-      if (fds_arrived) {
-        why = "fds arrived with a later message than the first that carried fds (" +
-              std::to_string(arrived.size()) + " more): refused";
+    switch (reader.read_available(conn_fd, why)) {
+      case StateReader::Step::kMore:
+        continue;
+      case StateReader::Step::kFailed:
         return false;
-      }
-      fds = std::move(arrived);
-      fds_arrived = true;
-    }
-    if (json.size() > kMaxStateBytes) {
-      why = "the state is larger than " + std::to_string(kMaxStateBytes) + " bytes: refused";
-      return false;
-    }
-    // crun (1.8) keeps the connection open after sending the state: a complete JSON document
-    // with its fds is the whole message, whether or not EOF follows.
-    if (n > 0 && fds_arrived && nlohmann::json::accept(json)) {
-      out.json = std::move(json);
-      out.fds = release_all(fds);
-      return true;
-    }
-    if (n == 0) {
-      if (json.empty()) {
-        why = "the runtime closed the connection without sending a state";
-        return false;
-      }
-      out.json = std::move(json);
-      out.fds = release_all(fds);
-      return true;
+      case StateReader::Step::kDone:
+        out = reader.take();
+        return true;
     }
   }
 }

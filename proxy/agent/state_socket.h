@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "proxy/base/unique_fd.h"
+
 namespace gdrproxy::proxy {
 
 // Runtimes send a few hundred bytes; a larger state is refused.
@@ -23,6 +25,28 @@ struct ReceivedState {
   std::string json;
   // In SCM_RIGHTS order, close-on-exec. The caller owns them.
   std::vector<int> fds;
+};
+
+// What has arrived so far on one connection, read without ever waiting: the agent's loop calls
+// read_available() each time the connection is readable, so one slow peer holds nothing but its
+// own connection (its deadline is the caller's, agent.cc's handshakes). The rules are those of
+// receive_container_state() below.
+class StateReader {
+ public:
+  enum class Step { kMore, kDone, kFailed };
+  // Reads everything `conn_fd` has now (recvmsg with MSG_DONTWAIT). kMore: wait until it is
+  // readable again; kDone: take() the state; kFailed: `why` is one line and every fd that
+  // arrived is closed.
+  Step read_available(int conn_fd, std::string& why);
+  // After kDone: the state and its fds (the caller owns them).
+  ReceivedState take();
+  size_t bytes() const { return json_.size(); }
+
+ private:
+  std::string json_;
+  // fds received and not yet handed on: closed with the reader.
+  std::vector<UniqueFd> fds_;
+  bool fds_arrived_ = false;
 };
 
 // Reads `conn_fd` (an accepted AF_UNIX SOCK_STREAM connection) until the peer closes it, or

@@ -470,6 +470,19 @@ GDRPROXY_HOT void Session::receive(Listener& l) {
           if (listener_hung_up(l.fd.get())) break;
           continue;
         }
+        // Not a seccomp listener (ENOTTY), or no fd at all (EBADF): no call will ever come, and
+        // retrying would spin. The receiver ends and its listener counts as hung up, so the
+        // session can end.
+        if (errno == ENOTTY || errno == EBADF) {
+          note(std::string("SECCOMP_IOCTL_NOTIF_RECV: ") + std::strerror(errno) +
+               ": not a seccomp listener, its receiver ends");
+          asio::post(io_, [this, &l] {
+            hang_up(l);
+            check_end();
+            forget_hung_up_listeners();
+          });
+          break;
+        }
         if (!std::exchange(said, true))
           note(std::string("SECCOMP_IOCTL_NOTIF_RECV: ") + std::strerror(errno) +
                " (retrying every 10 ms)");
