@@ -15,6 +15,7 @@
 #include <fstream>
 #include <vector>
 
+#include "proxy/abi/errno_names.h"
 #include "proxy/base/unique_fd.h"
 
 #if __has_include(<cuda.h>)
@@ -74,7 +75,7 @@ struct CudaApi {
 
 const char* reg_dmabuf(int nic, int fd) {
   const int rc = reg_dmabuf_mr(nic, fd, 2u << 20);
-  return rc == 0 ? "ok" : strerrorname_np(-rc);
+  return rc == 0 ? "ok" : errno_name(-rc);
 }
 
 }  // namespace
@@ -119,7 +120,7 @@ int exercise_cuda_dmabuf(const std::string& nic_path, std::ostream& out) {
     out << "reg_dmabuf_memfd " << reg_dmabuf(nic.get(), memfd.get()) << "\n";
     out << "reg_dmabuf_probe " << reg_dmabuf(nic.get(), -1) << "\n";
   } else {
-    out << "reg_dmabuf skipped (" << nic_path << ": " << strerrorname_np(errno) << ")\n";
+    out << "reg_dmabuf skipped (" << nic_path << ": " << errno_name(errno) << ")\n";
   }
   dmabuf_owner.reset();  // before the memory it exports is freed
   cu.mem_free(ptr);

@@ -14,14 +14,14 @@
 #include <cstring>
 #include <vector>
 
+#include "proxy/abi/errno_names.h"
 #include "proxy/base/unique_fd.h"
 
 namespace gdrproxy::proxy {
 namespace {
 
 void report(std::ostream& out, const char* what, int rc) {
-  out << "  " << what << " -> "
-      << (rc == 0 ? "ok" : std::string(strerrorname_np(-rc) ? strerrorname_np(-rc) : "E?")) << "\n";
+  out << "  " << what << " -> " << (rc == 0 ? "ok" : errno_name(-rc)) << "\n";
 }
 
 }  // namespace
@@ -29,7 +29,7 @@ void report(std::ostream& out, const char* what, int rc) {
 int exercise_uverbs(const std::string& path, std::ostream& out) {
   const UniqueFd device(::open(path.c_str(), O_RDWR | O_CLOEXEC));
   if (!device) {
-    out << "  open " << path << " -> " << strerrorname_np(errno) << "\n";
+    out << "  open " << path << " -> " << errno_name(errno) << "\n";
     return 1;
   }
   const int fd = device.get();
@@ -112,7 +112,7 @@ int exercise_uverbs(const std::string& path, std::ostream& out) {
 int exercise_nvidia(const std::string& ctl, const std::string& uvm, std::ostream& out) {
   UniqueFd ctl_fd(::open(ctl.c_str(), O_RDWR | O_CLOEXEC));
   if (!ctl_fd) {
-    out << "  open " << ctl << " -> " << strerrorname_np(errno) << "\n";
+    out << "  open " << ctl << " -> " << errno_name(errno) << "\n";
     return 1;
   }
   const int fd = ctl_fd.get();

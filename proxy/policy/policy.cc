@@ -5,6 +5,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "proxy/abi/errno_names.h"
 #include "proxy/abi/nvidia_abi.h"
 #include "proxy/abi/uverbs_abi.h"
 #include "proxy/base/error.h"
@@ -16,16 +17,6 @@ namespace gdrproxy::proxy {
 namespace {
 
 using json = nlohmann::json;
-
-constexpr std::pair<const char*, int> kErrnos[] = {
-    {"EPERM", EPERM},           {"ENOENT", ENOENT}, {"EIO", EIO},
-    {"ENXIO", ENXIO},           {"EBADF", EBADF},   {"EAGAIN", EAGAIN},
-    {"ENOMEM", ENOMEM},         {"EACCES", EACCES}, {"EFAULT", EFAULT},
-    {"EBUSY", EBUSY},           {"ENODEV", ENODEV}, {"EINVAL", EINVAL},
-    {"ENOTTY", ENOTTY},         {"ENOSPC", ENOSPC}, {"ENOSYS", ENOSYS},
-    {"EOPNOTSUPP", EOPNOTSUPP}, {"EMFILE", EMFILE}, {"ESRCH", ESRCH},
-    {"ETIMEDOUT", ETIMEDOUT},   {"EEXIST", EEXIST},
-};
 
 // Every value read from a policy goes through these helpers: a wrong type, a value out of range
 // or an unknown key is an error that names the field ("classes.uverbs.log") and what was expected.
@@ -283,25 +274,23 @@ GDRPROXY_HOT bool known_to_tables(const DecodedCall& c) {
 
 int parse_errno(const json& v, const std::string& where) {
   // 0 would make a denied call return success without running; the kernel's errno range is
-  // 1..4095 (MAX_ERRNO).
+  // 1..4095 (MAX_ERRNO), and its internal codes (ERESTARTSYS ...) are no answer for a call.
+  const char* kWhat = "an errno name such as \"EPERM\" or a number 1..4095";
   if (v.is_number_integer()) {
     const auto n = v.get<int64_t>();
-    if (n >= 1 && n <= 4095) return static_cast<int>(n);
-    expected(where, "an errno from 1 to 4095 or a name such as \"EPERM\"", v);
+    if (n >= 1 && n <= 4095 && !errno_is_kernel_internal(static_cast<int>(n)))
+      return static_cast<int>(n);
+    if (n >= 1 && n <= 4095)
+      throw Error(where + ": " + std::to_string(n) + " is the kernel-internal " +
+                  errno_name(static_cast<int>(n)) +
+                  ", never a call's result; use a user-space errno");
+    expected(where, kWhat, v);
   }
-  if (!v.is_string()) expected(where, "an errno name such as \"EPERM\" or a number 1..4095", v);
+  if (!v.is_string()) expected(where, kWhat, v);
   const std::string s = v.get<std::string>();
-  for (auto [name, n] : kErrnos)
-    if (s == name) return n;
-  std::string names;
-  for (auto [name, n] : kErrnos) names += std::string(names.empty() ? "" : ", ") + name;
-  throw Error(where + ": unknown errno name \"" + s + "\" (known: " + names + ")");
-}
-
-const char* errno_name(int err) {
-  for (auto [name, n] : kErrnos)
-    if (n == err) return name;
-  return "E?";
+  if (const std::optional<int> n = errno_by_name(s)) return *n;
+  throw Error(where + ": unknown errno name \"" + s +
+              "\" (glibc's names: EPERM, EACCES, ENODEV, EOPNOTSUPP, ...)");
 }
 
 Policy Policy::from_json(const json& j, const std::string& origin) {

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "proxy/abi/errno_names.h"  // errno_name(), which denial lines use with the policy
 #include "proxy/decode/decoded_call.h"
 
 namespace gdrproxy::proxy {
@@ -84,8 +85,8 @@ class Policy {
   std::string origin_;
 };
 
-// errno by name ("EPERM") or number (1..4095); throws naming `where` otherwise.
+// errno by name ("EPERM", any glibc knows) or number (1..4095, not a kernel-internal code);
+// throws naming `where` otherwise.
 int parse_errno(const nlohmann::json& v, const std::string& where);
-const char* errno_name(int err);
 
 }  // namespace gdrproxy::proxy

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "proxy/policy/policy.h"
+#include "proxy/abi/errno_names.h"
 #include "proxy/trace/trace_record.h"
 
 namespace gdrproxy::proxy {

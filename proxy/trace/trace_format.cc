@@ -3,9 +3,8 @@
 // passes through printable(), so a record is always one printable line. (JSON lines:
 // json_format.cc.)
 #include <cstdio>
-#include <cstring>
 
-#include "proxy/policy/policy.h"
+#include "proxy/abi/errno_names.h"
 #include "proxy/trace/escape.h"
 #include "proxy/trace/trace_record.h"
 
@@ -31,7 +30,7 @@ std::string format_text(const TraceRecord& r) {
   if (!r.call.malformed.empty()) s += " <malformed: " + printable(r.call.malformed) + ">";
   if (r.ret) {
     s += " = " + std::to_string(*r.ret);
-    if (r.err) s += std::string(" ") + errno_name(r.err) + " (" + std::strerror(r.err) + ")";
+    if (r.err) s += std::string(" ") + errno_name(r.err) + " (" + errno_meaning(r.err) + ")";
   } else {
     s += " = ?";
   }

@@ -163,6 +163,9 @@ TEST(Policy, LoadErrorsNameTheField) {
   expect_error(R"({"classes":{"uverbs":{"rules":[{"action":"deny","method":"REG_MR"}]}}})",
                "needs \"object\"");
   expect_error(R"({"classes":{"uverbs":{"errno":"EWHATEVER"}}})", "errno");
+  // A kernel-internal code is no result for a call, by number or by name.
+  expect_error(R"({"open_errno":512})", "open_errno: 512 is the kernel-internal ERESTARTSYS");
+  expect_error(R"({"open_errno":"ERESTARTSYS"})", "unknown errno name \"ERESTARTSYS\"");
   expect_error(R"({"classes":{"uverbs":{"rules":[{"action":"deny","frobnicate":1}]}}})",
                "unknown rule field");
   expect_error(R"({"version":2})", "version");
@@ -262,6 +265,9 @@ TEST(Policy, ErrnoMustMakeADeniedCallFail) {
   EXPECT_THROW(make(R"({"open_errno":0})"), std::runtime_error);
   EXPECT_EQ(make(R"({"open_errno":19})").open_errno(), 19);
   EXPECT_EQ(make(R"({"open_errno":"ENODEV"})").open_errno(), ENODEV);
+  // Any name glibc knows, not only a short list.
+  EXPECT_EQ(make(R"({"open_errno":"EHWPOISON"})").open_errno(), EHWPOISON);
+  EXPECT_EQ(make(R"({"open_errno":"ENODATA"})").open_errno(), ENODATA);
 }
 
 TEST(Policy, AnAllowlistIsNotAPolicyAndTheErrorSaysSo) {

@@ -49,6 +49,31 @@ TEST(TraceFormat, DenialShowsErrnoAndRule) {
   EXPECT_NE(s.find("[denied: uverbs rule #0]"), std::string::npos) << s;
 }
 
+// Every result has a name: errnos outside any short list (the soft-RoCE suite's
+// DEVICE.QUERY_GID_ENTRY returned ENODATA) and the kernel's restart codes, explained.
+TEST(TraceFormat, EveryErrnoIsNamedAndRestartCodesExplained) {
+  TraceRecord r = sample();
+  r.ret = -1;
+  r.err = ENODATA;
+  EXPECT_NE(format_text(r).find("= -1 ENODATA (No data available)"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(format_json(r))["errno"], "ENODATA");
+  r.ret = -512;
+  r.err = 512;
+  const std::string s = format_text(r);
+  EXPECT_NE(s.find("= -512 ERESTARTSYS (interrupted by a signal; restarted or turned into EINTR)"),
+            std::string::npos)
+      << s;
+  EXPECT_EQ(nlohmann::json::parse(format_json(r))["errno"], "ERESTARTSYS");
+  for (int e = 1; e <= 4095; ++e) {
+    r.err = e;
+    const std::string line = format_text(r);
+    EXPECT_EQ(line.find("E?"), std::string::npos) << line;
+    EXPECT_EQ(nlohmann::json::parse(format_json(r))["errno"].get<std::string>().rfind("E", 0), 0u);
+  }
+  r.err = 600;
+  EXPECT_NE(format_text(r).find("E600 (no errno has this number)"), std::string::npos);
+}
+
 TEST(TraceFormat, JsonCarriesTheSameFields) {
   auto j = nlohmann::json::parse(format_json(sample()));
   EXPECT_EQ(j["pid"], 1234);
