@@ -6,6 +6,7 @@
 #include <netlink/msg.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "netns/rtnl_abi.h"
@@ -98,7 +99,7 @@ void exchange(nl_sock* sock, nl_msg* msg, nl_recvmsg_msg_cb_t fn, void* arg, con
 }  // namespace
 
 bool LinkIdentity::anchored() const {
-  return !parent.empty() || !perm_addr.empty() || link_ifindex != 0;
+  return !parent.empty() || !perm_addr.empty() || (link_ifindex != 0 && link_netns != kPeerIsARail);
 }
 
 std::string LinkIdentity::describe() const {
@@ -134,9 +135,14 @@ LinkIdentity LinkIdentity::from_json(const Json& j) {
   return id;
 }
 
-bool same_device(const LinkIdentity& want, const LinkIdentity& got) {
+bool same_device(const LinkIdentity& want, const LinkIdentity& got,
+                 const std::vector<std::string>& rail_places) {
+  const bool peer_place =
+      want.link_netns == kPeerIsARail
+          ? std::find(rail_places.begin(), rail_places.end(), got.link_netns) != rail_places.end()
+          : want.link_netns == got.link_netns;
   return want.kind == got.kind && want.parent == got.parent && want.perm_addr == got.perm_addr &&
-         want.link_ifindex == got.link_ifindex && want.link_netns == got.link_netns;
+         want.link_ifindex == got.link_ifindex && peer_place;
 }
 
 LinkReader::LinkReader() : self_(NetnsFd::current()) {

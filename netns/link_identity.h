@@ -23,15 +23,18 @@ namespace gdrproxy::netns {
 
 struct LinkIdentity {
   int ifindex = 0;
-  std::string name;        // hint only (messages)
-  std::string mac;         // hint only (messages)
-  std::string kind;        // IFLA_INFO_KIND; "" for a device without one (a NIC's driver)
-  std::string parent;      // "bus/device" (IFLA_PARENT_DEV_BUS_NAME/NAME), "" if none
-  std::string perm_addr;   // IFLA_PERM_ADDRESS, "" where the driver has none
-  int link_ifindex = 0;    // IFLA_LINK: a veth's peer, a vlan's lower device; 0 if none
-  std::string link_netns;  // where link_ifindex is: "origin" or "nsid N" in the origin's ids
+  std::string name;       // hint only (messages)
+  std::string mac;        // hint only (messages)
+  std::string kind;       // IFLA_INFO_KIND; "" for a device without one (a NIC's driver)
+  std::string parent;     // "bus/device" (IFLA_PARENT_DEV_BUS_NAME/NAME), "" if none
+  std::string perm_addr;  // IFLA_PERM_ADDRESS, "" where the driver has none
+  int link_ifindex = 0;   // IFLA_LINK: a veth's peer, a vlan's lower device; 0 if none
+  // Where link_ifindex is: "origin" or "nsid N" in the origin's ids; in a journal also
+  // kPeerIsARail, for a peer that is itself a rail of the same move (it goes where the rail goes).
+  std::string link_netns;
 
-  // Parent device, permanent address or IFLA_LINK: something besides kind and ifindex.
+  // Parent device, permanent address or IFLA_LINK to outside the move: something besides kind
+  // and ifindex that the tenant cannot make. (A veth pair lent whole is the tenant's to rebuild.)
   bool anchored() const;
   // One escaped line: kind, ifindex, anchors, then the hints (name quoted).
   std::string describe() const;
@@ -40,9 +43,13 @@ struct LinkIdentity {
   static LinkIdentity from_json(const Json& j);
 };
 
+inline constexpr const char* kPeerIsARail = "a rail of the same move";
+
 // Whether `got` is the device `want` describes: every anchor and the kind agree. The ifindex is
-// the caller's to weigh (see the top of this file).
-bool same_device(const LinkIdentity& want, const LinkIdentity& got);
+// the caller's to weigh (see the top of this file). A peer that is a rail of the same move may be
+// in any of `rail_places` (where restore looks: "origin", and the target's "nsid N").
+bool same_device(const LinkIdentity& want, const LinkIdentity& got,
+                 const std::vector<std::string>& rail_places);
 
 // Reads links as the namespace it is made in (the origin) sees them, through a socket of its own.
 class LinkReader {

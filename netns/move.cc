@@ -31,6 +31,7 @@ struct HostView {
   ObjList addrs, routes, rules;
   std::vector<LinkIdentity> identities;
   CachePtr target_links;
+  std::set<int> moved;  // ifindexes of the rails of this move
 };
 
 // What restore will know the rail by (link_identity.h). A rail with no anchor is known by its
@@ -39,15 +40,18 @@ struct HostView {
 // a tenant's link.
 Json identity_of(const HostView& view, const NetnsFd& target, const std::string& name,
                  int ifindex) {
-  for (const auto& id : view.identities) {
+  for (LinkIdentity id : view.identities) {
     if (id.ifindex != ifindex) continue;
+    // A peer that moves too (a veth pair lent whole) goes where its rail goes.
+    if (id.link_netns == "origin" && view.moved.count(id.link_ifindex))
+      id.link_netns = kPeerIsARail;
     LinkPtr taken(rtnl_link_get(view.target_links.get(), ifindex));
     if (!id.anchored() && taken) {
       throw Error(name + ": refusing to move it: the target network namespace " +
                   target.describe() + " has ifindex " + std::to_string(ifindex) +
                   " already, so the kernel would renumber it, and a " + id.describe() +
                   " has nothing else a tenant cannot forge (no parent device, permanent address "
-                  "or peer) for restore to know it by");
+                  "or peer outside the move) for restore to know it by");
     }
     return id.to_json();
   }
@@ -135,8 +139,14 @@ void move_rails(const MoveOptions& opts, std::ostream& log) {
 
   NlSocket hsock;
   NlSocket tsock = NlSocket::open_in(target);
-  HostView view{hsock.links(), hsock.addrs(),        hsock.routes(),
-                hsock.rules(), LinkReader().links(), tsock.links()};
+  HostView view{hsock.links(),
+                hsock.addrs(),
+                hsock.routes(),
+                hsock.rules(),
+                LinkReader().links(),
+                tsock.links(),
+                {}};
+  for (const auto& name : opts.ifaces) view.moved.insert(ifindex_by_name(view.links.get(), name));
   Json ifaces = Json::array();
   unsigned rail = 0;
   for (const auto& name : opts.ifaces) {

@@ -41,19 +41,20 @@ struct Places {
   const NlSocket* tsock;
   const LinkReader& reader;
   std::optional<int> target_nsid;
+  std::vector<std::string> rail_places;  // "origin", and the target's "nsid N"
 };
 
 // The one link of `links` that is the device `want` describes: at its ifindex, or, for a device
 // with an anchor, at another one (the kernel renumbers a link whose ifindex is taken where it
 // moves). Null when there is none; throws when anchors match several.
 const LinkIdentity* find_device(const std::vector<LinkIdentity>& links, const LinkIdentity& want,
-                                const std::string& name) {
+                                const std::string& name, const std::vector<std::string>& places) {
   for (const auto& l : links)
-    if (l.ifindex == want.ifindex && same_device(want, l)) return &l;
+    if (l.ifindex == want.ifindex && same_device(want, l, places)) return &l;
   if (!want.anchored()) return nullptr;
   const LinkIdentity* found = nullptr;
   for (const auto& l : links) {
-    if (!same_device(want, l)) continue;
+    if (!same_device(want, l, places)) continue;
     if (found)
       throw Error(name + ": both " + found->describe() + " and " + l.describe() + " match " +
                   want.describe() + "; neither is touched");
@@ -97,8 +98,8 @@ int bring_back(const Places& p, const Json& rec, std::ostream& log) {
   const std::vector<LinkIdentity> host_links = p.reader.links();
   const std::vector<LinkIdentity> target_links =
       p.target_nsid ? p.reader.links(p.target_nsid) : std::vector<LinkIdentity>{};
-  const LinkIdentity* here = find_device(host_links, want, name);
-  const LinkIdentity* there = here ? nullptr : find_device(target_links, want, name);
+  const LinkIdentity* here = find_device(host_links, want, name, p.rail_places);
+  const LinkIdentity* there = here ? nullptr : find_device(target_links, want, name, p.rail_places);
   int refused = refuse_others(host_links, here, want, name, "this network namespace", log) +
                 refuse_others(target_links, there, want, name, target_where, log);
   if (!here && !there)
@@ -127,7 +128,7 @@ int bring_back(const Places& p, const Json& rec, std::ostream& log) {
     // The check and the move are two requests; a tenant may swap links between them. What
     // arrived is checked again, and sent back if it is not the rail.
     const std::vector<LinkIdentity> now = p.reader.links();
-    const LinkIdentity* arrived = find_device(now, want, name);
+    const LinkIdentity* arrived = find_device(now, want, name, p.rail_places);
     if (!arrived) {
       std::vector<int> came;
       for (const auto& n : now)
@@ -210,8 +211,11 @@ int restore_from_journal(const Json& doc, std::ostream& log) {
   const LinkReader reader;
   std::optional<int> target_nsid;
   if (target) target_nsid = reader.nsid_of(*target);
-  const Places places{hsock,  host,       target ? &*target : nullptr, tsock ? &*tsock : nullptr,
-                      reader, target_nsid};
+  std::vector<std::string> rail_places{"origin"};
+  if (target_nsid) rail_places.push_back("nsid " + std::to_string(*target_nsid));
+  const Places places{
+      hsock,       host,       target ? &*target : nullptr, tsock ? &*tsock : nullptr, reader,
+      target_nsid, rail_places};
 
   // What move added in the target besides the interfaces themselves: rules. (Routes leave with
   // their interfaces.) Removing them first keeps a living target clean.
