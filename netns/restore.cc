@@ -84,6 +84,33 @@ int refuse_others(const std::vector<LinkIdentity>& links, const LinkIdentity* re
   return refused;
 }
 
+// What the rail's peer, outside the tenant, says of a rail that is neither on the host nor in
+// the target: where it is now (the tenant hid it), or that the peer is gone too (destroyed).
+std::string whereabouts(const Places& p, const LinkIdentity& want) {
+  const std::string unknown =
+      "it was destroyed with a namespace (a virtual interface is), or the tenant hid it in "
+      "another one";
+  if (!want.anchored() || want.link_ifindex == 0) return unknown;
+  std::vector<LinkIdentity> peers;
+  try {
+    if (want.link_netns == "origin")
+      peers = p.reader.links();
+    else if (want.link_netns.rfind("nsid ", 0) == 0)
+      peers = p.reader.links(std::stoi(want.link_netns.substr(5)));
+  } catch (const std::exception&) {
+    return "its peer's namespace (" + want.link_netns + ") is gone, and the rail with it";
+  }
+  for (const auto& peer : peers) {
+    if (peer.ifindex != want.link_ifindex) continue;
+    if (peer.link_ifindex == 0) break;
+    return "its peer (ifindex " + std::to_string(peer.ifindex) + " in " + want.link_netns +
+           ") says it is ifindex " + std::to_string(peer.link_ifindex) + " in " + peer.link_netns +
+           ": the tenant hid it there";
+  }
+  return "its peer (ifindex " + std::to_string(want.link_ifindex) + " in " + want.link_netns +
+         ") is gone too: it was destroyed";
+}
+
 // Brings the rail of `rec` back to the host, found by its identity, and gives it its name.
 // Returns how many other links were refused on the way; throws when the rail cannot be brought
 // back.
@@ -105,9 +132,8 @@ int bring_back(const Places& p, const Json& rec, std::ostream& log) {
   if (!here && !there)
     throw Error(name + ": not found by its identity (" + want.describe() +
                 ") in this network namespace nor in " +
-                (p.target ? target_where : "the target, which is gone") +
-                ": it was destroyed with a namespace (a virtual interface is), or the tenant "
-                "hid it in another one");
+                (p.target ? target_where : "the target, which is gone") + ": " +
+                whereabouts(p, want));
   const LinkIdentity& found = here ? *here : *there;
   if (found.ifindex != want.ifindex)
     log << name << ": found as ifindex " << found.ifindex << ", journaled " << want.ifindex

@@ -114,5 +114,8 @@ IMP=$(ip -n "$T" -j link show rail0 | jq '.[0].ifindex')
 poststop
 check_impostor_stayed "$IMP"
 ip -n "$H" link show rail0 >/dev/null 2>&1 && fail "something came back as rail0 although the rail is hidden"
-grep -q "rail0: not found by its identity .* the tenant hid it" "$WORK/post.out" || fail "the hidden rail is not reported"
+X_NSID=$(ip -n "$H" netns list-id | awk -v x="$X)" '$NF == x {print $2}')
+[[ -n $X_NSID ]] || fail "the host has no id for the namespace the rail is hidden in"
+grep -q "rail0: not found by its identity .* says it is ifindex $RAIL_IFINDEX in nsid $X_NSID: the tenant hid it there" "$WORK/post.out" ||
+  fail "the hidden rail is not reported with where it is"
 echo "PASS: impostors refused in the tenant's namespace, the real rail brought back where it could be found"
