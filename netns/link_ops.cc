@@ -30,19 +30,6 @@ LinkPtr find_link(const NlSocket& sock, const std::string& name) {
   return LinkPtr(link);
 }
 
-LinkPtr find_link_by_mac(const NlSocket& sock, const std::string& mac) {
-  if (mac.empty()) return nullptr;
-  CachePtr links = sock.links();
-  for (nl_object* o = nl_cache_get_first(links.get()); o; o = nl_cache_get_next(o)) {
-    auto* l = reinterpret_cast<rtnl_link*>(o);
-    if (link_mac(l) == mac) {
-      nl_object_get(o);
-      return LinkPtr(l);
-    }
-  }
-  return nullptr;
-}
-
 void move_link(const NlSocket& sock, rtnl_link* link, const NetnsFd& to) {
   LinkPtr changes(rtnl_link_alloc());
   rtnl_link_set_ns_fd(changes.get(), to.fd());

@@ -10,9 +10,6 @@ namespace gdrproxy::netns {
 
 // A link by name in `sock`'s namespace, or null.
 LinkPtr find_link(const NlSocket& sock, const std::string& name);
-// A link by MAC address (for an interface the kernel renamed, e.g. "dev4" after its namespace
-// died), or null.
-LinkPtr find_link_by_mac(const NlSocket& sock, const std::string& mac);
 
 void move_link(const NlSocket& sock, rtnl_link* link, const NetnsFd& to);
 // The same, asking the kernel to give it `ifindex` there (IFLA_NEW_IFINDEX). A kernel before 6.7
