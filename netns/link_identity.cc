@@ -103,7 +103,8 @@ bool LinkIdentity::anchored() const {
 }
 
 std::string LinkIdentity::describe() const {
-  std::string s = (kind.empty() ? "device" : kind) + " ifindex " + std::to_string(ifindex);
+  std::string s =
+      (kind.empty() ? "device" : proxy::escape_text(kind)) + " ifindex " + std::to_string(ifindex);
   if (!parent.empty()) s += " parent " + proxy::escape_text(parent);
   if (!perm_addr.empty()) s += " permaddr " + perm_addr;
   if (link_ifindex) s += " peer ifindex " + std::to_string(link_ifindex) + " in " + link_netns;
