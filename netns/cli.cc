@@ -85,7 +85,9 @@ void add_restore(CLI::App& netns, int& exit_code) {
   cmd->callback([journal, &exit_code] {
     run_reporting(exit_code, [&] {
       int problems = restore_command(*journal, std::cerr);
-      if (problems) std::cerr << "gdrproxy netns: " << problems << " interface(s) not restored\n";
+      if (problems)
+        std::cerr << "gdrproxy netns: " << problems
+                  << " problem(s): interface(s) not restored or link(s) refused\n";
       return problems ? 2 : 0;
     });
   });

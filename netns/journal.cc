@@ -85,6 +85,12 @@ Json load_journal(const std::string& path) {
   } catch (const std::exception& e) {
     throw Error("journal " + path + " is corrupt (not JSON): " + e.what());
   }
+  if (doc.is_object() && doc.value("format", "") == kJournalFormatWithoutIdentity)
+    throw Error("journal " + path + " is a " + kJournalFormatWithoutIdentity +
+                " journal: it records the interfaces' names and MACs only, which a tenant can "
+                "copy onto a link of its own, and no identity to tell the rail from it; restore "
+                "refuses it rather than match by those. Give the interfaces back by hand (ip "
+                "link set DEV netns 1, from the namespace that holds them) and remove it");
   if (!doc.is_object() || doc.value("format", "") != kJournalFormat)
     throw Error("journal " + path + " is not a " + std::string(kJournalFormat) + " journal");
   if (doc.value("checksum", "") != journal_checksum(doc))

@@ -2,7 +2,10 @@
 #include "netns/link_ops.h"
 
 #include <net/if.h>
+#include <netlink/attr.h>
+#include <netlink/msg.h>
 
+#include "netns/rtnl_abi.h"
 #include "proxy/base/error.h"
 
 namespace gdrproxy::netns {
@@ -27,23 +30,24 @@ LinkPtr find_link(const NlSocket& sock, const std::string& name) {
   return LinkPtr(link);
 }
 
-LinkPtr find_link_by_mac(const NlSocket& sock, const std::string& mac) {
-  if (mac.empty()) return nullptr;
-  CachePtr links = sock.links();
-  for (nl_object* o = nl_cache_get_first(links.get()); o; o = nl_cache_get_next(o)) {
-    auto* l = reinterpret_cast<rtnl_link*>(o);
-    if (link_mac(l) == mac) {
-      nl_object_get(o);
-      return LinkPtr(l);
-    }
-  }
-  return nullptr;
-}
-
 void move_link(const NlSocket& sock, rtnl_link* link, const NetnsFd& to) {
   LinkPtr changes(rtnl_link_alloc());
   rtnl_link_set_ns_fd(changes.get(), to.fd());
   change(sock, link, changes.get(), "move into network namespace " + to.describe());
+}
+
+void move_link_as(const NlSocket& sock, rtnl_link* link, const NetnsFd& to, int ifindex) {
+  LinkPtr changes(rtnl_link_alloc());
+  rtnl_link_set_ns_fd(changes.get(), to.fd());
+  const std::string what = link_name(link) + ": cannot move into network namespace " +
+                           to.describe() + " as ifindex " + std::to_string(ifindex);
+  nl_msg* raw = nullptr;
+  if (int rc = rtnl_link_build_change_request(link, changes.get(), 0, &raw); rc < 0)
+    throw_nl(what, rc);
+  NlPtr<nl_msg, nlmsg_free> msg(raw);
+  if (nla_put_s32(msg.get(), rtnl_abi::kNewIfindex, ifindex) < 0)
+    throw Error(what + ": message too long");
+  if (int rc = nl_send_sync(sock.get(), msg.release()); rc < 0) throw_nl(what, rc);
 }
 
 void set_mtu(const NlSocket& sock, rtnl_link* link, unsigned mtu) {

@@ -10,11 +10,11 @@ namespace gdrproxy::netns {
 
 // A link by name in `sock`'s namespace, or null.
 LinkPtr find_link(const NlSocket& sock, const std::string& name);
-// A link by MAC address (for an interface the kernel renamed, e.g. "dev4" after its namespace
-// died), or null.
-LinkPtr find_link_by_mac(const NlSocket& sock, const std::string& mac);
 
 void move_link(const NlSocket& sock, rtnl_link* link, const NetnsFd& to);
+// The same, asking the kernel to give it `ifindex` there (IFLA_NEW_IFINDEX). A kernel before 6.7
+// ignores the request and the link keeps its ifindex, or gets another where that is taken.
+void move_link_as(const NlSocket& sock, rtnl_link* link, const NetnsFd& to, int ifindex);
 void set_mtu(const NlSocket& sock, rtnl_link* link, unsigned mtu);
 void set_up(const NlSocket& sock, rtnl_link* link, bool up);
 void rename_link(const NlSocket& sock, rtnl_link* link, const std::string& name);

@@ -13,6 +13,7 @@
 #include "netns/fault.h"
 #include "netns/guard.h"
 #include "netns/journal.h"
+#include "netns/link_identity.h"
 #include "netns/link_ops.h"
 #include "netns/profile.h"
 #include "netns/restore.h"
@@ -23,11 +24,39 @@
 namespace gdrproxy::netns {
 namespace {
 
-// One dump of the host namespace, shared by every interface's snapshot.
+// One dump of the host namespace, shared by every interface's snapshot, with the identities of
+// the host's links and the ifindexes the target has already.
 struct HostView {
   CachePtr links;
   ObjList addrs, routes, rules;
+  std::vector<LinkIdentity> identities;
+  CachePtr target_links;
+  std::set<int> moved;  // ifindexes of the rails of this move
 };
+
+// What restore will know the rail by (link_identity.h). A rail with no anchor is known by its
+// ifindex alone, and the kernel keeps that across the move only where the target has no link of
+// that number: such a rail is refused rather than moved to where restore could not tell it from
+// a tenant's link.
+Json identity_of(const HostView& view, const NetnsFd& target, const std::string& name,
+                 int ifindex) {
+  for (LinkIdentity id : view.identities) {
+    if (id.ifindex != ifindex) continue;
+    // A peer that moves too (a veth pair lent whole) goes where its rail goes.
+    if (id.link_netns == "origin" && view.moved.count(id.link_ifindex))
+      id.link_netns = kPeerIsARail;
+    LinkPtr taken(rtnl_link_get(view.target_links.get(), ifindex));
+    if (!id.anchored() && taken) {
+      throw Error(name + ": refusing to move it: the target network namespace " +
+                  target.describe() + " has ifindex " + std::to_string(ifindex) +
+                  " already, so the kernel would renumber it, and a " + id.describe() +
+                  " has nothing else a tenant cannot forge (no parent device, permanent address "
+                  "or peer outside the move) for restore to know it by");
+    }
+    return id.to_json();
+  }
+  throw Error(name + ": ifindex " + std::to_string(ifindex) + " vanished while it was read");
+}
 
 // Everything `restore` needs about one interface, read before anything changes.
 Json snapshot_iface(const NlSocket& hsock, const NlSocket& tsock, const NetnsFd& host,
@@ -54,6 +83,7 @@ Json snapshot_iface(const NlSocket& hsock, const NlSocket& tsock, const NetnsFd&
   Json rec;
   rec["name"] = name;
   rec["ifindex"] = ifindex;
+  rec["identity"] = identity_of(view, target, name, ifindex);
   rec["mac"] = link_mac(link.get());
   rec["mtu"] = rtnl_link_get_mtu(link.get());
   rec["up"] = link_is_up(link.get());
@@ -109,7 +139,14 @@ void move_rails(const MoveOptions& opts, std::ostream& log) {
 
   NlSocket hsock;
   NlSocket tsock = NlSocket::open_in(target);
-  HostView view{hsock.links(), hsock.addrs(), hsock.routes(), hsock.rules()};
+  HostView view{hsock.links(),
+                hsock.addrs(),
+                hsock.routes(),
+                hsock.rules(),
+                LinkReader().links(),
+                tsock.links(),
+                {}};
+  for (const auto& name : opts.ifaces) view.moved.insert(ifindex_by_name(view.links.get(), name));
   Json ifaces = Json::array();
   unsigned rail = 0;
   for (const auto& name : opts.ifaces) {

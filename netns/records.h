@@ -1,12 +1,12 @@
 // The journal's vocabulary: an interface's addresses, routes and policy rules as JSON records,
 // how to read them from a namespace, and how to write them back into one.
 //
-// The idea not to miss: records name interfaces, never ifindexes. An interface keeps its name
-// across namespaces but may get another ifindex, so every write resolves names in the namespace
-// it writes to. Writes are "ensure present": an entry that already exists (EEXIST) counts as
-// done, which is what makes restore idempotent and safe after a crash at any step. (`move`
-// writes routes strictly instead: in the target an existing route of the same key is someone
-// else's.)
+// The idea not to miss: records name interfaces, never ifindexes. Restore gives a rail its name
+// back before anything is written (finding it by its identity, link_identity.h), so every write
+// resolves names in the namespace it writes to. Writes are "ensure present": an entry that already
+// exists (EEXIST) counts as done, which is what makes restore idempotent and safe after a crash at
+// any step. (`move` writes routes strictly instead: in the target an existing route of the same key
+// is someone else's.)
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -292,5 +292,54 @@ TEST_F(BadInput, CorruptJournalAndJournalFromAnotherHost) {
   expect_untouched();
 }
 
+TEST_F(BadInput, FormatOneJournalIsRefusedNotMatchedByNameOrMac) {
+  // A journal of the format before rails had an identity: names and MACs only, which a tenant can
+  // copy. Restore refuses it whole and touches nothing, rather than match by them.
+  must(move_cmd(t, c, journal));
+  json old;
+  {
+    std::ifstream in(journal);
+    old = json::parse(in);
+  }
+  old["format"] = kJournalFormatWithoutIdentity;
+  for (auto& rec : old["ifaces"]) rec.erase("identity");
+  old["checksum"] = journal_checksum(old);
+  { std::ofstream(dir.path() + "/v1.json") << old.dump(); }
+  std::string moved = dump_state(t.host, ifaces);
+  CmdResult r = sh(restore_cmd(t, dir.path() + "/v1.json"));
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("is a gdrproxy-netns-journal/1 journal: it records the interfaces' names "
+                       "and MACs only"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(dump_state(t.host, ifaces), moved);
+  EXPECT_EQ(sh(c.ip() + "link show rdma0").status, 0) << "rdma0 must stay where it is";
+  must(restore_cmd(t, journal));
+  expect_untouched();
+}
+
+TEST(MoveRestore, IfindexTakenInTheTargetRailRenumberedAndFoundByItsPeer) {
+  // dev_change_net_namespace keeps a link's ifindex unless the destination has that number
+  // taken; then it picks another. The rail (a veth) is then known by its peer, outside.
+  HostTopology t(2);
+  ScopedNetns c("gnc");
+  ScopedDir dir;
+  const std::string journal = dir.path() + "/j.json";
+  const std::string before = dump_state(t.host, t.rail_names());
+  auto ifindex_of = [](const ScopedNetns& ns, const std::string& dev) {
+    return json::parse(sh(ns.ip() + "-j link show " + dev).out).at(0).at("ifindex").get<int>();
+  };
+  const int rdma0 = ifindex_of(t.host, "rdma0");
+  must(c.ip() + "link add name taken index " + std::to_string(rdma0) +
+       " type veth peer name taken1 index " + std::to_string(rdma0 + 100));
+  must(move_cmd(t, c, journal));
+  EXPECT_NE(ifindex_of(c, "rdma0"), rdma0) << "the kernel kept a taken ifindex";
+  CmdResult r = sh(restore_cmd(t, journal));
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("rdma0: found as ifindex"), std::string::npos) << r.out;
+  EXPECT_EQ(settle_to(t.host, t.rail_names(), before), before);
+  EXPECT_EQ(sh(c.ip() + "link show taken").status, 0) << "the target's own link must stay";
+}
+
 }  // namespace
 }  // namespace gdrproxy::netns::test
