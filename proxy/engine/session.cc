@@ -112,18 +112,23 @@ bool listener_hung_up(int fd) {
   return ::poll(&p, 1, 0) == 1 && (p.revents & POLLHUP) && !(p.revents & POLLIN);
 }
 
-// Whether every node of a device class is granted, and whether any is (one pass).
+// Whether every node of a device class is granted, and whether any is (one pass). A class with
+// no catalogued node has neither: its driver may register later, and a node of it must then trap
+// (and be refused), not meet requests let run untrapped.
 struct ClassGrants {
   bool all = true, any = false;
 };
 ClassGrants class_grants(const DeviceCatalog& catalog, const Grants& grants, DeviceClass cls) {
   ClassGrants g;
+  bool seen = false;
   for (const DeviceNode& n : catalog.nodes()) {
     if (n.device_class != cls) continue;
+    seen = true;
     const bool granted = grants.granted(n);
     g.all = g.all && granted;
     g.any = g.any || granted;
   }
+  g.all = g.all && seen;
   return g;
 }
 

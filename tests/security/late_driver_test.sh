@@ -22,7 +22,7 @@ show() { echo "--- $1:"; cat "$1"; }
 expect_in() { grep -qF -- "$2" "$1" || { show "$1"; fail "expected '$2' in $1"; }; }
 
 # The tenant: announces it runs (the supervisor's catalog is made by then), waits until the
-# driver has registered, then issues a uverbs ioctl number (trapped) on fd 7 or on PATH.
+# driver has registered, then issues REQUEST on fd 7 or on PATH.
 cat >"$WORK/tenant.py" <<'PY'
 import errno, fcntl, os, sys, time
 work, how = sys.argv[1], sys.argv[2]
@@ -39,7 +39,7 @@ try:
 except OSError as e:
     print("open", errno.errorcode[e.errno]); sys.exit(0)
 try:
-    fcntl.ioctl(fd, 0xc0181b01, bytearray(24)); print("ioctl ran")
+    fcntl.ioctl(fd, int(sys.argv[4], 0), bytearray(24)); print("ioctl ran")
 except OSError as e:
     print("ioctl", errno.errorcode[e.errno])
 PY
@@ -47,7 +47,10 @@ PY
 # late rdma|nvidia NODE FD-MODE HOW [PATH]: runs the tenant under `gdrproxy run` in a stand-in
 # /dev with NODE (a real harmless device) open as fd 7 (FD-MODE: < or <>), and once the tenant
 # runs, makes NODE's number a guarded driver's: rdma_cm (a misc minor) or nvidia-uvm (a character
-# major). The tenant opens PATH (default NODE) unless HOW is fd.
+# major). The tenant opens PATH (default NODE) unless HOW is fd, and issues $REQ (a uverbs
+# number, always trapped). With NO_UVM=1 the stand-in /dev has no nvidia-uvm when gdrproxy starts.
+REQ=0xc0181b01
+NO_UVM=0
 late() {
   local driver=$1 node=$2 mode=$3 how=$4 path=${5:-$2} num maj min
   [[ -c $node ]] || skip "$node is not here"
@@ -65,14 +68,15 @@ late() {
   rm -f "$WORK/ready" "$WORK/go"
   # shellcheck disable=SC2016 # expanded by the inner shell
   timeout -k 5 60 "$GP" standin sh -c '
-    gp=$0 work=$1 node=$2 mode=$3 how=$4 path=$5
+    gp=$0 work=$1 node=$2 mode=$3 how=$4 path=$5 req=$6 no_uvm=$7
+    if [ "$no_uvm" = 1 ]; then umount /dev/nvidia-uvm 2>/dev/null; rm -f /dev/nvidia-uvm; fi
     if [ "$mode" = "<>" ]; then exec 7<>"$node"; else exec 7<"$node"; fi
-    "$gp" run --grant uverbs0 -- python3 "$work/tenant.py" "$work" "$how" "$path" &
+    "$gp" run --grant uverbs0 -- python3 "$work/tenant.py" "$work" "$how" "$path" "$req" &
     run=$!
     i=0; while [ ! -e "$work/ready" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
     mount --bind "$work/misc" "$(cat "$work/covers")" || { echo "cannot cover /proc"; kill $run; exit 9; }
     touch "$work/go"
-    wait $run' "$GP" "$WORK" "$node" "$mode" "$how" "$path" >"$WORK/out" 2>"$WORK/err"
+    wait $run' "$GP" "$WORK" "$node" "$mode" "$how" "$path" "$REQ" "$NO_UVM" >"$WORK/out" 2>"$WORK/err"
   local rc=$?
   [[ $rc == 9 ]] && skip "cannot bind-mount over /proc here"
   [[ $rc == 0 ]] || { show "$WORK/out"; show "$WORK/err"; fail "exit $rc"; }
@@ -81,7 +85,7 @@ late() {
 
 expect_refused_ioctl() {
   expect_in "$WORK/out" "ioctl EACCES"
-  expect_in "$WORK/err" "denied IOCTL_0xc0181b01 on"
+  expect_in "$WORK/err" "denied IOCTL_$REQ on"
   expect_in "$WORK/err" "char device $NUMBER ("
   expect_in "$WORK/err" "belongs to a guarded driver but was not catalogued when this sandbox started"
   [[ $(grep -c "^gdrproxy: denied" "$WORK/err") == 1 ]] || { show "$WORK/err"; fail "not one denial line"; }
@@ -104,6 +108,16 @@ case_late_driver_node_opened_inside_refused() {
   late nvidia /dev/cpu/0/cpuid "<" rdwr
   expect_in "$WORK/out" "open EACCES"
   expect_in "$WORK/err" "char device $NUMBER ("
+}
+
+case_late_driver_gets_no_untrapped_request() {
+  # A sandbox that starts with no nvidia-uvm node lets no UVM request run untrapped (enforce mode
+  # without a trace lets requests the policy allows whatever their parameters skip the trap, on
+  # classes whose nodes are all granted): UVM_INITIALIZE on a node of nvidia-uvm loaded later
+  # traps and is refused.
+  REQ=0x30000001 NO_UVM=1
+  late nvidia /dev/cpu/0/cpuid "<" fd
+  expect_refused_ioctl
 }
 
 case_device_of_no_guarded_driver_still_reaches_its_driver() {
