@@ -12,6 +12,22 @@ LiveCatalog::LiveCatalog(DeviceCatalog first, Clock::duration min_rescan_interva
     : current_(std::make_shared<const DeviceCatalog>(std::move(first))),
       min_interval_(min_rescan_interval) {}
 
+std::shared_ptr<const DeviceCatalog> LiveCatalog::rescan_if_due(Clock::time_point now) const {
+  std::shared_ptr<const DeviceCatalog> c = current_.load(std::memory_order_acquire);
+  if (last_rescan_ && now - *last_rescan_ < min_interval_) return c;
+  last_rescan_ = now;
+  // Built whole, then published in one store: a reader has the old snapshot or the new one.
+  c = std::make_shared<const DeviceCatalog>(DeviceCatalog::scan(c->dev_root(), c->proc_root()));
+  current_.store(c, std::memory_order_release);
+  rescans_.fetch_add(1, std::memory_order_relaxed);
+  return c;
+}
+
+std::shared_ptr<const DeviceCatalog> LiveCatalog::refreshed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return rescan_if_due(Clock::now());
+}
+
 const DeviceNode* LiveCatalog::uncatalogued(dev_t rdev) const {
   // Asked of the kernel at each miss: a driver may have registered a moment ago. Only a number
   // found held by another driver (/dev/null's mem, a tty) is trusted for an interval: it cannot
@@ -36,12 +52,8 @@ const DeviceNode* LiveCatalog::uncatalogued(dev_t rdev) const {
   std::shared_ptr<const DeviceCatalog> now = current_.load(std::memory_order_acquire);
   const DeviceNode* found = now->find_node(rdev);
   // The newest snapshot lacks this driver or node: rescan, unless one ran a moment ago.
-  if (!found && (!last_rescan_ || asked - *last_rescan_ >= min_interval_)) {
-    last_rescan_ = asked;
-    now = std::make_shared<const DeviceCatalog>(
-        DeviceCatalog::scan(now->dev_root(), now->proc_root()));
-    current_.store(now, std::memory_order_release);
-    rescans_.fetch_add(1, std::memory_order_relaxed);
+  if (!found) {
+    now = rescan_if_due(asked);
     found = now->find_node(rdev);
   }
   // Named after the node the host has for it, when a snapshot found one.

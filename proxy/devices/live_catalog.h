@@ -39,9 +39,17 @@ class LiveCatalog {
   // lives as long as this object. Thread-safe.
   const DeviceNode* uncatalogued(dev_t rdev) const;
 
+  // The newest snapshot after a rescan, unless one ran within the interval: for a holder about to
+  // start (a container the agent is given), so that a driver loaded since is catalogued for it.
+  std::shared_ptr<const DeviceCatalog> refreshed() const;
+
   uint64_t rescans() const { return rescans_.load(std::memory_order_relaxed); }
 
  private:
+  // Rescans and publishes the host's catalog when the last rescan is older than the interval;
+  // mu_ held. Returns the newest snapshot.
+  std::shared_ptr<const DeviceCatalog> rescan_if_due(Clock::time_point now) const;
+
   // Distinct device numbers remembered one by one; beyond, one entry per driver.
   static constexpr size_t kMaxEntries = 4096;
 

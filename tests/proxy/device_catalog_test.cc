@@ -191,6 +191,17 @@ TEST_F(LaterDriver, RescansAreRateLimitedButMissesAreStillRefused) {
   EXPECT_EQ(live.rescans(), 1u);
 }
 
+TEST_F(LaterDriver, AHolderAboutToStartGetsARefreshedCatalog) {
+  LiveCatalog live(scan(), std::chrono::hours(1));
+  load_uvm();
+  // Grants naming the new node resolve against the refreshed catalog; a second refresh within
+  // the interval rescans nothing.
+  const auto fresh = live.refreshed();
+  EXPECT_NO_THROW(Grants::from_specs(*fresh, std::vector<std::string>{"nvidia-uvm"}));
+  EXPECT_EQ(live.refreshed(), fresh);
+  EXPECT_EQ(live.rescans(), 1u);
+}
+
 TEST_F(LaterDriver, ReadersNeverSeeAHalfBuiltCatalog) {
   // Rescans as often as misses come; readers on other threads take snapshots meanwhile. Each
   // snapshot is whole: every node of the first scan, plus the late node or not.
