@@ -372,7 +372,7 @@ class Agent {
                           " does not allow");
         names = *asked;
       }
-      cfg.grants = Grants::from_specs(engine_.catalog(), names);
+      cfg.grants = Grants::from_specs(*engine_.live_catalog().refreshed(), names);
       cfg.mode = rule.mode.value_or(cfg.policy.mode().value_or(Mode::kEnforce));
       if (rule.trace && opts_.trace_dir)
         cfg.trace_json = *opts_.trace_dir + "/" + container_file_name(id) + ".jsonl";

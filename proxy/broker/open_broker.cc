@@ -228,12 +228,12 @@ OpenDecision OpenBroker::decide(const OpenCall& call, const ProcessMemory& mem) 
   struct stat st;
   if (::fstat(target.get(), &st) != 0 || !S_ISCHR(st.st_mode)) return d;
   d.node = catalog_.find(st.st_rdev);
+  if (!d.node && later_) d.node = later_->uncatalogued(st.st_rdev);
   if (!d.node) return d;
   if (!grants_.granted(*d.node)) {
     d.kind = OpenDecision::Kind::kDeny;
     d.err = deny_errno_;
-    d.reason = d.node->brokerable ? "device " + d.node->name + " is not granted"
-                                  : d.node->path + " is never brokered";
+    d.reason = ungranted_reason(*d.node);
     return d;
   }
   if (opened_by_caller(d.node->device_class)) {

@@ -22,6 +22,7 @@
 
 #include "proxy/base/unique_fd.h"
 #include "proxy/devices/device_catalog.h"
+#include "proxy/devices/live_catalog.h"
 #include "proxy/mem/process_memory.h"
 
 namespace gdrproxy::proxy {
@@ -48,8 +49,10 @@ struct OpenDecision {
 
 class OpenBroker {
  public:
-  OpenBroker(const DeviceCatalog& catalog, const Grants& grants, int deny_errno)
-      : catalog_(catalog), grants_(grants), deny_errno_(deny_errno) {}
+  // `later`: asked about a device number `catalog` lacks (a guarded driver registered since).
+  OpenBroker(const DeviceCatalog& catalog, const Grants& grants, int deny_errno,
+             const LiveCatalog* later = nullptr)
+      : catalog_(catalog), grants_(grants), deny_errno_(deny_errno), later_(later) {}
 
   // Reads the call's arguments from the caller (openat2's struct too).
   static bool read_call(pid_t tid, int nr, const uint64_t args[6], OpenCall& out,
@@ -61,6 +64,7 @@ class OpenBroker {
   const DeviceCatalog& catalog_;
   const Grants& grants_;
   int deny_errno_;
+  const LiveCatalog* later_;
 };
 
 // Rewrites the caller-relative magic prefixes (/proc/self, /proc/thread-self, /dev/fd,

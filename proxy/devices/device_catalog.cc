@@ -111,6 +111,8 @@ void add_by_driver(std::vector<DeviceNode>& out, const fs::path& p, const std::s
 
 DeviceCatalog DeviceCatalog::scan(const std::string& dev_root, const std::string& proc_root) {
   DeviceCatalog c;
+  c.dev_root_ = dev_root;
+  c.proc_root_ = proc_root;
   std::error_code ec;
   const fs::path root(dev_root);
   for (const char* sub : {"infiniband", "nvidia-caps"}) {
@@ -171,10 +173,54 @@ GDRPROXY_HOT const DeviceNode* DeviceCatalog::find(dev_t rdev) const {
   return driver_of(drivers_, rdev);
 }
 
+const DeviceNode* DeviceCatalog::find_node(dev_t rdev) const {
+  for (const auto& n : nodes_)
+    if (n.rdev == rdev) return &n;
+  return nullptr;
+}
+
 const DeviceNode* DeviceCatalog::find_by_name(const std::string& spec) const {
   for (const auto& n : nodes_)
     if (n.name == spec || n.path == spec) return &n;
   return nullptr;
+}
+
+std::optional<DeviceNode> guarded_driver_now(dev_t rdev, const std::string& proc_root,
+                                             bool* registered) {
+  // A misc device is known by its minor in /proc/misc; any other by its major in /proc/devices
+  // (one major may carry several names: any guarded one makes it guarded).
+  const bool misc = major(rdev) == 10;
+  const unsigned number = misc ? minor(rdev) : major(rdev);
+  std::ifstream in(proc_root + (misc ? "/misc" : "/devices"));
+  std::string line;
+  bool chars = misc;
+  std::optional<DeviceNode> out;
+  if (registered) *registered = false;
+  while (std::getline(in, line)) {
+    if (!misc && line.rfind("Character devices:", 0) == 0) chars = true;
+    if (!misc && line.rfind("Block devices:", 0) == 0) chars = false;
+    std::istringstream ss(line);
+    unsigned n;
+    std::string name;
+    if (!chars || !(ss >> n >> name) || n != number) continue;
+    if (registered) *registered = true;
+    for (const auto& d : kGuardedDrivers) {
+      if (d.name != name || out) continue;
+      out = DeviceNode{"(" + name + " device " + std::to_string(major(rdev)) + ":" +
+                           (misc ? std::to_string(minor(rdev)) : "*") + ")",
+                       name, d.device_class, misc ? rdev : makedev(major(rdev), 0), false};
+    }
+  }
+  return out;
+}
+
+std::string ungranted_reason(const DeviceNode& node) {
+  if (!node.uncatalogued)
+    return node.brokerable ? "device " + node.name + " is not granted"
+                           : node.path + " is never brokered";
+  return "char device " + std::to_string(major(node.rdev)) + ":" +
+         std::to_string(minor(node.rdev)) + " (" + node.name +
+         ") belongs to a guarded driver but was not catalogued when this sandbox started";
 }
 
 Grants Grants::from_specs(const DeviceCatalog& catalog,

@@ -23,6 +23,9 @@ struct DeviceNode {
   DeviceClass device_class = DeviceClass::kUnknown;
   dev_t rdev = 0;
   bool brokerable = false;  // uverbsN, rdma_cm, nvidiactl, nvidiaN, nvidia-uvm(-tools), caps
+  // A node of a guarded driver that the catalog a holder began with lacks (its driver registered
+  // later): never granted to that holder (proxy/devices/live_catalog.h).
+  bool uncatalogued = false;
 };
 
 class DeviceCatalog {
@@ -36,6 +39,8 @@ class DeviceCatalog {
   // The catalogued node with this device number; else the driver's never-granted entry when the
   // number belongs to a guarded driver; else nullptr (not a device of ours).
   const DeviceNode* find(dev_t rdev) const;
+  // The node found on the host with this device number, or nullptr (no driver entries).
+  const DeviceNode* find_node(dev_t rdev) const;
   const DeviceNode* find_by_name(const std::string& name_or_path) const;
   const std::vector<DeviceNode>& nodes() const { return nodes_; }
   // One entry per guarded driver this host has registered: its rdev holds the driver's major
@@ -43,14 +48,29 @@ class DeviceCatalog {
   const std::vector<DeviceNode>& drivers() const { return drivers_; }
   // Directories whose every entry is a guarded device (no Landlock rule is given for them).
   const std::vector<std::string>& guarded_dirs() const { return guarded_dirs_; }
+  // Where scan() looked: a rescan looks there again.
+  const std::string& dev_root() const { return dev_root_; }
+  const std::string& proc_root() const { return proc_root_; }
 
  private:
+  std::string dev_root_ = "/dev";
+  std::string proc_root_ = "/proc";
   std::vector<DeviceNode> nodes_;
   std::vector<std::string> guarded_dirs_;
   // One never-granted entry per guarded driver: its rdev holds the driver's major (and, for a
   // misc driver, its minor).
   std::vector<DeviceNode> drivers_;
 };
+
+// The guarded driver that device number `rdev` belongs to according to <proc_root>/devices (or
+// <proc_root>/misc, for a misc minor) as they read now, as a never-granted entry; nullopt: a
+// device of no guarded driver. `registered`: whether any driver holds the number now.
+std::optional<DeviceNode> guarded_driver_now(dev_t rdev, const std::string& proc_root = "/proc",
+                                             bool* registered = nullptr);
+
+// Why `node` (not granted) is refused, for a refusal line: names the device number of a node
+// that was not catalogued.
+std::string ungranted_reason(const DeviceNode& node);
 
 // Which devices a sandbox may use. No grant list at all = every brokerable device; an empty list
 // (or the single spec "none") = no device.

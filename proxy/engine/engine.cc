@@ -23,7 +23,8 @@ constexpr std::chrono::milliseconds kObserverDrain{2};
 
 }  // namespace
 
-Engine::Engine(DeviceCatalog catalog) : catalog_(std::move(catalog)) {
+Engine::Engine(DeviceCatalog catalog)
+    : live_catalog_(std::move(catalog)), start_catalog_(live_catalog_.snapshot()) {
   seccomp_notif_sizes sizes{};
   notif_size_ = sizeof(seccomp_notif);
   if (::syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) == 0 &&
@@ -35,7 +36,7 @@ Engine::Engine(DeviceCatalog catalog) : catalog_(std::move(catalog)) {
   nvidia_.known = exact != nullptr;
   nvidia_.abi = exact ? exact : &nvidia_newest_abi();
   nvidia_.loaded = nvidia_.version || ::access("/proc/driver/nvidia", F_OK) == 0;
-  for (const DeviceNode& n : catalog_.nodes()) {
+  for (const DeviceNode& n : start_catalog_->nodes()) {
     if (n.device_class == DeviceClass::kNvidiaFrontend && n.name == "nvidiactl") {
       nvidia_.ctl_path = n.path;
       nvidia_.major = major(n.rdev);

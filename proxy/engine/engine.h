@@ -26,6 +26,7 @@
 
 #include "proxy/abi/nvidia_abi.h"
 #include "proxy/devices/device_catalog.h"
+#include "proxy/devices/live_catalog.h"
 #include "proxy/observe/exit_observer.h"
 #include "proxy/observe/trap_copy.h"
 
@@ -52,7 +53,12 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   boost::asio::io_context& io() { return io_; }
-  const DeviceCatalog& catalog() const { return catalog_; }
+  // The catalog scanned at start (lives as long as the engine).
+  const DeviceCatalog& catalog() const { return *start_catalog_; }
+  // The newest catalog (drivers registered since start included) and the lookup of device
+  // numbers a session's own catalog lacks.
+  std::shared_ptr<const DeviceCatalog> current_catalog() const { return live_catalog_.snapshot(); }
+  const LiveCatalog& live_catalog() const { return live_catalog_; }
   const NvidiaDriver& nvidia() const { return nvidia_; }
   // The kernel's sizes of the notification structs (SECCOMP_GET_NOTIF_SIZES): a notification is
   // received into a buffer of the larger of the kernel's and this build's size.
@@ -96,7 +102,8 @@ class Engine {
   void arm_drain();
 
   boost::asio::io_context io_;
-  DeviceCatalog catalog_;
+  LiveCatalog live_catalog_;
+  std::shared_ptr<const DeviceCatalog> start_catalog_;
   NvidiaDriver nvidia_;
   std::atomic<uint64_t> seq_{0};
   size_t notif_size_ = 0;

@@ -112,18 +112,23 @@ bool listener_hung_up(int fd) {
   return ::poll(&p, 1, 0) == 1 && (p.revents & POLLHUP) && !(p.revents & POLLIN);
 }
 
-// Whether every node of a device class is granted, and whether any is (one pass).
+// Whether every node of a device class is granted, and whether any is (one pass). A class with
+// no catalogued node has neither: its driver may register later, and a node of it must then trap
+// (and be refused), not meet requests let run untrapped.
 struct ClassGrants {
   bool all = true, any = false;
 };
 ClassGrants class_grants(const DeviceCatalog& catalog, const Grants& grants, DeviceClass cls) {
   ClassGrants g;
+  bool seen = false;
   for (const DeviceNode& n : catalog.nodes()) {
     if (n.device_class != cls) continue;
+    seen = true;
     const bool granted = grants.granted(n);
     g.all = g.all && granted;
     g.any = g.any || granted;
   }
+  g.all = g.all && seen;
   return g;
 }
 
@@ -164,8 +169,9 @@ struct IoctlReading {
 Session::Session(Engine& engine, SessionConfig config)
     : engine_(engine),
       config_(std::move(config)),
-      catalog_(engine.catalog()),
-      broker_(catalog_, config_.grants, config_.policy.open_errno()),
+      catalog_held_(engine.current_catalog()),
+      catalog_(*catalog_held_),
+      broker_(catalog_, config_.grants, config_.policy.open_errno(), &engine.live_catalog()),
       log_prefix_(config_.name.empty() ? "gdrproxy: "
                                        : "gdrproxy: [" + printable(config_.name) + "] "),
       release_timer_(io_),
@@ -269,7 +275,7 @@ void Session::say_lsm_refusals() {
 // The judge refused in the kernel and the caller has its EPERM already: this line follows the
 // call instead of preceding whatever the caller prints (the supervisor's own refusals precede).
 void Session::say_lsm_refusal(const IoctlLsm::Refusal& f) {
-  const DeviceNode* node = catalog_.find(f.rdev);
+  const DeviceNode* node = device(f.rdev);
   const std::string number = std::to_string(major(f.rdev)) + ":" + std::to_string(minor(f.rdev));
   const std::string device = node ? node->name : "char device " + number;
   std::string reason;
@@ -1024,7 +1030,7 @@ GDRPROXY_HOT void Session::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
     if (!copy)
       node = device_of_fd(static_cast<pid_t>(req.pid), fd);
     else if (copy->has_file() && S_ISCHR(copy->mode()))
-      node = catalog_.find(copy->rdev());
+      node = device(copy->rdev());
     else
       node = nullptr;
     const uint64_t t_read = phases_ ? monotonic_ns() : 0;
@@ -1037,8 +1043,10 @@ GDRPROXY_HOT void Session::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
     if (!config_.grants.granted(*node)) {
       // An fd of an ungranted device (inherited, passed over a socket, or opened around the
       // broker) is refused whatever the mode: grants are never advisory.
-      refuse_ungranted(req, fd, *node, undecoded_call(node->device_class, cmd),
-                       "device " + node->name + " is not granted", t0);
+      refuse_ungranted(
+          req, fd, *node, undecoded_call(node->device_class, cmd),
+          node->uncatalogued ? ungranted_reason(*node) : "device " + node->name + " is not granted",
+          t0);
       return;
     }
     // A request the policy allows whatever its parameters, on a granted node of its class: no
@@ -1416,8 +1424,13 @@ bool Session::inspect_fd(pid_t tid, int fd, const DeviceNode*& node) const {
   struct statx stx {};
   node = nullptr;
   if (!fd_dirs_.stat_fd(tid, fd, stx)) return false;
-  if (S_ISCHR(stx.stx_mode)) node = catalog_.find(makedev(stx.stx_rdev_major, stx.stx_rdev_minor));
+  if (S_ISCHR(stx.stx_mode)) node = device(makedev(stx.stx_rdev_major, stx.stx_rdev_minor));
   return true;
+}
+
+GDRPROXY_HOT const DeviceNode* Session::device(dev_t rdev) const {
+  if (const DeviceNode* n = catalog_.find(rdev)) return n;
+  return engine_.live_catalog().uncatalogued(rdev);
 }
 
 const DeviceNode* Session::device_of_fd(pid_t tid, int fd) const {

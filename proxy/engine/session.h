@@ -247,6 +247,9 @@ class Session {
   void continue_observed(TraceRecord& r, uint64_t id, pid_t tid, uint64_t t0, bool watch_rdma_cm);
   void finish_call(TraceRecord& r, const DeviceNode& node, const Verdict& v, uint64_t id, pid_t tid,
                    uint64_t t0);
+  // The device with this number: the session's catalog's, else a never-granted entry when it
+  // belongs to a guarded driver that registered since; nullptr: not a device of ours.
+  const DeviceNode* device(dev_t rdev) const;
   // Whether `fd` of `tid` is open now; `node` is the catalogued device it is, or nullptr.
   bool inspect_fd(pid_t tid, int fd, const DeviceNode*& node) const;
   const DeviceNode* device_of_fd(pid_t tid, int fd) const;
@@ -275,6 +278,10 @@ class Session {
   boost::asio::io_context io_;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   std::thread thread_;
+  // The catalog this session began with (its grants, Landlock rules and LSM tables were made
+  // from it), kept whatever newer one the engine publishes. A node it lacks is looked up by
+  // device() in the engine's live catalog: never granted here.
+  const std::shared_ptr<const DeviceCatalog> catalog_held_;
   const DeviceCatalog& catalog_;
   const OpenBroker broker_;  // decides opens against config_.grants
   // The callers' /proc/<tid>/fd directories (the session thread's alone; a lookup cache, hence

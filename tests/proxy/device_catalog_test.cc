@@ -8,10 +8,15 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 #include "proxy/devices/device_catalog.h"
+#include "proxy/devices/live_catalog.h"
 
 namespace gdrproxy::proxy {
 namespace {
@@ -97,6 +102,131 @@ TEST_F(CatalogByDriver, AnUnlistedMinorOfAGuardedDriverIsNeverGranted) {
   EXPECT_THROW(
       Grants::from_specs(c, std::vector<std::string>{"nvidia-caps-imex-channels/channel0"}),
       std::runtime_error);
+}
+
+// A driver that registers after the catalog was made (nvidia-uvm loads on demand): before it,
+// this host has no nvidia-uvm in /proc/devices and no /dev/nvidia-uvm.
+class LaterDriver : public CatalogByDriver {
+ protected:
+  void SetUp() override {
+    CatalogByDriver::SetUp();
+    if (IsSkipped()) return;
+    fs::remove(root_ / "dev/nvidia-uvm");
+    std::ofstream(root_ / "proc/devices") << "Character devices:\n  1 mem\n195 nvidia-frontend\n";
+  }
+  // The driver registers major 508 and its node appears.
+  void load_uvm() {
+    std::ofstream(root_ / "proc/devices", std::ios::app) << "508 nvidia-uvm\n";
+    node("dev/nvidia-uvm", 508, 0);
+  }
+};
+
+TEST_F(LaterDriver, ANodeOfALaterDriverIsRescannedAndNeverGrantedToOlderHolders) {
+  LiveCatalog live(scan(), std::chrono::hours(1));
+  const std::shared_ptr<const DeviceCatalog> held = live.snapshot();
+  const dev_t uvm = makedev(508, 0);
+  EXPECT_EQ(held->find(uvm), nullptr);
+  // Before the driver registers, the number is nobody's: no rescan, no entry.
+  EXPECT_EQ(live.uncatalogued(uvm), nullptr);
+  EXPECT_EQ(live.rescans(), 0u);
+  load_uvm();
+  const DeviceNode* late = live.uncatalogued(uvm);
+  ASSERT_NE(late, nullptr);
+  EXPECT_TRUE(late->uncatalogued);
+  EXPECT_FALSE(Grants::from_specs(*held, std::nullopt).granted(*late));
+  EXPECT_EQ(late->name, "nvidia-uvm");
+  EXPECT_EQ(late->path, (root_ / "dev/nvidia-uvm").string());
+  EXPECT_EQ(late->rdev, uvm);
+  EXPECT_NE(ungranted_reason(*late).find("char device 508:0 (nvidia-uvm)"), std::string::npos)
+      << ungranted_reason(*late);
+  EXPECT_EQ(live.rescans(), 1u);
+  // The old snapshot is unchanged; holders that start now get the node, brokerable.
+  EXPECT_EQ(held->find(uvm), nullptr);
+  const DeviceNode* now = live.snapshot()->find_node(uvm);
+  ASSERT_NE(now, nullptr);
+  EXPECT_TRUE(now->brokerable);
+  EXPECT_EQ(now->device_class, DeviceClass::kNvidiaUvm);
+  // Asked again: the same entry, no second rescan.
+  EXPECT_EQ(live.uncatalogued(uvm), late);
+  EXPECT_EQ(live.rescans(), 1u);
+}
+
+TEST_F(LaterDriver, NumbersOfNoGuardedDriverStayOrdinary) {
+  LiveCatalog live(scan(), std::chrono::seconds(0));
+  load_uvm();
+  EXPECT_EQ(live.uncatalogued(makedev(1, 5)), nullptr);     // mem: /dev/zero
+  EXPECT_EQ(live.uncatalogued(makedev(10, 229)), nullptr);  // fuse
+  EXPECT_EQ(live.uncatalogued(makedev(4, 1)), nullptr);     // a major nobody registered
+  EXPECT_EQ(live.rescans(), 0u);
+}
+
+TEST_F(LaterDriver, ANumberNobodyHoldsIsAskedAboutAtEveryMiss) {
+  // A long interval: only numbers held by another driver are trusted for it.
+  LiveCatalog live(scan(), std::chrono::hours(1));
+  EXPECT_EQ(live.uncatalogued(makedev(508, 0)), nullptr);  // nobody holds 508 yet
+  EXPECT_EQ(live.uncatalogued(makedev(1, 3)), nullptr);    // mem holds 1
+  load_uvm();
+  EXPECT_NE(live.uncatalogued(makedev(508, 0)), nullptr);  // at once, within the interval
+}
+
+TEST_F(LaterDriver, RescansAreRateLimitedButMissesAreStillRefused) {
+  LiveCatalog live(scan(), std::chrono::hours(1));
+  load_uvm();
+  ASSERT_NE(live.uncatalogued(makedev(508, 0)), nullptr);
+  EXPECT_EQ(live.rescans(), 1u);
+  // Another driver registers within the interval: no rescan, yet its numbers are refused (from
+  // /proc/misc as read at the miss), named by the driver.
+  std::ofstream(root_ / "proc/misc", std::ios::app) << "123 rdma_cm\n";
+  node("dev/infiniband/rdma_cm2", 10, 123);
+  const DeviceNode* cm = live.uncatalogued(makedev(10, 123));
+  ASSERT_NE(cm, nullptr);
+  EXPECT_EQ(live.rescans(), 1u);
+  EXPECT_TRUE(cm->uncatalogued);
+  EXPECT_FALSE(cm->brokerable);
+  EXPECT_EQ(cm->name, "rdma_cm");
+  EXPECT_EQ(cm->device_class, DeviceClass::kRdmaCm);
+  EXPECT_EQ(live.snapshot()->find_node(makedev(10, 123)), nullptr);
+  // A minor no node carries (made with mknod later) is refused too.
+  ASSERT_NE(live.uncatalogued(makedev(508, 9)), nullptr);
+  EXPECT_EQ(live.rescans(), 1u);
+}
+
+TEST_F(LaterDriver, AHolderAboutToStartGetsARefreshedCatalog) {
+  LiveCatalog live(scan(), std::chrono::hours(1));
+  load_uvm();
+  // Grants naming the new node resolve against the refreshed catalog; a second refresh within
+  // the interval rescans nothing.
+  const auto fresh = live.refreshed();
+  EXPECT_NO_THROW(Grants::from_specs(*fresh, std::vector<std::string>{"nvidia-uvm"}));
+  EXPECT_EQ(live.refreshed(), fresh);
+  EXPECT_EQ(live.rescans(), 1u);
+}
+
+TEST_F(LaterDriver, ReadersNeverSeeAHalfBuiltCatalog) {
+  // Rescans as often as misses come; readers on other threads take snapshots meanwhile. Each
+  // snapshot is whole: every node of the first scan, plus the late node or not.
+  LiveCatalog live(scan(), std::chrono::seconds(0));
+  const size_t before = live.snapshot()->nodes().size();
+  load_uvm();
+  std::atomic<bool> stop{false};
+  std::atomic<int> bad{0};
+  std::vector<std::thread> readers;
+  for (int i = 0; i < 2; ++i)
+    readers.emplace_back([&] {
+      while (!stop.load()) {
+        const auto s = live.snapshot();
+        const size_t n = s->nodes().size();
+        if ((n != before && n != before + 1) || !s->find_node(makedev(195, 0)) ||
+            (n == before + 1 && !s->find_node(makedev(508, 0))))
+          ++bad;
+      }
+    });
+  for (unsigned minor = 1; minor <= 50; ++minor)
+    ASSERT_NE(live.uncatalogued(makedev(508, minor)), nullptr);
+  stop = true;
+  for (auto& t : readers) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(live.rescans(), 50u);
 }
 
 }  // namespace

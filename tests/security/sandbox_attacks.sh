@@ -168,6 +168,8 @@ case_bind_mount_made_outside_gives_no_ioctl() {
       $1 open $2/bound mode3 io_uring"' "$GP" "$A" "$WORK" >"$WORK/out" 2>&1
   if (( $(landlock_abi) >= 5 )); then
     expect_line "$WORK/out" "open-syscall" " OK ioctl=EACCES "
+    # Nor a write(): uverbs' legacy commands and rdma_cm's ABI need a write-mode fd.
+    expect_line "$WORK/out" "open-syscall" " write=EBADF$"
   else
     expect_line "$WORK/out" "open-syscall" " ERR EACCES$"
   fi
