@@ -261,7 +261,10 @@ class Agent {
         continue;
       }
       listener.reset();
-      if (l.key != 0) store_->forget(l.key);
+      if (l.key != 0)
+        store_->forget(l.key);
+      else if (st)
+        store_->forget_container_in_older_holder(st->state.id);
     }
   }
 

@@ -257,4 +257,10 @@ void FdStoreClient::forget(uint64_t key) const {
   send_packet(s.get(), "FORGET " + std::to_string(key) + "\n");
 }
 
+void FdStoreClient::forget_container_in_older_holder(const std::string& id) const {
+  const UniqueFd s = connect_to(path_);
+  if (!s) return;
+  send_packet(s.get(), "DROP\n" + id);
+}
+
 }  // namespace gdrproxy::proxy

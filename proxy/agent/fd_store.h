@@ -42,6 +42,9 @@ class FdStoreClient {
   std::vector<StoredListener> take_all() const;
   void put(const std::string& state_json, int listener_fd, int pidfd, int ids_fd) const;
   void forget(uint64_t key) const;
+  // A holder of a build before issue 29 names no entry: it closes every listener of container
+  // `id` it keeps ("DROP\n<id>"), so that one refused is not kept waiting for ever.
+  void forget_container_in_older_holder(const std::string& id) const;
   const std::string& path() const { return path_; }
 
  private:
