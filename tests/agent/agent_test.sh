@@ -446,10 +446,11 @@ case_restart_refuses_a_reused_pid() {
   AGENT_PID=
   kill -KILL "$p"
   wait $x
-  # The other tenant's process on pid $p: its unshare(1) on $p-1, itself (pid 1 inside) on $p.
-  for i in $(seq 60); do
-    echo $((p - 2)) >/proc/sys/kernel/ns_last_pid
-    unshare --pid --fork "$F" serve "$WORK/victim.p" &
+  # The other tenant's process on pid $p, pid 1 of its own pid namespace: the first child of a
+  # shell that entered a new one, forked right after ns_last_pid is set (other forks on the host
+  # may come between: retried).
+  for i in $(seq 200); do
+    unshare --pid -- sh -c "echo $((p - 1)) >/proc/sys/kernel/ns_last_pid; \"$F\" serve \"$WORK/victim.p\" & wait" &
     u=$!
     v=
     for _ in $(seq 20); do v=$(pgrep -P $u) && break; sleep 0.01; done
