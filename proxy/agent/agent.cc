@@ -71,8 +71,20 @@ bool in_initial_pid_namespace() {
   return true;  // a kernel without NSpid has no pid namespaces to be in
 }
 
+// Whether `pid` is a killed process that cannot finish exiting: its main thread a zombie while
+// another thread is blocked in the kernel (a FUSE request its server never answers). Its fds,
+// listening sockets included, stay open until that thread returns; it serves nothing.
+bool killed_but_not_gone(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const auto paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
+}
+
 // Binds a root-only stream socket at `path` (mode 0600 in a 0700 directory we create if
-// missing); a stale socket nobody serves is replaced, a live one is an error.
+// missing); a stale socket nobody serves (or only a killed agent that cannot finish exiting) is
+// replaced, a live one is an error.
 local::acceptor bind_root_only(asio::io_context& io, const std::string& path) {
   const auto slash = path.rfind('/');
   if (slash != std::string::npos && slash > 0) {
@@ -86,7 +98,15 @@ local::acceptor bind_root_only(asio::io_context& io, const std::string& path) {
     local::socket probe(io);
     boost::system::error_code ec;
     probe.connect(local::endpoint(path), ec);
-    if (!ec) throw Error(path + ": another agent is serving it");
+    if (!ec) {
+      const auto server = peer_credentials(probe.native_handle());
+      if (!server || !killed_but_not_gone(server->pid))
+        throw Error(path + ": another agent is serving it");
+      std::fprintf(stderr,
+                   "gdrproxy agent: %s: its agent (pid %d) was killed and cannot finish exiting (a "
+                   "thread blocked in the kernel): replaced\n",
+                   path.c_str(), server->pid);
+    }
     ::unlink(path.c_str());
   }
   const mode_t old = ::umask(0177);
