@@ -4,8 +4,9 @@
 # config gives each (never what their annotations ask for), their calls land in their own
 # traces, a process `runc exec`ed into a container joins that container's session, only root
 # may hand over a listener, a state the agent cannot tie to its bundle and pid namespace is
-# refused, pidfd_getfd is brokered within a container or its operator-declared group only, and a
-# dead agent leaves callers with ENOSYS, never a hang.
+# refused, pidfd_getfd is brokered within a container or its operator-declared group only, a
+# dead agent leaves callers with ENOSYS, never a hang, and with the fd store a restarted agent
+# takes back each live process (never a reused pid) and answers the calls the killed one held.
 # Usage: agent_test.sh GDRPROXY RUNTIME_CLIENT ATTACK_CLIENT CASE   (needs root; 77 = skipped)
 set -uo pipefail
 GP=$(realpath "$1")
