@@ -357,13 +357,13 @@ holder_pid() {
 }
 # kill_and_restart_agent N: SIGKILL the agent, keep its log as agent.N.log, start the next one
 # and wait until it serves.
-# A thread of the killed agent blocked in a FUSE request its server holds keeps that process a
-# zombie (its other threads gone): it is waited for only once it is a lone zombie.
+# The killed agent is waited for until its threads are gone, but for at most 3 s: a thread
+# blocked in a FUSE request its server holds keeps that process a zombie with its fds open.
 kill_and_restart_agent() {
   local i
   kill -KILL "$AGENT_PID"
-  for i in $(seq 50); do
-    [[ $(sed 's/.*) //' /proc/$AGENT_PID/stat 2>/dev/null | cut -c1) == Z ]] && break
+  for i in $(seq 30); do
+    [[ $(ls /proc/$AGENT_PID/task 2>/dev/null | wc -l) -le 1 ]] && break
     sleep 0.1
   done
   [[ $(ls /proc/$AGENT_PID/task 2>/dev/null | wc -l) -le 1 ]] && wait "$AGENT_PID" 2>/dev/null
