@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -22,6 +23,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -43,6 +45,7 @@
 #include "proxy/base/unique_fd.h"
 #include "proxy/engine/engine.h"
 #include "proxy/engine/process_info.h"
+#include "proxy/engine/received_ids.h"
 #include "proxy/engine/session.h"
 #include "proxy/oci/container_grants.h"
 #include "proxy/oci/hook_command.h"
@@ -71,8 +74,20 @@ bool in_initial_pid_namespace() {
   return true;  // a kernel without NSpid has no pid namespaces to be in
 }
 
+// Whether `pid` is a killed process that cannot finish exiting: its main thread a zombie while
+// another thread is blocked in the kernel (a FUSE request its server never answers). Its fds,
+// listening sockets included, stay open until that thread returns; it serves nothing.
+bool killed_but_not_gone(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const auto paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
+}
+
 // Binds a root-only stream socket at `path` (mode 0600 in a 0700 directory we create if
-// missing); a stale socket nobody serves is replaced, a live one is an error.
+// missing); a stale socket nobody serves (or only a killed agent that cannot finish exiting) is
+// replaced, a live one is an error.
 local::acceptor bind_root_only(asio::io_context& io, const std::string& path) {
   const auto slash = path.rfind('/');
   if (slash != std::string::npos && slash > 0) {
@@ -86,7 +101,15 @@ local::acceptor bind_root_only(asio::io_context& io, const std::string& path) {
     local::socket probe(io);
     boost::system::error_code ec;
     probe.connect(local::endpoint(path), ec);
-    if (!ec) throw Error(path + ": another agent is serving it");
+    if (!ec) {
+      const auto server = peer_credentials(probe.native_handle());
+      if (!server || !killed_but_not_gone(server->pid))
+        throw Error(path + ": another agent is serving it");
+      std::fprintf(stderr,
+                   "gdrproxy agent: %s: its agent (pid %d) was killed and cannot finish exiting (a "
+                   "thread blocked in the kernel): replaced\n",
+                   path.c_str(), server->pid);
+    }
     ::unlink(path.c_str());
   }
   const mode_t old = ::umask(0177);
@@ -124,6 +147,17 @@ bool verified_facts(int pidfd, pid_t pid, ino_t& pidns, std::string& cgroup) {
   pidns = pid_namespace_of(pid);
   cgroup = cgroup_of(pid);
   return pidns != 0 && ::syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0) == 0;
+}
+
+// The pid (in our pid namespace) of the process behind `pidfd`, from /proc/self/fdinfo; <= 0 when
+// it is gone (kernels before 5.13 may still show its number: verified_facts then finds it dead).
+pid_t pid_of_pidfd(int pidfd) {
+  std::ifstream in("/proc/self/fdinfo/" + std::to_string(pidfd));
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("Pid:", 0) == 0)
+      return static_cast<pid_t>(std::strtol(line.c_str() + 4, nullptr, 10));
+  return -1;
 }
 
 class Agent {
@@ -262,61 +296,102 @@ class Agent {
       log(who + ": " + why);
       return;
     }
-    UniqueFd& listener = fds[st->seccomp_fd_index];
-    const int listener_fd = listener.get();
-    // Anything else would make a session that waits on it for ever.
-    if (!is_seccomp_listener(listener_fd, why)) {
-      log(who + ": container " + st->state.id + ": process " + std::to_string(st->pid) +
-          " refused: " + why);
-      return;
-    }
-    if (!adopt(*st, listener)) return;
-    if (store_) store_->put(rs.json, listener_fd);
+    adopt(*st, fds[st->seccomp_fd_index], rs.json);
   }
 
-  // The listeners a previous agent left in the fd store: each container comes back as if its
-  // runtime had just handed it over; one whose process is gone is dropped from the store.
+  // The listeners a previous agent left in the fd store: each process comes back as if its
+  // runtime had just handed it over, through the pidfd that agent verified; one that cannot is
+  // dropped from the store, that entry alone (its container's other processes keep theirs).
   void reattach() {
     if (!store_) return;
-    for (StoredListener& l : store_->take_all()) {
-      UniqueFd listener(l.fd);
+    std::vector<StoredListener> kept = store_->take_all();
+    log("fd store " + store_->path() + ": " + std::to_string(kept.size()) + " process(es) kept");
+    for (StoredListener& l : kept) {
+      UniqueFd listener = std::move(l.listener);
       std::string why;
       const auto st = parse_container_process_state(l.state_json, 1, why);
       if (!st) {
-        listener.reset();
         log("fd store: " + why);
+      } else if (adopt(*st, listener, l.state_json, &l)) {
+        log("container " + st->state.id + ": re-attached from the fd store " + store_->path() +
+            " (process " + std::to_string(st->pid) + ")");
         continue;
       }
-      if (!adopt(*st, listener)) {
-        listener.reset();
-        store_->drop(st->state.id);
-        continue;
-      }
-      log("container " + st->state.id + ": re-attached from the fd store " + store_->path());
+      listener.reset();
+      if (l.key != 0)
+        store_->forget(l.key);
+      else if (st)
+        store_->forget_container_in_older_holder(st->state.id);
     }
   }
 
-  // Gives `listener` to its container's session, made on first sight (`listener` is then empty).
-  // False: refused (the caller closes the listener: that container's trapped calls then fail with
-  // ENOSYS).
-  bool adopt(const ContainerProcessState& st, UniqueFd& listener) {
+  // Gives `listener` to its container's session, made on first sight (`listener` is then empty),
+  // and (from a runtime, `json` its state) puts it in the fd store. `stored`: the fd store's
+  // entry it comes from. False: refused (the caller closes the listener: that container's trapped
+  // calls then fail with ENOSYS).
+  bool adopt(const ContainerProcessState& st, UniqueFd& listener, const std::string& json,
+             StoredListener* stored = nullptr) {
     const std::string& id = st.state.id;
     const std::string who = "container " + id + ": process " + std::to_string(st.pid);
-    // Bind the session to the process, not to the message: it must exist now...
-    UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, st.pid, 0)));
-    if (!pidfd) {
-      log(who + " is gone (" + std::strerror(errno) + "): listener closed");
+    // Anything but a seccomp listener would make a session that waits on it for ever; checked
+    // for fd-store entries too (a holder of an older agent may have kept one).
+    std::string why;
+    if (!is_seccomp_listener(listener.get(), why)) {
+      log(who + " refused: " + why);
       return false;
+    }
+    // Bind the session to the process, not to the message: it must exist now. From the fd
+    // store, through the pidfd the adopting agent verified, never its pid looked up again: the
+    // process may have exited while no agent ran, and its pid be another's now.
+    UniqueFd pidfd;
+    pid_t pid = st.pid;
+    if (stored) {
+      pidfd = std::move(stored->pidfd);
+      if (!pidfd) {
+        log(who + ": the fd store kept no pidfd for it (a holder older than this agent): " +
+            "listener closed");
+        return false;
+      }
+      pid = pid_of_pidfd(pidfd.get());
+      if (pid != st.pid) {
+        log(who + " exited while no agent ran: listener closed");
+        return false;
+      }
+    } else {
+      pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, st.pid, 0)));
+      if (!pidfd) {
+        log(who + " is gone (" + std::strerror(errno) + "): listener closed");
+        return false;
+      }
     }
     ino_t pidns = 0;
     std::string cgroup;
-    if (!verified_facts(pidfd.get(), st.pid, pidns, cgroup)) {
-      log(who + " exited while it was being checked: listener closed");
+    if (!verified_facts(pidfd.get(), pid, pidns, cgroup)) {
+      log(who + (stored ? " exited while no agent ran" : " exited while it was being checked") +
+          ": listener closed");
       return false;
     }
+    // Where its receiver stores each received id: kept with the listener, so that the next agent
+    // can answer what this one had received if it is killed (received_ids.h).
+    ReceivedIdPage ids;
+    try {
+      ids = stored ? ReceivedIdPage::adopt(std::move(stored->ids)) : ReceivedIdPage::create();
+    } catch (const std::exception& e) {
+      log(who + ": " + e.what() + ": listener closed");
+      return false;
+    }
+    // One fd-store entry per process, with the pidfd checked here (the holder drops it when the
+    // process exits); one from the store is there already. Copies, put once the session has the
+    // listener: the holder must not keep alive a listener that no session serves.
+    std::array<UniqueFd, 3> copies;
+    if (store_ && !stored)
+      for (size_t i = 0; const int f : {listener.get(), pidfd.get(), ids.fd()})
+        copies[i++].reset(::fcntl(f, F_DUPFD_CLOEXEC, 0));
+    const auto keep = [&] {
+      if (copies[0]) store_->put(json, copies[0].get(), copies[1].get(), copies[2].get());
+    };
     // ...and to its bundle: the bundle's config.json must hand its listener to this agent, with
     // the metadata the rules will match on.
-    std::string why;
     if (!bundle_hands_listener_to(st.state.bundle, opts_.socket, st.metadata, why)) {
       log(who + " refused: " + why + " (its trapped calls fail with ENOSYS)");
       return false;
@@ -337,7 +412,8 @@ class Agent {
             " (its trapped calls fail with ENOSYS)");
         return false;
       }
-      c.session->add_listener(listener.release());
+      c.session->add_listener(listener.release(), std::move(ids));
+      keep();
       ++c.listeners;
       log(who + " (" + container_status_name(st.state.status) + ") joins its session (" +
           std::to_string(c.listeners) + " listeners)");
@@ -407,7 +483,8 @@ class Agent {
     });
     c->session->watch_init(pidfd.get());
     static_cast<void>(pidfd.release());  // the session's now
-    c->session->add_listener(listener.release());
+    c->session->add_listener(listener.release(), std::move(ids));
+    keep();
     c->listeners = 1;
     std::string g;
     for (const auto& n : c->grants) g += (g.empty() ? "" : ",") + n;
@@ -439,8 +516,8 @@ class Agent {
                   double(s.p99_ns) / 1e3);
     log("container " + id + " ended: " + std::to_string(s.ioctls) + " ioctl, " +
         std::to_string(s.opens) + " open, " + std::to_string(s.denied) + " denied" + lat);
+    // Its fd-store entries went when their processes exited: the holder drops them itself.
     containers_.erase(it);
-    if (store_) store_->drop(id);
     if (draining_ && containers_.empty()) {
       log("drained: the last container ended, stopping");
       engine_.io().stop();

@@ -27,7 +27,8 @@ struct AgentOptions {
   std::optional<std::string> config;                   // nullopt: every container gets no device
   std::optional<std::string> trace_dir;                // per-container JSONL traces
   // Keep each listener in a holder process at this socket, so that a restarted agent re-attaches
-  // every running container (trapped calls wait for it meanwhile instead of failing with ENOSYS).
+  // every running container (trapped calls wait for it meanwhile instead of failing with ENOSYS;
+  // one a killed agent was handling fails with EINTR).
   std::optional<std::string> fd_store;
   std::string dev_root = "/dev";
   // An open whose path lookup or host open has not finished by then fails with EIO and marks

@@ -1,11 +1,14 @@
 // The fd holder and its client (see fd_store.h). SOCK_SEQPACKET keeps each record one packet, so
-// a listener always arrives with its own state. The holder is a double-forked process of the
-// agent's binary that keeps nothing but its socket and the listeners it is given.
+// an entry's fds always arrive with its own state. The holder is a double-forked process of the
+// agent's binary that keeps nothing but its socket and its entries; one epoll set tells it of a
+// request, of a kept process's exit (its pidfd readable) and of a kept listener's hang-up.
 #include "proxy/agent/fd_store.h"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -13,21 +16,23 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <utility>
 
 #include "proxy/base/error.h"
 #include "proxy/base/unique_fd.h"
-#include "proxy/engine/fd_passing.h"
 
 namespace gdrproxy::proxy {
 namespace {
 
 constexpr size_t kMaxPacket = 70 * 1024;
 constexpr size_t kMaxKept = 65536;
+constexpr size_t kFdsPerEntry = 3;  // listener, pidfd, received-id page
 
 sockaddr_un address_of(const std::string& path) {
   sockaddr_un a{};
@@ -45,18 +50,37 @@ UniqueFd connect_to(const std::string& path) {
   return s;
 }
 
-bool send_packet(int s, const std::string& data, int fd) {
-  return send_with_fd(s, data, fd, MSG_NOSIGNAL);
+// One packet with up to kFdsPerEntry fds (SCM_RIGHTS; none where negative, and none after one).
+bool send_packet(int s, const std::string& data, std::array<int, kFdsPerEntry> fds = {-1, -1, -1}) {
+  iovec iov{const_cast<char*>(data.data()), data.size()};
+  alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int) * kFdsPerEntry)] = {};
+  msghdr m{};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  size_t n = 0;
+  while (n < kFdsPerEntry && fds[n] >= 0) ++n;
+  if (n > 0) {
+    m.msg_control = ctl;
+    m.msg_controllen = CMSG_SPACE(sizeof(int) * n);
+    cmsghdr* c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * n);
+    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * n);
+  }
+  return ::sendmsg(s, &m, MSG_NOSIGNAL) == static_cast<ssize_t>(data.size());
 }
 
-// One packet and its fd (-1 if none); false at EOF, on error or after `timeout_ms`.
-bool recv_packet(int s, std::string& data, UniqueFd& fd, int timeout_ms) {
-  fd.reset();
+// One packet and its fds (in order; the others empty); false at EOF, on error or after
+// `timeout_ms`.
+bool recv_packet(int s, std::string& data, std::array<UniqueFd, kFdsPerEntry>& fds,
+                 int timeout_ms) {
+  for (UniqueFd& f : fds) f.reset();
   pollfd p{s, POLLIN, 0};
   if (::poll(&p, 1, timeout_ms) != 1) return false;
   std::vector<char> buf(kMaxPacket);
   iovec iov{buf.data(), buf.size()};
-  alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int) * 4)] = {};
+  alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int) * (kFdsPerEntry + 4))] = {};
   msghdr m{};
   m.msg_iov = &iov;
   m.msg_iovlen = 1;
@@ -64,6 +88,7 @@ bool recv_packet(int s, std::string& data, UniqueFd& fd, int timeout_ms) {
   m.msg_controllen = sizeof ctl;
   const ssize_t n = ::recvmsg(s, &m, MSG_CMSG_CLOEXEC);
   if (n <= 0) return false;
+  size_t got = 0;
   for (cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
     const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
@@ -71,11 +96,11 @@ bool recv_packet(int s, std::string& data, UniqueFd& fd, int timeout_ms) {
       int f;
       std::memcpy(&f, CMSG_DATA(c) + i * sizeof f, sizeof f);
       UniqueFd received(f);
-      if (!fd) fd = std::move(received);  // one fd per packet: the others are closed
+      if (got < kFdsPerEntry) fds[got++] = std::move(received);  // more are closed
     }
   }
   if (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
-    fd.reset();
+    for (UniqueFd& f : fds) f.reset();
     return false;
   }
   data.assign(buf.data(), static_cast<size_t>(n));
@@ -83,34 +108,66 @@ bool recv_packet(int s, std::string& data, UniqueFd& fd, int timeout_ms) {
 }
 
 struct Kept {
-  std::string id, json;
-  UniqueFd fd;
+  std::string json;
+  std::array<UniqueFd, kFdsPerEntry> fds;  // listener, pidfd, received-id page
 };
 
-// The holder: serves its socket until killed. Never returns.
+// The holder: serves its socket and watches its entries until killed. Never returns. An epoll
+// event's data is 0 for the socket, else an entry's key.
 [[noreturn]] void run_holder(int listen_fd) {
-  std::vector<Kept> kept;
+  std::map<uint64_t, Kept> kept;
+  uint64_t next_key = 1;
+  const UniqueFd ep(::epoll_create1(EPOLL_CLOEXEC));
+  if (!ep) _exit(1);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = 0;
+  if (::epoll_ctl(ep.get(), EPOLL_CTL_ADD, listen_fd, &ev) != 0) _exit(1);
+  // The agent holds the same open files: each is taken out of the set by hand, since closing
+  // our copy does not.
+  const auto erase = [&](std::map<uint64_t, Kept>::iterator it) {
+    for (int i = 0; i < 2; ++i)
+      ::epoll_ctl(ep.get(), EPOLL_CTL_DEL, it->second.fds[i].get(), nullptr);
+    kept.erase(it);  // closes its fds
+  };
   for (;;) {
-    const UniqueFd c(::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC));
-    if (!c) continue;
-    ucred cred{};
-    socklen_t len = sizeof cred;
-    std::string data;
-    UniqueFd fd;
-    if (::getsockopt(c.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == 0 &&
-        recv_packet(c.get(), data, fd, 2000)) {
-      if (data.rfind("PUT\n", 0) == 0 && fd && kept.size() < kMaxKept) {
-        const auto j = nlohmann::json::parse(data.substr(4), nullptr, false);
-        std::string id;
-        if (j.is_object() && j.contains("state") && j["state"].is_object() &&
-            j["state"].contains("id") && j["state"]["id"].is_string())
-          id = j["state"]["id"].get<std::string>();
-        if (!id.empty()) kept.push_back({id, data.substr(4), std::move(fd)});
-      } else if (data.rfind("DROP\n", 0) == 0) {
-        const std::string id = data.substr(5);
-        std::erase_if(kept, [&](const Kept& k) { return k.id == id; });  // closes their fds
+    epoll_event events[64];
+    const int n = ::epoll_wait(ep.get(), events, 64, -1);
+    for (int e = 0; e < n; ++e) {
+      if (events[e].data.u64 != 0) {
+        // Its process exited (the pidfd is readable) or no task uses its filter any more.
+        const auto it = kept.find(events[e].data.u64);
+        if (it != kept.end()) erase(it);
+        continue;
+      }
+      const UniqueFd c(::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC));
+      if (!c) continue;
+      ucred cred{};
+      socklen_t len = sizeof cred;
+      std::string data;
+      std::array<UniqueFd, kFdsPerEntry> fds;
+      if (::getsockopt(c.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != 0 ||
+          !recv_packet(c.get(), data, fds, 2000))
+        continue;
+      if (data.rfind("PUT\n", 0) == 0 && fds[2] && kept.size() < kMaxKept) {
+        const uint64_t key = next_key++;
+        epoll_event pe{};
+        pe.data.u64 = key;
+        pe.events = 0;  // the listener: a hang-up is reported whatever is asked
+        if (::epoll_ctl(ep.get(), EPOLL_CTL_ADD, fds[0].get(), &pe) != 0) continue;
+        pe.events = EPOLLIN;  // the pidfd: readable once its process has exited
+        if (::epoll_ctl(ep.get(), EPOLL_CTL_ADD, fds[1].get(), &pe) != 0) {
+          ::epoll_ctl(ep.get(), EPOLL_CTL_DEL, fds[0].get(), nullptr);
+          continue;
+        }
+        kept.emplace(key, Kept{data.substr(4), std::move(fds)});
+      } else if (data.rfind("FORGET ", 0) == 0) {
+        const auto it = kept.find(std::strtoull(data.c_str() + 7, nullptr, 10));
+        if (it != kept.end()) erase(it);
       } else if (data == "GET\n") {
-        for (const Kept& k : kept) send_packet(c.get(), k.json, k.fd.get());
+        for (const auto& [key, k] : kept)
+          send_packet(c.get(), std::to_string(key) + "\n" + k.json,
+                      {k.fds[0].get(), k.fds[1].get(), k.fds[2].get()});
       }
     }
   }
@@ -147,6 +204,12 @@ FdStoreClient FdStoreClient::connect_or_start(const std::string& path) {
       if (dn > 3) ::close(dn);
     }
     ::signal(SIGPIPE, SIG_IGN);
+    // Three fds an entry: as many as the hard limit allows.
+    rlimit r{};
+    if (::getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+      r.rlim_cur = r.rlim_max;
+      ::setrlimit(RLIMIT_NOFILE, &r);
+    }
     run_holder(3);
   }
   l.reset();
@@ -159,26 +222,45 @@ std::vector<StoredListener> FdStoreClient::take_all() const {
   std::vector<StoredListener> out;
   const UniqueFd s = connect_to(path_);
   if (!s) return out;
-  if (send_packet(s.get(), "GET\n", -1)) {
+  if (send_packet(s.get(), "GET\n")) {
     std::string data;
-    UniqueFd fd;
-    while (recv_packet(s.get(), data, fd, 2000)) {
-      if (fd) out.push_back({data, fd.release()});
+    std::array<UniqueFd, kFdsPerEntry> fds;
+    while (recv_packet(s.get(), data, fds, 2000)) {
+      if (!fds[0]) continue;
+      StoredListener l;
+      const auto nl = data.find('\n');
+      if (!data.empty() && data[0] >= '0' && data[0] <= '9' && nl != std::string::npos) {
+        l.key = std::strtoull(data.c_str(), nullptr, 10);
+        l.state_json = data.substr(nl + 1);
+      } else {
+        l.state_json = data;  // a holder of an older build: no key, no pidfd, no page
+      }
+      l.listener = std::move(fds[0]);
+      l.pidfd = std::move(fds[1]);
+      l.ids = std::move(fds[2]);
+      out.push_back(std::move(l));
     }
   }
   return out;
 }
 
-void FdStoreClient::put(const std::string& state_json, int listener_fd) const {
+void FdStoreClient::put(const std::string& state_json, int listener_fd, int pidfd,
+                        int ids_fd) const {
   const UniqueFd s = connect_to(path_);
   if (!s) return;
-  send_packet(s.get(), "PUT\n" + state_json, listener_fd);
+  send_packet(s.get(), "PUT\n" + state_json, {listener_fd, pidfd, ids_fd});
 }
 
-void FdStoreClient::drop(const std::string& container_id) const {
+void FdStoreClient::forget(uint64_t key) const {
   const UniqueFd s = connect_to(path_);
   if (!s) return;
-  send_packet(s.get(), "DROP\n" + container_id, -1);
+  send_packet(s.get(), "FORGET " + std::to_string(key) + "\n");
+}
+
+void FdStoreClient::forget_container_in_older_holder(const std::string& id) const {
+  const UniqueFd s = connect_to(path_);
+  if (!s) return;
+  send_packet(s.get(), "DROP\n" + id);
 }
 
 }  // namespace gdrproxy::proxy

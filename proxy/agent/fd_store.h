@@ -1,25 +1,35 @@
 // Keeping containers' seccomp listeners across an agent restart. Only the agent holds a
 // container's listener (the runtime closes its copy), so an agent that dies takes every
 // container's supervision with it. The idea not to miss: a tiny holder process of our own keeps
-// a duplicate of each listener together with the container process state it came with, and hands
-// them all to the next agent, which re-attaches them as if the runtime had just sent them. While
+// a duplicate of each process's listener together with the state it came with, the pidfd the
+// agent verified that process through, and its received-id page (proxy/engine/received_ids.h),
+// and hands them all to the next agent, which re-attaches them as if the runtime had just sent
+// them, through that pidfd (never a pid looked up again: a pid is reused, a pidfd is not), and
+// answers the calls the dead agent had received. One entry per process: the holder drops it
+// when the process exits or its listener hangs up, so an entry never outlives its process. While
 // no agent runs, the holder's copy keeps the listener attached: trapped calls wait for the next
 // agent instead of failing with ENOSYS (the trade the operator opts into with --fd-store).
-// Protocol on the holder's socket (AF_UNIX stream, root only), one request per connection:
-//   "PUT <len>\n<state json>" with the listener as SCM_RIGHTS: keep it (several per container);
-//   "DROP <container id>\n": close every listener kept for that container;
-//   "GET\n": the holder sends each kept (state, listener) as "<len>\n<json>" + SCM_RIGHTS, then
+// Protocol on the holder's socket (AF_UNIX seqpacket, root only), one request per connection:
+//   "PUT\n<state json>" with SCM_RIGHTS [listener, pidfd, received-id page]: keep them;
+//   "FORGET <key>\n": close entry <key>'s fds (a re-attach that failed);
+//   "GET\n": the holder sends each kept entry as "<key>\n<state json>" + the same three fds, then
 //   closes the connection; it keeps them (the next agent may die too).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
+
+#include "proxy/base/unique_fd.h"
 
 namespace gdrproxy::proxy {
 
 struct StoredListener {
+  uint64_t key = 0;        // the holder's name for the entry (FORGET)
   std::string state_json;  // the container process state as the runtime sent it
-  int fd = -1;             // owned by the caller
+  UniqueFd listener;
+  UniqueFd pidfd;  // the process the agent verified at adoption; empty from an older holder
+  UniqueFd ids;    // its received-id page; empty from an older holder
 };
 
 class FdStoreClient {
@@ -28,10 +38,13 @@ class FdStoreClient {
   // when none answers. Throws gdrproxy::Error when neither works.
   static FdStoreClient connect_or_start(const std::string& path);
 
-  // Every listener the holder keeps (the caller owns the fds).
+  // Every entry the holder keeps.
   std::vector<StoredListener> take_all() const;
-  void put(const std::string& state_json, int listener_fd) const;
-  void drop(const std::string& container_id) const;
+  void put(const std::string& state_json, int listener_fd, int pidfd, int ids_fd) const;
+  void forget(uint64_t key) const;
+  // A holder of a build before issue 29 names no entry: it closes every listener of container
+  // `id` it keeps ("DROP\n<id>"), so that one refused is not kept waiting for ever.
+  void forget_container_in_older_holder(const std::string& id) const;
   const std::string& path() const { return path_; }
 
  private:

@@ -383,11 +383,12 @@ void Session::setup_nvidia() {
        std::string(nv.abi->version) + " names and never denied (trace-only)");
 }
 
-void Session::add_listener(int listener_fd) {
+void Session::add_listener(int listener_fd, ReceivedIdPage ids) {
   if (thread_.joinable()) {
-    asio::post(io_, [this, listener_fd] {
+    auto page = std::make_shared<ReceivedIdPage>(std::move(ids));
+    asio::post(io_, [this, listener_fd, page] {
       try {
-        add_listener_here(listener_fd);
+        add_listener_here(listener_fd, std::move(*page));
       } catch (const Error& e) {
         // Said even when quiet: a process of the sandbox is left without its device calls.
         std::fprintf(stderr, "%s%s\n", log_prefix_.c_str(), printable(e.what()).c_str());
@@ -395,7 +396,7 @@ void Session::add_listener(int listener_fd) {
     });
     return;
   }
-  add_listener_here(listener_fd);
+  add_listener_here(listener_fd, std::move(ids));
   work_.emplace(io_.get_executor());
   thread_ = std::thread([this] {
     // Signals are the engine loop's to take, never this thread's: a signal must not interrupt a
@@ -420,9 +421,10 @@ void Session::add_listener(int listener_fd) {
   }
 }
 
-void Session::add_listener_here(int listener_fd) {
+void Session::add_listener_here(int listener_fd, ReceivedIdPage ids) {
   auto l = std::make_unique<Listener>();
   l->fd = UniqueFd(listener_fd);
+  l->ids = std::move(ids);
   l->recv_buf.resize((engine_.notif_size() + 7) / 8);
   // Synchronous wake-ups cut a round trip from ~50 us to ~6 us on 2-vCPU VMs (kernel >= 6.6),
   // but on many-core hosts they move every caller onto the supervisor's CPU (docs/PERFORMANCE.md).
@@ -461,6 +463,7 @@ GDRPROXY_HOT void Session::receive(Listener& l) {
   pthread_sigmask(SIG_SETMASK, &others, nullptr);
   pthread_setname_np(pthread_self(), "gdrproxy-recv");  // for ps, top, perf and gdb
   bool said = false;
+  if (l.ids.recovering()) answer_stranded(l, std::nullopt);
   while (!l.leave.load(std::memory_order_acquire)) {
     try {
       // Zeroed before each RECV, as the kernel requires; as large as the kernel's struct.
@@ -495,6 +498,10 @@ GDRPROXY_HOT void Session::receive(Listener& l) {
         ::usleep(10000);
         continue;
       }
+      if (l.ids) {
+        l.ids.received(req.id);
+        if (l.ids.recovering()) answer_stranded(l, req.id);
+      }
       std::lock_guard<std::mutex> lock(mu_);
       nfd_ = l.fd.get();
       handle(req);
@@ -503,6 +510,16 @@ GDRPROXY_HOT void Session::receive(Listener& l) {
     }
   }
   l.done.store(true, std::memory_order_release);
+}
+
+// Before the first RECV (no `first`) and before the first call received is handled: the
+// calls a killed agent had received on this listener are answered (kStrandedErrno), and said.
+void Session::answer_stranded(Listener& l, std::optional<uint64_t> first) {
+  const unsigned n = first ? l.ids.probe_below(l.fd.get(), *first) : l.ids.probe(l.fd.get());
+  if (n > 0)
+    note("answered " + std::to_string(n) +
+         " call(s) a killed agent had received and not answered (" + std::strerror(kStrandedErrno) +
+         ")");
 }
 
 void Session::watch_hangups() {

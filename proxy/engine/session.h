@@ -47,6 +47,7 @@
 #include "proxy/engine/pending_results.h"
 #include "proxy/engine/proc_fd_dirs.h"
 #include "proxy/engine/process_info.h"
+#include "proxy/engine/received_ids.h"
 #include "proxy/observe/exit_event.h"
 #include "proxy/policy/policy.h"
 #include "proxy/sandbox/ioctl_lsm.h"
@@ -142,8 +143,10 @@ class Session {
   // first starts the session's threads: what follows below must be set before it (add_listener
   // and watch_init may come later). Called on the engine's loop, like every public member but
   // on_exit_event's delivery. A listener that gets no receiver (no thread to spare) is closed, so
-  // its callers fail (ENOSYS) instead of waiting, and Error says so.
-  void add_listener(int listener_fd);
+  // its callers fail (ENOSYS) instead of waiting, and Error says so. `ids` (the agent's, kept in
+  // its fd store) receives the id of each notification received; one taken over from a killed
+  // agent first has that agent's unanswered calls answered (received_ids.h).
+  void add_listener(int listener_fd, ReceivedIdPage ids = {});
   // The sandbox's own pid namespace (the inode of /proc/<pid>/ns/pid of its first process): the
   // processes pidfd_getfd may be brokered between. Unset, or the supervisor's own: none.
   void set_pid_namespace(ino_t ns) { pidns_ = ns; }
@@ -191,6 +194,7 @@ class Session {
   // loop's.
   struct Listener {
     UniqueFd fd;
+    ReceivedIdPage ids;              // where each received id is stored; none for `gdrproxy run`
     std::vector<uint64_t> recv_buf;  // one notification (engine.notif_size() bytes, 8-aligned)
     std::thread receiver;
     std::atomic<bool> leave{false};  // the receiver returns at its next wake-up
@@ -211,7 +215,9 @@ class Session {
   // The untrapped requests (kernel_allowed_) and the BPF LSM judge (ioctl_lsm_), per config_.
   void setup_kernel_judgement();
   void setup_unread_allow();
-  void add_listener_here(int listener_fd);
+  void add_listener_here(int listener_fd, ReceivedIdPage ids);
+  // A taken-over listener's recovery (received_ids.h), on its receiver thread.
+  void answer_stranded(Listener& l, std::optional<uint64_t> first);
   // The receiver's loop: RECV, then the call handled under mu_, until told to leave.
   void receive(Listener& l);
   void watch_hangups();

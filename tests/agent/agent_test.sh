@@ -4,8 +4,9 @@
 # config gives each (never what their annotations ask for), their calls land in their own
 # traces, a process `runc exec`ed into a container joins that container's session, only root
 # may hand over a listener, a state the agent cannot tie to its bundle and pid namespace is
-# refused, pidfd_getfd is brokered within a container or its operator-declared group only, and a
-# dead agent leaves callers with ENOSYS, never a hang.
+# refused, pidfd_getfd is brokered within a container or its operator-declared group only, a
+# dead agent leaves callers with ENOSYS, never a hang, and with the fd store a restarted agent
+# takes back each live process (never a reused pid) and answers the calls the killed one held.
 # Usage: agent_test.sh GDRPROXY RUNTIME_CLIENT ATTACK_CLIENT CASE   (needs root; 77 = skipped)
 set -uo pipefail
 GP=$(realpath "$1")
@@ -38,7 +39,15 @@ fi
 WORK=$(mktemp -d /tmp/gdrproxy-agent.XXXXXX)
 AGENT_PID=
 trap '[[ -n $AGENT_PID ]] && kill -KILL $AGENT_PID 2>/dev/null; rm -rf "$WORK"' EXIT
-fail() { echo "FAIL [$CASE]: $*" >&2; [[ -f $WORK/agent.log ]] && sed 's/^/  [agent] /' "$WORK/agent.log" >&2; exit 1; }
+fail() {
+  echo "FAIL [$CASE]: $*" >&2
+  local f
+  # A killed agent's log is kept as agent.N.log (kill_and_restart_agent).
+  for f in "$WORK"/agent.[0-9]*.log "$WORK/agent.log"; do
+    [[ -f $f ]] && sed "s/^/  [$(basename "$f" .log)] /" "$f" >&2
+  done
+  exit 1
+}
 expect_in() { grep -qF -- "$2" "$1" || { echo "--- $1:"; cat "$1"; fail "expected '$2' in $1"; }; }
 expect_not_in() { ! grep -qF -- "$2" "$1" || { echo "--- $1:"; cat "$1"; fail "did not expect '$2' in $1"; }; }
 expect_line() {
@@ -332,6 +341,171 @@ case_restart_with_fd_store_reattaches() {
   expect_in "$WORK/agent.log" "container team-a-5: re-attached from the fd store"
   for i in $(seq 50); do grep -q "team-a-5 ended" "$WORK/agent.log" && break; sleep 0.1; done
   expect_in "$WORK/agent.log" "container team-a-5 ended"
+}
+
+# with_fd_store: the agent is started with --fd-store (STORE); the holder it starts (a copy of
+# the agent process, named by the store's unique path) is killed at exit, and with it every
+# listener it keeps, so no caller is left waiting whatever the case's outcome.
+with_fd_store() {
+  STORE=$WORK/run/fds.sock
+  trap 'for p in $(pgrep -f -- "--fd-store $STORE"); do kill -KILL "$p"; done 2>/dev/null
+        [[ -n $AGENT_PID ]] && kill -KILL $AGENT_PID 2>/dev/null; rm -rf "$WORK"' EXIT
+}
+holder_pid() {
+  local p
+  for p in $(pgrep -f -- "--fd-store $STORE"); do [[ $p != "$AGENT_PID" ]] && echo "$p"; done
+}
+# kill_and_restart_agent N: SIGKILL the agent, keep its log as agent.N.log, start the next one
+# and wait until it serves.
+# The killed agent is waited for until its threads are gone, but for at most 3 s: a thread
+# blocked in a FUSE request its server holds keeps that process a zombie with its fds open.
+kill_and_restart_agent() {
+  local i
+  kill -KILL "$AGENT_PID"
+  for i in $(seq 30); do
+    [[ $(ls /proc/$AGENT_PID/task 2>/dev/null | wc -l) -le 1 ]] && break
+    sleep 0.1
+  done
+  [[ $(ls /proc/$AGENT_PID/task 2>/dev/null | wc -l) -le 1 ]] && wait "$AGENT_PID" 2>/dev/null
+  AGENT_PID=
+  cp "$WORK/agent.log" "$WORK/agent.$1.log"
+  start_agent --fd-store "$STORE"
+  # Its sockets are bound before it takes the fd store's listeners: wait until it serves.
+  for i in $(seq 100); do grep -q "gdrproxy agent: serving" "$WORK/agent.log" && return 0; sleep 0.05; done
+  fail "the restarted agent did not serve"
+}
+# gone_within SECONDS PID: the process has exited within that time.
+gone_within() {
+  local i
+  for i in $(seq $(($1 * 10))); do kill -0 "$2" 2>/dev/null || return 0; sleep 0.1; done
+  return 1
+}
+
+case_hung_call_answered_after_agent_killed() {
+  # Issue 29 item 4. The agent is SIGKILLed while it handles a container's open (its path lookup
+  # hangs in a FUSE mount): the kernel holds that call as received, no later RECV returns it, and
+  # the fd store's copy of the listener keeps the kernel from failing it. The next agent must
+  # answer it (EINTR: the call did not run), not leave the caller blocked for ever.
+  with_fd_store
+  start_agent --fd-store "$STORE"
+  in_container team-a-12 runc-init -- sh -c "$A open $HANG_MNT/hang/file rdwr syscall" >"$WORK/c.out" 2>&1 &
+  local c=$!
+  for i in $(seq 50); do grep -q "container team-a-12: process" "$WORK/agent.log" && break; sleep 0.1; done
+  # The receiver has taken the open and is blocked in the lookup. (The agent's sockets are left
+  # in place for the next one, as a real restart does.)
+  sleep 1.5
+  kill -0 $c 2>/dev/null || { cat "$WORK/c.out"; fail "the open did not hang"; }
+  kill_and_restart_agent 1
+  gone_within 10 $c || fail "the open the killed agent had received still waits 10 s after the next agent started"
+  wait $c
+  expect_line "$WORK/c.out" "open-syscall" " ERR EINTR$"
+  expect_in "$WORK/agent.log" "[team-a-12] answered 1 call(s) a killed agent had received and not answered"
+  # The killed agent cannot finish exiting (its thread waits on the FUSE server) and its sockets
+  # still take connections: the next agent replaces them rather than refuse to start.
+  expect_in "$WORK/agent.log" "was killed and cannot finish exiting"
+}
+
+case_restart_under_traffic_strands_no_call() {
+  # Issue 29 item 4, under load: four processes of a container issue trapped ioctls without a
+  # pause while the agent is SIGKILLed and restarted five times; a kill almost always lands on a
+  # call being handled. Every process must go on and finish once told to stop.
+  local bench c i r
+  bench=$(realpath "$(dirname "$RC")/../bench/ioctl_bench")
+  with_fd_store
+  start_agent --fd-store "$STORE"
+  touch "$WORK/go-on"
+  in_container team-a-13 runc-init -- sh -c "
+    for i in 1 2 3 4; do (while [ -e $WORK/go-on ]; do $bench client 300 /dev/infiniband/uverbs0 >/dev/null; done) & done
+    wait; echo all-4-done" >"$WORK/c.out" 2>&1 &
+  c=$!
+  for i in $(seq 50); do grep -q "container team-a-13: process" "$WORK/agent.log" && break; sleep 0.1; done
+  for r in 1 2 3 4 5; do
+    sleep 0.7
+    kill_and_restart_agent $r
+  done
+  sleep 0.5
+  rm "$WORK/go-on"
+  gone_within 20 $c || { ps -o pid,stat,wchan:32,args -g "$(ps -o sid= $c)" >&2; fail "a process still waits 20 s after it was told to stop (a call stranded by a kill)"; }
+  wait $c
+  expect_in "$WORK/c.out" "all-4-done"
+  cat "$WORK"/agent.*.log "$WORK/agent.log" | grep -F "a killed agent had received" || true
+}
+
+case_restart_refuses_a_reused_pid() {
+  # Issue 29 item 3. A member of pidfd_getfd group job7 dies while no agent runs, and another
+  # tenant's process (pid 1 of its own pid namespace, holding a secret fd) lands on its host pid.
+  # The next agent must not re-attach the dead container to that process: its pid namespace
+  # would become a peer of group job7, and a member could take the other tenant's fd.
+  local F x p u v i
+  F=$(realpath "$(dirname "$A")/fd_share")
+  with_fd_store
+  start_agent --fd-store "$STORE"
+  in_container job7-x runc-init --pidns --trap-pidfd-getfd -- sleep 60 >"$WORK/x.out" 2>&1 &
+  x=$!
+  for i in $(seq 50); do grep -q "container job7-x: process" "$WORK/agent.log" && break; sleep 0.1; done
+  p=$(sed -n 's/.*container job7-x: process \([0-9]*\) .*/\1/p' "$WORK/agent.log" | head -1)
+  [[ -n $p ]] || fail "job7-x was not adopted"
+  kill -KILL "$AGENT_PID"
+  wait "$AGENT_PID" 2>/dev/null
+  AGENT_PID=
+  kill -KILL "$p"
+  wait $x
+  # The other tenant's process on pid $p, pid 1 of its own pid namespace: the first child of a
+  # shell that entered a new one, forked right after ns_last_pid is set (other forks on the host
+  # may come between: retried).
+  for i in $(seq 200); do
+    unshare --pid -- sh -c "echo $((p - 1)) >/proc/sys/kernel/ns_last_pid; \"$F\" serve \"$WORK/victim.p\" & wait" &
+    u=$!
+    v=
+    for _ in $(seq 20); do v=$(pgrep -P $u) && break; sleep 0.01; done
+    [[ $v == "$p" ]] && break
+    kill -KILL $u $v 2>/dev/null
+    wait $u 2>/dev/null
+    rm -f "$WORK/victim.p"
+  done
+  [[ $v == "$p" ]] || { echo "SKIP [$CASE]: could not land a process on pid $p"; exit 77; }
+  for i in $(seq 100); do [[ -s $WORK/victim.p ]] && break; sleep 0.05; done
+  rm -f "$SOCK" "$CTL"
+  start_agent --fd-store "$STORE"
+  local sfd
+  read -r _ sfd <"$WORK/victim.p"
+  python3 -c 'import os, sys
+pidfd = os.pidfd_open(int(sys.argv[1])); os.set_inheritable(pidfd, True)
+os.execvp(sys.argv[2], sys.argv[2:] + [str(pidfd)])' "$p" "$RC" "$SOCK" job7-y runc-init \
+    --bundle "$(bundle_for job7-y)" --pidns --trap-pidfd-getfd -- "$F" take-pidfd "$sfd" >"$WORK/y.out" 2>&1
+  kill -KILL $u $v 2>/dev/null
+  "$GP" agent ctl --ctl-socket "$CTL" list >"$WORK/list.out" || fail "ctl list failed"
+  expect_not_in "$WORK/y.out" "took: shared-by-"
+  expect_in "$WORK/y.out" "take ERR EPERM"
+  expect_not_in "$WORK/agent.log" "container job7-x: re-attached"
+  expect_not_in "$WORK/list.out" '"id":"job7-x"'
+}
+
+case_restart_keeps_init_when_an_exec_exited() {
+  # Issue 29 item 5. A container's `runc exec` process has exited; its init still runs. The fd
+  # store keeps one entry per process and drops the exec's when it exits, so two restarts later
+  # the init is still supervised (its call is served, not failed with ENOSYS).
+  local c i n
+  with_fd_store
+  start_agent --fd-store "$STORE"
+  listeners_kept() { find /proc/"$(holder_pid)"/fd -lname 'anon_inode:seccomp notify' | wc -l; }
+  touch "$WORK/hold"
+  in_container team-a-14 runc-init -- sh -c "while [ -e $WORK/hold ]; do sleep 0.1; done; $(probe uverbs0)" >"$WORK/init.out" 2>&1 &
+  c=$!
+  for i in $(seq 50); do grep -q "container team-a-14: process" "$WORK/agent.log" && break; sleep 0.1; done
+  in_container team-a-14 runc-exec -- sh -c "$(probe uverbs0)" >"$WORK/exec.out" 2>&1 || fail "exec exit $?"
+  expect_line "$WORK/exec.out" "uverbs0-open" " OK ioctl="
+  for i in $(seq 20); do n=$(listeners_kept); ((n == 1)) && break; sleep 0.1; done
+  kill_and_restart_agent 1
+  kill_and_restart_agent 2
+  local after=$(listeners_kept)
+  rm "$WORK/hold"
+  gone_within 10 $c || fail "the init did not finish"
+  wait $c
+  expect_line "$WORK/init.out" "uverbs0-open" " OK ioctl="
+  expect_in "$WORK/agent.log" "container team-a-14: re-attached from the fd store"
+  ((n == 1)) || fail "the fd store kept $n listeners after the exec exited, not the init's alone"
+  ((after == 1)) || fail "the fd store kept $after listeners after two restarts, not the init's alone"
 }
 
 case_drain_stops_after_the_last_container() {

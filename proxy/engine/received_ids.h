@@ -1,0 +1,71 @@
+// Answering the calls a killed supervisor had received. A notification a receiver has taken
+// (SECCOMP_IOCTL_NOTIF_RECV) but not answered is in the kernel's SENT state: no later RECV returns
+// it, and while any copy of the listener stays open (the fd store's holder keeps one) the kernel
+// never fails it, so its caller would wait for ever after a kill -9. The idea not to miss: each
+// listener has a page of its own (a memfd, MAP_SHARED, kept by the holder with the listener) where
+// its receiver stores the id of every notification it receives, one relaxed store right after
+// RECV; the next supervisor reads that id back and answers whatever is still SENT around it with
+// kStrandedErrno. Kernel facts this relies on: a filter's ids go up by 1 per notification (from a
+// random start), SECCOMP_IOCTL_NOTIF_ID_VALID is true only for a SENT one, and one receiver holds
+// at most one at a time. So the stranded id is the stored one, or (a kill between RECV and the
+// store) one above it and below whatever the new receiver first receives. Both probes run on the
+// listener's own receiver thread, the first before its first RECV and the second before it
+// handles its first call: no id the new supervisor is handling is ever in a probed range.
+#pragma once
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+
+#include "proxy/base/unique_fd.h"
+
+namespace gdrproxy::proxy {
+
+// The answer a stranded call gets. EINTR: the call did not run (an error answer never runs it),
+// and EINTR says exactly that the call was interrupted before it did anything; a caller written
+// for signals (the CUDA driver's ioctl loop is one) calls again, and the next supervisor judges
+// the retry. A caller that does not retry sees a failed call, never a call that ran unjudged.
+inline constexpr int kStrandedErrno = EINTR;
+// How many ids above the stored one are probed before the first RECV. Between the stored id and
+// the stranded one are only notifications their callers abandoned (a signal) while the previous
+// one was handled: normally none.
+inline constexpr uint64_t kProbeAbove = 64;
+// How many ids below the first one received are probed at most.
+inline constexpr uint64_t kProbeBelow = 4096;
+
+class ReceivedIdPage {
+ public:
+  ReceivedIdPage() = default;
+  // A new page (nothing received yet). Throws gdrproxy::Error when no memfd can be made.
+  static ReceivedIdPage create();
+  // The page a previous supervisor kept in the fd store: its stored id is probed (recovering()).
+  // Throws gdrproxy::Error when `memfd` is no such page.
+  static ReceivedIdPage adopt(UniqueFd memfd);
+  ReceivedIdPage(ReceivedIdPage&& o) noexcept;
+  ReceivedIdPage& operator=(ReceivedIdPage&& o) noexcept;
+  ReceivedIdPage(const ReceivedIdPage&) = delete;
+  ReceivedIdPage& operator=(const ReceivedIdPage&) = delete;
+  ~ReceivedIdPage();
+
+  explicit operator bool() const { return slot_ != nullptr; }
+  int fd() const { return fd_.get(); }
+  // The receiver's store, right after each RECV.
+  void received(uint64_t id) { slot_->store(id, std::memory_order_relaxed); }
+  // Taken over from a previous supervisor: probe() and probe_below() are to be run.
+  bool recovering() const { return recovering_; }
+
+  // Before the receiver's first RECV: answers every SENT notification among the stored id and
+  // the kProbeAbove above it. Returns how many were answered.
+  unsigned probe(int listener_fd) const;
+  // Before the first received notification `first` is handled: answers every SENT one below it,
+  // down to just above the stored id (at most kProbeBelow). Ends the recovery. Returns how many.
+  unsigned probe_below(int listener_fd, uint64_t first);
+
+ private:
+  UniqueFd fd_;
+  std::atomic<uint64_t>* slot_ = nullptr;
+  uint64_t stored_ = 0;  // what the page said when it was adopted (0: nothing received)
+  bool recovering_ = false;
+};
+
+}  // namespace gdrproxy::proxy
