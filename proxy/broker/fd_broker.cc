@@ -6,7 +6,9 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/securebits.h>
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -230,9 +232,16 @@ TakenFd take_fd_as_caller(pid_t caller_tid, int target_pidfd, int target_fd) {
 
   // The prober's stack, and the plan it writes its results into, stay the calling thread's.
   std::vector<char> stack(64 * 1024);
+  // No signal handler of the supervisor may run in the prober (it shares the memory, and a
+  // process of the caller's uid may signal it): it starts with every signal blocked.
+  sigset_t all, old;
+  ::sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
   const pid_t child = ::clone(run_prober, stack.data() + stack.size(),
                               CLONE_VM | CLONE_VFORK | CLONE_FILES | SIGCHLD, &plan);
-  if (child < 0) return refuse(errno, "the prober cannot be started");
+  const int clone_errno = errno;
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (child < 0) return refuse(clone_errno, "the prober cannot be started");
   int status = 0;
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
