@@ -43,6 +43,7 @@
 #include "proxy/base/error.h"
 #include "proxy/base/hot_path.h"
 #include "proxy/base/unique_fd.h"
+#include "proxy/broker/fd_broker.h"
 #include "proxy/broker/open_broker.h"
 #include "proxy/decode/nvidia_decoder.h"
 #include "proxy/decode/rdma_cm_decoder.h"
@@ -1293,8 +1294,11 @@ pid_t pid_of_pidfd(int fd) {
 }  // namespace
 
 // pidfd_getfd(pidfd, targetfd, flags) for the caller: the target is the process behind the
-// caller's pidfd (copied out of the caller), and must belong to this sandbox's pid namespace;
-// the supervisor then takes the fd with its own rights and installs it in the caller.
+// caller's pidfd (copied out of the caller), and must belong to this sandbox's pid namespace (or
+// a group peer's) and have exec'd a program of its container, not be a runtime's helper; the fd
+// is then taken by a prober with the caller's own credentials (proxy/broker/fd_broker.h), so the
+// kernel refuses what the caller could not take itself, and installed in the caller. Without
+// brokering the call is refused: an OCI profile always traps it.
 void Session::handle_pidfd_getfd(const seccomp_notif& req, uint64_t t0) {
   const int caller_pidfd_nr = static_cast<int>(req.data.args[0]);
   const int target_fd = static_cast<int>(req.data.args[1]);
@@ -1314,8 +1318,10 @@ void Session::handle_pidfd_getfd(const seccomp_notif& req, uint64_t t0) {
     answer_error(req.id, err);
   };
   const ino_t own = pid_namespace_of(::getpid());
-  UniqueFd caller, target, got;
-  if (!config_.broker_pidfd_getfd || req.data.args[2] != 0) {
+  UniqueFd caller, target;
+  if (!config_.broker_pidfd_getfd) {
+    finish(EPERM, "pidfd_getfd is not brokered for this sandbox");
+  } else if (req.data.args[2] != 0) {
     finish(EINVAL, "pidfd_getfd is not brokered with these flags");
   } else if (!pidns_ || *pidns_ == own) {
     finish(EPERM, "this sandbox has no pid namespace of its own to broker pidfd_getfd within");
@@ -1327,27 +1333,34 @@ void Session::handle_pidfd_getfd(const seccomp_notif& req, uint64_t t0) {
   } else {
     const pid_t tpid = pid_of_pidfd(target.get());
     const ino_t tns = tpid > 0 ? pid_namespace_of(tpid) : 0;
-    // The pidfd pins the process: if it still signals as alive after the namespace was read,
-    // the namespace read was of that process and not of a reused pid.
+    std::optional<std::string> helper = tpid > 0 ? runtime_helper_reason(tpid) : std::nullopt;
+    // The pidfd pins the process: if it still signals as alive after the namespace and program
+    // were read, they were of that process and not of a reused pid.
     const bool alive =
         tpid > 0 && ::syscall(SYS_pidfd_send_signal, target.get(), 0, nullptr, 0) == 0;
+    const std::string who = "pid " + std::to_string(tpid);
     if (tpid <= 0 || !alive) {
       finish(tpid == -1 ? ESRCH : EBADF,
              "fd " + std::to_string(caller_pidfd_nr) + " is not a pidfd of a living process");
     } else if (tns != *pidns_ && (tns == own || !is_peer_ || !is_peer_(tns))) {
-      finish(EPERM, "pid " + std::to_string(tpid) + " is outside this sandbox" +
-                        (is_peer_ ? " and its group" : ""));
+      finish(EPERM, who + " is outside this sandbox" + (is_peer_ ? " and its group" : ""));
+    } else if (helper) {
+      finish(EPERM, who + ": " + *helper);
     } else if (!notif_id_valid(nfd_, req.id)) {
       return;
-    } else if (!(got = UniqueFd(
-                     static_cast<int>(::syscall(SYS_pidfd_getfd, target.get(), target_fd, 0))))) {
-      finish(errno, "pidfd_getfd on pid " + std::to_string(tpid) + " failed");
     } else {
-      const int fd = answer_fd(req.id, got.get(), true);  // pidfd_getfd always sets O_CLOEXEC
-      r.decision = "broker";
-      r.ret = fd >= 0 ? fd : -1;
-      if (fd < 0) r.err = -fd;
-      ++stats_.brokered;
+      // The caller is blocked in this call (its id was valid just now): its thread's
+      // credentials are the ones the prober takes.
+      TakenFd got = take_fd_as_caller(static_cast<pid_t>(req.pid), target.get(), target_fd);
+      if (!got.fd) {
+        finish(got.err, "fd " + std::to_string(target_fd) + " of " + who + ": " + got.why);
+      } else {
+        const int fd = answer_fd(req.id, got.fd.get(), true);  // pidfd_getfd sets O_CLOEXEC
+        r.decision = "broker";
+        r.ret = fd >= 0 ? fd : -1;
+        if (fd < 0) r.err = -fd;
+        ++stats_.brokered;
+      }
     }
   }
   r.latency_us = double(monotonic_ns() - t0) / 1e3;

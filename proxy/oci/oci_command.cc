@@ -20,14 +20,13 @@ namespace {
 struct SeccompArgs {
   std::string base, listener = "/run/gdrproxy/agent.sock", metadata, runtime = "runc";
   std::string wait_killable = "auto", caps, kernel_release;
-  bool metadata_set = false, broker_pidfd_getfd = false, pfc = false;
+  bool metadata_set = false, pfc = false;
 };
 
 int print_profile(const SeccompArgs& a) {
   ProfileOptions o;
   o.listener_path = a.listener;
   if (a.metadata_set) o.metadata = a.metadata;
-  o.filter.trap_pidfd_getfd = a.broker_pidfd_getfd;
   o.kernel_release = a.kernel_release;
   if (a.caps.empty()) {
     o.caps = docker_default_caps();
@@ -68,13 +67,14 @@ void add_oci_commands(CLI::App& app, int& exit_code) {
   auto* sec = oci->add_subcommand(
       "seccomp",
       "Print a container's seccomp profile (OCI linux.seccomp form): the base profile merged\n"
-      "with gdrproxy's notify rules (device ioctls, opens for writing, pidfd_getfd when\n"
-      "brokered), its refusals, listenerPath and listenerMetadata. A base's unconditional ALLOW\n"
+      "with gdrproxy's notify rules (device ioctls, opens for writing, pidfd_getfd: the agent\n"
+      "performs it where the container's rule brokers it, else refuses it), its refusals, "
+      "listenerPath and listenerMetadata. A base's unconditional ALLOW\n"
       "of a trapped syscall (ioctl, openat) is rewritten under an always-true condition, because\n"
       "libseccomp drops conditional rules next to an unconditional one. Architectures are\n"
       "reduced to the native one.\n"
       "Example: gdrproxy oci seccomp --listener /run/gdrproxy/agent.sock --metadata job=42\n"
-      "Example: gdrproxy oci seccomp --broker-pidfd-getfd --pfc");
+      "Example: gdrproxy oci seccomp --pfc");
   auto a = std::make_shared<SeccompArgs>();
   sec->add_option("--base", a->base,
                   "Base profile: Docker/Podman format (archMap, includes/excludes resolved for "
@@ -84,8 +84,6 @@ void add_oci_commands(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   auto* meta = sec->add_option("--metadata", a->metadata,
                                "linux.seccomp.listenerMetadata (what agent rules match on)");
-  sec->add_flag("--broker-pidfd-getfd", a->broker_pidfd_getfd,
-                "Trap pidfd_getfd for the agent to perform (rules with \"broker_pidfd_getfd\")");
   sec->add_option("--caps", a->caps,
                   "The container's capabilities, comma-separated, for the base's includes and "
                   "excludes. Default: Docker's default set");
@@ -121,7 +119,6 @@ void add_oci_commands(CLI::App& app, int& exit_code) {
   prep->add_option("--listener", pa->listener, "The agent's socket")->capture_default_str();
   auto* pmeta = prep->add_option("--metadata", pa->metadata,
                                  "More listenerMetadata lines (key=value) for the agent's rules");
-  prep->add_flag("--broker-pidfd-getfd", pa->broker_pidfd_getfd, "Trap pidfd_getfd for the agent");
   prep->add_option("--runtime", pa->runtime, "The runtime the profile is for")
       ->capture_default_str();
   auto rails = std::make_shared<std::vector<std::string>>();
@@ -165,7 +162,6 @@ void add_oci_commands(CLI::App& app, int& exit_code) {
           if (!pa->base.empty()) o.base = pa->base;
           o.profile.listener_path = pa->listener;
           if (pmeta->count()) o.profile.metadata = pa->metadata;
-          o.profile.filter.trap_pidfd_getfd = pa->broker_pidfd_getfd;
           o.profile.caps = docker_default_caps();
           o.profile.wait_killable_recv = runtime_supports_wait_killable_recv(pa->runtime);
           std::cout << "gdrproxy oci prepare: " << prepare_bundle(*bundle, o) << "\n";

@@ -33,7 +33,6 @@ struct ShimConfig {
   std::string listener = "/run/gdrproxy/agent.sock";
   std::vector<std::string> grants;  // globs: the most a container may ask for
   std::optional<std::string> base, metadata;
-  bool broker_pidfd_getfd = false;
   bool sysfs = true;                // a synthetic /sys of the granted devices
   std::string sysfs_root = "/sys";  // the host's sysfs (test rigs: a constructed one)
   bool found = false;
@@ -48,8 +47,7 @@ ShimConfig load_config(const std::string& path) {
   if (j.is_discarded() || !j.is_object()) bad("not a JSON object");
   for (const auto& [k, v] : j.items())
     if (k != "version" && k != "runtime" && k != "listener" && k != "grants" && k != "base" &&
-        k != "metadata" && k != "broker_pidfd_getfd" && k != "sysfs" && k != "sysfs_root" &&
-        k != "comment")
+        k != "metadata" && k != "sysfs" && k != "sysfs_root" && k != "comment")
       bad(k + ": unknown key");
   if (j.value("version", 0) != 1) bad("version: expected 1");
   auto str = [&](const char* k, std::string& out) {
@@ -74,10 +72,6 @@ ShimConfig load_config(const std::string& path) {
     c.sysfs = j["sysfs"].get<bool>();
   }
   str("sysfs_root", c.sysfs_root);
-  if (j.contains("broker_pidfd_getfd")) {
-    if (!j["broker_pidfd_getfd"].is_boolean()) bad("broker_pidfd_getfd: expected true or false");
-    c.broker_pidfd_getfd = j["broker_pidfd_getfd"].get<bool>();
-  }
   c.found = true;
   return c;
 }
@@ -156,7 +150,6 @@ int run_runtime_shim(const ShimOptions& o, const std::vector<std::string>& runti
       p.base = config.base;
       p.profile.listener_path = config.listener;
       p.profile.metadata = config.metadata;
-      p.profile.filter.trap_pidfd_getfd = config.broker_pidfd_getfd;
       p.profile.caps = docker_default_caps();
       p.profile.wait_killable_recv = runtime_supports_wait_killable_recv(runtime);
       std::fprintf(stderr, "gdrproxy runtime: %s\n",

@@ -175,8 +175,13 @@ json merge_profile(const json& base_in, const ProfileOptions& o) {
   // before the trap that covers it: a profile traps every device ioctl.
   if (!o.filter.kernel_allowed_ioctls.empty())
     throw Error("seccomp profile: in-kernel ALLOW of ioctls is only for `gdrproxy run`'s filter");
-  const std::vector<SyscallRule> refusals = refusal_rules(o.filter);
-  const std::vector<SyscallRule> traps = notify_rules(o.filter);
+  // pidfd_getfd is always trapped: a base profile that allows it (Podman's) would let two
+  // containers of the same uid and capabilities take each other's fds. The agent performs it
+  // where the container's rule brokers it (judged as for the caller), and refuses it elsewhere.
+  FilterOptions filter = o.filter;
+  filter.trap_pidfd_getfd = true;
+  const std::vector<SyscallRule> refusals = refusal_rules(filter);
+  const std::vector<SyscallRule> traps = notify_rules(filter);
   // Names our rules decide entirely (an unconditional rule of ours), and names we trap only
   // under a condition (the base's rule must stay, below ours).
   std::set<std::string> ours_whole, ours_conditional;

@@ -22,7 +22,7 @@ namespace gdrproxy::proxy {
 struct ProfileOptions {
   std::string listener_path;            // linux.seccomp.listenerPath (absolute)
   std::optional<std::string> metadata;  // linux.seccomp.listenerMetadata
-  FilterOptions filter;                 // what is trapped (trap_pidfd_getfd for brokering)
+  FilterOptions filter;                 // what is trapped (pidfd_getfd always is)
   bool wait_killable_recv = false;      // add SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
   // Capabilities of the container, for a Docker-format base's includes/excludes ("CAP_SYS_ADMIN").
   std::vector<std::string> caps;

@@ -94,7 +94,8 @@ std::vector<SyscallRule> notify_rules(const FilterOptions& options) {
   for (const IoctlMatch& m : nvidia_uvm_matches())
     out.push_back(trap_ioctl(m, m.mask == 0xffffffff ? "UVM initialisation" : "UVM ioctl"));
   if (options.trap_pidfd_getfd)
-    out.push_back({"pidfd_getfd", std::nullopt, 0, "brokered between the sandbox's processes"});
+    out.push_back(
+        {"pidfd_getfd", std::nullopt, 0, "judged by the supervisor: brokered, or refused"});
   if (options.open_trap == OpenTrap::kAllOpens) {
     for (const char* nr : {"open", "openat", "creat", "openat2"})
       out.push_back({nr, std::nullopt, 0, "every open may name a device"});

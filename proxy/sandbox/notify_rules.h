@@ -25,8 +25,8 @@ struct FilterOptions {
   // Refuse io_uring (ENOSYS) even where Landlock checks device ioctls: set when some NVIDIA GPU
   // is not granted, because its driver counts any open fd of a GPU node as access to that GPU.
   bool refuse_io_uring = false;
-  // Trap pidfd_getfd so the supervisor performs it for processes of the same sandbox (opt-in:
-  // `run --broker-pidfd-getfd`; without CAP_SYS_PTRACE the sandbox's own call fails).
+  // Trap pidfd_getfd so the supervisor judges it (`run --broker-pidfd-getfd`; without it `run`'s
+  // sandbox lacks CAP_SYS_PTRACE). An OCI profile always sets it (seccomp_profile.h).
   bool trap_pidfd_getfd = false;
   // Exact ioctl requests (sorted, unique) the kernel lets run without a trap: those the policy
   // allows whatever their parameters on every device that could receive them

@@ -98,15 +98,21 @@ TEST(OciSeccomp, UnconditionalAllowOfATrappedSyscallIsRewrittenUnderAnAlwaysTrue
   EXPECT_EQ(m["architectures"], json::array({"SCMP_ARCH_X86_64"}));
 }
 
-TEST(OciSeccomp, BrokeredPidfdGetfdReplacesTheBaseRefusal) {
+TEST(OciSeccomp, PidfdGetfdIsAlwaysTrapped) {
+  // Whatever the base says (Docker's refuses it, Podman's allows it), the agent judges the call:
+  // brokered where the container's rule says so, refused elsewhere (issue 29).
   ProfileOptions o = options();
-  const json plain = merge_profile(resolve_base_profile(docker_base(), o, "b"), o);
-  ASSERT_EQ(entries_for(plain, "pidfd_getfd").size(), 1u);
-  EXPECT_EQ(entries_for(plain, "pidfd_getfd")[0]["action"], "SCMP_ACT_ERRNO");
-  o.filter.trap_pidfd_getfd = true;
-  const json brokered = merge_profile(resolve_base_profile(docker_base(), o, "b"), o);
-  ASSERT_EQ(entries_for(brokered, "pidfd_getfd").size(), 1u);
-  EXPECT_EQ(entries_for(brokered, "pidfd_getfd")[0]["action"], "SCMP_ACT_NOTIFY");
+  const json refusing = merge_profile(resolve_base_profile(docker_base(), o, "b"), o);
+  ASSERT_EQ(entries_for(refusing, "pidfd_getfd").size(), 1u);
+  EXPECT_EQ(entries_for(refusing, "pidfd_getfd")[0]["action"], "SCMP_ACT_NOTIFY");
+  json allowing = docker_base();
+  allowing["syscalls"].back()["action"] = "SCMP_ACT_ALLOW";
+  const json merged = merge_profile(resolve_base_profile(allowing, o, "b"), o);
+  ASSERT_EQ(entries_for(merged, "pidfd_getfd").size(), 1u);
+  EXPECT_EQ(entries_for(merged, "pidfd_getfd")[0]["action"], "SCMP_ACT_NOTIFY");
+  const json none = merge_profile(nullptr, o);
+  ASSERT_EQ(entries_for(none, "pidfd_getfd").size(), 1u);
+  EXPECT_EQ(entries_for(none, "pidfd_getfd")[0]["action"], "SCMP_ACT_NOTIFY");
 }
 
 TEST(OciSeccomp, MalformedBaseIsRefusedWithItsField) {
