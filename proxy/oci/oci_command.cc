@@ -84,6 +84,10 @@ void add_oci_commands(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   auto* meta = sec->add_option("--metadata", a->metadata,
                                "linux.seccomp.listenerMetadata (what agent rules match on)");
+  sec->add_flag("--broker-pidfd-getfd")
+      ->description(
+          "No effect, kept for existing scripts: pidfd_getfd is always trapped, "
+          "and the agent's rule (\"broker_pidfd_getfd\") decides");
   sec->add_option("--caps", a->caps,
                   "The container's capabilities, comma-separated, for the base's includes and "
                   "excludes. Default: Docker's default set");
@@ -119,6 +123,10 @@ void add_oci_commands(CLI::App& app, int& exit_code) {
   prep->add_option("--listener", pa->listener, "The agent's socket")->capture_default_str();
   auto* pmeta = prep->add_option("--metadata", pa->metadata,
                                  "More listenerMetadata lines (key=value) for the agent's rules");
+  prep->add_flag("--broker-pidfd-getfd")
+      ->description(
+          "No effect, kept for existing scripts: pidfd_getfd is always "
+          "trapped, and the agent's rule decides");
   prep->add_option("--runtime", pa->runtime, "The runtime the profile is for")
       ->capture_default_str();
   auto rails = std::make_shared<std::vector<std::string>>();

@@ -47,7 +47,10 @@ ShimConfig load_config(const std::string& path) {
   if (j.is_discarded() || !j.is_object()) bad("not a JSON object");
   for (const auto& [k, v] : j.items())
     if (k != "version" && k != "runtime" && k != "listener" && k != "grants" && k != "base" &&
-        k != "metadata" && k != "sysfs" && k != "sysfs_root" && k != "comment")
+        k != "metadata" && k != "sysfs" && k != "sysfs_root" && k != "comment" &&
+        // Kept for existing files: pidfd_getfd is always trapped now, and the agent's rule
+        // decides whether it is brokered, so this key has no effect.
+        k != "broker_pidfd_getfd")
       bad(k + ": unknown key");
   if (j.value("version", 0) != 1) bad("version: expected 1");
   auto str = [&](const char* k, std::string& out) {

@@ -45,8 +45,10 @@ fi
 mkdir -p "$WORK/traces"
 oci_start_agent '{"version": 1, "containers": [{"match": {"id": "shim-*"}, "grants": ["uverbs0", "uverbs1"],
   "grants_from_metadata": true, "trace": true}]}' --trace-dir "$WORK/traces"
-# The operator allows uverbs0 only.
-jq -n --arg s "$SOCK" --arg rt "$RT" '{version: 1, runtime: $rt, listener: $s, grants: ["uverbs0"], sysfs: false}' >"$WORK/runtime.json"
+# The operator allows uverbs0 only. broker_pidfd_getfd is a key of earlier releases, still
+# accepted (it has no effect: the agent's rule decides), so an upgrade keeps old files working.
+jq -n --arg s "$SOCK" --arg rt "$RT" '{version: 1, runtime: $rt, listener: $s, grants: ["uverbs0"], sysfs: false,
+  broker_pidfd_getfd: true}' >"$WORK/runtime.json"
 ln -s "$GP" "$WORK/gdrproxy-runtime"
 
 # bundle NAME DEVICE: a bundle whose linux.devices asks for DEVICE (as --device or CDI would).
