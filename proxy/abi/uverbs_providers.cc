@@ -314,7 +314,6 @@ constexpr AttrSpec kBnxtAllocPageAttrs[] = {
     {kNs + 4, "mmap_length", K::kOpaque},  // BNXT_RE_ALLOC_PAGE_MMAP_LENGTH
 };
 constexpr AttrSpec kBnxtDestroyPage[] = {{kNs, "handle", K::kIdrDestroy}};
-constexpr AttrSpec kBnxtNone[] = {{0, "", K::kOpaque}};
 constexpr AttrSpec kBnxtToggleMemAttrs[] = {
     {kNs + 0, "handle", K::kIdrNew},       // BNXT_RE_TOGGLE_MEM_HANDLE
     {kNs + 1, "type", K::kOpaque},         // BNXT_RE_TOGGLE_MEM_TYPE
@@ -334,7 +333,7 @@ constexpr AttrSpec kBnxtDefaultDbrAttrs[] = {{kNs, "attr", K::kOpaque}};
 constexpr MethodSpec kBnxtMethods[] = {
     {kBnxtAllocPage, kNs + 0, "BNXT_RE_ALLOC_PAGE", kBnxtAllocPageAttrs},
     {kBnxtAllocPage, kNs + 1, "BNXT_RE_DESTROY_PAGE", kBnxtDestroyPage, false},
-    {kBnxtNotifyDrv, kNs + 0, "BNXT_RE_NOTIFY_DRV", std::span<const AttrSpec>(kBnxtNone, 0)},
+    {kBnxtNotifyDrv, kNs + 0, "BNXT_RE_NOTIFY_DRV", {}},  // no attributes
     {kBnxtToggleMem, kNs + 0, "BNXT_RE_GET_TOGGLE_MEM", kBnxtToggleMemAttrs},
     {kBnxtToggleMem, kNs + 1, "BNXT_RE_RELEASE_TOGGLE_MEM", kBnxtReleaseToggleMem, false},
     {kBnxtDbr, kNs + 0, "BNXT_RE_DBR_ALLOC", kBnxtDbrAlloc, false},
