@@ -402,6 +402,12 @@ Policy Policy::from_json(const json& j, const std::string& origin) {
       int i = 0;
       for (const auto& r : body.value("rules", json::array()))
         cp.rules.push_back(parse_rule(r, where + ".rules[" + std::to_string(i++) + "]"));
+      // A provider (given, or implied by a provider's name) never matches another class's calls:
+      // refused rather than a silently dead rule.
+      for (size_t n = 0; n < cp.rules.size(); ++n)
+        if (cp.rules[n].provider && cls != DeviceClass::kUverbs)
+          throw Error(where + ".rules[" + std::to_string(n) +
+                      "]: an RDMA provider applies to uverbs calls only");
       if (cls == DeviceClass::kUverbs)
         for (size_t n = 0; n < cp.rules.size(); ++n)
           if (cp.rules[n].err)

@@ -364,6 +364,8 @@ TEST(Policy, RulesForAProvidersCallsMatchThatProvidersDevicesOnly) {
   // A provider the tables do not know, or one that contradicts the names, is a load error.
   EXPECT_THROW(make(R"({"classes":{"uverbs":{"rules":[{"action":"deny","provider":"mlx9"}]}}})"),
                std::runtime_error);
+  EXPECT_THROW(make(R"({"classes":{"nvidia":{"rules":[{"action":"deny","provider":"efa"}]}}})"),
+               std::runtime_error);
   EXPECT_THROW(make(R"({"classes":{"uverbs":{"rules":[
       {"action":"deny","provider":"mlx5","object":"MR","method":"EFA_MR_QUERY"}]}}})"),
                std::runtime_error);
