@@ -2,9 +2,9 @@
 // kind, plus the legacy write() commands that INVOKE_WRITE tunnels and the fields of their
 // request/response structs. Numbers come from rdma-core's uapi headers
 // (rdma/ib_user_ioctl_cmds.h, rdma/ib_user_verbs.h); the providers' driver namespaces are in
-// proxy/abi/uverbs_providers.h. This file only adds names
-// and kinds. The declared kind, never a guess from memory contents, decides how an attribute's
-// 64-bit data word is read: inline value, pointer, handle or fd.
+// proxy/abi/uverbs_providers.h. This file only adds names and kinds. The declared kind, never a
+// guess from memory contents, decides how an attribute's 64-bit data word is read: inline value,
+// pointer, handle or fd.
 #pragma once
 
 #include <cstdint>

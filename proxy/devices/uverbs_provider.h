@@ -3,11 +3,12 @@
 //
 // The idea not to miss: driver-namespace ids are per provider (proxy/abi/uverbs_providers.h), so
 // the provider must come from the kernel, never from the tenant (the ioctl header's driver_id is
-// the caller's to write and is never read). A hardware device's parent is
-// bound to its provider's driver (mlx5_core, efa, the auxiliary irdma.*, ...). A software provider
-// (rxe, siw) sits on a netdev whose own NIC driver the link may show: such a device can then be
-// attributed to that NIC's provider, which names its calls wrongly but lets nothing through that
-// the kernel would run, since software providers have no driver-namespace methods.
+// the caller's to write and is never read). A hardware device's parent is bound to its
+// provider's driver (mlx5_core, efa, ice for irdma, an auxiliary "<module>.<name>", ...). A
+// software provider (rxe, siw) sits on a netdev whose own NIC driver the link may show: such a
+// device can then be attributed to that NIC's provider, which names its calls wrongly and lets
+// through only driver-namespace ids the software provider's kernel driver does not have (it has
+// none), which the kernel refuses.
 #pragma once
 
 #include <sys/types.h>
