@@ -5,7 +5,6 @@
 #include <rdma/ib_user_ioctl_cmds.h>
 #include <rdma/ib_user_ioctl_verbs.h>
 #include <rdma/ib_user_verbs.h>
-#include <rdma/mlx5_user_ioctl_cmds.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -37,17 +36,6 @@ constexpr ObjectSpec kObjects[] = {
     {UVERBS_OBJECT_DM, "DM"},
     {UVERBS_OBJECT_COUNTERS, "COUNTERS"},
     {UVERBS_OBJECT_ASYNC_EVENT, "ASYNC_EVENT"},
-    // mlx5 provider objects (driver namespace); shown by name, never interpreted.
-    {MLX5_IB_OBJECT_DEVX, "MLX5_DEVX"},
-    {MLX5_IB_OBJECT_DEVX_OBJ, "MLX5_DEVX_OBJ"},
-    {MLX5_IB_OBJECT_DEVX_UMEM, "MLX5_DEVX_UMEM"},
-    {MLX5_IB_OBJECT_FLOW_MATCHER, "MLX5_FLOW_MATCHER"},
-    {MLX5_IB_OBJECT_DEVX_ASYNC_CMD_FD, "MLX5_DEVX_ASYNC_CMD_FD"},
-    {MLX5_IB_OBJECT_DEVX_ASYNC_EVENT_FD, "MLX5_DEVX_ASYNC_EVENT_FD"},
-    {MLX5_IB_OBJECT_VAR, "MLX5_VAR"},
-    {MLX5_IB_OBJECT_PP, "MLX5_PP"},
-    {MLX5_IB_OBJECT_UAR, "MLX5_UAR"},
-    {MLX5_IB_OBJECT_STEERING_ANCHOR, "MLX5_STEERING_ANCHOR"},
 };
 
 constexpr AttrSpec kCommonAttrs[] = {

@@ -1,9 +1,10 @@
 // The uverbs ioctl ABI as data: objects, methods, and each method's attributes with a declared
 // kind, plus the legacy write() commands that INVOKE_WRITE tunnels and the fields of their
 // request/response structs. Numbers come from rdma-core's uapi headers
-// (rdma/ib_user_ioctl_cmds.h, rdma/ib_user_verbs.h, provider headers); this file only adds names
-// and kinds. The declared kind, never a guess from memory contents, decides how an attribute's
-// 64-bit data word is read: inline value, pointer, handle or fd.
+// (rdma/ib_user_ioctl_cmds.h, rdma/ib_user_verbs.h); the providers' driver namespaces are in
+// proxy/abi/uverbs_providers.h. This file only adds names and kinds. The declared kind, never a
+// guess from memory contents, decides how an attribute's 64-bit data word is read: inline value,
+// pointer, handle or fd.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +44,7 @@ enum class AttrKind : uint8_t {
   kPtrOut,       // output buffer written by the kernel
   kU32Out,       // output u32 written through the pointer in data
   kU64Out,
+  kOpaque,  // a provider's attribute: named, its data word shown as it is, never interpreted
 };
 
 struct AttrSpec {
@@ -56,6 +58,9 @@ struct MethodSpec {
   uint16_t method;
   const char* name;  // method name, e.g. "REG_DMABUF_MR"
   std::span<const AttrSpec> attrs;
+  // A provider's method (proxy/abi/uverbs_providers.h): whether rdma-core's provider library
+  // issues it. The default policy treats one it never issues as unknown.
+  bool issued_by_library = true;
 };
 
 struct ObjectSpec {
@@ -79,6 +84,7 @@ struct WriteCmdSpec {
   std::span<const WriteField> out;
 };
 
+// The core (common) namespace only; a provider's ids are found through uverbs_providers.h.
 const ObjectSpec* find_object(uint16_t id);
 const ObjectSpec* find_object(std::string_view name);
 const MethodSpec* find_method(uint16_t object, uint16_t method);

@@ -34,6 +34,7 @@ struct PolicyKeys {
   std::optional<uint16_t> uverbs_object;
   std::optional<uint16_t> uverbs_method;
   std::optional<uint32_t> uverbs_write_cmd;    // legacy command tunnelled by INVOKE_WRITE
+  std::optional<uint32_t> uverbs_provider;     // rdma_driver_id of the fd's device, when known
   std::optional<uint8_t> nv_escape;            // IOC_NR of an NVIDIA frontend ioctl
   std::optional<uint32_t> nv_class;            // RM_ALLOC hClass
   std::optional<uint32_t> nv_device_instance;  // deviceId of an RM_ALLOC(NV01_DEVICE_0)

@@ -13,6 +13,7 @@
 #include <span>
 
 #include "proxy/abi/uverbs_abi.h"
+#include "proxy/abi/uverbs_providers.h"
 #include "proxy/base/hot_path.h"
 #include "proxy/decode/format.h"
 
@@ -34,8 +35,8 @@ constexpr uint32_t kMaxResultCopy = 256;
 // capacity is reserved once, never concatenated from temporaries.
 constexpr size_t kNameCapacity = 64;
 
-GDRPROXY_HOT void append_object_name(std::string& s, uint16_t id) {
-  if (const auto* o = uverbs::find_object(id)) {
+GDRPROXY_HOT void append_object_name(std::string& s, uint32_t provider, uint16_t id) {
+  if (const auto* o = uverbs::find_object(provider, id)) {
     s += o->name;
     return;
   }
@@ -43,8 +44,8 @@ GDRPROXY_HOT void append_object_name(std::string& s, uint16_t id) {
   s += hex(id);
 }
 
-GDRPROXY_HOT void append_method_name(std::string& s, uint16_t object, uint16_t method) {
-  if (const auto* m = uverbs::find_method(object, method)) {
+GDRPROXY_HOT void append_method_name(std::string& s, const uverbs::MethodSpec* m, uint16_t method) {
+  if (m) {
     s += m->name;
     return;
   }
@@ -191,17 +192,19 @@ DecodedCall decode_uverbs_write(uint64_t buf, uint64_t count, const MemoryReader
 }
 
 DecodedCall decode_uverbs_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& mem,
-                                DecodeDepth depth) {
+                                DecodeDepth depth, uint32_t provider) {
   DecodedCall call;
-  decode_uverbs_ioctl(call, cmd, arg, mem, depth);
+  decode_uverbs_ioctl(call, cmd, arg, mem, depth, provider);
   return call;
 }
 
 GDRPROXY_HOT void decode_uverbs_ioctl(DecodedCall& call, uint32_t cmd, uint64_t arg,
-                                      const MemoryReader& mem, DecodeDepth depth) {
+                                      const MemoryReader& mem, DecodeDepth depth,
+                                      uint32_t provider) {
   call.clear();
   call.device_class = DeviceClass::kUverbs;
   call.cmd = cmd;
+  if (provider != uverbs::kProviderUnknown) call.keys.uverbs_provider = provider;
   if (cmd != uverbs::kVerbsIoctl) {
     call.name = "UVERBS_IOCTL_" + hex(cmd);
     return;
@@ -216,10 +219,11 @@ GDRPROXY_HOT void decode_uverbs_ioctl(DecodedCall& call, uint32_t cmd, uint64_t 
   }
   call.keys.uverbs_object = hdr.object_id;
   call.keys.uverbs_method = hdr.method_id;
+  const auto* method = uverbs::find_method(provider, hdr.object_id, hdr.method_id);
   call.name.reserve(kNameCapacity);
-  append_object_name(call.name, hdr.object_id);
+  append_object_name(call.name, provider, hdr.object_id);
   call.name += '.';
-  append_method_name(call.name, hdr.object_id, hdr.method_id);
+  append_method_name(call.name, method, hdr.method_id);
   if (hdr.num_attrs > uverbs::kMaxAttrs) {
     call.malformed = "absurd attribute count " + dec(hdr.num_attrs);
     return;
@@ -242,7 +246,6 @@ GDRPROXY_HOT void decode_uverbs_ioctl(DecodedCall& call, uint32_t cmd, uint64_t 
   // The attribute array is where the kernel writes new handles and fds.
   call.result_regions[0] = {arg, expect};
 
-  const auto* method = uverbs::find_method(hdr.object_id, hdr.method_id);
   bool first_scalar_out = true;
   // Arguments are rendered for a trace only: the policy matches on the keys.
   const bool render = depth == DecodeDepth::kFull;
@@ -252,11 +255,13 @@ GDRPROXY_HOT void decode_uverbs_ioctl(DecodedCall& call, uint32_t cmd, uint64_t 
       for (const auto& s : method->attrs)
         if (s.id == a.attr_id) spec = &s;
     }
+    if (!spec) spec = uverbs::find_driver_attr(provider, hdr.object_id, hdr.method_id, a.attr_id);
     if (!spec) spec = uverbs::find_common_attr(a.attr_id);
-    if (!spec) {
+    if (!spec || spec->kind == AttrKind::kOpaque) {
+      // Unnamed, or a provider's attribute whose layout is not declared: shown as it is.
       if (render)
-        call.args.push_back(
-            {"attr_" + hex(a.attr_id), "len=" + dec(a.len) + " data=" + hex(a.data)});
+        call.args.push_back({spec ? std::string(spec->name) : "attr_" + hex(a.attr_id),
+                             "len=" + dec(a.len) + " data=" + hex(a.data)});
       continue;
     }
     uint64_t v = 0;
@@ -269,7 +274,8 @@ GDRPROXY_HOT void decode_uverbs_ioctl(DecodedCall& call, uint32_t cmd, uint64_t 
         if (render) call.args.push_back({spec->name, dec(static_cast<int32_t>(a.data))});
         break;
       case AttrKind::kRawFd:
-        // The only raw fd in the ABI today is REG_DMABUF_MR's: the policy checks its provenance.
+        // The raw fds in the tables are dma-bufs (REG_DMABUF_MR's, mlx5's DEVX_UMEM_REG's): the
+        // policy checks their provenance.
         call.keys.dmabuf_fd = static_cast<int32_t>(a.data);
         if (render) call.args.push_back({spec->name, dec(static_cast<int32_t>(a.data))});
         break;
@@ -308,6 +314,7 @@ GDRPROXY_HOT void decode_uverbs_ioctl(DecodedCall& call, uint32_t cmd, uint64_t 
         if (render) call.args.push_back({spec->name, "[" + dec(a.len) + " bytes]"});
         break;
       case AttrKind::kPtrOut:
+      case AttrKind::kOpaque:
         break;
       case AttrKind::kU32Out:
       case AttrKind::kU64Out:
@@ -329,7 +336,9 @@ void decode_uverbs_result(const DecodedCall& call, std::span<const uint8_t> regi
                           std::span<const uint8_t> region1, std::vector<DecodedField>& out) {
   if (call.cmd != uverbs::kVerbsIoctl || !call.keys.uverbs_object || !call.keys.uverbs_method)
     return;
-  const auto* method = uverbs::find_method(*call.keys.uverbs_object, *call.keys.uverbs_method);
+  const auto* method =
+      uverbs::find_method(call.keys.uverbs_provider.value_or(uverbs::kProviderUnknown),
+                          *call.keys.uverbs_object, *call.keys.uverbs_method);
   ib_uverbs_ioctl_hdr hdr;
   if (!load(region0, 0, hdr)) return;
   const uint32_t n = std::min<uint32_t>(hdr.num_attrs, uverbs::kMaxAttrs);

@@ -12,11 +12,14 @@
 
 namespace gdrproxy::proxy {
 
+// `provider` is the kernel's rdma_driver_id of the device the fd is on (0: not known): a
+// driver-namespace object, method or attribute is named from that provider's table only, and
+// stays a number when the provider is not known.
 DecodedCall decode_uverbs_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& mem,
-                                DecodeDepth depth = DecodeDepth::kFull);
+                                DecodeDepth depth = DecodeDepth::kFull, uint32_t provider = 0);
 // The same into `call` (cleared first, its storage kept: the engine's per-call path).
 void decode_uverbs_ioctl(DecodedCall& call, uint32_t cmd, uint64_t arg, const MemoryReader& mem,
-                         DecodeDepth depth);
+                         DecodeDepth depth, uint32_t provider = 0);
 
 // A legacy command written with write() on a uverbs fd (struct ib_uverbs_cmd_hdr, then for
 // extended commands struct ib_uverbs_ex_cmd_hdr, then the command's struct): the same verb as an

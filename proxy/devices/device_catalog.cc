@@ -13,6 +13,7 @@
 #include "proxy/abi/device_drivers.h"
 #include "proxy/base/error.h"
 #include "proxy/base/hot_path.h"
+#include "proxy/devices/uverbs_provider.h"
 
 namespace gdrproxy::proxy {
 namespace {
@@ -109,7 +110,8 @@ void add_by_driver(std::vector<DeviceNode>& out, const fs::path& p, const std::s
 
 }  // namespace
 
-DeviceCatalog DeviceCatalog::scan(const std::string& dev_root, const std::string& proc_root) {
+DeviceCatalog DeviceCatalog::scan(const std::string& dev_root, const std::string& proc_root,
+                                  const std::string& sys_root) {
   DeviceCatalog c;
   c.dev_root_ = dev_root;
   c.proc_root_ = proc_root;
@@ -162,6 +164,9 @@ DeviceCatalog DeviceCatalog::scan(const std::string& dev_root, const std::string
       visit(e.path(), leaf);
     }
   }
+  for (auto& n : c.nodes_)
+    if (n.device_class == DeviceClass::kUverbs)
+      n.rdma_driver = uverbs_provider_of(sys_root, n.rdev);
   std::sort(c.nodes_.begin(), c.nodes_.end(),
             [](const DeviceNode& a, const DeviceNode& b) { return a.name < b.name; });
   return c;

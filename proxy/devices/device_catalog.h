@@ -26,15 +26,21 @@ struct DeviceNode {
   // A node of a guarded driver that the catalog a holder began with lacks (its driver registered
   // later): never granted to that holder (proxy/devices/live_catalog.h).
   bool uncatalogued = false;
+  // A uverbs node: the provider serving its IB device (enum rdma_driver_id, 0 when not known),
+  // from sysfs (proxy/devices/uverbs_provider.h). Its driver-namespace calls are named and judged
+  // under that provider.
+  uint32_t rdma_driver = 0;
 };
 
 class DeviceCatalog {
  public:
   // Scans <dev_root>/infiniband/*, <dev_root>/nvidia*, <dev_root>/nvidia-caps/*, then every
   // character device under <dev_root> (two levels) whose driver is guarded, reading the drivers'
-  // numbers from <proc_root>/devices and <proc_root>/misc.
+  // numbers from <proc_root>/devices and <proc_root>/misc, and each uverbs node's provider from
+  // <sys_root>/class/infiniband_verbs.
   static DeviceCatalog scan(const std::string& dev_root = "/dev",
-                            const std::string& proc_root = "/proc");
+                            const std::string& proc_root = "/proc",
+                            const std::string& sys_root = "/sys");
 
   // The catalogued node with this device number; else the driver's never-granted entry when the
   // number belongs to a guarded driver; else nullptr (not a device of ours).

@@ -998,15 +998,17 @@ GDRPROXY_HOT void Session::dispatch(const seccomp_notif& req, uint64_t t0, bool 
 namespace {
 
 // Fills `out`, whose storage is kept from call to call.
-GDRPROXY_HOT void read_ioctl(IoctlReading& out, pid_t pid, DeviceClass cls, uint32_t cmd,
+GDRPROXY_HOT void read_ioctl(IoctlReading& out, pid_t pid, const DeviceNode& node, uint32_t cmd,
                              uint64_t arg, DecodeDepth depth, const NvidiaDriverAbi* abi,
                              const std::vector<std::string>& exporters, const TrapCopy* copy,
                              uint64_t* memory_ns) {
   ProcessMemory mem(pid, memory_ns);
   if (copy && !copy->bytes().empty()) mem.prime(copy->arg(), copy->bytes());
+  const DeviceClass cls = node.device_class;
   switch (cls) {
     case DeviceClass::kUverbs:
-      decode_uverbs_ioctl(out.call, cmd, arg, mem, depth);
+      // Driver-namespace ids are named and judged under the provider of the node's device.
+      decode_uverbs_ioctl(out.call, cmd, arg, mem, depth, node.rdma_driver);
       break;
     case DeviceClass::kNvidiaFrontend:
       decode_nvidia_frontend_ioctl(out.call, cmd, arg, mem, *abi, depth);
@@ -1085,9 +1087,8 @@ GDRPROXY_HOT void Session::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
     // deadline.
     uint64_t memory = 0;
     IoctlReading& reading = *reading_;
-    read_ioctl(reading, static_cast<pid_t>(req.pid), node->device_class, cmd, arg, depth,
-               engine_.nvidia().abi, dmabuf_exporters_, copy ? &*copy : nullptr,
-               phases_ ? &memory : nullptr);
+    read_ioctl(reading, static_cast<pid_t>(req.pid), *node, cmd, arg, depth, engine_.nvidia().abi,
+               dmabuf_exporters_, copy ? &*copy : nullptr, phases_ ? &memory : nullptr);
     if (phases_) {
       const uint64_t read_ns = monotonic_ns() - t_read;
       ph.memory += memory;

@@ -8,6 +8,7 @@
 #include "proxy/abi/errno_names.h"
 #include "proxy/abi/nvidia_abi.h"
 #include "proxy/abi/uverbs_abi.h"
+#include "proxy/abi/uverbs_providers.h"
 #include "proxy/base/error.h"
 #include "proxy/base/hot_path.h"
 #include "proxy/policy/default_policy.h"
@@ -132,6 +133,19 @@ Rule parse_rule(const json& j, const std::string& where) {
   Rule r;
   r.text = j.dump();
   const auto& abi = nvidia_newest_abi();
+  // A provider named by the rule's object or method; they must agree with "provider".
+  auto set_provider = [&](const uverbs::ProviderSpec* p, const std::string& w) {
+    if (r.provider && *r.provider != p->driver_id)
+      throw Error(w + ": names a " + p->name + " call, but the rule is for another provider");
+    r.provider = p->driver_id;
+  };
+  if (j.is_object() && j.contains("provider")) {
+    const std::string name = as_string(j["provider"], where + ".provider");
+    const auto* p = uverbs::find_provider(name);
+    if (!p)
+      throw Error(where + ".provider: \"" + name + "\" is not an RDMA provider the tables know");
+    r.provider = p->driver_id;
+  }
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& k = it.key();
     const json& v = it.value();
@@ -143,13 +157,19 @@ Rule parse_rule(const json& j, const std::string& where) {
     } else if (k == "ioctl") {
       r.ioctl = fits<uint32_t>(parse_number(v, w), w);
     } else if (k == "object") {
-      r.object =
-          fits<uint16_t>(name_or_number(v, w,
-                                        [](const std::string& s) {
-                                          auto* o = uverbs::find_object(s);
-                                          return o ? std::optional<uint64_t>(o->id) : std::nullopt;
-                                        }),
-                         w);
+      r.object = fits<uint16_t>(name_or_number(v, w,
+                                               [&](const std::string& s) {
+                                                 if (auto* o = uverbs::find_object(s))
+                                                   return std::optional<uint64_t>(o->id);
+                                                 const uverbs::ProviderSpec* owner = nullptr;
+                                                 auto* o = uverbs::find_provider_object(s, &owner);
+                                                 if (!o) return std::optional<uint64_t>();
+                                                 set_provider(owner, w);
+                                                 return std::optional<uint64_t>(o->id);
+                                               }),
+                                w);
+    } else if (k == "provider") {
+      // Read above.
     } else if (k == "method") {
       // Resolved below, once the object is known.
     } else if (k == "op") {
@@ -214,9 +234,14 @@ Rule parse_rule(const json& j, const std::string& where) {
     if (v.is_string() && !r.object) throw Error(where + ".method: a method name needs \"object\"");
     r.method = fits<uint16_t>(name_or_number(v, where + ".method",
                                              [&](const std::string& s) {
-                                               auto* m = uverbs::find_method(*r.object, s);
-                                               return m ? std::optional<uint64_t>(m->method)
-                                                        : std::nullopt;
+                                               if (auto* m = uverbs::find_method(*r.object, s))
+                                                 return std::optional<uint64_t>(m->method);
+                                               const uverbs::ProviderSpec* owner = nullptr;
+                                               auto* m = uverbs::find_provider_method(*r.object, s,
+                                                                                      &owner);
+                                               if (!m) return std::optional<uint64_t>();
+                                               set_provider(owner, where + ".method");
+                                               return std::optional<uint64_t>(m->method);
                                              }),
                               where + ".method");
   }
@@ -229,6 +254,7 @@ GDRPROXY_HOT bool matches(const Rule& r, const DecodedCall& c) {
   if (r.ioctl && *r.ioctl != c.cmd) return false;
   if (r.object && k.uverbs_object != r.object) return false;
   if (r.method && k.uverbs_method != r.method) return false;
+  if (r.provider && k.uverbs_provider != r.provider) return false;
   if (r.write_cmd && k.uverbs_write_cmd != r.write_cmd) return false;
   if (r.has_op) {
     const bool as_command = r.op_write_cmd && k.uverbs_write_cmd == r.op_write_cmd;
@@ -254,7 +280,13 @@ GDRPROXY_HOT bool known_to_tables(const DecodedCall& c) {
       if (!k.uverbs_object && !k.uverbs_method && k.uverbs_write_cmd)
         return uverbs::find_write_cmd(*k.uverbs_write_cmd) != nullptr;
       if (!k.uverbs_object || !k.uverbs_method) return false;
-      if (!uverbs::find_method(*k.uverbs_object, *k.uverbs_method)) return false;
+      {
+        // A driver-namespace method is known under the device's provider only, and only when
+        // that provider's rdma-core library issues it.
+        const auto* m = uverbs::find_method(k.uverbs_provider.value_or(uverbs::kProviderUnknown),
+                                            *k.uverbs_object, *k.uverbs_method);
+        if (!m || !m->issued_by_library) return false;
+      }
       return !k.uverbs_write_cmd || uverbs::find_write_cmd(*k.uverbs_write_cmd);
     case DeviceClass::kNvidiaFrontend: {
       const auto& abi = nvidia_newest_abi();
@@ -268,6 +300,26 @@ GDRPROXY_HOT bool known_to_tables(const DecodedCall& c) {
     default:
       return true;
   }
+}
+
+// Why a call is unknown: a provider's method its library never issues, or a call the tables do
+// not name (under the device's provider, when it is known).
+std::string unknown_reason(const DecodedCall& c) {
+  const auto& k = c.keys;
+  if (c.device_class == DeviceClass::kUverbs && k.uverbs_object && k.uverbs_method) {
+    const auto* p = uverbs::find_provider(k.uverbs_provider.value_or(uverbs::kProviderUnknown));
+    const auto* m = uverbs::find_method(p ? p->driver_id : uverbs::kProviderUnknown,
+                                        *k.uverbs_object, *k.uverbs_method);
+    if (m && !m->issued_by_library)
+      return std::string(" unknown call: a ") + p->name +
+             " method rdma-core's provider never issues";
+    if (*k.uverbs_object >= uverbs::kDriverNamespace ||
+        *k.uverbs_method >= uverbs::kDriverNamespace)
+      return p ? std::string(" unknown call: not a method of the ") + p->name + " provider"
+               : std::string(
+                     " unknown call: a driver-namespace id on a device of unknown provider");
+  }
+  return " unknown call";
 }
 
 }  // namespace
@@ -284,7 +336,7 @@ int parse_errno(const json& v, const std::string& where) {
       throw Error(where + ": " + std::to_string(n) + " is the kernel-internal " +
                   errno_name(static_cast<int>(n)) +
                   ", never a call's result; use a user-space errno");
-    expected(where, kWhat, v);
+    expected(where, "an errno from 1 to 4095 or a name such as \"EPERM\"", v);
   }
   if (!v.is_string()) expected(where, kWhat, v);
   const std::string s = v.get<std::string>();
@@ -339,6 +391,12 @@ Policy Policy::from_json(const json& j, const std::string& origin) {
       int i = 0;
       for (const auto& r : body.value("rules", json::array()))
         cp.rules.push_back(parse_rule(r, where + ".rules[" + std::to_string(i++) + "]"));
+      // A provider (given, or implied by a provider's name) never matches another class's calls:
+      // refused rather than a silently dead rule.
+      for (size_t n = 0; n < cp.rules.size(); ++n)
+        if (cp.rules[n].provider && cls != DeviceClass::kUverbs)
+          throw Error(where + ".rules[" + std::to_string(n) +
+                      "]: an RDMA provider applies to uverbs calls only");
       if (cls == DeviceClass::kUverbs)
         for (size_t n = 0; n < cp.rules.size(); ++n)
           if (cp.rules[n].err)
@@ -410,7 +468,7 @@ GDRPROXY_HOT Verdict Policy::evaluate(const DecodedCall& call, bool explain_allo
   v.action = known ? cp.default_action : cp.unknown_action;
   v.err = cp.err;
   v.log = cp.log;
-  if (explain()) v.reason = std::string(cls) + (known ? " default" : " unknown call");
+  if (explain()) v.reason = std::string(cls) + (known ? " default" : unknown_reason(call));
   return v;
 }
 

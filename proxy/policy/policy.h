@@ -26,6 +26,10 @@ struct Rule {
   std::optional<std::string> call_glob;  // matched against DecodedCall::name ('*' wildcard)
   std::optional<uint32_t> ioctl;
   std::optional<uint16_t> object, method;
+  // The RDMA provider (enum rdma_driver_id) the rule is for: set by "provider", or by an object
+  // or method named from a provider's table. Driver-namespace ids collide between providers, so
+  // such a rule matches calls on that provider's devices only.
+  std::optional<uint32_t> provider;
   std::optional<uint32_t> write_cmd;
   // "op": one uverbs operation whatever its encoding: the legacy command of that name (as an
   // INVOKE_WRITE or a write()) and every ioctl method of that name (CQ.CREATE_CQ for CREATE_CQ).

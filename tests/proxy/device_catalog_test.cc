@@ -15,8 +15,12 @@
 #include <thread>
 #include <vector>
 
+#include <rdma/ib_user_ioctl_verbs.h>
+
+#include "proxy/abi/uverbs_providers.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/devices/live_catalog.h"
+#include "proxy/devices/uverbs_provider.h"
 
 namespace gdrproxy::proxy {
 namespace {
@@ -57,7 +61,8 @@ class CatalogByDriver : public ::testing::Test {
     ASSERT_EQ(::mknod((root_ / rel).c_str(), S_IFCHR | 0600, makedev(maj, min)), 0) << rel;
   }
   DeviceCatalog scan() {
-    return DeviceCatalog::scan((root_ / "dev").string(), (root_ / "proc").string());
+    return DeviceCatalog::scan((root_ / "dev").string(), (root_ / "proc").string(),
+                               (root_ / "sys").string());
   }
 
   fs::path root_;
@@ -227,6 +232,53 @@ TEST_F(LaterDriver, ReadersNeverSeeAHalfBuiltCatalog) {
   for (auto& t : readers) t.join();
   EXPECT_EQ(bad.load(), 0);
   EXPECT_EQ(live.rescans(), 50u);
+}
+
+// A sysfs tree as the kernel lays it out: class/infiniband_verbs/<entry>/dev holds the node's
+// number, <entry>/device links to the IB device's parent, whose driver link names the driver.
+void sysfs_uverbs(const fs::path& sys, const std::string& entry, const std::string& dev,
+                  const std::string& parent, const std::string& driver) {
+  const fs::path cls = sys / "class/infiniband_verbs" / entry;
+  fs::create_directories(cls);
+  std::ofstream(cls / "dev") << dev << "\n";
+  const fs::path p = sys / "devices/pci0000:00" / parent;
+  fs::create_directories(p);
+  fs::create_directories(sys / "bus/pci/drivers" / driver);
+  fs::create_symlink(sys / "bus/pci/drivers" / driver, p / "driver");
+  fs::create_symlink(p, cls / "device");
+}
+
+TEST(UverbsProvider, TheKernelDriverOfTheNodesDeviceNamesItsProvider) {
+  char t[] = "/tmp/gdrproxy-provider-XXXXXX";
+  const fs::path sys = ::mkdtemp(t);
+  struct Cleanup {
+    fs::path p;
+    ~Cleanup() { fs::remove_all(p); }
+  } cleanup{sys};
+  sysfs_uverbs(sys, "uverbs0", "231:192", "0000:17:00.0", "efa");
+  sysfs_uverbs(sys, "uverbs1", "231:193", "0000:31:00.0", "mlx5_core");
+  sysfs_uverbs(sys, "uverbs2", "231:194", "ice.roce.0", "irdma.gen_2");  // an auxiliary driver
+  sysfs_uverbs(sys, "uverbs3", "231:195", "0000:4b:00.0", "e1000e");     // no RDMA provider
+  const std::string root = sys.string();
+  // Found by device number, whatever the entry is called.
+  EXPECT_EQ(uverbs_provider_of(root, makedev(231, 192)), uint32_t{RDMA_DRIVER_EFA});
+  EXPECT_EQ(uverbs_provider_of(root, makedev(231, 193)), uint32_t{RDMA_DRIVER_MLX5});
+  EXPECT_EQ(uverbs_provider_of(root, makedev(231, 194)), uint32_t{RDMA_DRIVER_IRDMA});
+  EXPECT_EQ(uverbs_provider_of(root, makedev(231, 195)), uverbs::kProviderUnknown);
+  EXPECT_EQ(uverbs_provider_of(root, makedev(231, 196)), uverbs::kProviderUnknown);
+  EXPECT_EQ(uverbs_provider_of("/nonexistent", makedev(231, 192)), uverbs::kProviderUnknown);
+  EXPECT_EQ(provider_of_kernel_driver("bnxt_re.rdma"), uint32_t{RDMA_DRIVER_BNXT_RE});
+  EXPECT_EQ(provider_of_kernel_driver("mana"), uverbs::kRdmaDriverMana);
+  EXPECT_EQ(provider_of_kernel_driver("mlx5"), uverbs::kProviderUnknown);  // no prefix matches
+}
+
+TEST_F(CatalogByDriver, EachUverbsNodeCarriesItsDevicesProvider) {
+  sysfs_uverbs(root_ / "sys", "uverbs0", "231:192", "0000:17:00.0", "efa");
+  const DeviceCatalog c = scan();
+  const DeviceNode* n = c.find_by_name("uverbs0");
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->rdma_driver, uint32_t{RDMA_DRIVER_EFA});
+  EXPECT_EQ(c.find_by_name("nvidia0")->rdma_driver, uverbs::kProviderUnknown);
 }
 
 }  // namespace

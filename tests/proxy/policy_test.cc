@@ -3,13 +3,18 @@
 #include <gtest/gtest.h>
 
 #include <rdma/ib_user_ioctl_cmds.h>
+#include <rdma/ib_user_ioctl_verbs.h>
 #include <rdma/ib_user_verbs.h>
 #include <initializer_list>
 
 #include <cerrno>
 #include <nlohmann/json.hpp>
 
+#include "proxy/abi/uverbs_abi.h"
+#include "proxy/abi/uverbs_providers.h"
+#include "proxy/decode/uverbs_decoder.h"
 #include "proxy/policy/policy.h"
+#include "tests/proxy/verbs_buffer.h"
 
 namespace gdrproxy::proxy {
 namespace {
@@ -281,6 +286,95 @@ TEST(Policy, AnAllowlistIsNotAPolicyAndTheErrorSaysSo) {
     EXPECT_NE(what.find("unknown field"), std::string::npos) << what;          // the field
     EXPECT_NE(what.find("NVIDIA allowlist"), std::string::npos) << what;       // what it is
   }
+}
+
+// A driver-namespace call as the decoder makes it from a device of `provider`.
+DecodedCall provider_call(uint32_t provider, uint16_t obj, uint16_t method) {
+  BufferMemory mem;
+  testing::VerbsBuffer{obj, method}.map_into(mem);
+  return decode_uverbs_ioctl(uverbs::kVerbsIoctl, testing::kHdrAddr, mem, DecodeDepth::kPolicy,
+                             provider);
+}
+
+TEST(Policy, BuiltinDefaultAllowsWhatEachProvidersLibraryIssuesAndNothingElse) {
+  Policy p = Policy::builtin_default();
+  auto action = [&](uint32_t provider, uint16_t obj, uint16_t method) {
+    return p.evaluate(provider_call(provider, obj, method)).action;
+  };
+  // Every method a provider's rdma-core library issues is allowed on that provider's devices.
+  for (const auto& prov : uverbs::all_providers())
+    for (const auto& m : prov.methods)
+      EXPECT_EQ(action(prov.driver_id, m.object, m.method),
+                m.issued_by_library ? Action::kAllow : Action::kDeny)
+          << prov.name << " " << m.name;
+  // EFA: its MR query (libefa's efadv_query_mr).
+  EXPECT_EQ(action(RDMA_DRIVER_EFA, UVERBS_OBJECT_MR, 0x1000), Action::kAllow);
+  // irdma's library has no driver-namespace method: what it issues is core verbs with driver
+  // data (CQ.CREATE_CQ, INVOKE_WRITE), allowed; a driver-namespace id on its device is not.
+  EXPECT_EQ(action(RDMA_DRIVER_IRDMA, UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE), Action::kAllow);
+  Verdict v = p.evaluate(provider_call(RDMA_DRIVER_IRDMA, UVERBS_OBJECT_MR, 0x1000));
+  EXPECT_EQ(v.action, Action::kDeny);
+  EXPECT_NE(v.reason.find("not a method of the irdma provider"), std::string::npos) << v.reason;
+  // The same ids are EFA's MR query and nothing of mlx5's.
+  EXPECT_EQ(action(RDMA_DRIVER_MLX5, UVERBS_OBJECT_MR, 0x1000), Action::kDeny);
+  // mlx5's DEVX_OTHER and bnxt_re's ALLOC_PAGE share their ids; both issued by their libraries.
+  EXPECT_EQ(action(RDMA_DRIVER_MLX5, 0x1000, 0x1000), Action::kAllow);
+  EXPECT_EQ(action(RDMA_DRIVER_BNXT_RE, 0x1000, 0x1000), Action::kAllow);
+  // Named by the header, never issued by libbnxt_re: denied, and the line says why.
+  v = p.evaluate(provider_call(RDMA_DRIVER_BNXT_RE, 0x1000, 0x1001));
+  EXPECT_EQ(v.action, Action::kDeny);
+  EXPECT_NE(v.reason.find("bnxt_re method rdma-core's provider never issues"), std::string::npos)
+      << v.reason;
+  // A device whose provider is not known: no driver-namespace call is allowed.
+  v = p.evaluate(provider_call(uverbs::kProviderUnknown, 0x1000, 0x1000));
+  EXPECT_EQ(v.action, Action::kDeny);
+  EXPECT_NE(v.reason.find("unknown provider"), std::string::npos) << v.reason;
+  EXPECT_EQ(action(uverbs::kProviderUnknown, UVERBS_OBJECT_MR, 0x1000), Action::kDeny);
+  // An id no provider declares.
+  EXPECT_EQ(action(RDMA_DRIVER_MLX5, 0x1000, 0x1042), Action::kDeny);
+  EXPECT_EQ(action(RDMA_DRIVER_EFA, UVERBS_OBJECT_MR, 0x1001), Action::kDeny);
+}
+
+TEST(Policy, TheCallersDriverIdDoesNotChooseTheProvider) {
+  // On an EFA device, a header claiming mlx5 (RDMA_DRIVER_MLX5 in its driver_id) does not make
+  // 0x1000/0x1000 mlx5's DEVX_OTHER: the device's provider decides, and EFA has no such method.
+  BufferMemory mem;
+  testing::VerbsBuffer b{0x1000, 0x1000};
+  b.driver_id = RDMA_DRIVER_MLX5;
+  b.map_into(mem);
+  const DecodedCall c = decode_uverbs_ioctl(uverbs::kVerbsIoctl, testing::kHdrAddr, mem,
+                                            DecodeDepth::kFull, RDMA_DRIVER_EFA);
+  EXPECT_EQ(c.name, "DRIVER_OBJ_0x1000.DRIVER_METHOD_0x1000");
+  EXPECT_EQ(Policy::builtin_default().evaluate(c).action, Action::kDeny);
+}
+
+TEST(Policy, RulesForAProvidersCallsMatchThatProvidersDevicesOnly) {
+  // Named from mlx5's table: the rule is for mlx5 devices; bnxt_re's ALLOC_PAGE has the same ids.
+  Policy p = make(R"({"classes":{"uverbs":{"rules":[
+      {"action":"deny","object":"MLX5_DEVX","method":"MLX5_DEVX_OTHER","errno":"EACCES"}]}}})");
+  Verdict v = p.evaluate(provider_call(RDMA_DRIVER_MLX5, 0x1000, 0x1000));
+  EXPECT_EQ(v.action, Action::kDeny);
+  EXPECT_EQ(v.err, EACCES);
+  EXPECT_EQ(p.evaluate(provider_call(RDMA_DRIVER_BNXT_RE, 0x1000, 0x1000)).action, Action::kAllow);
+  // A provider method on a core object, by name: EFA's only.
+  p = make(R"({"classes":{"uverbs":{"rules":[
+      {"action":"deny","object":"MR","method":"EFA_MR_QUERY"}]}}})");
+  EXPECT_EQ(p.evaluate(provider_call(RDMA_DRIVER_EFA, UVERBS_OBJECT_MR, 0x1000)).action,
+            Action::kDeny);
+  // By number with "provider": an operator may allow what the library never issues.
+  p = make(R"({"classes":{"uverbs":{"rules":[
+      {"action":"allow","provider":"bnxt_re","object":"0x1000","method":"0x1001"}]}}})");
+  EXPECT_EQ(p.evaluate(provider_call(RDMA_DRIVER_BNXT_RE, 0x1000, 0x1001)).action, Action::kAllow);
+  EXPECT_EQ(p.evaluate(provider_call(RDMA_DRIVER_MLX5, 0x1000, 0x1001)).action, Action::kAllow);
+  EXPECT_EQ(p.evaluate(provider_call(RDMA_DRIVER_EFA, 0x1000, 0x1001)).action, Action::kDeny);
+  // A provider the tables do not know, or one that contradicts the names, is a load error.
+  EXPECT_THROW(make(R"({"classes":{"uverbs":{"rules":[{"action":"deny","provider":"mlx9"}]}}})"),
+               std::runtime_error);
+  EXPECT_THROW(make(R"({"classes":{"nvidia":{"rules":[{"action":"deny","provider":"efa"}]}}})"),
+               std::runtime_error);
+  EXPECT_THROW(make(R"({"classes":{"uverbs":{"rules":[
+      {"action":"deny","provider":"mlx5","object":"MR","method":"EFA_MR_QUERY"}]}}})"),
+               std::runtime_error);
 }
 
 TEST(Policy, ShippedPolicyFilesLoad) {

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 #include <rdma/ib_user_ioctl_verbs.h>
 #include <rdma/ib_user_verbs.h>
+#include <rdma/mlx5_user_ioctl_cmds.h>
 
 #include "proxy/abi/uverbs_abi.h"
+#include "proxy/abi/uverbs_providers.h"
 #include "proxy/decode/uverbs_decoder.h"
 #include "tests/proxy/verbs_buffer.h"
 
@@ -176,12 +178,99 @@ TEST(UverbsDecoder, ModifyQpShowsTargetStateAndMask) {
 
 TEST(UverbsDecoder, UnknownAndDriverMethodsAreNamedByNumber) {
   BufferMemory mem;
-  VerbsBuffer{0x1003, 0x1001}.map_into(mem);
+  VerbsBuffer{0x1003, 0x1009}.map_into(mem);
+  // Under mlx5, object 0x1003 is its flow matcher, which has no method 0x1009.
+  EXPECT_EQ(
+      decode_uverbs_ioctl(uverbs::kVerbsIoctl, kHdrAddr, mem, DecodeDepth::kFull, RDMA_DRIVER_MLX5)
+          .name,
+      "MLX5_FLOW_MATCHER.DRIVER_METHOD_0x1009");
+  // Without the device's provider a driver-namespace id means nothing: it stays a number.
   DecodedCall c = decode_uverbs_ioctl(uverbs::kVerbsIoctl, kHdrAddr, mem);
-  EXPECT_EQ(c.name, "MLX5_FLOW_MATCHER.DRIVER_METHOD_0x1001");
+  EXPECT_EQ(c.name, "DRIVER_OBJ_0x1003.DRIVER_METHOD_0x1009");
+  EXPECT_FALSE(c.keys.uverbs_provider);
   BufferMemory mem2;
   VerbsBuffer{UVERBS_OBJECT_PD, 9}.map_into(mem2);
   EXPECT_EQ(decode_uverbs_ioctl(uverbs::kVerbsIoctl, kHdrAddr, mem2).name, "PD.METHOD_0x9");
+}
+
+DecodedCall decode_under(uint32_t provider, const VerbsBuffer& b) {
+  BufferMemory mem;
+  b.map_into(mem);
+  return decode_uverbs_ioctl(uverbs::kVerbsIoctl, kHdrAddr, mem, DecodeDepth::kFull, provider);
+}
+
+TEST(UverbsDecoder, EveryProvidersMethodsDecodeByNameUnderThatProvider) {
+  size_t with_methods = 0;
+  for (const auto& p : uverbs::all_providers()) {
+    with_methods += !p.methods.empty();
+    for (const auto& m : p.methods) {
+      DecodedCall c = decode_under(p.driver_id, VerbsBuffer{m.object, m.method});
+      const auto* o = uverbs::find_object(p.driver_id, m.object);
+      ASSERT_NE(o, nullptr) << p.name << " " << m.name;
+      EXPECT_EQ(c.name, std::string(o->name) + "." + m.name) << p.name;
+      EXPECT_TRUE(c.malformed.empty()) << m.name << ": " << c.malformed;
+      EXPECT_EQ(c.keys.uverbs_provider, p.driver_id);
+      EXPECT_EQ(c.keys.uverbs_object, m.object);
+      EXPECT_EQ(c.keys.uverbs_method, m.method);
+    }
+  }
+  EXPECT_EQ(with_methods, 3u);  // mlx5, bnxt_re, efa: the uapi headers' driver namespaces
+  for (const char* name : {"mlx5", "mlx4", "efa", "irdma", "bnxt_re", "mana", "erdma", "hns",
+                           "qedr", "vmw_pvrdma", "siw", "rxe", "ionic"})
+    EXPECT_NE(uverbs::find_provider(std::string_view(name)), nullptr) << name;
+}
+
+TEST(UverbsDecoder, TheSameDriverIdsNameDifferentCallsUnderDifferentProviders) {
+  const VerbsBuffer b{0x1000, 0x1000};
+  EXPECT_EQ(decode_under(RDMA_DRIVER_MLX5, b).name, "MLX5_DEVX.MLX5_DEVX_OTHER");
+  EXPECT_EQ(decode_under(RDMA_DRIVER_BNXT_RE, b).name, "BNXT_RE_ALLOC_PAGE.BNXT_RE_ALLOC_PAGE");
+  EXPECT_EQ(decode_under(RDMA_DRIVER_IRDMA, b).name, "DRIVER_OBJ_0x1000.DRIVER_METHOD_0x1000");
+  EXPECT_EQ(decode_under(uverbs::kProviderUnknown, b).name,
+            "DRIVER_OBJ_0x1000.DRIVER_METHOD_0x1000");
+  // A driver method on a core object: EFA's MR query is nothing of mlx5's.
+  const VerbsBuffer mr{UVERBS_OBJECT_MR, 0x1000};
+  EXPECT_EQ(decode_under(RDMA_DRIVER_EFA, mr).name, "MR.EFA_MR_QUERY");
+  EXPECT_EQ(decode_under(RDMA_DRIVER_MLX5, mr).name, "MR.DRIVER_METHOD_0x1000");
+  // Core ids mean the same under every provider.
+  EXPECT_EQ(
+      decode_under(RDMA_DRIVER_EFA, VerbsBuffer{UVERBS_OBJECT_MR, UVERBS_METHOD_QUERY_MR}).name,
+      "MR.QUERY_MR");
+}
+
+TEST(UverbsDecoder, ProviderAttributesAreNamedAndShownUninterpreted) {
+  // mlx5 adds uar_index to CQ.CREATE_CQ (UVERBS_ID_DRIVER_NS_WITH_UHW); bnxt_re gives that id
+  // no meaning on a CQ, but its own dbr handle on a QP.
+  VerbsBuffer cq{UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE};
+  cq.attr(0x1002, 4, 5);
+  EXPECT_EQ(arg(decode_under(RDMA_DRIVER_MLX5, cq), "mlx5_uar_index"), "len=4 data=0x5");
+  EXPECT_EQ(arg(decode_under(RDMA_DRIVER_BNXT_RE, cq), "attr_0x1002"), "len=4 data=0x5");
+  VerbsBuffer qp{UVERBS_OBJECT_QP, UVERBS_METHOD_QP_CREATE};
+  qp.attr(0x1002, 8, 7);
+  EXPECT_EQ(arg(decode_under(RDMA_DRIVER_BNXT_RE, qp), "bnxt_re_dbr_handle"), "len=8 data=0x7");
+  // A provider method's own attributes, and the common driver_in.
+  VerbsBuffer q{UVERBS_OBJECT_MR, 0x1000};
+  q.attr(0x1000, 4, 3).attr(0x1001, 2, 0x20000);
+  DecodedCall c = decode_under(RDMA_DRIVER_EFA, q);
+  EXPECT_EQ(arg(c, "mr"), "len=4 data=0x3");
+  EXPECT_EQ(arg(c, "ic_id_validity"), "len=2 data=0x20000");
+}
+
+TEST(UverbsDecoder, Mlx5UmemDmabufIsCheckedLikeRegDmabufMr) {
+  // DEVX_UMEM_REG can register a dma-buf: its fd is a key the provenance check reads.
+  VerbsBuffer b{MLX5_IB_OBJECT_DEVX_UMEM, MLX5_IB_METHOD_DEVX_UMEM_REG};
+  b.attr(MLX5_IB_ATTR_DEVX_UMEM_REG_HANDLE, 0, 0).attr(MLX5_IB_ATTR_DEVX_UMEM_REG_DMABUF_FD, 4, 17);
+  DecodedCall c = decode_under(RDMA_DRIVER_MLX5, b);
+  EXPECT_EQ(c.name, "MLX5_DEVX_UMEM.MLX5_DEVX_UMEM_REG");
+  EXPECT_EQ(c.keys.dmabuf_fd, 17);
+  EXPECT_EQ(arg(c, "dmabuf_fd"), "17");
+  // The new UMEM's handle is read back from the attribute array.
+  VerbsBuffer after = b;
+  after.attrs[0].data = 4;
+  std::vector<DecodedField> out;
+  decode_uverbs_result(c, after.bytes(), {}, out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].name, "handle");
+  EXPECT_EQ(out[0].value, "4");
 }
 
 TEST(UverbsDecoder, BadInputIsReportedNotTrusted) {

@@ -18,6 +18,7 @@ inline constexpr uint64_t kDataAddr = 0x20000;
 struct VerbsBuffer {
   uint16_t object = 0, method = 0;
   std::vector<ib_uverbs_attr> attrs;
+  uint32_t driver_id = 0;  // the header's driver_id: the caller's word
   int length_fix = 0;
   int num_attrs_fix = 0;
 
@@ -33,6 +34,7 @@ struct VerbsBuffer {
     ib_uverbs_ioctl_hdr h{};
     h.object_id = object;
     h.method_id = method;
+    h.driver_id = driver_id;
     h.num_attrs = static_cast<uint16_t>(attrs.size() + num_attrs_fix);
     h.length = static_cast<uint16_t>(sizeof h + attrs.size() * sizeof(ib_uverbs_attr) + length_fix);
     std::vector<uint8_t> b(sizeof h + attrs.size() * sizeof(ib_uverbs_attr));
