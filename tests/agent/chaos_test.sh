@@ -50,6 +50,7 @@ declare -A INIT EXECS
 holder_pids() { ss -xlpH 2>/dev/null | grep -F -- "$STORE " | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u; }
 cleanup() {
   local p
+  exec 2>/dev/null  # no job notices for what is killed here
   for p in ${INIT[@]+"${INIT[@]}"} ${EXECS[@]+"${EXECS[@]}"} $AGENT_PID $(holder_pids); do
     kill -KILL "$p" 2>/dev/null
   done
