@@ -261,8 +261,6 @@ check_container() {
     fail_later "container $id is not served after the last restart: $(grep '^final ' "$out" | tr '\n' ';')"
 }
 for c in a b; do check_container $c 'E(NOTTY|INVAL)'; done
-grep -q "container $ID_A: re-attached" "$WORK/agent.$KILLS.log" || fail_later "agent $KILLS did not re-attach $ID_A"
-grep -q "container $ID_B: re-attached" "$WORK/agent.$KILLS.log" || fail_later "agent $KILLS did not re-attach $ID_B"
 [[ $(holder_pids) == "$HOLDER_PID" ]] || fail_later "the fd store's holder changed: pid $HOLDER_PID, now '$(holder_pids)'"
 if ((FAILED)); then
   echo "--- the last agent's log:"
