@@ -13,7 +13,7 @@
 namespace gdrproxy::proxy {
 namespace {
 
-constexpr size_t kPageBytes = sizeof(uint64_t);
+constexpr size_t kPageBytes = kReceivedIdPageBytes;
 
 std::atomic<uint64_t>* map_slot(int fd) {
   void* p = ::mmap(nullptr, kPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

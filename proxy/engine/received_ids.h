@@ -2,19 +2,23 @@
 // (SECCOMP_IOCTL_NOTIF_RECV) but not answered is in the kernel's SENT state: no later RECV returns
 // it, and while any copy of the listener stays open (the fd store's holder keeps one) the kernel
 // never fails it, so its caller would wait for ever after a kill -9. The idea not to miss: each
-// listener has a page of its own (a memfd, MAP_SHARED, kept by the holder with the listener) where
-// its receiver stores the id of every notification it receives, one relaxed store right after
-// RECV; the next supervisor reads that id back and answers whatever is still SENT around it with
-// kStrandedErrno. Kernel facts this relies on: a filter's ids go up by 1 per notification (from a
-// random start), SECCOMP_IOCTL_NOTIF_ID_VALID is true only for a SENT one, and one receiver holds
-// at most one at a time. So the stranded id is the stored one, or (a kill between RECV and the
-// store) one above it and below whatever the new receiver first receives. Both probes run on the
-// listener's own receiver thread, the first before its first RECV and the second before it
-// handles its first call: no id the new supervisor is handling is ever in a probed range.
+// listener has a page of its own (a memfd, MAP_SHARED, kept by the holder with the listener) into
+// which its receiver RECVs: the kernel itself writes the notification, id first, into the page
+// before RECV returns, so there is no moment at which a call is received and its id not in the
+// page (a kill ends the thread only once the ioctl is complete); the next supervisor reads that
+// id back and answers whatever is still SENT around it with kStrandedErrno. Kernel facts this
+// relies on: a filter's ids go up by 1 per notification (from a random start),
+// SECCOMP_IOCTL_NOTIF_ID_VALID is true only for a SENT one, and one receiver holds at most one at a
+// time. So the stranded id is the stored one (or, for a receiver that could not RECV into the page
+// and stored the id after RECV, one above it and below whatever the new receiver first receives).
+// Both probes run on the listener's own receiver thread, the first before its first RECV and the
+// second before it handles its first call: no id the new supervisor is handling is ever in a probed
+// range.
 #pragma once
 
 #include <atomic>
 #include <cerrno>
+#include <cstddef>
 #include <cstdint>
 
 #include "proxy/base/unique_fd.h"
@@ -33,6 +37,9 @@ inline constexpr uint64_t kProbeAbove = 64;
 // How many ids below the first one received are probed at most.
 inline constexpr uint64_t kProbeBelow = 4096;
 
+// The page: room for the kernel's struct seccomp_notif, whose first member is the id.
+inline constexpr size_t kReceivedIdPageBytes = 4096;
+
 class ReceivedIdPage {
  public:
   ReceivedIdPage() = default;
@@ -49,7 +56,13 @@ class ReceivedIdPage {
 
   explicit operator bool() const { return slot_ != nullptr; }
   int fd() const { return fd_.get(); }
-  // The receiver's store, right after each RECV.
+  // Where the receiver RECVs (the kernel's notification of `notif_size` bytes, zeroed first as
+  // RECV requires): the page itself, so the id is in it when RECV returns; nullptr when the
+  // kernel's struct does not fit (the receiver then calls received() after RECV).
+  void* recv_buffer(size_t notif_size) const {
+    return notif_size <= kReceivedIdPageBytes ? static_cast<void*>(slot_) : nullptr;
+  }
+  // The receiver's store, right after each RECV into a buffer of its own.
   void received(uint64_t id) { slot_->store(id, std::memory_order_relaxed); }
   // Taken over from a previous supervisor: probe() and probe_below() are to be run.
   bool recovering() const { return recovering_; }

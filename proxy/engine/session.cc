@@ -467,9 +467,13 @@ GDRPROXY_HOT void Session::receive(Listener& l) {
   if (l.ids.recovering()) answer_stranded(l, std::nullopt);
   while (!l.leave.load(std::memory_order_acquire)) {
     try {
-      // Zeroed before each RECV, as the kernel requires; as large as the kernel's struct.
-      std::fill(l.recv_buf.begin(), l.recv_buf.end(), 0);
-      auto& req = *reinterpret_cast<seccomp_notif*>(l.recv_buf.data());
+      // Zeroed before each RECV, as the kernel requires; as large as the kernel's struct. With a
+      // received-id page, RECV writes into the page itself (received_ids.h): the previous call
+      // is answered by now, and the kernel puts the new id there before RECV returns.
+      void* page = l.ids ? l.ids.recv_buffer(engine_.notif_size()) : nullptr;
+      void* buf = page ? page : l.recv_buf.data();
+      std::memset(buf, 0, page ? engine_.notif_size() : l.recv_buf.size() * 8);
+      auto& req = *static_cast<seccomp_notif*>(buf);
       if (::ioctl(l.fd.get(), SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) {
         // EINTR: the release signal (leave is set) or a stray one.
         if (errno == EINTR) continue;
@@ -500,7 +504,7 @@ GDRPROXY_HOT void Session::receive(Listener& l) {
         continue;
       }
       if (l.ids) {
-        l.ids.received(req.id);
+        if (!page) l.ids.received(req.id);
         if (l.ids.recovering()) answer_stranded(l, req.id);
       }
       std::lock_guard<std::mutex> lock(mu_);

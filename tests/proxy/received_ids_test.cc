@@ -116,6 +116,26 @@ TEST(ReceivedIdPage, TheStoredCallLeftPendingIsAnsweredWithEintr) {
   EXPECT_FALSE(notif_id_valid(c.listener.get(), id));
 }
 
+// A receiver that RECVs into the page stores nothing itself: the kernel wrote the id there before
+// RECV returned, so a kill right after RECV (before any store of the receiver's) strands nothing.
+TEST(ReceivedIdPage, ACallReceivedIntoThePageIsAnsweredWithoutAnyStore) {
+  Child c;
+  start_child(c, 1, 0);
+  ASSERT_TRUE(c.listener);
+  ReceivedIdPage dead = ReceivedIdPage::create();
+  void* buf = dead.recv_buffer(sizeof(seccomp_notif));
+  ASSERT_NE(buf, nullptr);
+  pollfd p{c.listener.get(), POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 5000), 1);
+  ASSERT_EQ(::ioctl(c.listener.get(), SECCOMP_IOCTL_NOTIF_RECV, buf), 0) << std::strerror(errno);
+  const uint64_t id = static_cast<seccomp_notif*>(buf)->id;  // ... and the receiver is killed
+  ReceivedIdPage next = ReceivedIdPage::adopt(dup_of(dead.fd()));
+  EXPECT_EQ(next.probe(c.listener.get()), 1u);
+  EXPECT_EQ(result(c.results.get()), "-1 " + std::to_string(EINTR) + "\n");
+  EXPECT_FALSE(notif_id_valid(c.listener.get(), id));
+  EXPECT_EQ(dead.recv_buffer(kReceivedIdPageBytes + 1), nullptr);
+}
+
 TEST(ReceivedIdPage, ACallReceivedButNotYetStoredIsFoundAboveTheStoredOne) {
   Child c;
   start_child(c, 2, 200);
