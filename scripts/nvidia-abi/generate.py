@@ -28,6 +28,7 @@ PATHS = [
     "src/nvidia/src/kernel/rmapi/resource_desc_flags.h",
     "src/nvidia/arch/nvalloc/unix/include",
     "src/nvidia/arch/nvalloc/unix/src/escape.c",
+    "src/nvidia/arch/nvalloc/unix/src/osapi.c",
     "kernel-open/common/inc",
     "kernel-open/nvidia/nv.c",
     "kernel-open/nvidia-uvm/uvm_ioctl.h",
@@ -285,11 +286,12 @@ def generate_release(git_dir, tag):
 
         # Escapes.
         esc_files = [os.path.join(src, "kernel-open/common/inc/nv-ioctl-numbers.h"),
+                     os.path.join(src, "kernel-open/common/inc/nv-ioctl-numa.h"),
                      os.path.join(src, "src/nvidia/arch/nvalloc/unix/include/nv_escape.h")]
         escapes = {}
+        base = re.search(r"#define\s+NV_IOCTL_BASE\s+(\d+)", read(esc_files[0]))
         for p in esc_files:
             text = read(p)
-            base = re.search(r"#define\s+NV_IOCTL_BASE\s+(\d+)", text)
             for m in re.finditer(r"^#define\s+NV_ESC_(\w+)\s+(?:\(NV_IOCTL_BASE\s*\+\s*(\d+)\)|"
                                  r"(0x[0-9a-fA-F]+|\d+))", text, re.M):
                 nr = int(base.group(1)) + int(m.group(2)) if m.group(2) else int(m.group(3), 0)
@@ -297,6 +299,7 @@ def generate_release(git_dir, tag):
         # The sizes each escape's handler compares dataSize with (escape.c, nv.c).
         esc_types = {}
         for p in [os.path.join(src, "src/nvidia/arch/nvalloc/unix/src/escape.c"),
+                  os.path.join(src, "src/nvidia/arch/nvalloc/unix/src/osapi.c"),
                   os.path.join(src, "kernel-open/nvidia/nv.c")]:
             text = strip_comments(read(p))
             cases = list(re.finditer(r"case\s+NV_ESC_(\w+)\s*:", text))
@@ -323,7 +326,8 @@ def generate_release(git_dir, tag):
         for m in re.finditer(r"^#define\s+(UVM_[A-Z0-9_]+)\s+(?:UVM_IOCTL_BASE\((\d+)\)|"
                              r"(0x[0-9a-fA-F]+))\s*$", uvm_text, re.M):
             uvm.setdefault(m.group(1), int(m.group(2)) if m.group(2) else int(m.group(3), 16))
-        uvm_param_types = set(re.findall(r"\}\s*(UVM_[A-Z0-9_]+_PARAMS)\s*;", uvm_text))
+        uvm_param_types = set(re.findall(r"\}\s*(UVM_[A-Z0-9_]+_PARAMS)\s*;", uvm_text)) | \
+            set(re.findall(r"typedef\s+\w+\s+(UVM_[A-Z0-9_]+_PARAMS)\s*;", uvm_text))
         # Only names that are ioctls: those with a parameter struct, and uvm_linux_ioctl.h's.
         uvm = {n: v for n, v in uvm.items()
                if n + "_PARAMS" in uvm_param_types

@@ -206,6 +206,26 @@ TEST(NvidiaGenerated, HandWrittenControlsAreAmongTheDriversOwn) {
     }
   }
   EXPECT_GT(found, abi.controls.size() / 2);
+
+  // Sizes: where both sides know one, the hand-written escape and UVM sizes are among those the
+  // driver's handlers check.
+  size_t sized = 0;
+  for (const NvEscape& e : abi.escapes) {
+    const NvGenEscape* g = t.find_escape(e.nr);
+    ASSERT_NE(g, nullptr) << e.name;
+    if (!e.param_size || !g->param_size) continue;
+    ++sized;
+    EXPECT_TRUE(g->param_size == e.param_size || g->alt_param_size == e.param_size) << e.name;
+  }
+  EXPECT_GE(sized, 20u);
+  for (const NvUvmIoctl& u : abi.uvm_ioctls) {
+    const NvGenUvmIoctl* g = t.find_uvm(u.cmd);
+    ASSERT_NE(g, nullptr) << u.name;
+    EXPECT_STREQ(g->name, u.name);
+    if (u.param_size && g->param_size > 0) {
+      EXPECT_EQ(g->param_size, u.param_size) << u.name;
+    }
+  }
 }
 
 }  // namespace
