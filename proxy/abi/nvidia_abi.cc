@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "proxy/abi/nvidia_abi.h"
+#include "proxy/abi/nvidia_generated.h"
 #include "proxy/abi/nvidia_tables.h"
 
 namespace gdrproxy::proxy {
@@ -87,6 +88,8 @@ const Registry& registry() {
       o->abi.classes = o->classes;
       o->abi.controls = o->controls;
       o->abi.uvm_ioctls = o->uvm_ioctls;
+      const NvGenTables* gen = nvidia_generated_for_version(o->version);
+      o->abi.generated = gen ? gen : &nvidia_generated_newest();
       r.abis.push_back(&o->abi);
       r.owned.push_back(std::move(o));
     }

@@ -13,6 +13,8 @@
 
 namespace gdrproxy::proxy {
 
+class NvGenTables;  // nvidia_generated.h
+
 struct NvEscape {
   uint8_t nr;           // IOC_NR of the ioctl on /dev/nvidiactl or /dev/nvidiaN
   const char* name;     // e.g. "RM_ALLOC", "CARD_INFO"
@@ -50,6 +52,9 @@ struct NvidiaDriverAbi {
   std::span<const NvClass> classes;
   std::span<const NvControl> controls;
   std::span<const NvUvmIoctl> uvm_ioctls;
+  // The tables generated from the driver's source for this release (the newest generated ones
+  // when it has none): they name every control and class, for traces and refusal lines only.
+  const NvGenTables* generated = nullptr;
 
   const NvEscape* find_escape(uint8_t nr) const;
   const NvClass* find_class(uint32_t id) const;

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <string>
 
+#include "proxy/abi/nvidia_generated.h"
 #include "proxy/abi/nvidia_layouts.h"
 
 namespace gdrproxy::proxy {
@@ -64,14 +65,27 @@ std::string labelled(const char* name, uint64_t v, int digits) {
   return s;
 }
 
+// Names come from the hand-written tables first, then from those generated from the driver's
+// source (which name every exported class and control of the release).
+const char* class_name(const NvidiaDriverAbi* abi, uint32_t id) {
+  if (!abi) return nullptr;
+  if (const NvClass* c = abi->find_class(id)) return c->name;
+  const NvGenClass* g = abi->generated ? abi->generated->find_class(id) : nullptr;
+  return g ? g->name : nullptr;
+}
+
+const char* control_name(const NvidiaDriverAbi& abi, uint32_t cmd) {
+  if (const NvControl* c = abi.find_control(cmd)) return c->name;
+  const NvGenControl* g = abi.generated ? abi.generated->find_control(cmd) : nullptr;
+  return g ? g->name : nullptr;
+}
+
 std::string class_label(const NvidiaDriverAbi* abi, uint32_t id) {
-  const NvClass* c = abi ? abi->find_class(id) : nullptr;
-  return labelled(c ? c->name : nullptr, id, 4);
+  return labelled(class_name(abi, id), id, 4);
 }
 
 std::string control_label(const NvidiaDriverAbi& abi, uint32_t cmd) {
-  const NvControl* c = abi.find_control(cmd);
-  return labelled(c ? c->name : nullptr, cmd, 8);
+  return labelled(control_name(abi, cmd), cmd, 8);
 }
 
 std::string status_label(uint32_t status) {
@@ -604,6 +618,35 @@ void decode_nvidia_result(const DecodedCall& call, std::span<const uint8_t> regi
   } else if (h[kHintId] <= 0xff) {
     decode_frontend_result(static_cast<uint8_t>(h[kHintId]), b, out);
   }
+}
+
+std::string nvidia_call_subject(const DecodedCall& call, const NvidiaDriverAbi& abi) {
+  const NvGenTables* gen = abi.generated;
+  const std::string release = gen ? std::string(gen->version) : std::string(abi.version);
+  if (call.keys.nv_control) {
+    const uint32_t cmd = *call.keys.nv_control;
+    std::string s = "cmd=" + control_label(abi, cmd);
+    const NvGenControl* g = gen ? gen->find_control(cmd) : nullptr;
+    if (g) {
+      s += std::string(" [") + g->nvoc_class;
+      if (g->param_size >= 0) s += ", params " + std::to_string(g->param_size) + " bytes";
+      return s + ", flags " + gen->control_flags(g->flags) + "]";
+    }
+    const NvGenClass* cls = gen ? nvidia_generated_class_of_control(*gen, cmd) : nullptr;
+    s += " [";
+    if (cls) s += std::string("class ") + cls->name + ", ";
+    return s + "not exported by driver " + release + "]";
+  }
+  if (call.keys.nv_class) {
+    const uint32_t id = *call.keys.nv_class;
+    std::string s = "hClass=" + class_label(&abi, id);
+    const NvGenClass* g = gen ? gen->find_class(id) : nullptr;
+    if (!g) return s + " [not allocatable in driver " + release + "]";
+    s += std::string(" [") + g->nvoc_class;
+    if (g->param_size >= 0) s += ", params " + std::to_string(g->param_size) + " bytes";
+    return s + ", flags " + gen->class_flags(g->rs_flags) + "]";
+  }
+  return {};
 }
 
 }  // namespace gdrproxy::proxy

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "proxy/abi/nvidia_abi.h"
@@ -41,5 +42,11 @@ bool nv_escape_keys_from_request(const NvidiaDriverAbi& abi, uint8_t nr);
 // EXPORT_TO_DMABUF_FD.
 void decode_nvidia_result(const DecodedCall& call, std::span<const uint8_t> region0,
                           std::span<const uint8_t> region1, std::vector<DecodedField>& out);
+
+// What an RM_CONTROL or RM_ALLOC call names, for refusal lines, from the driver's generated
+// tables: "cmd=NAME(0x...) [RmClass, params N bytes, flags A|B]", or for a number the release
+// does not export "cmd=unknown(0x...) [class NV20_SUBDEVICE_0, not exported by driver V]".
+// Empty for any other call.
+std::string nvidia_call_subject(const DecodedCall& call, const NvidiaDriverAbi& abi);
 
 }  // namespace gdrproxy::proxy

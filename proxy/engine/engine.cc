@@ -11,6 +11,7 @@
 #include <chrono>
 #include <system_error>
 
+#include "proxy/abi/nvidia_generated.h"
 #include "proxy/base/error.h"
 #include "proxy/engine/session.h"
 
@@ -35,6 +36,18 @@ Engine::Engine(DeviceCatalog catalog)
       nvidia_.version ? nvidia_abi_for_version(*nvidia_.version) : nullptr;
   nvidia_.known = exact != nullptr;
   nvidia_.abi = exact ? exact : &nvidia_newest_abi();
+  // A release the hand-written tables lack may still have generated ones: calls are then
+  // judged as before (by the newest hand-written tables) but named by the driver's own.
+  const NvGenTables* gen =
+      nvidia_.version ? nvidia_generated_for_version(*nvidia_.version) : nullptr;
+  if (!exact && gen) {
+    auto own = std::make_shared<NvidiaDriverAbi>(*nvidia_.abi);
+    own->generated = gen;
+    nvidia_.abi = own.get();
+    nvidia_.own_abi = std::move(own);
+  }
+  // Merged here, not on the first call the notification loop names.
+  if (nvidia_.abi->generated) nvidia_.abi->generated->find_control(0);
   nvidia_.loaded = nvidia_.version || ::access("/proc/driver/nvidia", F_OK) == 0;
   for (const DeviceNode& n : start_catalog_->nodes()) {
     if (n.device_class == DeviceClass::kNvidiaFrontend && n.name == "nvidiactl") {

@@ -39,6 +39,9 @@ struct NvidiaDriver {
   std::optional<std::string> version;  // the kernel module's, if readable
   // The tables calls are named and judged with: the driver's own, else the newest known.
   const NvidiaDriverAbi* abi = nullptr;
+  // Set when `abi` is the newest tables renamed by the driver's generated ones (a release only
+  // the generated tables cover); `abi` points into it.
+  std::shared_ptr<const NvidiaDriverAbi> own_abi;
   bool known = false;   // this build has tables for exactly this version
   bool loaded = false;  // a driver is loaded (its /proc entry exists)
   std::string ctl_path = "/dev/nvidiactl";

@@ -1226,10 +1226,18 @@ void Session::finish_call(TraceRecord& r, const DeviceNode& node, const Verdict&
     r.ret = -1;
     r.err = v.err;
     // Written before the answer, so it precedes whatever the caller prints about its error.
-    if (denials_.first(r.who.host_tgid, node.name, v.reason) && v.log)
+    // An NVIDIA RM call names its command or class, so that a rule can be written for it; each
+    // command refused gets its own line once.
+    std::string what = r.call.name;
+    if (nv && engine_.nvidia().abi) {
+      const std::string subject = nvidia_call_subject(r.call, *engine_.nvidia().abi);
+      if (!subject.empty()) what += " " + subject;
+    }
+    if (denials_.first(r.who.host_tgid, node.name, v.reason + " " + what) && v.log) {
       std::fprintf(stderr, "%sdenied %s %s by pid %u (ns pid %u): %s -> %s\n", log_prefix_.c_str(),
-                   node.name.c_str(), printable(r.call.name).c_str(), r.who.host_tid, r.who.ns_tid,
+                   node.name.c_str(), printable(what).c_str(), r.who.host_tid, r.who.ns_tid,
                    printable(v.reason).c_str(), errno_name(v.err));
+    }
     answer_error(id, v.err);
     r.latency_us = double(monotonic_ns() - t0) / 1e3;
     if (tracing()) emit(std::move(r));

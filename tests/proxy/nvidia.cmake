@@ -2,6 +2,7 @@
 find_package(ZLIB REQUIRED)  # the recorded fixtures are gzip-compressed
 add_executable(nvidia_tests
   nvidia_abi_test.cc
+  nvidia_generated_test.cc
   nvidia_decoder_test.cc
   nvidia_fixture_test.cc
   kernel_allow_test.cc

@@ -1,0 +1,108 @@
+// The NVIDIA driver's RM tables as generated from its open source at each release tag
+// (scripts/nvidia-abi/generate.py writes proxy/abi/generated/): every control each RM class
+// exports with its parameter size and RMCTRL flags, the allocatable classes with their
+// allocation parameter sizes and RS flags, the frontend escapes and the UVM ioctls.
+// The one idea: these tables name and describe calls; they decide nothing. What runs is still
+// decided by the hand-written tables of nvidia_abi.h (which also carry the layouts) and the
+// policy. A release is its parent plus a patch, like nvidia_versions.cc.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gdrproxy::proxy {
+
+struct NvGenControl {
+  uint32_t cmd;            // methodId of the class's exported method table
+  const char* name;        // the SDK header's NV*_CTRL_CMD_* name (else the handler's name)
+  const char* nvoc_class;  // the RM class(es) exporting it, "A|B" when several do
+  int32_t param_size;      // sizeof its parameter struct on x86-64, 0 none, -1 not derivable
+  uint32_t flags;          // RMCTRL_FLAGS_* bits, decoded by NvGenTables::control_flags()
+  uint32_t access_right;   // the RS access right it needs, 0 none
+};
+
+enum class NvGenParams : uint8_t { kNone = 0, kOptional = 1, kRequired = 2 };
+
+struct NvGenClass {
+  uint32_t id;             // hClass of RM_ALLOC
+  const char* name;        // e.g. "NV01_DEVICE_0"
+  const char* nvoc_class;  // the RM class that implements it, e.g. "Device"
+  int32_t param_size;      // sizeof its allocation parameters, 0 none, -1 not derivable
+  uint8_t params;          // NvGenParams
+  uint32_t rs_flags;       // RS_FLAGS_* bits, decoded by NvGenTables::class_flags()
+};
+
+struct NvGenEscape {
+  uint8_t nr;
+  const char* name;         // NV_ESC_ without the prefix
+  uint16_t param_size;      // a size the driver's handler checks, 0 = none derivable
+  uint16_t alt_param_size;  // a second accepted size (RM_ALLOC), 0 = none
+};
+
+struct NvGenUvmIoctl {
+  uint32_t cmd;
+  const char* name;
+  int32_t param_size;  // sizeof UVM_*_PARAMS, -1 not derivable
+};
+
+struct NvGenFlag {
+  uint32_t bit;
+  const char* name;  // without the RMCTRL_FLAGS_ / RS_FLAGS_ prefix
+};
+
+// One release's merged tables. Built on first lookup and never changed after, so lookups from
+// the notification loop need no lock beyond the first.
+class NvGenTables {
+ public:
+  std::string_view version;     // the driver release
+  std::string_view parent;      // the release it patches, empty for the root
+  std::string_view source_tag;  // the tag it was generated from (differs for an untagged one)
+
+  const NvGenControl* find_control(uint32_t cmd) const;
+  const NvGenClass* find_class(uint32_t id) const;
+  const NvGenEscape* find_escape(uint8_t nr) const;
+  const NvGenUvmIoctl* find_uvm(uint32_t cmd) const;
+  const NvGenControl* find_control(std::string_view name) const;
+  const NvGenClass* find_class(std::string_view name) const;
+
+  std::span<const NvGenControl* const> controls() const;
+  std::span<const NvGenClass* const> classes() const;
+  std::span<const NvGenEscape* const> escapes() const;
+  std::span<const NvGenUvmIoctl* const> uvm_ioctls() const;
+
+  // The release's own definitions of the flag bits, and "A|B|0x..." renderings of a value.
+  std::span<const NvGenFlag* const> control_flag_bits() const;
+  std::span<const NvGenFlag* const> class_flag_bits() const;
+  std::string control_flags(uint32_t flags) const;
+  std::string class_flags(uint32_t flags) const;
+  // Whether `flags` has the bit this release calls `name` (e.g. "PRIVILEGED"); false when the
+  // release defines no such bit (RMCTRL_FLAGS_KERNEL_PRIVILEGED is 0 in some).
+  bool control_has(uint32_t flags, std::string_view name) const;
+  bool class_has(uint32_t flags, std::string_view name) const;
+
+  explicit NvGenTables(size_t index);
+
+ private:
+  struct Merged;
+  const Merged& merged() const;
+  size_t index_;
+  mutable std::once_flag once_;
+  mutable const Merged* merged_ = nullptr;
+};
+
+// The generated tables of exactly this release, or nullptr when none were generated for it.
+const NvGenTables* nvidia_generated_for_version(std::string_view version);
+// The newest release the generated tables cover.
+const NvGenTables& nvidia_generated_newest();
+// Every covered release, oldest first.
+std::span<const NvGenTables* const> nvidia_generated_releases();
+
+// The RM class a control number belongs to by its upper 16 bits (NV2080_CTRL_CMD_* -> the
+// class numbered 0x2080), from the tables' classes; nullptr if none has that number.
+const NvGenClass* nvidia_generated_class_of_control(const NvGenTables& t, uint32_t cmd);
+
+}  // namespace gdrproxy::proxy

@@ -1,0 +1,517 @@
+#!/usr/bin/env python3
+"""Generates the NVIDIA driver ABI tables of proxy/abi/generated/ from NVIDIA's open kernel
+module source (github.com/NVIDIA/open-gpu-kernel-modules) at its release tags.
+
+The one idea: every number, name, size and flag comes from the driver's own source at the tag
+(the NVOC method tables, the SDK headers, resource_list.h, the escape and UVM headers); sizes
+are what the host C compiler's sizeof says for the driver's own structs on this architecture.
+Only those facts are written out; no source text is. Output is sorted and depends only on the
+tags, so a second run reproduces it byte for byte.
+
+Usage: generate.py --git-dir DIR [--out DIR] [--releases FILE]
+"""
+import argparse
+import io
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+# What the generator reads at a tag: small enough to extract in a second.
+PATHS = [
+    "src/nvidia/generated",
+    "src/common/sdk/nvidia/inc",
+    "src/nvidia/inc/kernel/rmapi/control.h",
+    "src/nvidia/src/kernel/rmapi/resource_list.h",
+    "src/nvidia/src/kernel/rmapi/resource_desc_flags.h",
+    "src/nvidia/arch/nvalloc/unix/include",
+    "src/nvidia/arch/nvalloc/unix/src/escape.c",
+    "src/nvidia/arch/nvalloc/unix/src/osapi.c",
+    "kernel-open/common/inc",
+    "kernel-open/nvidia/nv.c",
+    "kernel-open/nvidia-uvm/uvm_ioctl.h",
+    "kernel-open/nvidia-uvm/uvm_linux_ioctl.h",
+    "kernel-open/nvidia-uvm/uvm_types.h",
+    "kernel-open/nvidia-uvm/uvm_api.h",
+    "kernel-open/nvidia-uvm/uvm_linux.c",
+]
+
+
+def version_key(v):
+    return tuple(int(p) for p in v.split("."))
+
+
+def extract(git_dir, tag, dest):
+    """Extracts PATHS at `tag` into `dest` (paths missing at the tag are skipped)."""
+    listed = subprocess.run(
+        ["git", "--git-dir", git_dir, "ls-tree", "-r", "--name-only", tag, "--"] + PATHS,
+        check=True, capture_output=True, text=True).stdout.split()
+    # Of src/nvidia/generated only the NVOC sources: the rest are firmware images and headers.
+    listed = [p for p in listed if not p.startswith("src/nvidia/generated/")
+              or p.endswith("_nvoc.c")]
+    data = subprocess.run(["git", "--git-dir", git_dir, "archive", "--format=tar", tag, "--"]
+                          + sorted(set(listed)), check=True, capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(dest, filter="data")
+
+
+def read(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except FileNotFoundError:
+        return ""
+
+
+def walk_files(root, suffix):
+    out = []
+    for d, _, files in os.walk(root):
+        for f in files:
+            if f.endswith(suffix):
+                out.append(os.path.join(d, f))
+    return sorted(out)
+
+
+COMMENT_OR_STRING = re.compile(r'("(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\')|/\*.*?\*/|//[^\n]*',
+                               re.S)
+
+
+def strip_comments(text):
+    return COMMENT_OR_STRING.sub(lambda m: m.group(1) or " ", text)
+
+
+# ---- RM controls: the NVOC exported method tables ----
+
+METHOD_TABLE = re.compile(r"__nvoc_exported_method_def_(\w+)\[\]\s*=\s*\{(.*?)\n\};", re.S)
+METHOD_ENTRY = re.compile(
+    r"/\*flags=\*/\s*(0x[0-9a-fA-F]+)u?,\s*/\*accessRight=\*/\s*(0x[0-9a-fA-F]+)u?,\s*"
+    r"/\*methodId=\*/\s*(0x[0-9a-fA-F]+)u?,\s*/\*paramSize=\*/\s*([^\n]*?),\s*\n"
+    r".*?/\*func=\*/\s*\"(\w+)\"", re.S)
+
+
+def parse_methods(src):
+    """[(nvoc_class, method_id, flags, access_right, param_type or None, func)]."""
+    out = []
+    for path in walk_files(os.path.join(src, "src/nvidia/generated"), "_nvoc.c"):
+        for m in METHOD_TABLE.finditer(read(path)):
+            cls, body = m.group(1), m.group(2)
+            for e in METHOD_ENTRY.finditer(body):
+                flags, access, mid, psize, func = e.groups()
+                t = re.match(r"sizeof\((\w+)\)", psize.strip())
+                if t:
+                    ptype = t.group(1)
+                elif psize.strip().startswith("0"):
+                    ptype = ""  # no parameters
+                else:
+                    ptype = None
+                out.append((cls, int(mid, 16), int(flags, 16), int(access, 16), ptype, func))
+    return out
+
+
+def parse_defines(paths, pattern):
+    """{name: value} of `#define NAME (0x...)` lines matching `pattern` (a name regex)."""
+    rx = re.compile(r"^#define\s+(" + pattern + r")\s+\(?\s*(0x[0-9a-fA-F]+|\d+)[uU]?\s*\)?",
+                    re.M)
+    out = {}
+    for p in paths:
+        for m in rx.finditer(read(p)):
+            out.setdefault(m.group(1), int(m.group(2), 0))
+    return out
+
+
+def norm(s):
+    return re.sub(r"[^a-z0-9]", "", s.lower())
+
+
+def pick_control_name(names, func):
+    """The header name for a method id: the one whose words match the handler's, else the
+    first in sorted order (several names can share one number)."""
+    if not names:
+        return None
+    f = norm(re.sub(r"^[a-z0-9]+CtrlCmd", "", func))
+    best = sorted(names, key=lambda n: ("_CTRL_CMD_" not in n,
+                                        norm(n.split("_CTRL_CMD_", 1)[-1]) != f, len(n), n))
+    return best[0]
+
+
+def flag_bits(text, prefix):
+    """[(bit value, short name)] of single-bit `#define PREFIXNAME value|NVBIT(n)` lines."""
+    out = {}
+    for m in re.finditer(r"^#define\s+" + prefix + r"(\w+)\s+(0x[0-9a-fA-F]+|\d+|NVBIT\((\d+)\))",
+                         text, re.M):
+        name, val, bit = m.group(1), m.group(2), m.group(3)
+        v = (1 << int(bit)) if bit is not None else int(val, 0)
+        if v and v & (v - 1) == 0 and v not in out:
+            out[v] = name
+    return sorted(out.items())
+
+
+# ---- sizeof through the host compiler ----
+
+# clang, because it can be told not to look for a spelling suggestion for each unknown name
+# (gcc takes minutes on the SDK's thousands of identifiers). Sizes are those of the host's ABI:
+# run the generator on x86-64 Linux.
+COMPILER = ["clang", "-fno-spell-checking", "-ferror-limit=0"]
+
+def sizes_of(src, types, headers, includes):
+    """{type: sizeof} for the types the driver's headers declare; a type that does not compile
+    (declared elsewhere, or needs kernel headers) is left out rather than guessed."""
+    # Only names a header declares (a typedef or a struct tag): an undeclared name would make
+    # the compiler search every identifier for a suggestion, which takes a minute.
+    declared = set()
+    for i in includes:
+        for h in walk_files(os.path.join(src, i), ".h"):
+            text = read(h)
+            declared.update(re.findall(r"\}\s*(\w+)\s*;", text))
+            declared.update(re.findall(r"typedef\s+[\w\s\*]+?\b(\w+)\s*;", text))
+    types = sorted(set(t for t in types if t and t in declared))
+    if not types:
+        return {}
+    tmp = tempfile.mkdtemp(prefix="nvabi-")
+    c = os.path.join(tmp, "s.c")
+    exe = os.path.join(tmp, "s")
+    for _ in range(60):
+        with open(c, "w") as f:
+            f.write("#include <stdio.h>\n#include <stddef.h>\n")
+            for h in headers:
+                f.write('#include "%s"\n' % h)
+            f.write("int main(void) {\n")
+            for t in types:
+                f.write('  printf("%%s %%zu\\n", "%s", sizeof(%s));\n' % (t, t))
+            f.write("  return 0;\n}\n")
+        r = subprocess.run(COMPILER + ["-w", "-o", exe, c] +
+                           ["-I" + os.path.join(src, i) for i in includes],
+                           capture_output=True, text=True)
+        if r.returncode == 0:
+            break
+        bad = set()
+        for line in r.stderr.splitlines():
+            if not line.startswith(c + ":"):
+                continue
+            m = re.match(re.escape(c) + r":(\d+):", line)
+            if m:
+                ln = int(m.group(1))
+                # main's printf lines start after the includes and "int main" line.
+                idx = ln - (len(headers) + 4)
+                if 0 <= idx < len(types):
+                    bad.add(types[idx])
+        if not bad:
+            sys.exit("sizeof probe failed for a reason other than an unknown type:\n" +
+                     r.stderr[-3000:])
+        types = [t for t in types if t not in bad]
+    else:
+        sys.exit("sizeof probe did not converge")
+    out = subprocess.run([exe], check=True, capture_output=True, text=True).stdout
+    sizes = {}
+    for line in out.splitlines():
+        n, s = line.split()
+        sizes[n] = int(s)
+    return sizes
+
+
+SDK = "src/common/sdk/nvidia/inc"
+
+
+def sdk_headers(src):
+    """Every ctrl/ and class/ header of the SDK, and nvos.h."""
+    base = os.path.join(src, SDK)
+    hs = ["nvtypes.h", "nvos.h"]
+    for sub in ("ctrl", "class"):
+        hs += [os.path.relpath(p, base) for p in walk_files(os.path.join(base, sub), ".h")]
+    return hs
+
+
+# ---- one release ----
+
+def generate_release(git_dir, tag):
+    with tempfile.TemporaryDirectory(prefix="nvabi-src-") as src:
+        extract(git_dir, tag, src)
+        sdk = os.path.join(src, SDK)
+        headers = walk_files(sdk, ".h")
+
+        # Controls.
+        methods = parse_methods(src)
+        ctrl_names = {}
+        for name, v in parse_defines(headers, r"NV\w+_CTRL_CMD_\w+").items():
+            ctrl_names.setdefault(v, []).append(name)
+        # A few commands are defined without _CMD_ in their name; FINN marks every command
+        # number it evaluates as an interface id shifted left by 8 plus a message id.
+        finn = re.compile(r'^#define\s+(NV\w+_CTRL_\w+)\s+\((0x[0-9a-fA-F]+)[uU]?\)\s*'
+                          r'/\*\s*finn: Evaluated from "\(FINN_\w+_INTERFACE_ID << 8\)', re.M)
+        for h in headers:
+            for m in finn.finditer(read(h)):
+                v = int(m.group(2), 16)
+                if m.group(1) not in ctrl_names.get(v, []) and "_CTRL_CMD_" not in m.group(1):
+                    ctrl_names.setdefault(v, []).append(m.group(1))
+        rmctrl = flag_bits(read(os.path.join(src, "src/nvidia/inc/kernel/rmapi/control.h")),
+                           "RMCTRL_FLAGS_")
+
+        # Classes: resource_list.h names each allocatable class, its NVOC class, its allocation
+        # parameter struct and its RS_FLAGS.
+        rl = strip_comments(read(os.path.join(src, "src/nvidia/src/kernel/rmapi/resource_list.h")))
+        rsflag_text = read(os.path.join(src, "src/nvidia/src/kernel/rmapi/resource_desc_flags.h"))
+        rsflags = flag_bits(rsflag_text, "RS_FLAGS_")
+        rsflag_value = {"RS_FLAGS_" + n: v for v, n in rsflags}
+        # Composite RS_FLAGS_ names (A | B) resolve through their parts.
+        for m in re.finditer(r"^#define\s+(RS_FLAGS_\w+)\s+\(([^)]*)\)", rsflag_text, re.M):
+            parts = [p.strip() for p in m.group(2).split("|")]
+            if all(p in rsflag_value for p in parts):
+                v = 0
+                for p in parts:
+                    v |= rsflag_value[p]
+                rsflag_value[m.group(1)] = v
+        class_ids = parse_defines(walk_files(os.path.join(sdk, "class"), ".h") +
+                                  [os.path.join(sdk, "nvos.h")], r"[A-Z][A-Z0-9_]+")
+        entries = []
+        for m in re.finditer(r"RS_ENTRY\s*\((.*?)\)\s*(?=RS_ENTRY|#|$)", rl, re.S):
+            args = [a.strip() for a in re.split(r",(?![^()]*\))", m.group(1))]
+            if len(args) < 8:
+                continue
+            ext, internal, _multi, _parents, param, _prio, flags = args[:7]
+            pm = re.match(r"RS_(REQUIRED|OPTIONAL)\((\w+)\)", param)
+            fl = 0
+            unknown_flag = False
+            for part in flags.split("|"):
+                part = part.strip()
+                if part in ("", "RS_FLAGS_NONE", "0"):
+                    continue
+                if part in rsflag_value:
+                    fl |= rsflag_value[part]
+                else:
+                    unknown_flag = True
+            entries.append((ext, internal, pm.group(1) if pm else "NONE",
+                            pm.group(2) if pm else "", fl, unknown_flag))
+
+        # Escapes.
+        esc_files = [os.path.join(src, "kernel-open/common/inc/nv-ioctl-numbers.h"),
+                     os.path.join(src, "kernel-open/common/inc/nv-ioctl-numa.h"),
+                     os.path.join(src, "src/nvidia/arch/nvalloc/unix/include/nv_escape.h")]
+        escapes = {}
+        base = re.search(r"#define\s+NV_IOCTL_BASE\s+(\d+)", read(esc_files[0]))
+        for p in esc_files:
+            text = read(p)
+            for m in re.finditer(r"^#define\s+NV_ESC_(\w+)\s+(?:\(NV_IOCTL_BASE\s*\+\s*(\d+)\)|"
+                                 r"(0x[0-9a-fA-F]+|\d+))", text, re.M):
+                nr = int(base.group(1)) + int(m.group(2)) if m.group(2) else int(m.group(3), 0)
+                escapes.setdefault(m.group(1), nr)
+        # The sizes each escape's handler compares dataSize with (escape.c, nv.c).
+        esc_types = {}
+        for p in [os.path.join(src, "src/nvidia/arch/nvalloc/unix/src/escape.c"),
+                  os.path.join(src, "src/nvidia/arch/nvalloc/unix/src/osapi.c"),
+                  os.path.join(src, "kernel-open/nvidia/nv.c")]:
+            text = strip_comments(read(p))
+            cases = list(re.finditer(r"case\s+NV_ESC_(\w+)\s*:", text))
+            for i, cm in enumerate(cases):
+                end = cases[i + 1].start() if i + 1 < len(cases) else len(text)
+                block = text[cm.end():end]
+                # A case that falls through to the next shares its block.
+                if not block.strip():
+                    continue
+                decl = dict((v, t) for t, v in re.findall(r"(\w+)\s*\*\s*(\w+)\s*[=;]", block))
+                found = []
+                for expr in re.findall(r"\w*[Ss]ize\s*[!=]=\s*sizeof\s*\(([^)]*)\)", block):
+                    expr = expr.strip()
+                    t = decl.get(expr[1:].strip()) if expr.startswith("*") else expr
+                    if t and t not in found:
+                        found.append(t)
+                if found:
+                    esc_types.setdefault(cm.group(1), found)
+
+        # UVM ioctls: UVM_X = UVM_IOCTL_BASE(n) or a literal, parameters UVM_X_PARAMS.
+        linux_text = read(os.path.join(src, "kernel-open/nvidia-uvm/uvm_linux_ioctl.h"))
+        uvm_text = read(os.path.join(src, "kernel-open/nvidia-uvm/uvm_ioctl.h")) + "\n" + linux_text
+        uvm = {}
+        for m in re.finditer(r"^#define\s+(UVM_[A-Z0-9_]+)\s+(?:UVM_IOCTL_BASE\((\d+)\)|"
+                             r"(0x[0-9a-fA-F]+))\s*$", uvm_text, re.M):
+            uvm.setdefault(m.group(1), int(m.group(2)) if m.group(2) else int(m.group(3), 16))
+        uvm_param_types = set(re.findall(r"\}\s*(UVM_[A-Z0-9_]+_PARAMS)\s*;", uvm_text)) | \
+            set(re.findall(r"typedef\s+\w+\s+(UVM_[A-Z0-9_]+_PARAMS)\s*;", uvm_text))
+        # Only names that are ioctls: those with a parameter struct, and uvm_linux_ioctl.h's.
+        uvm = {n: v for n, v in uvm.items()
+               if n + "_PARAMS" in uvm_param_types
+               or re.search(r"define\s+" + n + r"\b", linux_text)}
+
+        # Sizes, in two probes: the SDK's structs, and the frontend/UVM ones.
+        sdk_types = {m[4] for m in methods if m[4]} | {e[3] for e in entries if e[3]}
+        sdk_sizes = sizes_of(src, sdk_types, sdk_headers(src), [SDK])
+        fe_types = {t for ts in esc_types.values() for t in ts}
+        fe_sizes = sizes_of(
+            src, fe_types,
+            ["nvtypes.h", "nvos.h", "nv-ioctl.h", "nv-ioctl-numa.h",
+             "nv-unix-nvos-params-wrappers.h"],
+            [SDK, "kernel-open/common/inc", "src/nvidia/arch/nvalloc/unix/include"])
+        uvm_sizes = sizes_of(
+            src, uvm_param_types, ["uvm_ioctl.h", "uvm_linux_ioctl.h"],
+            ["kernel-open/nvidia-uvm", "kernel-open/common/inc", SDK])
+
+    # Assemble, keyed by number.
+    controls = {}
+    for cls, mid, flags, access, ptype, func in methods:
+        name = pick_control_name(ctrl_names.get(mid, []), func) or func
+        size = 0 if ptype == "" else sdk_sizes.get(ptype, -1) if ptype else -1
+        rec = (name, cls, size, flags, access)
+        if mid in controls and controls[mid] != rec:
+            # Several NVOC classes export one id (a base class's table and a subclass's):
+            # name every class, keep the first record's facts.
+            old = controls[mid]
+            if cls not in old[1].split("|"):
+                controls[mid] = (old[0], "|".join(sorted(old[1].split("|") + [cls])),
+                                 old[2], old[3], old[4])
+        else:
+            controls[mid] = rec
+    classes = {}
+    for ext, internal, req, ptype, fl, unknown_flag in entries:
+        if ext not in class_ids:
+            continue
+        cid = class_ids[ext]
+        size = sdk_sizes.get(ptype, -1) if ptype else 0
+        rec = (ext, internal, size, req, fl)
+        if cid in classes and classes[cid][0] != ext:
+            continue
+        classes.setdefault(cid, rec)
+    esc = {}
+    for name, nr in escapes.items():
+        sizes = sorted({fe_sizes[t] for t in esc_types.get(name, []) if t in fe_sizes})
+        esc[nr] = (name, sizes)
+    uvm_out = {}
+    for name, cmd in uvm.items():
+        if name in ("UVM_IOCTL_BASE",):
+            continue
+        size = uvm_sizes.get(name + "_PARAMS", -1)
+        uvm_out[cmd] = (name, size)
+    return {
+        "controls": controls,
+        "classes": classes,
+        "escapes": esc,
+        "uvm": uvm_out,
+        "rmctrl_flags": dict(rmctrl),
+        "rs_flags": dict(rsflags),
+    }
+
+
+# ---- output: C++ initializers, one file per release (its patch against its parent) ----
+
+PARAM_KIND = {"NONE": 0, "OPTIONAL": 1, "REQUIRED": 2}
+
+
+def rows(rel):
+    """{table: {key: initializer text}} of one release."""
+    c = {k: '{0x%08xu, "%s", "%s", %d, 0x%xu, 0x%xu}' % (k, n, cls, size, fl, acc)
+         for k, (n, cls, size, fl, acc) in rel["controls"].items()}
+    k_ = {k: '{0x%04xu, "%s", "%s", %d, %d, 0x%xu}' % (k, n, cls, size, PARAM_KIND[req], fl)
+          for k, (n, cls, size, req, fl) in rel["classes"].items()}
+    e = {}
+    for k, (n, sizes) in rel["escapes"].items():
+        a = sizes[0] if sizes else 0
+        b = sizes[1] if len(sizes) > 1 else 0
+        e[k] = '{0x%02xu, "%s", %d, %d}' % (k, n, a, b)
+    u = {k: '{0x%xu, "%s", %d}' % (k, n, size) for k, (n, size) in rel["uvm"].items()}
+    rf = {k: '{0x%xu, "%s"}' % (k, n) for k, n in rel["rmctrl_flags"].items()}
+    sf = {k: '{0x%xu, "%s"}' % (k, n) for k, n in rel["rs_flags"].items()}
+    return {"controls": c, "classes": k_, "escapes": e, "uvm": u, "rmctrl_flags": rf,
+            "rs_flags": sf}
+
+
+TABLE_TYPE = {"controls": "NvGenControl", "classes": "NvGenClass", "escapes": "NvGenEscape",
+              "uvm": "NvGenUvmIoctl", "rmctrl_flags": "NvGenFlag", "rs_flags": "NvGenFlag"}
+
+
+def ident(v):
+    return "r" + v.replace(".", "_")
+
+
+def emit_release(version, tag, parent, cur, prev):
+    """The .inc text of one release: entries added or changed against `prev`, keys removed."""
+    out = ["// Generated by scripts/nvidia-abi/generate.py from NVIDIA/open-gpu-kernel-modules"
+           " at tag %s; do not edit." % tag,
+           "// Release %s = %s plus the entries below." % (version, parent or "nothing")]
+    spans = {}
+    for table in ("controls", "classes", "escapes", "uvm", "rmctrl_flags", "rs_flags"):
+        now = cur[table]
+        before = prev[table] if prev else {}
+        add = [now[k] for k in sorted(now) if before.get(k) != now[k]]
+        rem = [k for k in sorted(before) if k not in now]
+        name = "k%s_%s" % (ident(version), table)
+        if add:
+            out.append("constexpr %s %s_add[] = {" % (TABLE_TYPE[table], name))
+            out += ["    %s," % a for a in add]
+            out.append("};")
+        if rem:
+            out.append("constexpr uint32_t %s_remove[] = {" % name)
+            out += ["    0x%xu," % k for k in rem]
+            out.append("};")
+        spans[table] = ("%s_add" % name if add else "{}", "%s_remove" % name if rem else "{}")
+    entry = '    {"%s", "%s", "%s", %s},' % (
+        version, parent, tag,
+        ", ".join("{%s, %s}" % spans[t] for t in
+                  ("controls", "classes", "escapes", "uvm", "rmctrl_flags", "rs_flags")))
+    return "\n".join(out) + "\n", entry
+
+
+def load_release_list(path):
+    """[(version, source tag)] in version order. A line is a tag, or `VERSION = TAG` for a
+    release the source has no tag for, taken to be that tag's tables."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            if "=" in line:
+                v, t = (x.strip() for x in line.split("=", 1))
+            else:
+                v = t = line
+            out.append((v, t))
+    return sorted(out, key=lambda vt: version_key(vt[0]))
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(here))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--git-dir", required=True,
+                    help="a clone (bare or not) of NVIDIA/open-gpu-kernel-modules with its tags")
+    ap.add_argument("--releases", default=os.path.join(here, "releases.txt"))
+    ap.add_argument("--out", default=os.path.join(root, "proxy/abi/generated"))
+    args = ap.parse_args()
+    git_dir = args.git_dir
+    if os.path.isdir(os.path.join(git_dir, ".git")):
+        git_dir = os.path.join(git_dir, ".git")
+    releases = load_release_list(args.releases)
+    os.makedirs(args.out, exist_ok=True)
+    cache = {}
+    prev_rows = None
+    prev_version = ""
+    entries = []
+    includes = []
+    for version, tag in releases:
+        if tag not in cache:
+            print("generating %s" % tag, file=sys.stderr)
+            cache = {tag: rows(generate_release(git_dir, tag))}
+        cur = cache[tag]
+        text, entry = emit_release(version, tag, prev_version, cur, prev_rows)
+        fname = "nvidia_%s.inc" % version
+        with open(os.path.join(args.out, fname), "w") as f:
+            f.write(text)
+        includes.append(fname)
+        entries.append(entry)
+        prev_rows, prev_version = cur, version
+    index = ["// Generated by scripts/nvidia-abi/generate.py; do not edit. Every release the",
+             "// generated tables cover, oldest first; each is its parent plus its own file."]
+    index += ['#include "proxy/abi/generated/%s"' % i for i in includes]
+    index.append("constexpr NvGenRelease kGeneratedReleases[] = {")
+    index += entries
+    index.append("};")
+    with open(os.path.join(args.out, "nvidia_releases.inc"), "w") as f:
+        f.write("\n".join(index) + "\n")
+    # Files of releases no longer listed would be stale: remove them.
+    for f in os.listdir(args.out):
+        if f.startswith("nvidia_") and f.endswith(".inc") and f != "nvidia_releases.inc" \
+                and f not in includes:
+            os.remove(os.path.join(args.out, f))
+
+
+if __name__ == "__main__":
+    main()
