@@ -18,6 +18,7 @@ GP=$(realpath "$1")
 RC=$(realpath "$2")
 LOOP=$(realpath "$3")
 A=$(realpath "$4")
+BUNDLE=$(realpath "$(dirname "$0")/oci_bundle.py")  # a runc/crun config.json
 MODE=$5
 [[ $EUID == 0 ]] || { echo "SKIP: needs root"; exit 77; }
 if [[ $MODE == oci ]]; then
@@ -104,38 +105,13 @@ bundle_for() {
     ln -s usr/lib64 lib64 && ln -s usr/sbin sbin)
   "$GP" oci seccomp --listener "$SOCK" --metadata "tenant=$1" --runtime "$3" >"$b/seccomp.json" ||
     fail "gdrproxy oci seccomp failed"
-  python3 - "$b/config.json" "$1" "$b/seccomp.json" "$WORK/share" "${A%/*}" "${LOOP%/*}" \
-    "$LOOP" $THREADS "$STOP" $FINAL "/dev/infiniband/$2" <<'PY' || fail "bundle $1"
-import json, os, sys
-path, name, seccomp, share, adir, ldir = sys.argv[1:7]
-args = sys.argv[7:]
-granted = args[-1]
-denied = "/dev/infiniband/uverbs1" if granted.endswith("uverbs0") else "/dev/infiniband/uverbs0"
-nodes = [(p, os.stat(p).st_rdev) for p in ("/dev/infiniband/uverbs0", "/dev/infiniband/uverbs1")]
-bind = lambda src, mode: {"destination": src, "type": "bind", "source": src, "options": ["rbind", mode]}
-json.dump({
-  "ociVersion": "1.0.2",
-  "process": {"terminal": False, "user": {"uid": 0, "gid": 0}, "cwd": "/", "args": args + [denied],
-              "env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"], "noNewPrivileges": True},
-  "root": {"path": "rootfs", "readonly": True},
-  "hostname": name,
-  "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"},
-             {"destination": "/dev", "type": "tmpfs", "source": "tmpfs",
-              "options": ["nosuid", "strictatime", "mode=755", "size=65536k"]},
-             {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid"]},
-             bind("/usr", "ro"), bind("/etc", "ro"), bind(adir, "ro"), bind(ldir, "ro"),
-             bind(share, "rw")],
-  "linux": {
-    "namespaces": [{"type": t} for t in ("pid", "mount", "ipc", "uts", "network")],
-    "devices": [{"path": p, "type": "c", "major": os.major(d), "minor": os.minor(d),
-                 "fileMode": 0o666, "uid": 0, "gid": 0} for p, d in nodes],
-    "resources": {"devices": [{"allow": False, "access": "rwm"}] + [
-        {"allow": True, "type": "c", "major": os.major(d), "minor": os.minor(d), "access": "rw"}
-        for _, d in nodes]},
-    "seccomp": json.load(open(seccomp)),
-  },
-}, open(path, "w"), indent=1)
-PY
+  # The loop opens the granted node and then the other one, which only the agent refuses.
+  local denied=/dev/infiniband/uverbs0
+  [[ $2 == uverbs0 ]] && denied=/dev/infiniband/uverbs1
+  "$BUNDLE" "$b/config.json" --id "$1" --seccomp "$b/seccomp.json" \
+    --device /dev/infiniband/uverbs0 --device /dev/infiniband/uverbs1 --cgroup-allow \
+    --bind "${A%/*}" --bind "${LOOP%/*}" --bind-rw "$WORK/share:$WORK/share" -- \
+    "$LOOP" $THREADS "$STOP" $FINAL "/dev/infiniband/$2" "$denied" || fail "bundle $1"
   echo "$b"
 }
 # start_container a|b ID GRANTED DENIED: the container's init is chaos_loop (INIT[a|b], output

@@ -11,6 +11,7 @@ set -uo pipefail
 GP=$(realpath "$1")
 RC=$(realpath "$2")
 A=$(realpath "$3")
+BUNDLE=$(realpath "$(dirname "$0")/oci_bundle.py")  # a runc/crun config.json
 CASE=$4
 [[ $EUID == 0 ]] || { echo "SKIP [$CASE]: needs root"; exit 77; }
 if [[ $CASE == idle_connections_do_not_starve_runc ]]; then
@@ -111,32 +112,9 @@ case_idle_connections_do_not_starve_runc() {
   echo '{"defaultAction": "SCMP_ACT_ALLOW", "archMap": [{"architecture": "SCMP_ARCH_X86_64", "subArchitectures": ["SCMP_ARCH_X86"]}], "syscalls": []}' >"$WORK/base.json"
   "$GP" oci seccomp --base "$WORK/base.json" --listener "$SOCK" --metadata tenant=conn --runtime runc \
     >"$b/seccomp.json" || fail "gdrproxy oci seccomp failed"
-  python3 - "$b/config.json" "$RUNC_ID" "$A" "$b/seccomp.json" <<'PY' || fail "no bundle"
-import json, os, sys
-path, name, attack, seccomp = sys.argv[1:]
-d = os.stat("/dev/infiniband/uverbs0").st_rdev
-bind = lambda src: {"destination": src, "type": "bind", "source": src, "options": ["rbind", "ro"]}
-json.dump({
-  "ociVersion": "1.0.2",
-  "process": {"terminal": False, "user": {"uid": 0, "gid": 0}, "cwd": "/",
-              "args": ["sh", "-c", f"{attack} open /dev/infiniband/uverbs0 rdwr syscall | sed s/^/uverbs0-/"],
-              "env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"], "noNewPrivileges": True},
-  "root": {"path": "rootfs", "readonly": True},
-  "hostname": name,
-  "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"},
-             {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "mode=755"]},
-             {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid"]},
-             bind("/usr"), bind("/etc"), bind(os.path.dirname(attack))],
-  "linux": {
-    "namespaces": [{"type": t} for t in ("pid", "mount", "ipc", "uts", "network")],
-    "devices": [{"path": "/dev/infiniband/uverbs0", "type": "c", "major": os.major(d), "minor": os.minor(d),
-                 "fileMode": 0o666, "uid": 0, "gid": 0}],
-    "resources": {"devices": [{"allow": False, "access": "rwm"},
-                              {"allow": True, "type": "c", "major": os.major(d), "minor": os.minor(d), "access": "rw"}]},
-    "seccomp": json.load(open(seccomp)),
-  },
-}, open(path, "w"), indent=1)
-PY
+  "$BUNDLE" "$b/config.json" --id "$RUNC_ID" --seccomp "$b/seccomp.json" --device /dev/infiniband/uverbs0 \
+    --cgroup-allow --bind "${A%/*}" -- \
+    sh -c "$A open /dev/infiniband/uverbs0 rdwr syscall | sed s/^/uverbs0-/" || fail "no bundle"
   flood 300
   local t0 rc elapsed
   t0=$(now_ms)

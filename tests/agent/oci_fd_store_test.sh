@@ -9,6 +9,7 @@
 set -uo pipefail
 GP=$(realpath "$1")
 A=$(realpath "$2")
+BUNDLE=$(realpath "$(dirname "$0")/oci_bundle.py")  # a runc/crun config.json
 [[ $EUID == 0 ]] || { echo "SKIP: needs root"; exit 77; }
 command -v runc >/dev/null || { echo "SKIP: runc is not installed (scripts/setup.sh installs it)"; exit 77; }
 if [[ -z ${GDRPROXY_OCI_TEST_INNER:-} ]]; then
@@ -67,13 +68,7 @@ start_agent
 
 # Docker's format, every syscall allowed (ioctl and openat unconditionally: the rewrite keeps the
 # notify rules), and a bundle of the host's /usr and /etc with the stand-in uverbs0.
-python3 - "$WORK/base.json" <<'PY'
-import json, re, sys
-names = sorted(set(re.findall(r"#define __NR_(\w+) ", open("/usr/include/x86_64-linux-gnu/asm/unistd_64.h").read())))
-json.dump({"defaultAction": "SCMP_ACT_ERRNO", "defaultErrnoRet": 1,
-           "archMap": [{"architecture": "SCMP_ARCH_X86_64", "subArchitectures": ["SCMP_ARCH_X86"]}],
-           "syscalls": [{"names": names, "action": "SCMP_ACT_ALLOW"}]}, open(sys.argv[1], "w"))
-PY
+"$BUNDLE" --allow-all-base "$WORK/base.json"
 B=$WORK/bundle
 mkdir -p "$B/rootfs" "$WORK/shared"
 (cd "$B/rootfs" && mkdir -p usr etc proc dev tmp shared "${A%/*}" && ln -s usr/bin bin && ln -s usr/lib lib &&
@@ -81,32 +76,9 @@ mkdir -p "$B/rootfs" "$WORK/shared"
 "$GP" oci seccomp --base "$WORK/base.json" --listener "$SOCK" --metadata store --runtime runc \
   >"$B/seccomp.json" || fail "gdrproxy oci seccomp failed"
 touch "$WORK/shared/hold"
-python3 - "$B/config.json" "$ID" "$A" "$B/seccomp.json" "$WORK/shared" <<'PY'
-import json, os, sys
-path, name, attack, seccomp, shared = sys.argv[1:]
-d = os.stat("/dev/infiniband/uverbs0").st_rdev
-probe = f"{attack} open /dev/infiniband/uverbs0 rdwr syscall | sed s/^/uverbs0-/"
-bind = lambda src, dst, mode: {"destination": dst, "type": "bind", "source": src, "options": ["rbind", mode]}
-json.dump({
-  "ociVersion": "1.0.2",
-  "process": {"terminal": False, "user": {"uid": 0, "gid": 0}, "cwd": "/",
-              "args": ["sh", "-c", f"while [ -e /shared/hold ]; do sleep 0.1; done; {probe}"],
-              "env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"], "noNewPrivileges": True},
-  "root": {"path": "rootfs", "readonly": True},
-  "hostname": name,
-  "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"},
-             {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "mode=755"]},
-             {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid"]},
-             bind("/usr", "/usr", "ro"), bind("/etc", "/etc", "ro"),
-             bind(os.path.dirname(attack), os.path.dirname(attack), "ro"), bind(shared, "/shared", "rw")],
-  "linux": {
-    "namespaces": [{"type": t} for t in ("pid", "mount", "ipc", "uts", "network")],
-    "devices": [{"path": "/dev/infiniband/uverbs0", "type": "c", "major": os.major(d), "minor": os.minor(d),
-                 "fileMode": 0o666, "uid": 0, "gid": 0}],
-    "seccomp": json.load(open(seccomp)),
-  },
-}, open(path, "w"), indent=1)
-PY
+"$BUNDLE" "$B/config.json" --id "$ID" --seccomp "$B/seccomp.json" --device /dev/infiniband/uverbs0 \
+  --bind "${A%/*}" --bind-rw "$WORK/shared:/shared" -- \
+  sh -c "while [ -e /shared/hold ]; do sleep 0.1; done; $A open /dev/infiniband/uverbs0 rdwr syscall | sed s/^/uverbs0-/"
 
 runc --root "$WORK/runc" run --bundle "$B" $ID >"$WORK/init.out" 2>&1 &
 c=$!

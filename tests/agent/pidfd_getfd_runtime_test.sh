@@ -17,6 +17,7 @@
 set -uo pipefail
 GP=$(realpath "$1")
 F=$(realpath "$2")
+BUNDLE=$(realpath "$(dirname "$0")/oci_bundle.py")  # a runc/crun config.json
 CASE=$3
 RT=${4:-runc}
 [[ $EUID == 0 ]] || { echo "SKIP [$CASE]: needs root"; exit 77; }
@@ -61,12 +62,7 @@ start_agent() {  # RULES (JSON array)
 }
 
 # A base that allows every syscall this machine's headers name (pidfd_getfd among them).
-python3 - "$WORK/base.json" <<'PY'
-import json, re, sys
-names = sorted(set(re.findall(r"#define __NR_(\w+) ", open("/usr/include/x86_64-linux-gnu/asm/unistd_64.h").read())))
-json.dump({"defaultAction": "SCMP_ACT_ERRNO", "defaultErrnoRet": 1,
-           "syscalls": [{"names": names, "action": "SCMP_ACT_ALLOW"}]}, open(sys.argv[1], "w"))
-PY
+"$BUNDLE" --allow-all-base "$WORK/base.json"
 
 # bundle ID METADATA SCRIPT [PIDNS_PATH]: rootfs of the host's /usr and /etc (read-only binds),
 # FD_SHARE's directory and $WORK/share (read-write); root with Docker's default capabilities.
@@ -81,38 +77,9 @@ bundle() {
     trap=(--broker-pidfd-getfd)
   "$GP" oci seccomp --base "$WORK/base.json" --listener "$SOCK" --metadata "$2" --runtime "$RT" \
     "${trap[@]}" >"$b/seccomp.json" || fail "gdrproxy oci seccomp failed"
-  python3 - "$b/config.json" "$1" "$3" "$b/seccomp.json" "$F" "$WORK/share" "${4:-}" <<'PY'
-import json, os, sys
-path, name, script, seccomp, tool, share, pidns = sys.argv[1:]
-caps = ["CAP_" + c for c in ("CHOWN DAC_OVERRIDE FSETID FOWNER MKNOD NET_RAW SETGID SETUID SETFCAP "
-                             "SETPCAP NET_BIND_SERVICE SYS_CHROOT KILL AUDIT_WRITE").split()]
-d = os.stat("/dev/infiniband/uverbs0").st_rdev
-bind = lambda src, dst, mode: {"destination": dst, "type": "bind", "source": src, "options": ["rbind", mode]}
-config = {
-  "ociVersion": "1.0.2",
-  "process": {"terminal": False, "user": {"uid": 0, "gid": 0}, "cwd": "/",
-              "args": ["sh", "-c", script], "env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"],
-              "noNewPrivileges": True,
-              "capabilities": {k: caps for k in ("bounding", "effective", "permitted")}},
-  "root": {"path": "rootfs", "readonly": True},
-  "hostname": name,
-  "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"},
-             {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "mode=755"]},
-             {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid"]},
-             bind("/usr", "/usr", "ro"), bind("/etc", "/etc", "ro"),
-             bind(os.path.dirname(tool), os.path.dirname(tool), "ro"), bind(share, "/share", "rw")],
-  "linux": {
-    "namespaces": [{"type": t} for t in ("mount", "ipc", "uts", "network")] +
-                  [{"type": "pid", "path": pidns} if pidns else {"type": "pid"}],
-    "devices": [{"path": "/dev/infiniband/uverbs0", "type": "c", "major": os.major(d),
-                 "minor": os.minor(d), "fileMode": 0o666, "uid": 0, "gid": 0}],
-    "resources": {"devices": [{"allow": False, "access": "rwm"},
-                              {"allow": True, "type": "c", "major": os.major(d), "minor": os.minor(d), "access": "rw"}]},
-    "seccomp": json.load(open(seccomp)),
-  },
-}
-json.dump(config, open(path, "w"), indent=1)
-PY
+  "$BUNDLE" "$b/config.json" --id "$1" --seccomp "$b/seccomp.json" --device /dev/infiniband/uverbs0 \
+    --cgroup-allow --bind "${F%/*}" --bind-rw "$WORK/share:/share" --pidns "${4:-}" --docker-caps -- \
+    sh -c "$3"
 }
 
 case_exec_helpers_kept() {
