@@ -148,6 +148,10 @@ NvGenTables::NvGenTables(size_t index) : index_(index) {
   source_tag = r.source_tag;
 }
 
+NvGenTables::~NvGenTables() {
+  delete merged_;
+}
+
 const NvGenTables::Merged& NvGenTables::merged() const {
   std::call_once(once_, [this] {
     // The chain from this release up to its root, then applied root first.
@@ -156,7 +160,7 @@ const NvGenTables::Merged& NvGenTables::merged() const {
       chain.push_back(i);
       if (kGeneratedReleases[i].parent[0] == '\0') break;
     }
-    auto* m = new Merged;  // lives as long as the process, like the registry
+    auto* m = new Merged;  // owned by this object (deleted with it, at exit)
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
       const NvGenRelease& r = kGeneratedReleases[*it];
       m->controls = apply_patch(m->controls, r.controls);

@@ -85,13 +85,14 @@ class NvGenTables {
   bool class_has(uint32_t flags, std::string_view name) const;
 
   explicit NvGenTables(size_t index);
+  ~NvGenTables();
 
  private:
   struct Merged;
   const Merged& merged() const;
   size_t index_;
   mutable std::once_flag once_;
-  mutable const Merged* merged_ = nullptr;
+  mutable const Merged* merged_ = nullptr;  // built on first use, owned
 };
 
 // The generated tables of exactly this release, or nullptr when none were generated for it.
