@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <regex>
 #include <sstream>
 
@@ -52,34 +53,50 @@ void add_if_chardev(std::vector<DeviceNode>& out, const fs::path& p, std::string
 
 // Character majors (/proc/devices) and misc minors (/proc/misc) of the guarded drivers, as
 // never-granted entries.
+// Each character-device registration as the kernel lists it now: (major, 0, name) from
+// <proc_root>/devices, and with `misc` (10, minor, name) from <proc_root>/misc.
+void for_each_registration(const std::string& proc_root, bool chars_wanted, bool misc_wanted,
+                           const std::function<void(unsigned, unsigned, const std::string&)>& f) {
+  std::string line;
+  if (chars_wanted) {
+    std::ifstream devices(proc_root + "/devices");
+    bool chars = false;
+    while (std::getline(devices, line)) {
+      if (line.rfind("Character devices:", 0) == 0) chars = true;
+      if (line.rfind("Block devices:", 0) == 0) chars = false;
+      std::istringstream ss(line);
+      unsigned major;
+      std::string name;
+      if (chars && (ss >> major >> name)) f(major, 0, name);
+    }
+  }
+  if (misc_wanted) {
+    std::ifstream misc(proc_root + "/misc");
+    while (std::getline(misc, line)) {
+      std::istringstream ss(line);
+      unsigned minor;
+      std::string name;
+      if (ss >> minor >> name) f(10, minor, name);
+    }
+  }
+}
+
+// The never-granted entry of a registration whose name is a guarded driver's.
+std::optional<DeviceNode> guarded_entry(unsigned major, unsigned minor, const std::string& name) {
+  for (const auto& d : kGuardedDrivers)
+    if (d.name == name)
+      return DeviceNode{"(" + name + " device " + std::to_string(major) + ":" +
+                            (d.misc ? std::to_string(minor) : "*") + ")",
+                        name, d.device_class, makedev(major, minor), false};
+  return std::nullopt;
+}
+
 std::vector<DeviceNode> guarded_driver_numbers(const std::string& proc_root) {
   std::vector<DeviceNode> out;
-  auto add = [&](unsigned major, unsigned minor, const std::string& name) {
-    for (const auto& d : kGuardedDrivers) {
-      if (d.name != name) continue;
-      out.push_back(DeviceNode{"(" + name + " device " + std::to_string(major) + ":" +
-                                   (d.misc ? std::to_string(minor) : "*") + ")",
-                               name, d.device_class, makedev(major, minor), false});
-    }
-  };
-  std::ifstream devices(proc_root + "/devices");
-  std::string line;
-  bool chars = false;
-  while (std::getline(devices, line)) {
-    if (line.rfind("Character devices:", 0) == 0) chars = true;
-    if (line.rfind("Block devices:", 0) == 0) chars = false;
-    std::istringstream ss(line);
-    unsigned major;
-    std::string name;
-    if (chars && (ss >> major >> name)) add(major, 0, name);
-  }
-  std::ifstream misc(proc_root + "/misc");
-  while (std::getline(misc, line)) {
-    std::istringstream ss(line);
-    unsigned minor;
-    std::string name;
-    if (ss >> minor >> name) add(10, minor, name);
-  }
+  for_each_registration(proc_root, true, true,
+                        [&](unsigned major, unsigned minor, const std::string& name) {
+                          if (auto e = guarded_entry(major, minor, name)) out.push_back(*e);
+                        });
   return out;
 }
 
@@ -195,27 +212,14 @@ std::optional<DeviceNode> guarded_driver_now(dev_t rdev, const std::string& proc
   // A misc device is known by its minor in /proc/misc; any other by its major in /proc/devices
   // (one major may carry several names: any guarded one makes it guarded).
   const bool misc = major(rdev) == 10;
-  const unsigned number = misc ? minor(rdev) : major(rdev);
-  std::ifstream in(proc_root + (misc ? "/misc" : "/devices"));
-  std::string line;
-  bool chars = misc;
   std::optional<DeviceNode> out;
   if (registered) *registered = false;
-  while (std::getline(in, line)) {
-    if (!misc && line.rfind("Character devices:", 0) == 0) chars = true;
-    if (!misc && line.rfind("Block devices:", 0) == 0) chars = false;
-    std::istringstream ss(line);
-    unsigned n;
-    std::string name;
-    if (!chars || !(ss >> n >> name) || n != number) continue;
-    if (registered) *registered = true;
-    for (const auto& d : kGuardedDrivers) {
-      if (d.name != name || out) continue;
-      out = DeviceNode{"(" + name + " device " + std::to_string(major(rdev)) + ":" +
-                           (misc ? std::to_string(minor(rdev)) : "*") + ")",
-                       name, d.device_class, misc ? rdev : makedev(major(rdev), 0), false};
-    }
-  }
+  for_each_registration(proc_root, !misc, misc,
+                        [&](unsigned maj, unsigned min, const std::string& name) {
+                          if (maj != major(rdev) || (misc && min != minor(rdev))) return;
+                          if (registered) *registered = true;
+                          if (!out) out = guarded_entry(maj, min, name);
+                        });
   return out;
 }
 
