@@ -21,11 +21,13 @@
 #include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <stdexcept>
 #include <utility>
 
 #include "proxy/base/error.h"
 #include "proxy/base/unique_fd.h"
+#include "proxy/engine/fd_passing.h"
 
 namespace gdrproxy::proxy {
 namespace {
@@ -33,6 +35,7 @@ namespace {
 constexpr size_t kMaxPacket = 70 * 1024;
 constexpr size_t kMaxKept = 65536;
 constexpr size_t kFdsPerEntry = 3;  // listener, pidfd, received-id page
+static_assert(kFdsPerEntry <= kMaxFdsPerMessage);
 
 sockaddr_un address_of(const std::string& path) {
   sockaddr_un a{};
@@ -50,25 +53,11 @@ UniqueFd connect_to(const std::string& path) {
   return s;
 }
 
-// One packet with up to kFdsPerEntry fds (SCM_RIGHTS; none where negative, and none after one).
+// One packet with up to kFdsPerEntry fds (none where negative, and none after one).
 bool send_packet(int s, const std::string& data, std::array<int, kFdsPerEntry> fds = {-1, -1, -1}) {
-  iovec iov{const_cast<char*>(data.data()), data.size()};
-  alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int) * kFdsPerEntry)] = {};
-  msghdr m{};
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
   size_t n = 0;
   while (n < kFdsPerEntry && fds[n] >= 0) ++n;
-  if (n > 0) {
-    m.msg_control = ctl;
-    m.msg_controllen = CMSG_SPACE(sizeof(int) * n);
-    cmsghdr* c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * n);
-    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * n);
-  }
-  return ::sendmsg(s, &m, MSG_NOSIGNAL) == static_cast<ssize_t>(data.size());
+  return send_with_fds(s, data, std::span<const int>(fds.data(), n), MSG_NOSIGNAL);
 }
 
 // One packet and its fds (in order; the others empty); false at EOF, on error or after
