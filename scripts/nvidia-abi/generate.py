@@ -29,6 +29,8 @@ PATHS = [
     "src/nvidia/arch/nvalloc/unix/include",
     "src/nvidia/arch/nvalloc/unix/src/escape.c",
     "src/nvidia/arch/nvalloc/unix/src/osapi.c",
+    "src/nvidia/interface/deprecated/rmapi_deprecated.h",
+    "src/nvidia/interface/deprecated/rmapi_deprecated_control.c",
     "kernel-open/common/inc",
     "kernel-open/nvidia/nv.c",
     "kernel-open/nvidia-uvm/uvm_ioctl.h",
@@ -107,6 +109,53 @@ def parse_methods(src):
                 else:
                     ptype = None
                 out.append((cls, int(mid, 16), int(flags, 16), int(access, 16), ptype, func))
+    return out
+
+
+def split_args(text):
+    """A macro's arguments: split at the commas outside parentheses (RS_LIST(classId(A),
+    classId(B)) is one argument)."""
+    args, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "," and depth == 0:
+            args.append(cur.strip())
+            cur = ""
+            continue
+        depth += ch == "("
+        depth -= ch == ")"
+        cur += ch
+    args.append(cur.strip())
+    return args
+
+
+def parse_deprecated(src, ctrl_values):
+    """{cmd: (name, target cmd)} of the driver's deprecated-control table
+    (rmapi_deprecated_control.c): commands the driver converts to a newer control (the _V2 or
+    _V3 of the same name) before dispatching that one."""
+    path = os.path.join(src, "src/nvidia/interface/deprecated/rmapi_deprecated_control.c")
+    if not os.path.exists(path):
+        return {}
+    out = {}
+    for m in re.finditer(r"\{\s*(NV\w+_CTRL_CMD_\w+)\s*,\s*V(\d)_CONVERTER\(_(\w+)\)",
+                         strip_comments(read(path))):
+        name, ver = m.group(1), m.group(2)
+        target = "%s_V%s" % (name, ver)
+        if name in ctrl_values and target in ctrl_values:
+            out[ctrl_values[name]] = (name, ctrl_values[target])
+    return out
+
+
+def parse_gss_masks(src):
+    """{mask: name} of the RM_GSS_LEGACY_MASK* bits (rmapi_deprecated.h): a command with the
+    legacy bit set is forwarded as is to the GPU's firmware (GSP); with the privileged bits too,
+    only for an administrator."""
+    path = os.path.join(src, "src/nvidia/interface/deprecated/rmapi_deprecated.h")
+    if not os.path.exists(path):
+        return {}
+    out = {}
+    for m in re.finditer(r"^#define\s+RM_GSS_LEGACY_MASK(_PRIVILEGED)?\s+(0x[0-9a-fA-F]+)",
+                         read(path), re.M):
+        out[int(m.group(2), 16)] = "GSS_LEGACY" + (m.group(1) or "")
     return out
 
 
@@ -234,8 +283,11 @@ def generate_release(git_dir, tag):
         # Controls.
         methods = parse_methods(src)
         ctrl_names = {}
-        for name, v in parse_defines(headers, r"NV\w+_CTRL_CMD_\w+").items():
+        ctrl_values = parse_defines(headers, r"NV\w+_CTRL_CMD_\w+")
+        for name, v in ctrl_values.items():
             ctrl_names.setdefault(v, []).append(name)
+        deprecated = parse_deprecated(src, ctrl_values)
+        gss = parse_gss_masks(src)
         # A few commands are defined without _CMD_ in their name; FINN marks every command
         # number it evaluates as an interface id shifted left by 8 plus a message id.
         finn = re.compile(r'^#define\s+(NV\w+_CTRL_\w+)\s+\((0x[0-9a-fA-F]+)[uU]?\)\s*'
@@ -266,7 +318,7 @@ def generate_release(git_dir, tag):
                                   [os.path.join(sdk, "nvos.h")], r"[A-Z][A-Z0-9_]+")
         entries = []
         for m in re.finditer(r"RS_ENTRY\s*\((.*?)\)\s*(?=RS_ENTRY|#|$)", rl, re.S):
-            args = [a.strip() for a in re.split(r",(?![^()]*\))", m.group(1))]
+            args = split_args(m.group(1))
             if len(args) < 8:
                 continue
             ext, internal, _multi, _parents, param, _prio, flags = args[:7]
@@ -388,6 +440,8 @@ def generate_release(git_dir, tag):
         "uvm": uvm_out,
         "rmctrl_flags": dict(rmctrl),
         "rs_flags": dict(rsflags),
+        "deprecated": deprecated,
+        "gss": gss,
     }
 
 
@@ -410,12 +464,17 @@ def rows(rel):
     u = {k: '{0x%xu, "%s", %d}' % (k, n, size) for k, (n, size) in rel["uvm"].items()}
     rf = {k: '{0x%xu, "%s"}' % (k, n) for k, n in rel["rmctrl_flags"].items()}
     sf = {k: '{0x%xu, "%s"}' % (k, n) for k, n in rel["rs_flags"].items()}
+    d = {k: '{0x%08xu, "%s", 0x%08xu}' % (k, n, t) for k, (n, t) in rel["deprecated"].items()}
+    g = {k: '{0x%xu, "%s"}' % (k, n) for k, n in rel["gss"].items()}
     return {"controls": c, "classes": k_, "escapes": e, "uvm": u, "rmctrl_flags": rf,
-            "rs_flags": sf}
+            "rs_flags": sf, "deprecated": d, "gss": g}
 
 
 TABLE_TYPE = {"controls": "NvGenControl", "classes": "NvGenClass", "escapes": "NvGenEscape",
-              "uvm": "NvGenUvmIoctl", "rmctrl_flags": "NvGenFlag", "rs_flags": "NvGenFlag"}
+              "uvm": "NvGenUvmIoctl", "rmctrl_flags": "NvGenFlag", "rs_flags": "NvGenFlag",
+              "deprecated": "NvGenDeprecated", "gss": "NvGenFlag"}
+TABLES = ("controls", "classes", "escapes", "uvm", "rmctrl_flags", "rs_flags", "deprecated",
+          "gss")
 
 
 def ident(v):
@@ -428,7 +487,7 @@ def emit_release(version, tag, parent, cur, prev):
            " at tag %s; do not edit." % tag,
            "// Release %s = %s plus the entries below." % (version, parent or "nothing")]
     spans = {}
-    for table in ("controls", "classes", "escapes", "uvm", "rmctrl_flags", "rs_flags"):
+    for table in TABLES:
         now = cur[table]
         before = prev[table] if prev else {}
         add = [now[k] for k in sorted(now) if before.get(k) != now[k]]
@@ -445,14 +504,15 @@ def emit_release(version, tag, parent, cur, prev):
         spans[table] = ("%s_add" % name if add else "{}", "%s_remove" % name if rem else "{}")
     entry = '    {"%s", "%s", "%s", %s},' % (
         version, parent, tag,
-        ", ".join("{%s, %s}" % spans[t] for t in
-                  ("controls", "classes", "escapes", "uvm", "rmctrl_flags", "rs_flags")))
+        ", ".join("{%s, %s}" % spans[t] for t in TABLES))
     return "\n".join(out) + "\n", entry
 
 
 def load_release_list(path):
-    """[(version, source tag)] in version order. A line is a tag, or `VERSION = TAG` for a
-    release the source has no tag for, taken to be that tag's tables."""
+    """[(version, source tag, supplement tag or None)] in version order. A line is a tag;
+    `VERSION = TAG` is a release the source has no tag for, taken to be that tag's tables;
+    `VERSION = TAG + NEWER` also takes the controls and classes of the NEWER tag that TAG lacks
+    (a later release of TAG's branch that carries controls back from a newer branch)."""
     out = []
     with open(path) as f:
         for line in f:
@@ -463,8 +523,18 @@ def load_release_list(path):
                 v, t = (x.strip() for x in line.split("=", 1))
             else:
                 v = t = line
-            out.append((v, t))
+            t, _, extra = (x.strip() for x in t.partition("+"))
+            out.append((v, t, extra or None))
     return sorted(out, key=lambda vt: version_key(vt[0]))
+
+
+def supplemented(base, newer):
+    """base's rows plus the controls and classes only `newer` has."""
+    out = {t: dict(rows_) for t, rows_ in base.items()}
+    for table in ("controls", "classes"):
+        for k, v in newer[table].items():
+            out[table].setdefault(k, v)
+    return out
 
 
 def main():
@@ -482,16 +552,28 @@ def main():
     releases = load_release_list(args.releases)
     os.makedirs(args.out, exist_ok=True)
     cache = {}
+
+    def rows_of(tag):
+        if tag not in cache:
+            print("generating %s" % tag, file=sys.stderr)
+            cache[tag] = rows(generate_release(git_dir, tag))
+        return cache[tag]
+
     prev_rows = None
     prev_version = ""
     entries = []
     includes = []
-    for version, tag in releases:
-        if tag not in cache:
-            print("generating %s" % tag, file=sys.stderr)
-            cache = {tag: rows(generate_release(git_dir, tag))}
-        cur = cache[tag]
-        text, entry = emit_release(version, tag, prev_version, cur, prev_rows)
+    for i, (version, tag, extra) in enumerate(releases):
+        cur = rows_of(tag)
+        if extra:
+            cur = supplemented(cur, rows_of(extra))
+        # Keep only what a later release can still need.
+        wanted = {t for _, tg, ex in releases[i + 1:] for t in (tg, ex) if t}
+        for t in list(cache):
+            if t not in wanted:
+                del cache[t]
+        source = tag + ("+" + extra if extra else "")
+        text, entry = emit_release(version, source, prev_version, cur, prev_rows)
         fname = "nvidia_%s.inc" % version
         with open(os.path.join(args.out, fname), "w") as f:
             f.write(text)
