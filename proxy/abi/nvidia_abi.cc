@@ -90,6 +90,7 @@ const Registry& registry() {
       o->abi.uvm_ioctls = o->uvm_ioctls;
       const NvGenTables* gen = nvidia_generated_for_version(o->version);
       o->abi.generated = gen ? gen : &nvidia_generated_newest();
+      o->abi.generated_exact = gen != nullptr;
       r.abis.push_back(&o->abi);
       r.owned.push_back(std::move(o));
     }

@@ -55,6 +55,9 @@ struct NvidiaDriverAbi {
   // The tables generated from the driver's source for this release (the newest generated ones
   // when it has none): they name every control and class, for traces and refusal lines only.
   const NvGenTables* generated = nullptr;
+  // Whether `generated` are this release's own tables (then they also say who may make each RM
+  // call: nvidia_access.h), not the newest ones lent for naming.
+  bool generated_exact = false;
 
   const NvEscape* find_escape(uint8_t nr) const;
   const NvClass* find_class(uint32_t id) const;

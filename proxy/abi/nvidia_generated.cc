@@ -28,6 +28,8 @@ struct NvGenRelease {
   PatchOf<NvGenUvmIoctl> uvm;
   PatchOf<NvGenFlag> rmctrl_flags;
   PatchOf<NvGenFlag> rs_flags;
+  PatchOf<NvGenDeprecated> deprecated;
+  PatchOf<NvGenFlag> gss;
 };
 
 #include "proxy/abi/generated/nvidia_releases.inc"
@@ -42,6 +44,9 @@ uint32_t key_of(const NvGenEscape& e) {
   return e.nr;
 }
 uint32_t key_of(const NvGenUvmIoctl& e) {
+  return e.cmd;
+}
+uint32_t key_of(const NvGenDeprecated& e) {
   return e.cmd;
 }
 uint32_t key_of(const NvGenFlag& e) {
@@ -139,6 +144,8 @@ struct NvGenTables::Merged {
   std::vector<const NvGenUvmIoctl*> uvm;
   std::vector<const NvGenFlag*> rmctrl_flags;
   std::vector<const NvGenFlag*> rs_flags;
+  std::vector<const NvGenDeprecated*> deprecated;
+  std::vector<const NvGenFlag*> gss;
 };
 
 NvGenTables::NvGenTables(size_t index) : index_(index) {
@@ -169,6 +176,8 @@ const NvGenTables::Merged& NvGenTables::merged() const {
       m->uvm = apply_patch(m->uvm, r.uvm);
       m->rmctrl_flags = apply_patch(m->rmctrl_flags, r.rmctrl_flags);
       m->rs_flags = apply_patch(m->rs_flags, r.rs_flags);
+      m->deprecated = apply_patch(m->deprecated, r.deprecated);
+      m->gss = apply_patch(m->gss, r.gss);
     }
     merged_ = m;
   });
@@ -186,6 +195,9 @@ const NvGenEscape* NvGenTables::find_escape(uint8_t nr) const {
 }
 const NvGenUvmIoctl* NvGenTables::find_uvm(uint32_t cmd) const {
   return find_key<NvGenUvmIoctl>(merged().uvm, cmd);
+}
+const NvGenDeprecated* NvGenTables::find_deprecated(uint32_t cmd) const {
+  return find_key<NvGenDeprecated>(merged().deprecated, cmd);
 }
 const NvGenControl* NvGenTables::find_control(std::string_view name) const {
   return find_name<NvGenControl>(merged().controls, name);
@@ -222,6 +234,17 @@ bool NvGenTables::control_has(uint32_t flags, std::string_view name) const {
 }
 bool NvGenTables::class_has(uint32_t flags, std::string_view name) const {
   return has_flag(merged().rs_flags, flags, name);
+}
+
+uint32_t NvGenTables::gss_legacy_mask() const {
+  for (const NvGenFlag* f : merged().gss)
+    if (std::string_view(f->name) == "GSS_LEGACY") return f->bit;
+  return 0;
+}
+uint32_t NvGenTables::gss_privileged_mask() const {
+  for (const NvGenFlag* f : merged().gss)
+    if (std::string_view(f->name) == "GSS_LEGACY_PRIVILEGED") return f->bit;
+  return 0;
 }
 
 const NvGenTables* nvidia_generated_for_version(std::string_view version) {

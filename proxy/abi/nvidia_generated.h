@@ -2,9 +2,9 @@
 // (scripts/nvidia-abi/generate.py writes proxy/abi/generated/): every control each RM class
 // exports with its parameter size and RMCTRL flags, the allocatable classes with their
 // allocation parameter sizes and RS flags, the frontend escapes and the UVM ioctls.
-// The one idea: these tables name and describe calls; they decide nothing. What runs is still
-// decided by the hand-written tables of nvidia_abi.h (which also carry the layouts) and the
-// policy. A release is its parent plus a patch, like nvidia_versions.cc.
+// The one idea: these tables name and describe calls; they decide nothing. nvidia_access.h
+// reads from them who the driver lets make a call, and the policy decides from that. A release
+// is its parent plus a patch, like nvidia_versions.cc.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +49,14 @@ struct NvGenUvmIoctl {
   int32_t param_size;  // sizeof UVM_*_PARAMS, -1 not derivable
 };
 
+// A command the driver converts to a newer control before dispatching it
+// (rmapi_deprecated_control.c): the caller's call is judged as that control.
+struct NvGenDeprecated {
+  uint32_t cmd;
+  const char* name;
+  uint32_t target;  // the control it is converted to (the _V2 or _V3 of the same name)
+};
+
 struct NvGenFlag {
   uint32_t bit;
   const char* name;  // without the RMCTRL_FLAGS_ / RS_FLAGS_ prefix
@@ -66,6 +74,7 @@ class NvGenTables {
   const NvGenClass* find_class(uint32_t id) const;
   const NvGenEscape* find_escape(uint8_t nr) const;
   const NvGenUvmIoctl* find_uvm(uint32_t cmd) const;
+  const NvGenDeprecated* find_deprecated(uint32_t cmd) const;
   const NvGenControl* find_control(std::string_view name) const;
   const NvGenClass* find_class(std::string_view name) const;
 
@@ -83,6 +92,11 @@ class NvGenTables {
   // release defines no such bit (RMCTRL_FLAGS_KERNEL_PRIVILEGED is 0 in some).
   bool control_has(uint32_t flags, std::string_view name) const;
   bool class_has(uint32_t flags, std::string_view name) const;
+  // The RM_GSS_LEGACY_MASK bits of this release: a command with `gss_legacy_mask()` set, on any
+  // GPU object of a GSP-driven GPU, is forwarded as is to the GPU's firmware; with all of
+  // `gss_privileged_mask()` set only for an administrator. 0 where the release has none.
+  uint32_t gss_legacy_mask() const;
+  uint32_t gss_privileged_mask() const;
 
   explicit NvGenTables(size_t index);
   ~NvGenTables();

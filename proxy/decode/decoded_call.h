@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "proxy/abi/nvidia_access.h"  // NvRequires
+
 namespace gdrproxy::proxy {
 
 enum class DeviceClass : uint8_t {
@@ -39,9 +41,12 @@ struct PolicyKeys {
   std::optional<uint32_t> nv_class;            // RM_ALLOC hClass
   std::optional<uint32_t> nv_device_instance;  // deviceId of an RM_ALLOC(NV01_DEVICE_0)
   std::optional<uint32_t> nv_control;          // RM_CONTROL cmd
-  std::optional<uint32_t> uvm_cmd;             // raw UVM command number
-  std::optional<uint32_t> rdma_cm_cmd;         // RDMA_USER_CM_CMD_* of an observed rdma_cm write
-  std::optional<int32_t> dmabuf_fd;            // the fd a REG_DMABUF_MR registers
+  // Who the running driver lets make this RM_CONTROL or RM_ALLOC (its own generated tables;
+  // unset when the driver has none of its own).
+  std::optional<NvRequires> nv_needs;
+  std::optional<uint32_t> uvm_cmd;      // raw UVM command number
+  std::optional<uint32_t> rdma_cm_cmd;  // RDMA_USER_CM_CMD_* of an observed rdma_cm write
+  std::optional<int32_t> dmabuf_fd;     // the fd a REG_DMABUF_MR registers
 };
 
 // A range of the caller's memory copied when the syscall returns: the result (new handles,

@@ -76,8 +76,10 @@ const char* class_name(const NvidiaDriverAbi* abi, uint32_t id) {
 
 const char* control_name(const NvidiaDriverAbi& abi, uint32_t cmd) {
   if (const NvControl* c = abi.find_control(cmd)) return c->name;
-  const NvGenControl* g = abi.generated ? abi.generated->find_control(cmd) : nullptr;
-  return g ? g->name : nullptr;
+  if (!abi.generated) return nullptr;
+  if (const NvGenControl* g = abi.generated->find_control(cmd)) return g->name;
+  const NvGenDeprecated* d = abi.generated->find_deprecated(cmd);
+  return d ? d->name : nullptr;
 }
 
 std::string class_label(const NvidiaDriverAbi* abi, uint32_t id) {
@@ -236,6 +238,7 @@ void decode_rm_alloc(DecodedCall& c, Bytes b, const NvidiaDriverAbi& abi, const 
   const bool v64 = b.size() == L::kNvos64Size;
   get(b, v64 ? L::kAlloc64ParamsSize : L::kAlloc21ParamsSize, params_size);
   c.keys.nv_class = h_class;
+  if (abi.generated_exact) c.keys.nv_needs = nvidia_class_access(*abi.generated, h_class);
   if (c.render) {
     add(c, "hRoot", hex(h_root));
     add(c, "hObjectParent", hex(h_parent));
@@ -265,6 +268,16 @@ void decode_rm_control(DecodedCall& c, Bytes b, const NvidiaDriverAbi& abi) {
   get(b, L::kCtrlParams, params);
   get(b, L::kCtrlParamsSize, params_size);
   c.keys.nv_control = cmd;
+  if (abi.generated_exact) {
+    const NvControlAccess a = nvidia_control_access(*abi.generated, cmd);
+    c.keys.nv_needs = a.needs;
+    // The driver refuses a fixed-size control whose paramsSize differs (control.c); so does the
+    // policy, which judges the control by what its parameters are.
+    if (a.route == NvRoute::kExported && a.control->param_size > 0 &&
+        params_size != static_cast<uint32_t>(a.control->param_size))
+      c.malformed = fmt("RM_CONTROL %s(0x%x) paramsSize %u is not the %d bytes of its parameters",
+                        a.control->name, cmd, params_size, a.control->param_size);
+  }
   if (!c.render) return;
   add(c, "hClient", hex(h_client));
   add(c, "hObject", hex(h_object));
@@ -626,23 +639,29 @@ std::string nvidia_call_subject(const DecodedCall& call, const NvidiaDriverAbi& 
   if (call.keys.nv_control) {
     const uint32_t cmd = *call.keys.nv_control;
     std::string s = "cmd=" + control_label(abi, cmd);
-    const NvGenControl* g = gen ? gen->find_control(cmd) : nullptr;
-    if (g) {
+    const NvControlAccess a = gen ? nvidia_control_access(*gen, cmd) : NvControlAccess{};
+    const std::string route = gen ? nv_route_text(*gen, cmd, a) : std::string();
+    if (const NvGenControl* g = a.control) {
       s += std::string(" [") + g->nvoc_class;
+      if (!route.empty()) s += ", " + route;
       if (g->param_size >= 0) s += ", params " + std::to_string(g->param_size) + " bytes";
       return s + ", flags " + gen->control_flags(g->flags) + "]";
     }
     const NvGenClass* cls = gen ? nvidia_generated_class_of_control(*gen, cmd) : nullptr;
     s += " [";
     if (cls) s += std::string("class ") + cls->name + ", ";
-    return s + "not exported by driver " + release + "]";
+    if (!route.empty()) return s + route + "]";
+    return s + "neither exported nor forwarded by driver " + release + "]";
   }
   if (call.keys.nv_class) {
     const uint32_t id = *call.keys.nv_class;
     std::string s = "hClass=" + class_label(&abi, id);
     const NvGenClass* g = gen ? gen->find_class(id) : nullptr;
     if (!g) return s + " [not allocatable in driver " + release + "]";
+    const NvRequires who = nvidia_class_access(*gen, id);
     s += std::string(" [") + g->nvoc_class;
+    if (who != NvRequires::kAnyone)
+      s += std::string(", allocated by ") + nv_requires_name(who) + " only";
     if (g->param_size >= 0) s += ", params " + std::to_string(g->param_size) + " bytes";
     return s + ", flags " + gen->class_flags(g->rs_flags) + "]";
   }

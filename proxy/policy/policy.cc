@@ -7,6 +7,7 @@
 
 #include "proxy/abi/errno_names.h"
 #include "proxy/abi/nvidia_abi.h"
+#include "proxy/abi/nvidia_generated.h"
 #include "proxy/abi/uverbs_abi.h"
 #include "proxy/abi/uverbs_providers.h"
 #include "proxy/base/error.h"
@@ -128,6 +129,16 @@ T fits(uint64_t n, const std::string& where) {
   return static_cast<T>(n);
 }
 
+// An RM control or class named in a rule: the hand-written tables first, then the generated
+// ones of every release, newest first (only a miss walks the older ones).
+template <typename Find>
+std::optional<uint64_t> nvidia_generated_number(Find find) {
+  const auto releases = nvidia_generated_releases();
+  for (auto it = releases.rbegin(); it != releases.rend(); ++it)
+    if (auto n = find(**it)) return n;
+  return std::nullopt;
+}
+
 Rule parse_rule(const json& j, const std::string& where) {
   if (!j.is_object()) expected(where, "a rule (a JSON object)", j);
   Rule r;
@@ -198,21 +209,29 @@ Rule parse_rule(const json& j, const std::string& where) {
                                        }),
                         w);
     } else if (k == "class") {
-      r.nv_class =
-          fits<uint32_t>(name_or_number(v, w,
-                                        [&](const std::string& s) {
-                                          auto* c = abi.find_class(std::string_view(s));
-                                          return c ? std::optional<uint64_t>(c->id) : std::nullopt;
-                                        }),
-                         w);
+      r.nv_class = fits<uint32_t>(
+          name_or_number(v, w,
+                         [&](const std::string& s) {
+                           if (auto* c = abi.find_class(std::string_view(s)))
+                             return std::optional<uint64_t>(c->id);
+                           return nvidia_generated_number([&](const NvGenTables& t) {
+                             auto* c = t.find_class(std::string_view(s));
+                             return c ? std::optional<uint64_t>(c->id) : std::nullopt;
+                           });
+                         }),
+          w);
     } else if (k == "control") {
-      r.control =
-          fits<uint32_t>(name_or_number(v, w,
-                                        [&](const std::string& s) {
-                                          auto* c = abi.find_control(std::string_view(s));
-                                          return c ? std::optional<uint64_t>(c->cmd) : std::nullopt;
-                                        }),
-                         w);
+      r.control = fits<uint32_t>(
+          name_or_number(v, w,
+                         [&](const std::string& s) {
+                           if (auto* c = abi.find_control(std::string_view(s)))
+                             return std::optional<uint64_t>(c->cmd);
+                           return nvidia_generated_number([&](const NvGenTables& t) {
+                             auto* c = t.find_control(std::string_view(s));
+                             return c ? std::optional<uint64_t>(c->cmd) : std::nullopt;
+                           });
+                         }),
+          w);
     } else if (k == "uvm") {
       r.uvm =
           fits<uint32_t>(name_or_number(v, w,
@@ -291,6 +310,8 @@ GDRPROXY_HOT bool known_to_tables(const DecodedCall& c) {
     case DeviceClass::kNvidiaFrontend: {
       const auto& abi = nvidia_newest_abi();
       if (!k.nv_escape || !abi.find_escape(*k.nv_escape)) return false;
+      // The running driver's own tables, where it has them, know every control and class.
+      if (k.nv_needs) return *k.nv_needs != NvRequires::kNotTheDrivers;
       if (k.nv_class && !abi.find_class(*k.nv_class)) return false;
       if (k.nv_control && !abi.find_control(*k.nv_control)) return false;
       return true;
@@ -319,7 +340,17 @@ std::string unknown_reason(const DecodedCall& c) {
                : std::string(
                      " unknown call: a driver-namespace id on a device of unknown provider");
   }
+  if (c.device_class == DeviceClass::kNvidiaFrontend && k.nv_needs)
+    return k.nv_control ? " unknown call: the driver neither exports nor forwards this control"
+                        : " unknown call: no class the driver allocates";
   return " unknown call";
+}
+
+// An RM call the running driver keeps for administrators, kernel clients or itself.
+bool nvidia_privileged(const DecodedCall& c) {
+  const auto& n = c.keys.nv_needs;
+  return c.device_class == DeviceClass::kNvidiaFrontend && n && *n != NvRequires::kAnyone &&
+         *n != NvRequires::kNotTheDrivers;
 }
 
 }  // namespace
@@ -373,8 +404,15 @@ Policy Policy::from_json(const json& j, const std::string& origin) {
       const DeviceClass cls = parse_class(name);
       as_object(body, where);
       only_keys(body, where,
-                {"default", "unknown", "malformed", "errno", "log", "rules", "dmabuf_exporters",
-                 "comment"});
+                {"default", "unknown", "malformed", "privileged", "errno", "log", "rules",
+                 "dmabuf_exporters", "comment"});
+      if (body.contains("privileged")) {
+        if (cls != DeviceClass::kNvidiaFrontend)
+          throw Error(where +
+                      ".privileged: applies to the nvidia class only (RM controls and "
+                      "classes the driver keeps for administrators)");
+        cp.privileged_action = parse_action(body["privileged"], where + ".privileged");
+      }
       if (body.contains("default"))
         cp.default_action = parse_action(body["default"], where + ".default");
       if (body.contains("unknown"))
@@ -465,9 +503,16 @@ GDRPROXY_HOT Verdict Policy::evaluate(const DecodedCall& call, bool explain_allo
     return v;
   }
   const bool known = known_to_tables(call);
-  v.action = known ? cp.default_action : cp.unknown_action;
   v.err = cp.err;
   v.log = cp.log;
+  if (known && nvidia_privileged(call)) {
+    v.action = cp.privileged_action;
+    if (explain())
+      v.reason = std::string(cls) + " privileged: the driver lets only " +
+                 nv_requires_name(*call.keys.nv_needs) + " make it";
+    return v;
+  }
+  v.action = known ? cp.default_action : cp.unknown_action;
   if (explain()) v.reason = std::string(cls) + (known ? " default" : unknown_reason(call));
   return v;
 }

@@ -47,6 +47,9 @@ struct ClassPolicy {
   Action default_action = Action::kAllow;
   Action unknown_action = Action::kDeny;  // calls the ABI tables do not name (fail closed)
   Action malformed_action = Action::kDeny;
+  // nvidia: RM controls and classes the driver keeps for administrators, kernel clients or
+  // itself (nvidia_access.h). A rule naming one allows it.
+  Action privileged_action = Action::kDeny;
   int err = 1;  // EPERM
   bool log = true;
   std::vector<Rule> rules;

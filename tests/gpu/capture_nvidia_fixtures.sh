@@ -1,6 +1,7 @@
 #!/bin/bash
 # Records the NVIDIA ioctls of a CUDA dma-buf and cuMem fd export, a PyTorch matmul, a 1-GPU
-# NCCL all-reduce and, with two or more GPUs, a 2-rank NCCL all-reduce (LD_PRELOAD shim
+# NCCL all-reduce, nvidia-smi (plain, -q and -pl), an NVML sweep, torch.compile, a CUPTI profile
+# and, with two or more GPUs, a 2-rank NCCL all-reduce (LD_PRELOAD shim
 # nv_ioctl_capture.c) into DIR/*.nvcap, the fixtures that tests/proxy/nvidia_fixture_test.cc
 # decodes in CI.
 # Run on the GPU machine: tests/gpu/capture_nvidia_fixtures.sh DIR
@@ -53,6 +54,14 @@ def run(rank):
 if __name__ == "__main__":
     mp.spawn(run, nprocs=2)
 PY
+capture nvidia-smi nvidia-smi
+capture nvidia-smi-q nvidia-smi -q
+capture nvml-sweep python3 "$here/nvml_sweep.py"
+capture torch-compile python3 "$here/workloads.py" compile
+capture torch-profile python3 "$here/workloads.py" profile
+# As root: the one privileged call (the power limit, set to what it is).
+pl=$(nvidia-smi -i 0 --query-gpu=power.limit --format=csv,noheader,nounits | cut -d. -f1)
+capture nvidia-smi-pl nvidia-smi -i 0 -pl "$pl"
 if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
   capture nccl-allreduce-2gpu env MASTER_ADDR=127.0.0.1 MASTER_PORT=29534 python3 "$work/nccl2.py"
 fi

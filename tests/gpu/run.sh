@@ -217,6 +217,9 @@ echo "$agent8"
 echo "== a runc container granted one GPU (tests/gpu/runc_container.sh)"
 ctr=$(tests/gpu/runc_container.sh "$bundle" 2>&1 | tee "$out/runc_container.log" | tail -1)
 echo "$ctr"
+echo "== NVIDIA's tools under run and in a container (tests/gpu/nvidia_tools.sh)"
+OUT=$out tests/gpu/nvidia_tools.sh "$bundle" 2>&1 | tee "$out/nvidia_tools.log" | tail -4
+tools=$(tail -1 "$out/nvidia_tools.log")
 
 echo
 echo "== summary ($(date -u +%F), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1))"
@@ -246,4 +249,5 @@ echo "ungranted GPU by device instance, and io_uring, refused: $gpu_grant"
 echo "NCCL topology with the synthetic /sys vs the host's: $sysfs_topo"
 echo "agent: $agent8 (goal <= 1.05)"
 echo "container: $ctr"
+echo "$tools"
 echo "goals: enforce/native <= 1.02, trace/native <= 1.10"

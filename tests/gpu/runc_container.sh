@@ -9,6 +9,9 @@
 # in /sys, the matmul passes, its NVIDIA ioctls are in its own trace, and the agent denied
 # nothing. The last line is the result.
 # Usage (GPU machine, repo root, root): tests/gpu/runc_container.sh [BUNDLE_DIR]
+# CTR_SCRIPT=... runs that shell script in the container instead, granted every GPU, with the
+# host directory CTR_OUT bound writable at /out: the checks are then only that runc and the
+# script exit 0, and the last line says how many calls the agent denied (nvidia_tools.sh).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 repo=$(pwd)
@@ -32,11 +35,18 @@ fail() {
 gpus=(/dev/nvidia[0-9]*)
 [[ -e ${gpus[0]} ]] || fail "no /dev/nvidiaN here"
 last=${gpus[-1]##*/}
+grant_gpus=$last
+if [[ -n ${CTR_SCRIPT:-} ]]; then
+  grant_gpus=$(printf '%s\n' "${gpus[@]##*/}" | paste -sd,)
+  [[ -d ${CTR_OUT:-} ]] || fail "CTR_SCRIPT needs CTR_OUT, an existing directory"
+fi
 
 mkdir -p "$work/traces"
+grant_json=$(printf '"%s",' nvidiactl nvidia-uvm ${grant_gpus//,/ })
+grant_json="[${grant_json%,}]"
 cat >"$work/agent.json" <<EOF
 {"version": 1, "containers": [{"match": {"id": "gpu-ctr-*"},
-  "grants": ["nvidiactl", "nvidia-uvm", "$last"], "grants_from_metadata": true, "trace": true}]}
+  "grants": $grant_json, "grants_from_metadata": true, "trace": true}]}
 EOF
 "$gp" agent --socket "$work/a.sock" --ctl-socket "$work/a.ctl" --config "$work/agent.json" \
   --trace-dir "$work/traces" >"$work/agent.log" 2>&1 &
@@ -60,13 +70,13 @@ for d in /*; do
     binds+=("$d")
   fi
 done
-python3 - "$b/config.json" "$repo" "$host_path" "$host_ld" "${binds[@]}" <<'PY'
+python3 - "$b/config.json" "$repo" "$host_path" "$host_ld" "${CTR_SCRIPT:-}" "${CTR_OUT:-}" "${binds[@]}" <<'PY'
 import json, sys
-path, repo, host_path, host_ld, *binds = sys.argv[1:]
-script = ("python3 -c 'import torch; print(\"count\", torch.cuda.device_count())'; "
-          "python3 tests/gpu/workloads.py matmul; "
-          "echo dev: $(ls /dev | grep nvidia); "
-          "echo pci-nvidia: $(ls /sys/bus/pci/drivers/nvidia 2>/dev/null | grep -c :)")
+path, repo, host_path, host_ld, custom, out, *binds = sys.argv[1:]
+script = custom or ("python3 -c 'import torch; print(\"count\", torch.cuda.device_count())'; "
+                    "python3 tests/gpu/workloads.py matmul; "
+                    "echo dev: $(ls /dev | grep nvidia); "
+                    "echo pci-nvidia: $(ls /sys/bus/pci/drivers/nvidia 2>/dev/null | grep -c :)")
 env = ["PATH=" + host_path, "HOME=/root"] + (["LD_LIBRARY_PATH=" + host_ld] if host_ld else [])
 bind = lambda src, ro=True: {"destination": src, "type": "bind", "source": src,
                               "options": ["rbind"] + (["ro"] if ro else [])}
@@ -85,13 +95,16 @@ json.dump({
               "options": ["nosuid", "noexec", "nodev", "ro"]},
              {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid"]},
              {"destination": "/run", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid"]}]
-            + [bind(d) for d in binds] + [bind(repo)],
+            + [bind(d) for d in binds] + [bind(repo)]
+            + ([{"destination": "/out", "type": "bind", "source": out, "options": ["rbind"]}]
+               if out else []),
   "linux": {"namespaces": [{"type": t} for t in ("pid", "mount", "ipc", "uts")],
             # Deny-by-default, as container engines do (runc allows its default nodes back).
             "resources": {"devices": [{"allow": False, "access": "rwm"}]}},
 }, open(path, "w"), indent=1)
 PY
-"$gp" oci prepare "$b" --grant "nvidiactl,nvidia-uvm,$last" --listener "$work/a.sock" \
+[[ -n ${CTR_OUT:-} ]] && mkdir -p "$r/out"
+"$gp" oci prepare "$b" --grant "nvidiactl,nvidia-uvm,$grant_gpus" --listener "$work/a.sock" \
   >"$work/prepare.out" 2>&1 || { cat "$work/prepare.out"; fail "oci prepare failed"; }
 cat "$work/prepare.out"
 timeout 300 "$runc" --root "$work/runc" run --bundle "$b" gpu-ctr-1 >"$work/c.out" 2>&1
@@ -99,6 +112,13 @@ rc=$?
 [[ $rc == 0 ]] || fail "runc exit $rc"
 grep -v "^PASS\|^count\|^dev:\|^pci" "$work/c.out" | tail -5
 for i in $(seq 50); do grep -q "gpu-ctr-1 ended" "$work/agent.log" && break; sleep 0.1; done
+if [[ -n ${CTR_SCRIPT:-} ]]; then
+  grep "denied" "$work/agent.log" | grep -v "ended" | head -20
+  ended=$(grep "container gpu-ctr-1 ended" "$work/agent.log")
+  echo "$ended"
+  echo "runc container granted $grant_gpus ran the script: $(sed -n 's/.* \([0-9]*\) denied.*/\1/p' <<<"$ended") denied"
+  exit 0
+fi
 count=$(sed -n 's/^count //p' "$work/c.out")
 pci=$(sed -n 's/^pci-nvidia: //p' "$work/c.out")
 ended=$(grep "container gpu-ctr-1 ended" "$work/agent.log")

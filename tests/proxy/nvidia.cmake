@@ -5,6 +5,8 @@ add_executable(nvidia_tests
   nvidia_generated_test.cc
   nvidia_decoder_test.cc
   nvidia_fixture_test.cc
+  nvidia_access_test.cc
+  nvidia_default_policy_test.cc
   kernel_allow_test.cc
 )
 target_link_libraries(nvidia_tests PRIVATE gdrproxy_proxy GTest::gtest_main ZLIB::ZLIB)

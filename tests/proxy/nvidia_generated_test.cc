@@ -88,8 +88,9 @@ TEST(NvidiaGenerated, CoversEveryBranchAndTheGpuMachinesDriver) {
     ASSERT_NE(t, nullptr) << v;
     EXPECT_EQ(t->source_tag, v);
   }
-  // 580.159.04 has no tag in the source: its tables are those of the newest 580 tag.
-  EXPECT_EQ(gen("580.159.04").source_tag, "580.142");
+  // 580.159.04 has no tag in the source: its tables are those of the newest 580 tag, plus the
+  // controls and classes of the newest tag that one lacks.
+  EXPECT_EQ(gen("580.159.04").source_tag, "580.142+595.45.04");
   EXPECT_EQ(nvidia_generated_for_version("1.2.3"), nullptr);
   // The hand-written release carries the generated tables of the same version.
   EXPECT_EQ(nvidia_abi_for_version("580.159.04")->generated, &gen("580.159.04"));
@@ -138,16 +139,18 @@ DecodedCall control_call(uint32_t cmd) {
   return c;
 }
 
-TEST(NvidiaGenerated, UnexportedControlsAreNamedByTheirClass) {
+TEST(NvidiaGenerated, UnexportedControlsAreNamedByTheirClassAndRoute) {
   // nvidia-smi's power and ECC queries and the binary-API controls: the open source exports
-  // none of them (the driver answers them elsewhere: NV2081_BINAPI objects forward any command
-  // to GSP), so they are named by their class and said to be unexported.
+  // none of them. The driver forwards them to the GPU firmware (the GSS legacy bit, or a
+  // binary-API class's command); the subject says so, and a number it neither exports nor
+  // forwards is said to be neither.
   const NvidiaDriverAbi& abi = *nvidia_abi_for_version("580.159.04");
   const NvGenTables& t = *abi.generated;
-  for (uint32_t cmd : {0x2080a618u, 0x20803406u, 0x2080852eu}) {
+  for (uint32_t cmd : {0x2080a618u, 0x2080852eu}) {
     EXPECT_EQ(t.find_control(cmd), nullptr) << std::hex << cmd;
     EXPECT_NE(nvidia_call_subject(control_call(cmd), abi)
-                  .find("[class NV20_SUBDEVICE_0, not exported by driver 580.159.04]"),
+                  .find("[class NV20_SUBDEVICE_0, forwarded to the GPU firmware (GSS legacy bit "
+                        "0x8000)]"),
               std::string::npos);
   }
   for (uint32_t cmd : {0x20810110u, 0x20810111u}) {
@@ -159,7 +162,11 @@ TEST(NvidiaGenerated, UnexportedControlsAreNamedByTheirClass) {
     EXPECT_TRUE(t.class_has(cls->rs_flags, "ALLOC_NON_PRIVILEGED"));
   }
   EXPECT_EQ(nvidia_call_subject(control_call(0x20810110), abi),
-            "cmd=unknown(0x20810110) [class NV2081_BINAPI, not exported by driver 580.159.04]");
+            "cmd=unknown(0x20810110) [class NV2081_BINAPI, forwarded to the GPU firmware from a "
+            "binary-API object]");
+  EXPECT_EQ(nvidia_call_subject(control_call(0x20803499), abi),
+            "cmd=unknown(0x20803499) [class NV20_SUBDEVICE_0, neither exported nor forwarded by "
+            "driver 580.159.04]");
 }
 
 TEST(NvidiaGenerated, RefusalSubjectAndTraceNameAGeneratedControl) {
