@@ -27,11 +27,19 @@ def volatile_mask(a, b):
     return masks
 
 
+# Readings in these units are measurements (power, temperature, load, clocks, traffic, time):
+# blanked always, as two native runs may agree on a value by chance. That they are read at all,
+# and not "ERR!" or "blocked", is still compared.
+MEASURED = re.compile(r"\s*(?:W|C|%|MHz|KB/s|us|ms)(?![A-Za-z])")
+
+
 def blank(line, mask):
     out, i = [], 0
-    for part in re.split(r"(\d+(?:\.\d+)?)", line):
+    parts = re.split(r"(\d+(?:\.\d+)?)", line)
+    for n, part in enumerate(parts):
         if NUM.fullmatch(part):
-            out.append("#" if i in mask else part)
+            rest = parts[n + 1] if n + 1 < len(parts) else ""
+            out.append("#" if i in mask or MEASURED.match(rest) else part)
             i += 1
         else:
             out.append(part)

@@ -218,7 +218,9 @@ echo "== a runc container granted one GPU (tests/gpu/runc_container.sh)"
 ctr=$(tests/gpu/runc_container.sh "$bundle" 2>&1 | tee "$out/runc_container.log" | tail -1)
 echo "$ctr"
 echo "== NVIDIA's tools under run and in a container (tests/gpu/nvidia_tools.sh)"
-OUT=$out tests/gpu/nvidia_tools.sh "$bundle" 2>&1 | tee "$out/nvidia_tools.log" | tail -4
+OUT=$out tests/gpu/nvidia_tools.sh "$bundle" >"$out/nvidia_tools.log" 2>&1
+grep -E "^FAIL|^line |not in the|^gpu " "$out/nvidia_tools.log" | head -12
+tail -4 "$out/nvidia_tools.log"
 tools=$(tail -1 "$out/nvidia_tools.log")
 
 echo
