@@ -11,12 +11,14 @@
 #include <cstdio>
 #include <string>
 
+#include "proxy/abi/uverbs_uapi_newer.h"
 #include "proxy/base/hot_path.h"
 
 namespace gdrproxy::proxy::uverbs {
 namespace {
 
 using K = AttrKind;
+namespace nw = newer;
 
 constexpr ObjectSpec kObjects[] = {
     {UVERBS_OBJECT_DEVICE, "DEVICE"},
@@ -36,6 +38,8 @@ constexpr ObjectSpec kObjects[] = {
     {UVERBS_OBJECT_DM, "DM"},
     {UVERBS_OBJECT_COUNTERS, "COUNTERS"},
     {UVERBS_OBJECT_ASYNC_EVENT, "ASYNC_EVENT"},
+    {nw::kObjectDmah, "DMAH"},
+    {nw::kObjectDmabuf, "DMABUF"},
 };
 
 constexpr AttrSpec kCommonAttrs[] = {
@@ -61,6 +65,11 @@ constexpr AttrSpec kQueryPort[] = {
 constexpr AttrSpec kGetContext[] = {
     {UVERBS_ATTR_GET_CONTEXT_NUM_COMP_VECTORS, "num_comp_vectors", K::kU32Out},
     {UVERBS_ATTR_GET_CONTEXT_CORE_SUPPORT, "core_support", K::kU64Out},
+    {nw::kAttrGetContextFdArr, "capability_fds", K::kFdArray},
+};
+constexpr AttrSpec kQueryPortSpeed[] = {
+    {nw::kAttrQueryPortSpeedPortNum, "port", K::kU32In},
+    {nw::kAttrQueryPortSpeedResp, "speed", K::kU64Out},
 };
 constexpr AttrSpec kQueryContext[] = {
     {UVERBS_ATTR_QUERY_CONTEXT_NUM_COMP_VECTORS, "num_comp_vectors", K::kU32Out},
@@ -96,6 +105,11 @@ constexpr AttrSpec kCqCreate[] = {
     {UVERBS_ATTR_CREATE_CQ_FLAGS, "flags", K::kU32In},
     {UVERBS_ATTR_CREATE_CQ_RESP_CQE, "resp_cqe", K::kU32Out},
     {UVERBS_ATTR_CREATE_CQ_EVENT_FD, "async_fd", K::kFdIn},
+    {nw::kAttrCreateCqBufferVa, "buffer_va", K::kU64In},
+    {nw::kAttrCreateCqBufferLength, "buffer_length", K::kU64In},
+    {nw::kAttrCreateCqBufferFd, "buffer_fd", K::kRawFd},
+    {nw::kAttrCreateCqBufferOffset, "buffer_offset", K::kU64In},
+    {nw::kAttrCreateCqBufUmem, "buf_umem", K::kBufferDesc},
 };
 constexpr AttrSpec kCqDestroy[] = {
     {UVERBS_ATTR_DESTROY_CQ_HANDLE, "cq", K::kIdrDestroy},
@@ -118,6 +132,9 @@ constexpr AttrSpec kQpCreate[] = {
     {UVERBS_ATTR_CREATE_QP_EVENT_FD, "async_fd", K::kFdIn},
     {UVERBS_ATTR_CREATE_QP_RESP_CAP, "resp_cap", K::kPtrOut},
     {UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, "qp_num", K::kU32Out},
+    {nw::kAttrCreateQpBufUmem, "buf_umem", K::kBufferDesc},
+    {nw::kAttrCreateQpSqBufUmem, "sq_buf_umem", K::kBufferDesc},
+    {nw::kAttrCreateQpRqBufUmem, "rq_buf_umem", K::kBufferDesc},
 };
 constexpr AttrSpec kQpDestroy[] = {
     {UVERBS_ATTR_DESTROY_QP_HANDLE, "qp", K::kIdrDestroy},
@@ -225,6 +242,34 @@ constexpr AttrSpec kRegDmabufMr[] = {
     {UVERBS_ATTR_REG_DMABUF_MR_RESP_LKEY, "lkey", K::kU32Out},
     {UVERBS_ATTR_REG_DMABUF_MR_RESP_RKEY, "rkey", K::kU32Out},
 };
+constexpr AttrSpec kRegMr[] = {
+    {nw::kAttrRegMrHandle, "mr", K::kIdrNew},
+    {nw::kAttrRegMrPdHandle, "pd", K::kIdrIn},
+    {nw::kAttrRegMrDmaHandle, "dmah", K::kIdrIn},
+    {nw::kAttrRegMrIova, "iova", K::kU64In},
+    {nw::kAttrRegMrAddr, "addr", K::kU64In},
+    {nw::kAttrRegMrLength, "length", K::kU64In},
+    {nw::kAttrRegMrAccessFlags, "access", K::kAccessFlags},
+    {nw::kAttrRegMrFd, "fd", K::kRawFd},
+    {nw::kAttrRegMrFdOffset, "fd_offset", K::kU64In},
+    {nw::kAttrRegMrRespLkey, "lkey", K::kU32Out},
+    {nw::kAttrRegMrRespRkey, "rkey", K::kU32Out},
+};
+// DMAH (DMA handles: a CPU and TPH steering hint for the memory an MR then names)
+constexpr AttrSpec kDmahAlloc[] = {
+    {nw::kAttrAllocDmahHandle, "dmah", K::kIdrNew},
+    {nw::kAttrAllocDmahCpuId, "cpu_id", K::kU32In},
+    {nw::kAttrAllocDmahTphMemType, "tph_mem_type", K::kEnumIn},
+    {nw::kAttrAllocDmahPh, "ph", K::kU8In},
+};
+constexpr AttrSpec kDmahFree[] = {
+    {nw::kAttrFreeDmaHandle, "dmah", K::kIdrDestroy},
+};
+// DMABUF (a dma-buf exported from the device's own pages, for mmap)
+constexpr AttrSpec kDmabufAlloc[] = {
+    {nw::kAttrAllocDmabufHandle, "dmabuf", K::kFdNew},
+    {nw::kAttrAllocDmabufPgoff, "pgoff", K::kU64In},
+};
 // COUNTERS
 constexpr AttrSpec kCountersCreate[] = {
     {UVERBS_ATTR_CREATE_COUNTERS_HANDLE, "counters", K::kIdrNew}};
@@ -247,6 +292,7 @@ constexpr MethodSpec kMethods[] = {
     {UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_CONTEXT, "QUERY_CONTEXT", kQueryContext},
     {UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_GID_TABLE, "QUERY_GID_TABLE", kQueryGidTable},
     {UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_GID_ENTRY, "QUERY_GID_ENTRY", kQueryGidEntry},
+    {UVERBS_OBJECT_DEVICE, nw::kMethodQueryPortSpeed, "QUERY_PORT_SPEED", kQueryPortSpeed},
     {UVERBS_OBJECT_PD, UVERBS_METHOD_PD_DESTROY, "DESTROY_PD", kPdDestroy},
     {UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE, "CREATE_CQ", kCqCreate},
     {UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_DESTROY, "DESTROY_CQ", kCqDestroy},
@@ -260,6 +306,7 @@ constexpr MethodSpec kMethods[] = {
     {UVERBS_OBJECT_MR, UVERBS_METHOD_ADVISE_MR, "ADVISE_MR", kAdviseMr},
     {UVERBS_OBJECT_MR, UVERBS_METHOD_QUERY_MR, "QUERY_MR", kQueryMr},
     {UVERBS_OBJECT_MR, UVERBS_METHOD_REG_DMABUF_MR, "REG_DMABUF_MR", kRegDmabufMr},
+    {UVERBS_OBJECT_MR, nw::kMethodRegMr, "REG_MR", kRegMr},
     {UVERBS_OBJECT_MW, UVERBS_METHOD_MW_DESTROY, "DESTROY_MW", kMwDestroy},
     {UVERBS_OBJECT_FLOW, UVERBS_METHOD_FLOW_DESTROY, "DESTROY_FLOW", kFlowDestroy},
     {UVERBS_OBJECT_XRCD, UVERBS_METHOD_XRCD_DESTROY, "DESTROY_XRCD", kXrcdDestroy},
@@ -278,6 +325,9 @@ constexpr MethodSpec kMethods[] = {
     {UVERBS_OBJECT_COUNTERS, UVERBS_METHOD_COUNTERS_DESTROY, "DESTROY_COUNTERS", kCountersDestroy},
     {UVERBS_OBJECT_COUNTERS, UVERBS_METHOD_COUNTERS_READ, "READ_COUNTERS", kCountersRead},
     {UVERBS_OBJECT_ASYNC_EVENT, UVERBS_METHOD_ASYNC_EVENT_ALLOC, "ALLOC", kAsyncEventAlloc},
+    {nw::kObjectDmah, nw::kMethodDmahAlloc, "ALLOC_DMAH", kDmahAlloc},
+    {nw::kObjectDmah, nw::kMethodDmahFree, "FREE_DMAH", kDmahFree},
+    {nw::kObjectDmabuf, nw::kMethodDmabufAlloc, "ALLOC_DMABUF", kDmabufAlloc},
 };
 
 // Legacy command structs: offsets straight from the uapi structs.

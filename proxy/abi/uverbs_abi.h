@@ -45,6 +45,11 @@ enum class AttrKind : uint8_t {
   kU32Out,       // output u32 written through the pointer in data
   kU64Out,
   kOpaque,  // a provider's attribute: named, its data word shown as it is, never interpreted
+  // data points to a struct ib_uverbs_buffer_desc; a dma-buf one names an fd the policy checks
+  kBufferDesc,
+  // data points to an array of fds that grant the context capabilities (UCAP fds): the policy
+  // cannot judge them, so a call carrying one is unknown (a rule may allow it)
+  kFdArray,
 };
 
 struct AttrSpec {

@@ -46,7 +46,13 @@ struct PolicyKeys {
   std::optional<NvRequires> nv_needs;
   std::optional<uint32_t> uvm_cmd;      // raw UVM command number
   std::optional<uint32_t> rdma_cm_cmd;  // RDMA_USER_CM_CMD_* of an observed rdma_cm write
-  std::optional<int32_t> dmabuf_fd;     // the fd a REG_DMABUF_MR registers
+  // The dma-buf fds a call hands the device (REG_DMABUF_MR's, REG_MR's, a CQ's or QP's buffer):
+  // the policy checks their provenance. A call naming more than two is malformed.
+  std::optional<int32_t> dmabuf_fd;
+  std::optional<int32_t> dmabuf_fd2;
+  // A uverbs attribute the policy cannot judge: a core-namespace id the method's table does not
+  // name, or capability fds (UCAP). The call is then unknown.
+  std::optional<uint16_t> uverbs_unjudged_attr;
 };
 
 // A range of the caller's memory copied when the syscall returns: the result (new handles,

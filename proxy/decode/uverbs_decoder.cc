@@ -14,6 +14,7 @@
 
 #include "proxy/abi/uverbs_abi.h"
 #include "proxy/abi/uverbs_providers.h"
+#include "proxy/abi/uverbs_uapi_newer.h"
 #include "proxy/base/hot_path.h"
 #include "proxy/decode/format.h"
 
@@ -198,6 +199,20 @@ DecodedCall decode_uverbs_ioctl(uint32_t cmd, uint64_t arg, const MemoryReader& 
   return call;
 }
 
+// Records a dma-buf fd the call hands the device; false (the call malformed) past two.
+static bool add_dmabuf_fd(DecodedCall& call, int32_t fd) {
+  auto& k = call.keys;
+  if (!k.dmabuf_fd || *k.dmabuf_fd == fd) {
+    k.dmabuf_fd = fd;
+  } else if (!k.dmabuf_fd2 || *k.dmabuf_fd2 == fd) {
+    k.dmabuf_fd2 = fd;
+  } else {
+    call.malformed = "more than two dma-buf fds in one call";
+    return false;
+  }
+  return true;
+}
+
 GDRPROXY_HOT void decode_uverbs_ioctl(DecodedCall& call, uint32_t cmd, uint64_t arg,
                                       const MemoryReader& mem, DecodeDepth depth,
                                       uint32_t provider) {
@@ -257,6 +272,10 @@ GDRPROXY_HOT void decode_uverbs_ioctl(DecodedCall& call, uint32_t cmd, uint64_t 
     }
     if (!spec) spec = uverbs::find_driver_attr(provider, hdr.object_id, hdr.method_id, a.attr_id);
     if (!spec) spec = uverbs::find_common_attr(a.attr_id);
+    // A core attribute the method's table does not name could carry anything (a newer kernel's
+    // dma-buf fd, say): the call is unknown, not judged by the attributes that are named.
+    if (!spec && method && (a.attr_id & UVERBS_ID_NS_MASK) == 0 && !call.keys.uverbs_unjudged_attr)
+      call.keys.uverbs_unjudged_attr = a.attr_id;
     if (!spec || spec->kind == AttrKind::kOpaque) {
       // Unnamed, or a provider's attribute whose layout is not declared: shown as it is.
       if (render)
@@ -276,8 +295,30 @@ GDRPROXY_HOT void decode_uverbs_ioctl(DecodedCall& call, uint32_t cmd, uint64_t 
       case AttrKind::kRawFd:
         // The raw fds in the tables are dma-bufs (REG_DMABUF_MR's, mlx5's DEVX_UMEM_REG's): the
         // policy checks their provenance.
-        call.keys.dmabuf_fd = static_cast<int32_t>(a.data);
+        if (!add_dmabuf_fd(call, static_cast<int32_t>(a.data))) return;
         if (render) call.args.push_back({spec->name, dec(static_cast<int32_t>(a.data))});
+        break;
+      case AttrKind::kBufferDesc: {
+        namespace nw = uverbs::newer;
+        uint8_t desc[nw::kBufferDescSize];
+        if (a.len != sizeof desc || !mem.read(a.data, desc)) {
+          call.malformed = std::string("attribute ") + spec->name + " (" + dec(a.len) +
+                           " bytes at " + hex(a.data) + ") is not a readable buffer descriptor";
+          return;
+        }
+        uint32_t type = 0;
+        int32_t fd = -1;
+        std::memcpy(&type, desc, sizeof type);
+        std::memcpy(&fd, desc + nw::kBufferDescFdOffset, sizeof fd);
+        if (type == nw::kBufferTypeDmabuf && !add_dmabuf_fd(call, fd)) return;
+        if (render)
+          call.args.push_back({spec->name, type == nw::kBufferTypeDmabuf ? "dmabuf fd " + dec(fd)
+                                                                         : "type " + dec(type)});
+        break;
+      }
+      case AttrKind::kFdArray:
+        if (!call.keys.uverbs_unjudged_attr) call.keys.uverbs_unjudged_attr = a.attr_id;
+        if (render) call.args.push_back({spec->name, "[" + dec(a.len / 4) + " fds]"});
         break;
       case AttrKind::kIdrNew:
       case AttrKind::kFdNew:

@@ -1024,8 +1024,12 @@ GDRPROXY_HOT void read_ioctl(IoctlReading& out, pid_t pid, const DeviceNode& nod
       out.call = undecoded_call(cls, cmd);
   }
   out.dmabuf.reset();
-  if (out.call.keys.dmabuf_fd && !exporters.empty())
+  if (out.call.keys.dmabuf_fd && !exporters.empty()) {
     out.dmabuf = check_dmabuf_fd(pid, *out.call.keys.dmabuf_fd, exporters);
+    // A second dma-buf (a QP's send and receive buffers): the call passes only if both do.
+    if (out.dmabuf->allowed && out.call.keys.dmabuf_fd2)
+      out.dmabuf = check_dmabuf_fd(pid, *out.call.keys.dmabuf_fd2, exporters);
+  }
   out.from_trap_copy_only = copy && !mem.read_remotely() && !out.dmabuf;
 }
 

@@ -295,6 +295,7 @@ GDRPROXY_HOT bool known_to_tables(const DecodedCall& c) {
   const auto& k = c.keys;
   switch (c.device_class) {
     case DeviceClass::kUverbs:
+      if (k.uverbs_unjudged_attr) return false;
       // A legacy command written with write(): known when its command is.
       if (!k.uverbs_object && !k.uverbs_method && k.uverbs_write_cmd)
         return uverbs::find_write_cmd(*k.uverbs_write_cmd) != nullptr;
@@ -327,6 +328,19 @@ GDRPROXY_HOT bool known_to_tables(const DecodedCall& c) {
 // not name (under the device's provider, when it is known).
 std::string unknown_reason(const DecodedCall& c) {
   const auto& k = c.keys;
+  if (c.device_class == DeviceClass::kUverbs && k.uverbs_unjudged_attr) {
+    const auto* m = k.uverbs_object && k.uverbs_method
+                        ? uverbs::find_method(k.uverbs_provider.value_or(uverbs::kProviderUnknown),
+                                              *k.uverbs_object, *k.uverbs_method)
+                        : nullptr;
+    if (m)
+      for (const auto& a : m->attrs)
+        if (a.id == *k.uverbs_unjudged_attr && a.kind == uverbs::AttrKind::kFdArray)
+          return std::string(" unknown call: its ") + a.name +
+                 " grant the context capabilities the policy cannot judge";
+    return " unknown call: attribute " + std::to_string(*k.uverbs_unjudged_attr) +
+           " is none the tables name for this method";
+  }
   if (c.device_class == DeviceClass::kUverbs && k.uverbs_object && k.uverbs_method) {
     const auto* p = uverbs::find_provider(k.uverbs_provider.value_or(uverbs::kProviderUnknown));
     const auto* m = uverbs::find_method(p ? p->driver_id : uverbs::kProviderUnknown,

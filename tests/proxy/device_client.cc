@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "proxy/abi/uverbs_uapi_newer.h"
 #include "proxy/exercise/verbs_request.h"
 #include "proxy/observe/trap_copy_slot.h"
 
@@ -228,6 +229,63 @@ int main(int argc, char** argv) {
       return fail("reg-dmabuf");
     }
     std::printf("OK reg-dmabuf\n");
+  } else if (op == "newer-dmabuf") {
+    // The verbs of newer kernels that hand the device a dma-buf, each with a memfd:
+    // MR.REG_MR with its fd, CQ.CREATE_CQ with a buffer fd, QP.CREATE_QP with two buffer
+    // descriptors (the second a memfd), and GET_CONTEXT with capability fds.
+    namespace nw = gdrproxy::proxy::uverbs::newer;
+    int fd = ::open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) return fail("open");
+    const int mem = memfd_create("not-a-dmabuf", MFD_CLOEXEC);
+    const std::string which = argc > 3 ? argv[3] : "";
+    int rc = -EINVAL;
+    if (which == "reg-mr") {
+      rc = VerbsRequest(UVERBS_OBJECT_MR, nw::kMethodRegMr)
+               .handle(nw::kAttrRegMrHandle, 0)
+               .inline_u64(nw::kAttrRegMrLength, 4096)
+               .inline_u64(nw::kAttrRegMrFdOffset, 0)
+               .fd(nw::kAttrRegMrFd, mem)
+               .issue(fd);
+    } else if (which == "cq-buffer") {
+      rc = VerbsRequest(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE)
+               .handle(UVERBS_ATTR_CREATE_CQ_HANDLE, 0)
+               .inline_u64(UVERBS_ATTR_CREATE_CQ_CQE, 16, 4)
+               .fd(nw::kAttrCreateCqBufferFd, mem)
+               .inline_u64(nw::kAttrCreateCqBufferLength, 4096)
+               .issue(fd);
+    } else if (which == "qp-umem") {
+      // The first descriptor a dma-buf of fd -1 (passes the check), the second the memfd.
+      uint8_t sq[nw::kBufferDescSize] = {}, rq[nw::kBufferDescSize] = {};
+      const int32_t none = -1;
+      std::memcpy(sq + nw::kBufferDescFdOffset, &none, sizeof none);
+      std::memcpy(rq + nw::kBufferDescFdOffset, &mem, sizeof mem);
+      rc = VerbsRequest(UVERBS_OBJECT_QP, UVERBS_METHOD_QP_CREATE)
+               .handle(UVERBS_ATTR_CREATE_QP_HANDLE, 0)
+               .ptr(nw::kAttrCreateQpSqBufUmem, sq, sizeof sq)
+               .ptr(nw::kAttrCreateQpRqBufUmem, rq, sizeof rq)
+               .issue(fd);
+    } else if (which == "ucap") {
+      int fds[1] = {mem};
+      uint32_t vectors = 0;
+      rc = VerbsRequest(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_GET_CONTEXT)
+               .ptr(UVERBS_ATTR_GET_CONTEXT_NUM_COMP_VECTORS, &vectors, sizeof vectors)
+               .ptr(nw::kAttrGetContextFdArr, fds, sizeof fds)
+               .issue(fd);
+    } else if (which == "unnamed-attr") {
+      // CQ.CREATE_CQ with a core attribute id no kernel has yet.
+      rc = VerbsRequest(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE)
+               .handle(UVERBS_ATTR_CREATE_CQ_HANDLE, 0)
+               .inline_u64(UVERBS_ATTR_CREATE_CQ_CQE, 16, 4)
+               .inline_u64(0x7ff, mem, 4)
+               .issue(fd);
+    } else {
+      return 2;
+    }
+    if (rc != 0) {
+      errno = -rc;
+      return fail(("newer-dmabuf " + which).c_str());
+    }
+    std::printf("OK newer-dmabuf %s\n", which.c_str());
   } else if (op == "ioctl") {
     return do_ioctl(path);
   } else if (op == "slot-collide") {

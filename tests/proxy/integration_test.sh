@@ -452,6 +452,23 @@ case_dmabuf_provenance() {
   expect_in "$WORK/out3" "ERR ENOTTY (reg-dmabuf)"
 }
 
+case_newer_verbs_dmabuf_provenance() {
+  # The verbs newer kernels added that hand the device a dma-buf get the same check: MR.REG_MR's
+  # fd, a CQ's buffer fd, a QP's second buffer descriptor (the first, fd -1, passes).
+  for v in reg-mr cq-buffer qp-umem; do
+    sandboxed -- "$CLIENT" newer-dmabuf /dev/infiniband/uverbs0 $v >"$WORK/out-$v" 2>"$WORK/err-$v"
+    expect_in "$WORK/out-$v" "ERR EPERM (newer-dmabuf $v)"
+    expect_in "$WORK/err-$v" "is not a dma-buf (/memfd:not-a-dmabuf"
+  done
+  # Capability fds at GET_CONTEXT and a core attribute no table names: unknown, refused.
+  sandboxed -- "$CLIENT" newer-dmabuf /dev/infiniband/uverbs0 ucap >"$WORK/out-ucap" 2>"$WORK/err-ucap"
+  expect_in "$WORK/out-ucap" "ERR EPERM (newer-dmabuf ucap)"
+  expect_in "$WORK/err-ucap" "capability_fds grant the context capabilities the policy cannot judge"
+  sandboxed -- "$CLIENT" newer-dmabuf /dev/infiniband/uverbs0 unnamed-attr >"$WORK/out-u" 2>"$WORK/err-u"
+  expect_in "$WORK/out-u" "ERR EPERM (newer-dmabuf unnamed-attr)"
+  expect_in "$WORK/err-u" "attribute 2047 is none the tables name for this method"
+}
+
 # with_nvidia_version TEXT CMD...: runs CMD in a private mount namespace whose
 # /proc/driver/nvidia/version reads TEXT (a tmpfs over /proc/driver: a stand-in for the driver's
 # version file only, so that a version the ABI tables do not know can be shown on any machine).

@@ -8,6 +8,7 @@
 
 #include "proxy/abi/uverbs_abi.h"
 #include "proxy/abi/uverbs_providers.h"
+#include "proxy/abi/uverbs_uapi_newer.h"
 #include "proxy/decode/uverbs_decoder.h"
 #include "tests/proxy/verbs_buffer.h"
 
@@ -335,6 +336,88 @@ TEST(UverbsDecoder, OtherUverbsIoctlNumbersAreNamedNotParsed) {
   DecodedCall c = decode_uverbs_ioctl(0xc0101b02, kHdrAddr, mem);
   EXPECT_EQ(c.name, "UVERBS_IOCTL_0xc0101b02");
   EXPECT_TRUE(c.malformed.empty());
+}
+
+}  // namespace
+}  // namespace gdrproxy::proxy
+
+namespace gdrproxy::proxy {
+namespace {
+
+namespace nw = uverbs::newer;
+
+DecodedCall decode_with(const VerbsBuffer& b, BufferMemory& mem) {
+  b.map_into(mem);
+  return decode_uverbs_ioctl(uverbs::kVerbsIoctl, testing::kHdrAddr, mem, DecodeDepth::kFull,
+                             RDMA_DRIVER_RXE);
+}
+
+TEST(UverbsDecoderNewer, VerbsOfNewerKernelsNameTheirDmabufsForTheProvenanceCheck) {
+  BufferMemory mem;
+  VerbsBuffer reg{UVERBS_OBJECT_MR, nw::kMethodRegMr};
+  reg.attr(nw::kAttrRegMrHandle, 0, 0).attr(nw::kAttrRegMrFd, 4, 21);
+  DecodedCall c = decode_with(reg, mem);
+  EXPECT_EQ(c.name, "MR.REG_MR");
+  EXPECT_EQ(c.keys.dmabuf_fd, 21);
+  EXPECT_FALSE(c.keys.uverbs_unjudged_attr);
+
+  VerbsBuffer cq{UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE};
+  cq.attr(nw::kAttrCreateCqBufferFd, 4, 22);
+  EXPECT_EQ(decode_with(cq, mem).keys.dmabuf_fd, 22);
+
+  // Two buffer descriptors: a dma-buf each, both checked; a VA one names none.
+  uint8_t sq[nw::kBufferDescSize] = {}, rq[nw::kBufferDescSize] = {}, va[nw::kBufferDescSize] = {};
+  const int32_t a = 23, b = 24;
+  const uint32_t type_va = 1;
+  std::memcpy(sq + nw::kBufferDescFdOffset, &a, 4);
+  std::memcpy(rq + nw::kBufferDescFdOffset, &b, 4);
+  std::memcpy(va, &type_va, 4);
+  mem.map(0x30000, std::vector<uint8_t>(sq, sq + sizeof sq));
+  mem.map(0x31000, std::vector<uint8_t>(rq, rq + sizeof rq));
+  mem.map(0x32000, std::vector<uint8_t>(va, va + sizeof va));
+  VerbsBuffer qp{UVERBS_OBJECT_QP, UVERBS_METHOD_QP_CREATE};
+  qp.attr(nw::kAttrCreateQpSqBufUmem, nw::kBufferDescSize, 0x30000)
+      .attr(nw::kAttrCreateQpRqBufUmem, nw::kBufferDescSize, 0x31000)
+      .attr(nw::kAttrCreateQpBufUmem, nw::kBufferDescSize, 0x32000);
+  c = decode_with(qp, mem);
+  EXPECT_EQ(c.malformed, "");
+  EXPECT_EQ(c.keys.dmabuf_fd, 23);
+  EXPECT_EQ(c.keys.dmabuf_fd2, 24);
+  EXPECT_EQ(arg(c, "buf_umem"), "type 1");
+  // A third dma-buf in one call is refused as malformed; so is a descriptor of another size.
+  mem.map(0x33000, std::vector<uint8_t>(sq, sq + sizeof sq));
+  std::memcpy(sq + nw::kBufferDescFdOffset, &type_va, 4);  // fd 1
+  mem.map(0x33000, std::vector<uint8_t>(sq, sq + sizeof sq));
+  VerbsBuffer three = qp;
+  three.attrs[2].data = 0x33000;
+  EXPECT_EQ(decode_with(three, mem).malformed, "more than two dma-buf fds in one call");
+  VerbsBuffer short_desc{UVERBS_OBJECT_QP, UVERBS_METHOD_QP_CREATE};
+  short_desc.attr(nw::kAttrCreateQpBufUmem, 8, 0x30000);
+  EXPECT_NE(decode_with(short_desc, mem).malformed.find("not a readable buffer descriptor"),
+            std::string::npos);
+}
+
+TEST(UverbsDecoderNewer, CapabilityFdsAndUnnamedCoreAttributesCannotBeJudged) {
+  BufferMemory mem;
+  VerbsBuffer ctx{UVERBS_OBJECT_DEVICE, UVERBS_METHOD_GET_CONTEXT};
+  ctx.attr(nw::kAttrGetContextFdArr, 8, testing::kDataAddr);
+  DecodedCall c = decode_with(ctx, mem);
+  EXPECT_EQ(c.keys.uverbs_unjudged_attr, nw::kAttrGetContextFdArr);
+  EXPECT_EQ(arg(c, "capability_fds"), "[2 fds]");
+  VerbsBuffer cq{UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE};
+  cq.attr(0x7ff, 4, 1);
+  EXPECT_EQ(decode_with(cq, mem).keys.uverbs_unjudged_attr, 0x7ff);
+  // A driver-namespace attribute is the provider's: shown, not judged here.
+  VerbsBuffer drv{UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE};
+  drv.attr(0x1009, 4, 1);
+  EXPECT_FALSE(decode_with(drv, mem).keys.uverbs_unjudged_attr);
+  // The newer objects and methods have names.
+  EXPECT_EQ(decode_with(VerbsBuffer{nw::kObjectDmah, nw::kMethodDmahAlloc}, mem).name,
+            "DMAH.ALLOC_DMAH");
+  EXPECT_EQ(decode_with(VerbsBuffer{nw::kObjectDmabuf, nw::kMethodDmabufAlloc}, mem).name,
+            "DMABUF.ALLOC_DMABUF");
+  EXPECT_EQ(decode_with(VerbsBuffer{UVERBS_OBJECT_DEVICE, nw::kMethodQueryPortSpeed}, mem).name,
+            "DEVICE.QUERY_PORT_SPEED");
 }
 
 }  // namespace
