@@ -19,8 +19,9 @@ packages=(
   # tests (runc and crun: the real OCI runtimes the agent's tests take listeners from)
   libgtest-dev libgmock-dev googletest util-linux runc crun
   # a container engine end to end: podman with the CDI spec and the runtime shim
-  # (tests/oci/podman_test.sh)
-  podman
+  # (tests/oci/podman_test.sh); Docker (dockerd, containerd, containerd-shim-runc-v2) through
+  # the same shim (tests/oci/docker_test.sh)
+  podman docker.io
   # the CDI spec schema check (tests/oci/cdi_test.sh)
   python3-jsonschema
   # a FUSE filesystem that hangs (the agent's stall test)

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -101,7 +102,26 @@ std::vector<std::string> requested_devices(const std::string& bundle,
   return out;
 }
 
+std::string rfc3339_now() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  tm t{};
+  ::gmtime_r(&ts.tv_sec, &t);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ", t.tm_year + 1900,
+                t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, ts.tv_nsec);
+  return buf;
+}
+
 }  // namespace
+
+std::string runtime_log_line(const std::string& format, const std::string& msg,
+                             const std::string& time) {
+  if (format == "json") return json{{"level", "error"}, {"msg", msg}, {"time", time}}.dump() + "\n";
+  // logrus' text format quotes the message as Go's %q does; JSON's escaping agrees for what
+  // printable() leaves in it.
+  return "time=\"" + time + "\" level=error msg=" + json(msg).dump() + "\n";
+}
 
 RuntimeCall parse_runtime_args(const std::vector<std::string>& args) {
   RuntimeCall call;
@@ -109,7 +129,16 @@ RuntimeCall parse_runtime_args(const std::vector<std::string>& args) {
   for (; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a.empty() || a[0] != '-') break;
-    if (kValueOptions.count(a)) ++i;  // its value
+    const size_t eq = a.find('=');
+    const std::string name = a.substr(0, eq);
+    std::string value;
+    if (eq != std::string::npos) {
+      value = a.substr(eq + 1);
+    } else if (kValueOptions.count(a) && i + 1 < args.size()) {
+      value = args[++i];  // its value
+    }
+    if (name == "--log") call.log_path = value;
+    if (name == "--log-format") call.log_format = value;
   }
   if (i >= args.size()) return call;
   call.verb = args[i];
@@ -159,8 +188,18 @@ int run_runtime_shim(const ShimOptions& o, const std::vector<std::string>& runti
                    printable(prepare_bundle(call.bundle, p)).c_str());
     }
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "gdrproxy runtime: %s: not starting the container\n",
-                 printable(e.what()).c_str());
+    const std::string msg =
+        "gdrproxy runtime: " + printable(e.what()) + ": not starting the container";
+    std::fprintf(stderr, "%s\n", msg.c_str());
+    // containerd-shim-runc-v2 (Docker, Kubernetes) shows the runtime's error from its log file,
+    // not from its stderr.
+    const RuntimeCall call = parse_runtime_args(runtime_args);
+    if (!call.log_path.empty()) {
+      if (FILE* f = std::fopen(call.log_path.c_str(), "ae")) {
+        std::fputs(runtime_log_line(call.log_format, msg, rfc3339_now()).c_str(), f);
+        std::fclose(f);
+      }
+    }
     return 1;
   }
   std::vector<char*> argv;

@@ -27,7 +27,15 @@ struct ShimOptions {
 struct RuntimeCall {
   std::string verb;
   std::string bundle = ".";
+  // runc's global --log and --log-format: where containerd-shim-runc-v2 reads the runtime's
+  // errors from (its JSON lines), so the shim's own refusal is written there too.
+  std::string log_path;
+  std::string log_format = "text";
 };
+// A refusal as runc writes an error to its --log file: a JSON line {"level", "msg", "time"} for
+// --log-format json, else logrus' text line.
+std::string runtime_log_line(const std::string& format, const std::string& msg,
+                             const std::string& time);
 RuntimeCall parse_runtime_args(const std::vector<std::string>& args);
 
 // Prepares (for create/run) and execs the runtime; returns only on failure, with the exit

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Docker (Debian 12's docker.io: dockerd 20.10, containerd 1.6) with a daemon.json `runtimes`
+# entry naming the gdrproxy-runtime link: `docker run --runtime gdrproxy --device ...` goes
+# dockerd -> containerd -> containerd-shim-runc-v2 -> gdrproxy-runtime (the shim: prepares the
+# bundle, execs runc) -> runc, and `gdrproxy agent` serves the container's listener. The idea
+# not to miss: Docker passes its own seccomp profile, global flags (--root, --log, --log-format
+# json, --systemd-cgroup) and verbs (create --pid-file, start, state, kill, delete, exec
+# --process --detach, ...) exactly as it does to runc, so each must reach runc intact while the
+# agent serves every process of the container, the one `docker exec` starts included. Checked:
+#   - the container sees uverbs1 and rdma_cm alone, its uverbs1 ioctls are trapped and traced,
+#     uverbs0 does not exist for it;
+#   - Docker's default seccomp profile stays in force (unshare -U is refused) beside the notify
+#     rules;
+#   - docker exec joins the container's session (its ioctls in the same trace);
+#   - docker restart, stop, kill and rm -f end the container's session in the agent;
+#   - a device the runtime config does not grant: the shim's refusal reaches the docker CLI
+#     through runc's JSON log, as runc's own errors do.
+# Test-rig parts, named as such: stand-in device nodes, images made offline with `docker import`
+# of a busybox rootfs, no network (--network none), the vfs storage driver.
+# Usage: docker_test.sh GDRPROXY ATTACK_CLIENT SOURCE_DIR   (root, docker.io; 77 = skipped)
+set -uo pipefail
+GP=$(realpath "$1")
+A=$(realpath "$2")
+SRC=$(realpath "$3")
+BENCH=$(realpath "$(dirname "$A")/../bench/ioctl_bench")
+command -v dockerd >/dev/null && [[ -x /usr/bin/docker ]] ||
+  { echo "SKIP: docker.io is not installed (scripts/setup.sh installs it)"; exit 77; }
+# shellcheck source=tests/oci/lib.sh
+. "$(dirname "$0")/lib.sh"
+oci_enter "$GP" net "$0" "$@"
+WORK=$(mktemp -d /tmp/gdrproxy-docker.XXXXXX)
+chmod 755 "$WORK"
+AGENT_PID= DOCKERD_PID=
+export DOCKER_HOST=unix://$WORK/docker.sock
+docker() { timeout 60 /usr/bin/docker "$@"; }
+cleanup() {
+  docker rm -f $(docker ps -aq) >/dev/null 2>&1
+  [[ -n $DOCKERD_PID ]] && kill $DOCKERD_PID 2>/dev/null && for i in $(seq 100); do kill -0 $DOCKERD_PID 2>/dev/null || break; sleep 0.1; done
+  [[ -n $AGENT_PID ]] && kill -KILL $AGENT_PID 2>/dev/null
+  pkill -KILL -f "containerd.*$WORK" 2>/dev/null
+  umount -R "$WORK" 2>/dev/null
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+ip link set lo up
+
+mkdir -p "$WORK/traces"
+oci_start_agent '{"version": 1, "containers": [{"match": {"id": "*"}, "grants": ["uverbs0", "uverbs1", "rdma_cm"],
+  "grants_from_metadata": true, "trace": true}]}' --trace-dir "$WORK/traces"
+jq -n --arg s "$SOCK" '{version: 1, runtime: "runc", listener: $s, grants: ["uverbs1", "rdma_cm"], sysfs: false}' \
+  >"$WORK/runtime.json"
+ln -s "$GP" "$WORK/gdrproxy-runtime"
+# The documented daemon.json entry (README "Docker"), with the config path as a runtime flag.
+jq -n --arg p "$WORK/gdrproxy-runtime" --arg c "--gdrproxy-config=$WORK/runtime.json" \
+  '{runtimes: {gdrproxy: {path: $p, runtimeArgs: [$c]}}}' >"$WORK/daemon.json"
+# containerd inherits dockerd's environment, and its shims theirs: `ctr run --runc-binary` below
+# names the config this way (containerd passes a runtime no arguments of its own).
+GDRPROXY_RUNTIME_CONFIG=$WORK/runtime.json dockerd --data-root "$WORK/data" --exec-root "$WORK/exec" --host "$DOCKER_HOST" --pidfile "$WORK/dockerd.pid" \
+  --iptables=false --ip-masq=false --bridge=none --storage-driver=vfs --config-file "$WORK/daemon.json" \
+  >"$WORK/dockerd.log" 2>&1 &
+DOCKERD_PID=$!
+for i in $(seq 150); do docker version >/dev/null 2>&1 && break; sleep 0.2; done
+docker version >/dev/null 2>&1 || { tail -20 "$WORK/dockerd.log"; fail "dockerd did not start"; }
+
+oci_rootfs "$WORK/skel" "$(dirname "$A")" "$(dirname "$BENCH")"
+tar -C "$WORK/skel/rootfs" -cf "$WORK/skel.tar" . && docker import "$WORK/skel.tar" gdrproxy-test:1 >/dev/null ||
+  fail "docker import failed"
+adir=$(dirname "$A") bdir=$(dirname "$BENCH")
+run=(docker run --runtime gdrproxy --network none -v /usr/lib:/usr/lib:ro -v /usr/lib64:/usr/lib64:ro
+  -v "$adir:$adir:ro" -v "$bdir:$bdir:ro" --device /dev/infiniband/uverbs1 --device /dev/infiniband/rdma_cm)
+
+# 1. A container's devices, trapped calls and Docker's own profile.
+"${run[@]}" --rm --name one gdrproxy-test:1 sh -c "echo ib: \$(ls /dev/infiniband);
+  $BENCH client 3 /dev/infiniband/uverbs1 >/dev/null && echo bench: ok; $A open /dev/infiniband/uverbs0 rdwr syscall;
+  unshare -U true && echo userns: allowed || echo userns: refused" >"$WORK/c1.out" 2>&1 ||
+  { cat "$WORK/c1.out"; tail -5 "$WORK/dockerd.log"; fail "docker run exit $?"; }
+expect "$WORK/c1.out" "^ib: rdma_cm uverbs1$"
+expect "$WORK/c1.out" "^bench: ok$"
+expect "$WORK/c1.out" "^open-syscall ERR ENOENT$"
+expect "$WORK/c1.out" "^userns: refused$"
+traced() { jq -s "[.[] | select(.device == \"uverbs1\" and .syscall == \"ioctl\")] | length" "$WORK/traces/$1.jsonl" 2>/dev/null || echo 0; }
+id1=$(sed -n 's/.*container \([0-9a-f]\{64\}\) ended.*/\1/p' "$WORK/agent.log" | head -1)
+[[ -n $id1 && $(traced "$id1") -ge 1 ]] || fail "the container's uverbs1 ioctls are not in its trace"
+
+# 2. docker exec joins the container's session; restart, stop, kill and rm -f end sessions.
+"${run[@]}" -d --name two gdrproxy-test:1 sleep 300 >/dev/null || fail "docker run -d"
+id2=$(docker inspect -f '{{.Id}}' two)
+docker exec two sh -c "$BENCH client 5 /dev/infiniband/uverbs1 >/dev/null && echo bench: ok" >"$WORK/exec.out" 2>&1
+expect "$WORK/exec.out" "^bench: ok$"
+expect "$WORK/agent.log" "container $id2: process [0-9]+ \(running\) joins its session"
+sessions() { grep -c "container $id2 ended" "$WORK/agent.log"; }
+docker restart -t 1 two >/dev/null || fail "docker restart"
+for i in $(seq 50); do [[ $(sessions) -ge 1 ]] && break; sleep 0.1; done
+[[ $(sessions) == 1 ]] || fail "restart did not end the first session"
+# The first session served the exec's calls (the container's own `sleep` makes none).
+served=$(sed -n "s/.*container $id2 ended: \([0-9]*\) ioctl.*/\1/p" "$WORK/agent.log" | head -1)
+[[ ${served:-0} -ge 5 ]] || fail "the container's session served ${served:-no} ioctls, not the exec's"
+docker exec two sh -c "$BENCH client 2 /dev/infiniband/uverbs1 >/dev/null && echo bench: ok" >"$WORK/exec2.out" 2>&1
+expect "$WORK/exec2.out" "^bench: ok$"
+docker stop -t 1 two >/dev/null || fail "docker stop"
+docker start two >/dev/null || fail "docker start"
+docker kill two >/dev/null || fail "docker kill"
+docker start two >/dev/null || fail "docker start after kill"
+docker rm -f two >/dev/null || fail "docker rm -f"
+for i in $(seq 50); do [[ $(sessions) -ge 4 ]] && break; sleep 0.1; done
+[[ $(sessions) == 4 ]] || fail "restart, stop, kill and rm -f ended $(sessions) sessions, not 4"
+
+# 3. A device the runtime config does not grant: refused by the shim, its reason shown by docker.
+docker run --rm --runtime gdrproxy --network none --device /dev/infiniband/uverbs0 gdrproxy-test:1 true \
+  >"$WORK/c3.out" 2>&1 && fail "a container asking for uverbs0 started"
+expect "$WORK/c3.out" "asks for device uverbs0, which .*runtime.json does not grant"
+grep "ended:" "$WORK/agent.log" | grep -v " 0 denied" && fail "the agent denied calls"
+# 4. containerd directly, as Kubernetes' CRI plugin drives it: the shim v2 with BinaryName.
+ctr=(timeout 60 ctr --address "$WORK/exec/containerd/containerd.sock" --namespace gdrproxy-test)
+# This rig's cgroup2 hierarchy has no cpu controller: no CPU shares (ctr's default is 1024).
+"${ctr[@]}" run --rm --rootfs --cpu-shares 0 --runc-binary "$WORK/gdrproxy-runtime" --device /dev/infiniband/uverbs1 \
+  --mount "type=bind,src=$bdir,dst=$bdir,options=rbind:ro" --mount "type=bind,src=/usr/lib,dst=/usr/lib,options=rbind:ro" \
+  --mount "type=bind,src=/usr/lib64,dst=/usr/lib64,options=rbind:ro" \
+  --env PATH=/bin "$WORK/skel/rootfs" ctr-one sh -c "echo ib: \$(ls /dev/infiniband); $BENCH client 3 /dev/infiniband/uverbs1 >/dev/null && echo bench: ok" \
+  >"$WORK/c4.out" 2>&1 || { cat "$WORK/c4.out"; fail "ctr run exit $?"; }
+expect "$WORK/c4.out" "^ib: uverbs1$"
+expect "$WORK/c4.out" "^bench: ok$"
+expect "$WORK/agent.log" "container ctr-one ended: [1-9][0-9]* ioctl"
+echo "PASS: docker and containerd with the runtime shim: devices, Docker's profile, exec, restart/stop/kill/rm -f, refusal shown, ctr run"

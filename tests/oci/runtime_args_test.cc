@@ -1,0 +1,41 @@
+// The runtime shim's reading of the runtime command line containerd-shim-runc-v2, Docker and
+// podman give it, and the refusal line it writes where containerd reads the runtime's errors.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "proxy/oci/runtime_shim.h"
+
+namespace gdrproxy::proxy {
+namespace {
+
+TEST(RuntimeArgs, ContainerdShimsCreateIsRead) {
+  // What containerd-shim-runc-v2 runs (containerd 1.6, Docker 20.10).
+  const RuntimeCall c = parse_runtime_args(
+      {"--root", "/run/docker/runtime-runc/moby", "--log", "/run/x/log.json", "--log-format",
+       "json", "--systemd-cgroup", "create", "--bundle", "/run/x", "--pid-file", "/run/x/init.pid",
+       "--console-socket", "/tmp/pty.sock", "abc"});
+  EXPECT_EQ(c.verb, "create");
+  EXPECT_EQ(c.bundle, "/run/x");
+  EXPECT_EQ(c.log_path, "/run/x/log.json");
+  EXPECT_EQ(c.log_format, "json");
+  // "=" forms, and no --log at all.
+  const RuntimeCall d = parse_runtime_args({"--log=/l", "--log-format=text", "start", "abc"});
+  EXPECT_EQ(d.verb, "start");
+  EXPECT_EQ(d.log_path, "/l");
+  EXPECT_EQ(d.log_format, "text");
+  EXPECT_EQ(parse_runtime_args({"--debug", "state", "abc"}).log_path, "");
+}
+
+TEST(RuntimeArgs, RefusalIsARuncLogLine) {
+  const std::string msg = "gdrproxy runtime: the container asks for device \"uverbs0\"";
+  const auto j = nlohmann::json::parse(runtime_log_line("json", msg, "2026-11-27T00:00:00Z"));
+  EXPECT_EQ(j["level"], "error");
+  EXPECT_EQ(j["msg"], msg);
+  EXPECT_EQ(j["time"], "2026-11-27T00:00:00Z");
+  EXPECT_EQ(runtime_log_line("text", "a \"b\"", "T"),
+            "time=\"T\" level=error msg=\"a \\\"b\\\"\"\n");
+}
+
+}  // namespace
+}  // namespace gdrproxy::proxy
