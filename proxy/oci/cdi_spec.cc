@@ -12,8 +12,10 @@
 
 #include "netns/rdma_sysfs.h"
 
+#include "proxy/abi/nvidia_abi.h"
 #include "proxy/base/error.h"
 #include "proxy/devices/nvidia_gpus.h"
+#include "proxy/oci/nvidia_user_files.h"
 
 namespace gdrproxy::proxy {
 namespace {
@@ -31,6 +33,14 @@ void add_node(json& edits, const std::string& path) {
   for (const json& n : nodes)
     if (n["path"] == path) return;
   nodes.push_back(node(path));
+}
+
+void add_mount(json& edits, const json& mount) {
+  json& mounts = edits["mounts"];
+  if (!mounts.is_array()) mounts = json::array();
+  for (const json& m : mounts)
+    if (m["containerPath"] == mount["containerPath"]) return;
+  mounts.push_back(mount);
 }
 
 void add_hook(json& edits, const json& hook) {
@@ -64,13 +74,23 @@ json generate_cdi_spec(const CdiOptions& o) {
     devices.push_back({{"name", name}, {"containerEdits", edits}});
     for (const json& n : edits.value("deviceNodes", json::array())) add_node(all, n["path"]);
     for (const json& h : edits.value("hooks", json::array())) add_hook(all, h);
+    for (const json& m : edits.value("mounts", json::array())) add_mount(all, m);
   };
+
+  std::vector<DriverFileMount> driver_files;
+  if (o.driver_files)
+    if (const auto version = detect_nvidia_driver_version(o.proc_root))
+      driver_files = nvidia_user_files(o.driver_root, *version);
 
   for (const ProcGpu& g : nvidia_gpus_in_proc(o.proc_root)) {
     json edits = json::object();
     add_node(edits, "/dev/nvidia" + std::to_string(g.minor));
     for (const char* common : {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"})
       add_node(edits, common);
+    for (const DriverFileMount& f : driver_files)
+      add_mount(edits, {{"hostPath", f.host_path},
+                        {"containerPath", f.container_path},
+                        {"options", {"ro", "nosuid", "nodev", "bind"}}});
     add_device("gpu" + std::to_string(g.minor), edits);
     if (!g.uuid.empty()) add_device(g.uuid, edits);
   }

@@ -21,12 +21,16 @@ struct CdiOptions {
   std::string rail_profile = "multirail";
   std::string gdrproxy_path;       // the hooks' executable; "" = this one
   bool allow_plain_rails = false;  // the hooks move rails that back no RDMA device (test rigs)
+  // Each GPU also carries the loaded driver's user-mode libraries and tools (nvidia_user_files.h)
+  // found under driver_root, so that an image without them runs CUDA.
+  bool driver_files = true;
+  std::string driver_root = "/";
 };
 
 // Devices: gpu<minor> and the GPU's UUID for each NVIDIA GPU (its node plus nvidiactl and the
-// UVM nodes), the ibdev name for each RDMA device with a uverbs node (uverbsN, rdma_cm, and for
-// a RoCE port the rail hooks), and "all". Throws gdrproxy::Error when a requested CDI version
-// is older than the fields used need.
+// UVM nodes, and the driver's libraries and tools as read-only mounts), the ibdev name for each
+// RDMA device with a uverbs node (uverbsN, rdma_cm, and for a RoCE port the rail hooks), and "all".
+// Throws gdrproxy::Error when a requested CDI version is older than the fields used need.
 nlohmann::json generate_cdi_spec(const CdiOptions& options);
 
 }  // namespace gdrproxy::proxy

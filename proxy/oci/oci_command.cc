@@ -225,7 +225,9 @@ void add_cdi_command(CLI::App& app, int& exit_code) {
   auto* gen = cdi->add_subcommand(
       "generate",
       "Print (or write) a CDI spec of kind gdrproxy.dev/device: gpu<N> and the UUID of each\n"
-      "NVIDIA GPU, each RDMA device by name (its uverbs node and rdma_cm, and for a RoCE port\n"
+      "NVIDIA GPU (its nodes, and the loaded driver's libraries and tools bound read-only, so\n"
+      "that an image without them runs CUDA), each RDMA device by name (its uverbs node and "
+      "rdma_cm, and for a RoCE port\n"
       "the hooks that move its netdev into the container with the ARP profile and give it\n"
       "back), and all. Use as podman --device gdrproxy.dev/device=mlx5_0, with gdrproxy runtime\n"
       "(CDI cannot set the seccomp listener).\n"
@@ -243,6 +245,13 @@ void add_cdi_command(CLI::App& app, int& exit_code) {
                 "constructed sysfs and veth rails)");
   gen->add_option("--rail-profile", o->rail_profile, "netns profile of the NICs' rails")
       ->capture_default_str();
+  gen->add_option("--driver-root", o->driver_root,
+                  "Where the host's filesystem is, for the NVIDIA driver's libraries and tools "
+                  "each GPU carries (those named for the loaded module's version)")
+      ->capture_default_str();
+  gen->add_flag("!--no-driver-files", o->driver_files,
+                "GPUs carry device nodes only (the image brings the driver's libraries, or "
+                "another CDI spec does)");
   gen->callback([o, output, &exit_code] {
     try {
       const std::string text = generate_cdi_spec(*o).dump(2) + "\n";

@@ -222,6 +222,9 @@ OUT=$out tests/gpu/nvidia_tools.sh "$bundle" >"$out/nvidia_tools.log" 2>&1
 grep -E "^FAIL|^line |not in the|^gpu " "$out/nvidia_tools.log" | head -12
 tail -4 "$out/nvidia_tools.log"
 tools=$(tail -1 "$out/nvidia_tools.log")
+echo "== a GPU through the CDI spec alone runs CUDA (tests/gpu/cdi_cuda.sh)"
+OUT=$out tests/gpu/cdi_cuda.sh "$bundle" 2>&1 | tail -3 | tee "$out/cdi_cuda.log"
+cdi_cuda=$(tail -1 "$out/cdi_cuda.log")
 
 echo
 echo "== summary ($(date -u +%F), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1))"
@@ -252,4 +255,5 @@ echo "NCCL topology with the synthetic /sys vs the host's: $sysfs_topo"
 echo "agent: $agent8 (goal <= 1.05)"
 echo "container: $ctr"
 echo "$tools"
+echo "$cdi_cuda"
 echo "goals: enforce/native <= 1.02, trace/native <= 1.10"

@@ -12,6 +12,7 @@
 # CTR_SCRIPT=... runs that shell script in the container instead, granted every GPU, with the
 # host directory CTR_OUT bound writable at /out: the checks are then only that runc and the
 # script exit 0, and the last line says how many calls the agent denied (nvidia_tools.sh).
+# CTR_EXTRA_MOUNTS, a JSON list of OCI mounts, is appended to the config's (cdi_cuda.sh).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 repo=$(pwd)
@@ -70,8 +71,8 @@ for d in /*; do
     binds+=("$d")
   fi
 done
-python3 - "$b/config.json" "$repo" "$host_path" "$host_ld" "${CTR_SCRIPT:-}" "${CTR_OUT:-}" "${binds[@]}" <<'PY'
-import json, sys
+CTR_EXTRA_MOUNTS=${CTR_EXTRA_MOUNTS:-[]} python3 - "$b/config.json" "$repo" "$host_path" "$host_ld" "${CTR_SCRIPT:-}" "${CTR_OUT:-}" "${binds[@]}" <<'PY'
+import json, os, sys
 path, repo, host_path, host_ld, custom, out, *binds = sys.argv[1:]
 script = custom or ("python3 -c 'import torch; print(\"count\", torch.cuda.device_count())'; "
                     "python3 tests/gpu/workloads.py matmul; "
@@ -97,7 +98,8 @@ json.dump({
              {"destination": "/run", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid"]}]
             + [bind(d) for d in binds] + [bind(repo)]
             + ([{"destination": "/out", "type": "bind", "source": out, "options": ["rbind"]}]
-               if out else []),
+               if out else [])
+            + json.loads(os.environ["CTR_EXTRA_MOUNTS"]),
   "linux": {"namespaces": [{"type": t} for t in ("pid", "mount", "ipc", "uts")],
             # Deny-by-default, as container engines do (runc allows its default nodes back).
             "resources": {"devices": [{"allow": False, "access": "rwm"}]}},
