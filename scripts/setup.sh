@@ -22,8 +22,9 @@ packages=(
   # (tests/oci/podman_test.sh); Docker (dockerd, containerd, containerd-shim-runc-v2) through
   # the same shim (tests/oci/docker_test.sh)
   podman docker.io
-  # the CDI spec schema check (tests/oci/cdi_test.sh)
-  python3-jsonschema
+  # the CDI spec schema check (tests/oci/cdi_test.sh); the Kubernetes files' parse
+  # (tests/deploy/kubernetes_test.py)
+  python3-jsonschema python3-yaml
   # a FUSE filesystem that hangs (the agent's stall test)
   fuse3 libfuse3-dev
   # the receivers' syscalls counted (proxy.integration.receivers_leave_and_ignore_stray_signals)

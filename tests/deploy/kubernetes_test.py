@@ -1,0 +1,85 @@
+"""The Kubernetes deployment files (deploy/kubernetes/) parse, and agree with each other and with
+the binaries: the RuntimeClass's handler is containerd's runtime name, its BinaryName is the link
+the installer makes, the agent's socket is the runtime config's listener and the agent's default,
+the shim's config path is its default, the CDI kind and devices of the example Pod are what
+`gdrproxy cdi generate` writes, and the ConfigMap's runtime.json and agent.json load in the real
+binaries. No cluster runs here: this is what can be checked without one.
+Usage: kubernetes_test.py GDRPROXY SOURCE_DIR"""
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import yaml
+
+gp, src = sys.argv[1:3]
+docs = {}
+for path in sorted(glob.glob(os.path.join(src, "deploy/kubernetes/*.yaml"))):
+    for d in yaml.safe_load_all(open(path)):
+        assert d.get("apiVersion") and d.get("kind") and d["metadata"].get("name"), (path, d)
+        docs[(d["kind"], d["metadata"]["name"])] = d
+kinds = sorted({k for k, _ in docs})
+assert kinds == ["ConfigMap", "DaemonSet", "Namespace", "Pod", "RuntimeClass"], kinds
+
+
+def help_default(args, option):
+    out = subprocess.run([gp] + args + ["--help"], capture_output=True, text=True).stdout
+    m = re.search(re.escape(option) + r" TEXT=(\S+)", out)
+    assert m, (args, option)
+    return m.group(1)
+
+
+config = docs[("ConfigMap", "gdrproxy-config")]["data"]
+runtime = json.loads(config["runtime.json"])
+toml = config["containerd-gdrproxy.toml"]
+rc = docs[("RuntimeClass", "gdrproxy")]
+handler = re.search(r'runtimes\.([\w-]+)\]', toml).group(1)
+assert rc["handler"] == handler, (rc["handler"], handler)
+assert 'runtime_type = "io.containerd.runc.v2"' in toml
+binary = re.search(r'BinaryName = "([^"]+)"', toml).group(1)
+installer = docs[("DaemonSet", "gdrproxy-node-installer")]["spec"]["template"]["spec"]
+script = installer["initContainers"][0]["command"][-1]
+assert f"ln -sf gdrproxy /host{binary}" in script, script
+# The shim reads runtime.json where the installer puts it: its default path.
+assert f"/host{os.path.dirname(help_default(['runtime'], '--config'))}/" in script
+agent = docs[("DaemonSet", "gdrproxy-agent")]["spec"]["template"]["spec"]
+assert agent["hostPID"] is True
+cmd = agent["containers"][0]["command"]
+sock = cmd[cmd.index("--socket") + 1]
+assert sock == runtime["listener"] == help_default(["agent"], "--socket"), sock
+mounts = {m["mountPath"] for m in agent["containers"][0]["volumeMounts"]}
+assert os.path.dirname(sock) in mounts and os.path.dirname(cmd[cmd.index("--config") + 1]) in mounts
+# The example Pod: the runtime class, and CDI names of the kind cdi generate writes.
+pod = docs[("Pod", "gdrproxy-example")]
+assert pod["spec"]["runtimeClassName"] == rc["metadata"]["name"]
+spec = json.loads(subprocess.run([gp, "cdi", "generate", "--no-driver-files"], capture_output=True,
+                                 text=True, check=True).stdout)
+for name in pod["metadata"]["annotations"]["cdi.k8s.io/gdrproxy"].split(","):
+    kind, dev = name.split("=")
+    assert kind == spec["kind"], (kind, spec["kind"])
+    assert re.fullmatch(r"gpu\d+|mlx5_\d+|all", dev), dev
+assert "cdi generate --output /etc/cdi/gdrproxy.json" in script
+# The configs load in the real binaries: the shim's (any verb reads it; runc answers --version)
+# and the agent's (it starts serving).
+with tempfile.TemporaryDirectory() as t:
+    for name in ("runtime.json", "agent.json"):
+        open(os.path.join(t, name), "w").write(config[name])
+    r = subprocess.run([gp, "runtime", "--config", os.path.join(t, "runtime.json"), "--", "--version"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    a = subprocess.Popen([gp, "agent", "--socket", os.path.join(t, "a.sock"), "--ctl-socket",
+                          os.path.join(t, "a.ctl"), "--config", os.path.join(t, "agent.json")],
+                         stderr=subprocess.PIPE, text=True)
+    for _ in range(100):
+        if os.path.exists(os.path.join(t, "a.sock")) or a.poll() is not None:
+            break
+        time.sleep(0.05)
+    started = os.path.exists(os.path.join(t, "a.sock"))
+    a.kill()
+    err = a.communicate()[1]
+    assert started, err
+print(f"PASS: {len(docs)} Kubernetes objects parse and agree with each other and the binaries")
