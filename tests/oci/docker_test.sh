@@ -7,12 +7,14 @@
 # json, --systemd-cgroup) and verbs (create --pid-file, start, state, kill, delete, exec
 # --process --detach, ...) exactly as it does to runc, so each must reach runc intact while the
 # agent serves every process of the container, the one `docker exec` starts included. Checked:
-#   - the container sees uverbs1 and rdma_cm alone, its uverbs1 ioctls are trapped and traced,
+#   - the container sees uverbs1 alone, its uverbs1 ioctls are trapped and traced,
 #     uverbs0 does not exist for it;
 #   - Docker's default seccomp profile stays in force (unshare -U is refused) beside the notify
 #     rules;
 #   - docker exec joins the container's session (its ioctls in the same trace);
 #   - docker restart, stop, kill and rm -f end the container's session in the agent;
+#   - two containers at once with different grants: each refused the other's node, each with its
+#     own trace;
 #   - a device the runtime config does not grant: the shim's refusal reaches the docker CLI
 #     through runc's JSON log, as runc's own errors do.
 # Test-rig parts, named as such: stand-in device nodes, images made offline with `docker import`
@@ -47,7 +49,7 @@ ip link set lo up
 mkdir -p "$WORK/traces"
 oci_start_agent '{"version": 1, "containers": [{"match": {"id": "*"}, "grants": ["uverbs0", "uverbs1", "rdma_cm"],
   "grants_from_metadata": true, "trace": true}]}' --trace-dir "$WORK/traces"
-jq -n --arg s "$SOCK" '{version: 1, runtime: "runc", listener: $s, grants: ["uverbs1", "rdma_cm"], sysfs: false}' \
+jq -n --arg s "$SOCK" '{version: 1, runtime: "runc", listener: $s, grants: ["uverbs0", "uverbs1"], sysfs: false}' \
   >"$WORK/runtime.json"
 ln -s "$GP" "$WORK/gdrproxy-runtime"
 # The documented daemon.json entry (README "Docker"), with the config path as a runtime flag.
@@ -67,14 +69,14 @@ tar -C "$WORK/skel/rootfs" -cf "$WORK/skel.tar" . && docker import "$WORK/skel.t
   fail "docker import failed"
 adir=$(dirname "$A") bdir=$(dirname "$BENCH")
 run=(docker run --runtime gdrproxy --network none -v /usr/lib:/usr/lib:ro -v /usr/lib64:/usr/lib64:ro
-  -v "$adir:$adir:ro" -v "$bdir:$bdir:ro" --device /dev/infiniband/uverbs1 --device /dev/infiniband/rdma_cm)
+  -v "$adir:$adir:ro" -v "$bdir:$bdir:ro")
 
 # 1. A container's devices, trapped calls and Docker's own profile.
-"${run[@]}" --rm --name one gdrproxy-test:1 sh -c "echo ib: \$(ls /dev/infiniband);
+"${run[@]}" --rm --name one --device /dev/infiniband/uverbs1 gdrproxy-test:1 sh -c "echo ib: \$(ls /dev/infiniband);
   $BENCH client 3 /dev/infiniband/uverbs1 >/dev/null && echo bench: ok; $A open /dev/infiniband/uverbs0 rdwr syscall;
   unshare -U true && echo userns: allowed || echo userns: refused" >"$WORK/c1.out" 2>&1 ||
   { cat "$WORK/c1.out"; tail -5 "$WORK/dockerd.log"; fail "docker run exit $?"; }
-expect "$WORK/c1.out" "^ib: rdma_cm uverbs1$"
+expect "$WORK/c1.out" "^ib: uverbs1$"
 expect "$WORK/c1.out" "^bench: ok$"
 expect "$WORK/c1.out" "^open-syscall ERR ENOENT$"
 expect "$WORK/c1.out" "^userns: refused$"
@@ -83,7 +85,7 @@ id1=$(sed -n 's/.*container \([0-9a-f]\{64\}\) ended.*/\1/p' "$WORK/agent.log" |
 [[ -n $id1 && $(traced "$id1") -ge 1 ]] || fail "the container's uverbs1 ioctls are not in its trace"
 
 # 2. docker exec joins the container's session; restart, stop, kill and rm -f end sessions.
-"${run[@]}" -d --name two gdrproxy-test:1 sleep 300 >/dev/null || fail "docker run -d"
+"${run[@]}" -d --name two --device /dev/infiniband/uverbs1 gdrproxy-test:1 sleep 300 >/dev/null || fail "docker run -d"
 id2=$(docker inspect -f '{{.Id}}' two)
 docker exec two sh -c "$BENCH client 5 /dev/infiniband/uverbs1 >/dev/null && echo bench: ok" >"$WORK/exec.out" 2>&1
 expect "$WORK/exec.out" "^bench: ok$"
@@ -105,12 +107,36 @@ docker rm -f two >/dev/null || fail "docker rm -f"
 for i in $(seq 50); do [[ $(sessions) -ge 4 ]] && break; sleep 0.1; done
 [[ $(sessions) == 4 ]] || fail "restart, stop, kill and rm -f ended $(sessions) sessions, not 4"
 
-# 3. A device the runtime config does not grant: refused by the shim, its reason shown by docker.
-docker run --rm --runtime gdrproxy --network none --device /dev/infiniband/uverbs0 gdrproxy-test:1 true \
-  >"$WORK/c3.out" 2>&1 && fail "a container asking for uverbs0 started"
-expect "$WORK/c3.out" "asks for device uverbs0, which .*runtime.json does not grant"
+# 3. Two containers at once with different grants: each runs calls on its own node, is refused
+# the other's (made by its number with Docker's CAP_MKNOD: the device cgroup says no), and has
+# its own trace.
+for n in 0 1; do
+  o=$((1 - n))
+  "${run[@]}" -d --name "g$n" --device "/dev/infiniband/uverbs$n" gdrproxy-test:1 sh -c "
+    $BENCH client 3 /dev/infiniband/uverbs$n >/dev/null && echo bench: ok
+    mknod /dev/other c 231 $((192 + o)) && head -c1 /dev/other; echo other-rc=\$?; sleep 2" >/dev/null ||
+    fail "docker run g$n"
+done
+for n in 0 1; do
+  docker wait "g$n" >/dev/null
+  docker logs "g$n" >"$WORK/g$n.out" 2>&1
+  expect "$WORK/g$n.out" "^bench: ok$"
+  expect "$WORK/g$n.out" "other.*Operation not permitted"
+  expect "$WORK/g$n.out" "^other-rc=1$"
+  gid=$(docker inspect -f '{{.Id}}' "g$n")
+  docker rm "g$n" >/dev/null
+  for i in $(seq 50); do grep -q "container $gid ended" "$WORK/agent.log" && break; sleep 0.1; done
+  own=$(jq -s "[.[] | select(.syscall == \"ioctl\" and .device == \"uverbs$n\")] | length" "$WORK/traces/$gid.jsonl")
+  other=$(jq -s "[.[] | select(.device == \"uverbs$((1 - n))\")] | length" "$WORK/traces/$gid.jsonl")
+  [[ $own -ge 3 && $other == 0 ]] || fail "g$n's trace: $own calls on uverbs$n, $other on the other node"
+done
+
+# 4. A device the runtime config does not grant: refused by the shim, its reason shown by docker.
+docker run --rm --runtime gdrproxy --network none --device /dev/infiniband/rdma_cm gdrproxy-test:1 true \
+  >"$WORK/c3.out" 2>&1 && fail "a container asking for rdma_cm started"
+expect "$WORK/c3.out" "asks for device rdma_cm, which .*runtime.json does not grant"
 grep "ended:" "$WORK/agent.log" | grep -v " 0 denied" && fail "the agent denied calls"
-# 4. containerd directly, as Kubernetes' CRI plugin drives it: the shim v2 with BinaryName.
+# 5. containerd directly, as Kubernetes' CRI plugin drives it: the shim v2 with BinaryName.
 ctr=(timeout 60 ctr --address "$WORK/exec/containerd/containerd.sock" --namespace gdrproxy-test)
 # This rig's cgroup2 hierarchy has no cpu controller: no CPU shares (ctr's default is 1024).
 "${ctr[@]}" run --rm --rootfs --cpu-shares 0 --runc-binary "$WORK/gdrproxy-runtime" --device /dev/infiniband/uverbs1 \
@@ -121,4 +147,4 @@ ctr=(timeout 60 ctr --address "$WORK/exec/containerd/containerd.sock" --namespac
 expect "$WORK/c4.out" "^ib: uverbs1$"
 expect "$WORK/c4.out" "^bench: ok$"
 expect "$WORK/agent.log" "container ctr-one ended: [1-9][0-9]* ioctl"
-echo "PASS: docker and containerd with the runtime shim: devices, Docker's profile, exec, restart/stop/kill/rm -f, refusal shown, ctr run"
+echo "PASS: docker and containerd with the runtime shim: devices, Docker's profile, exec, restart/stop/kill/rm -f, two containers apart, refusal shown, ctr run"
