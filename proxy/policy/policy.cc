@@ -131,12 +131,33 @@ T fits(uint64_t n, const std::string& where) {
 
 // An RM control or class named in a rule: the hand-written tables first, then the generated
 // ones of every release, newest first (only a miss walks the older ones).
-template <typename Find>
-std::optional<uint64_t> nvidia_generated_number(Find find) {
+template <typename FindHand, typename FindGenerated>
+std::optional<uint64_t> nvidia_number(FindHand hand, FindGenerated generated) {
+  if (auto n = hand(nvidia_newest_abi())) return n;
   const auto releases = nvidia_generated_releases();
   for (auto it = releases.rbegin(); it != releases.rend(); ++it)
-    if (auto n = find(**it)) return n;
+    if (auto n = generated(**it)) return n;
   return std::nullopt;
+}
+
+template <typename Entry>
+std::optional<uint64_t> number_of(const Entry* e) {
+  if (!e) return std::nullopt;
+  if constexpr (requires { e->cmd; }) {
+    return e->cmd;
+  } else {
+    return e->id;
+  }
+}
+
+std::optional<uint64_t> nvidia_control_by_name(const std::string& s) {
+  return nvidia_number([&](const NvidiaDriverAbi& a) { return number_of(a.find_control(s)); },
+                       [&](const NvGenTables& t) { return number_of(t.find_control(s)); });
+}
+
+std::optional<uint64_t> nvidia_class_by_name(const std::string& s) {
+  return nvidia_number([&](const NvidiaDriverAbi& a) { return number_of(a.find_class(s)); },
+                       [&](const NvGenTables& t) { return number_of(t.find_class(s)); });
 }
 
 Rule parse_rule(const json& j, const std::string& where) {
@@ -209,29 +230,9 @@ Rule parse_rule(const json& j, const std::string& where) {
                                        }),
                         w);
     } else if (k == "class") {
-      r.nv_class = fits<uint32_t>(
-          name_or_number(v, w,
-                         [&](const std::string& s) {
-                           if (auto* c = abi.find_class(std::string_view(s)))
-                             return std::optional<uint64_t>(c->id);
-                           return nvidia_generated_number([&](const NvGenTables& t) {
-                             auto* c = t.find_class(std::string_view(s));
-                             return c ? std::optional<uint64_t>(c->id) : std::nullopt;
-                           });
-                         }),
-          w);
+      r.nv_class = fits<uint32_t>(name_or_number(v, w, nvidia_class_by_name), w);
     } else if (k == "control") {
-      r.control = fits<uint32_t>(
-          name_or_number(v, w,
-                         [&](const std::string& s) {
-                           if (auto* c = abi.find_control(std::string_view(s)))
-                             return std::optional<uint64_t>(c->cmd);
-                           return nvidia_generated_number([&](const NvGenTables& t) {
-                             auto* c = t.find_control(std::string_view(s));
-                             return c ? std::optional<uint64_t>(c->cmd) : std::nullopt;
-                           });
-                         }),
-          w);
+      r.control = fits<uint32_t>(name_or_number(v, w, nvidia_control_by_name), w);
     } else if (k == "uvm") {
       r.uvm =
           fits<uint32_t>(name_or_number(v, w,

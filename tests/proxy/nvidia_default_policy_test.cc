@@ -103,6 +103,30 @@ TEST(RecordedTool, ARuleAllowsANamedPrivilegedControl) {
       Error);
 }
 
+TEST(RecordedTool, RulesNameControlsAndClassesOnlyTheGeneratedTablesHave) {
+  // Neither is in the hand-written tables: the names resolve through the generated ones.
+  const Policy p = Policy::from_json(nlohmann::json::parse(R"({"classes": {"nvidia": {"rules": [
+      {"action": "deny", "control": "NV2080_CTRL_CMD_ECC_GET_UNREPAIRABLE_MEMORY_FLAG"},
+      {"action": "deny", "class": "NV2082_BINAPI_PRIVILEGED"}]}}})"),
+                                     "test");
+  DecodedCall c;
+  c.device_class = DeviceClass::kNvidiaFrontend;
+  c.keys.nv_escape = kNvEscRmControl;
+  c.keys.nv_control = 0x20803406;
+  c.keys.nv_needs = NvRequires::kAnyone;
+  EXPECT_EQ(p.evaluate(c).reason.rfind("nvidia rule #0", 0), 0u);
+  DecodedCall a;
+  a.device_class = DeviceClass::kNvidiaFrontend;
+  a.keys.nv_escape = kNvEscRmAlloc;
+  a.keys.nv_class = 0x2082;
+  EXPECT_EQ(p.evaluate(a).reason.rfind("nvidia rule #1", 0), 0u);
+  EXPECT_THROW(
+      Policy::from_json(nlohmann::json::parse(
+                            R"({"classes": {"nvidia": {"rules": [{"control": "NV_NO_SUCH"}]}}})"),
+                        "test"),
+      Error);
+}
+
 TEST(RecordedTool, AWrongParamsSizeIsMalformed) {
   // NV2080_CTRL_CMD_GPU_GET_INFO_V2 with a parameter block one byte short.
   const NvidiaDriverAbi& abi = *nvidia_abi_for_version("580.159.04");
