@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/demo_container.h"
 #include "netns/demo.h"
 #include "proxy/base/unique_fd.h"
 #include "proxy/devices/device_catalog.h"
@@ -209,7 +210,10 @@ int run_demo() {
 
   heading("8. Rail launcher: select RoCE rails, move them into a container, restore the host");
   const int netns_rc = netns::demo_rail_launcher(self);
-  return rc != 0 ? rc : sysfs_rc != 0 ? sysfs_rc : netns_rc;
+
+  heading("9. A runc container served by gdrproxy agent: its grant, its own trace, a refused node");
+  const int ctr_rc = demo_container(self);
+  return rc != 0 ? rc : sysfs_rc != 0 ? sysfs_rc : netns_rc != 0 ? netns_rc : ctr_rc;
 }
 
 }  // namespace
@@ -219,8 +223,9 @@ void register_demo(CLI::App& app, int& exit_code) {
       "demo",
       "Show the product at work on this machine: real device calls brokered, decoded, policed\n"
       "and traced (stand-in device nodes where there is no RDMA NIC or GPU), a container's\n"
-      "synthetic sysfs, and the rail launcher moving two stand-in rails (a veth pair) into a\n"
-      "container network namespace and back, all in namespaces of its own");
+      "synthetic sysfs, the rail launcher moving two stand-in rails (a veth pair) into a\n"
+      "container network namespace and back, and a runc container served by the agent (root\n"
+      "and runc), all in namespaces of its own");
   demo->callback([&exit_code] { exit_code = run_demo(); });
 }
 

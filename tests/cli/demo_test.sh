@@ -74,6 +74,17 @@ now=$(sed -n '/^Host namespace now/,/^\$ /p' <<<"$out")
 grep -qF "rdma0: not in this network namespace" <<<"$now" || fail "rdma0 still on the host after move"
 has "Host state identical to before the move" || fail "host state after restore not identical"
 
+# The container step (root and runc): its grant, its calls in its own trace, the ungranted node
+# refused.
+if command -v runc >/dev/null && [[ $EUID == 0 ]]; then
+  ctr=$(sed -n '/^== 9\./,$p' <<<"$out")
+  grep -qF "container demo-ctr: process" <<<"$ctr" && grep -qF "grants [uverbs0]" <<<"$ctr" ||
+    fail "container step: the agent's grant line is missing"
+  grep -qE "^uverbs +INVOKE_WRITE\(QUERY_DEVICE\) +1 " <<<"$ctr" || fail "container step: no calls in its trace"
+  grep -qF "'/tmp/uverbs1' for reading: Operation not permitted" <<<"$ctr" || fail "container step: the ungranted node was not refused"
+  grep -qF "container demo-ctr ended" <<<"$ctr" || fail "container step: the session did not end"
+fi
+
 # Nothing left behind.
 [[ "$(netns_list)" == "$netns_before" ]] || fail "ip netns list changed: $(diff <(echo "$netns_before") <(netns_list) || true)"
 [[ "$(link_names)" == "$links_before" ]] || fail "ip link changed: $(diff <(echo "$links_before") <(link_names) || true)"
