@@ -12,6 +12,8 @@
 #   - Docker's default seccomp profile stays in force (unshare -U is refused) beside the notify
 #     rules;
 #   - docker exec joins the container's session (its ioctls in the same trace);
+#   - docker pause/unpause, top and the shim called as containerd calls it (state, ps --format
+#     json, update, features) pass through to runc;
 #   - docker restart, stop, kill and rm -f end the container's session in the agent;
 #   - two containers at once with different grants: each refused the other's node, each with its
 #     own trace;
@@ -90,6 +92,20 @@ id2=$(docker inspect -f '{{.Id}}' two)
 docker exec two sh -c "$BENCH client 5 /dev/infiniband/uverbs1 >/dev/null && echo bench: ok" >"$WORK/exec.out" 2>&1
 expect "$WORK/exec.out" "^bench: ok$"
 expect "$WORK/agent.log" "container $id2: process [0-9]+ \(running\) joins its session"
+# Verbs Docker maps onto runc's: pause and resume (docker pause/unpause), ps --format json
+# (docker top), update (docker update), and the runtime's features.
+docker pause two >/dev/null && [[ $(docker inspect -f '{{.State.Status}}' two) == paused ]] || fail "docker pause"
+docker unpause two >/dev/null && [[ $(docker inspect -f '{{.State.Status}}' two) == running ]] || fail "docker unpause"
+docker top two >"$WORK/top.out" 2>&1 && grep -q "sleep 300" "$WORK/top.out" || { cat "$WORK/top.out"; fail "docker top"; }
+# update: this rig's cgroup2 has no cpu, memory or pids controller for docker update to set, so
+# the shim is called as containerd's shim calls it, on Docker's own runc root.
+rt=("$WORK/gdrproxy-runtime" "--gdrproxy-config=$WORK/runtime.json" --root "$WORK/exec/runtime-runc/moby"
+  --log "$WORK/rt.log" --log-format json)
+"${rt[@]}" state "$id2" | jq -e '.status == "running"' >/dev/null || fail "runc state through the shim"
+"${rt[@]}" ps --format json "$id2" | jq -e 'length >= 1' >/dev/null || fail "runc ps --format json through the shim"
+echo '{}' | "${rt[@]}" update -r - "$id2" || fail "runc update through the shim"
+"$WORK/gdrproxy-runtime" --gdrproxy-config="$WORK/runtime.json" features 2>/dev/null | jq -e .ociVersionMin >/dev/null ||
+  fail "runc features through the shim"
 sessions() { grep -c "container $id2 ended" "$WORK/agent.log"; }
 docker restart -t 1 two >/dev/null || fail "docker restart"
 for i in $(seq 50); do [[ $(sessions) -ge 1 ]] && break; sleep 0.1; done
