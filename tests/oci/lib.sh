@@ -29,13 +29,15 @@ fail() { echo "FAIL: $*" >&2; [[ -f $WORK/agent.log ]] && sed 's/^/  [agent] /' 
 expect() { grep -qaE -- "$2" "$1" || { echo "--- $1:"; cat -v "$1"; fail "expected /$2/ in $1"; }; }
 
 # oci_start_agent CONFIG_JSON [AGENT OPTIONS...]: the agent on $WORK/run/agent.sock (SOCK) with
-# that config, log in $WORK/agent.log; sets AGENT_PID.
+# that config, log in $WORK/agent.log; sets AGENT_PID. Its rail sweep reads $WORK/run/rails, not
+# the host's /run/gdrproxy, where tests running beside it keep their journals (OCI_RAIL_STATE_DIR
+# names another: the rail hooks' test sweeps what its hooks wrote there).
 oci_start_agent() {
   SOCK=$WORK/run/agent.sock
   printf '%s\n' "$1" >"$WORK/agent.json"
   shift
-  "$GP" agent --socket "$SOCK" --ctl-socket "$WORK/run/agent.ctl" --config "$WORK/agent.json" "$@" \
-    >"$WORK/agent.log" 2>&1 &
+  "$GP" agent --socket "$SOCK" --ctl-socket "$WORK/run/agent.ctl" --config "$WORK/agent.json" \
+    --rail-state-dir "${OCI_RAIL_STATE_DIR:-$WORK/run/rails}" "$@" >"$WORK/agent.log" 2>&1 &
   AGENT_PID=$!
   local i
   for i in $(seq 100); do [[ -S $SOCK ]] && break; sleep 0.05; done

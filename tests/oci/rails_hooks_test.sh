@@ -96,7 +96,7 @@ kill -KILL "$pid"
 for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 ip link show rail0 >/dev/null 2>&1 && fail "rail0 came back with no poststop (the test assumes it stays out)"
 kill -TERM "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null; AGENT_PID=
-oci_start_agent '{"version": 1, "containers": []}'
+OCI_RAIL_STATE_DIR=/run/gdrproxy oci_start_agent '{"version": 1, "containers": []}'
 # The sweep runs before the agent serves (its socket exists a moment earlier).
 for i in $(seq 100); do grep -q "gdrproxy agent: serving" "$WORK/agent.log" && break; sleep 0.05; done
 expect "$WORK/agent.log" "container $ID2 is gone \(process $pid\): its rails were given back"
