@@ -16,25 +16,13 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "proxy/base/program_path.h"
+
 namespace gdrproxy::cli {
 namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-
-std::string find_in_path(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::string p = path ? path : "/usr/sbin:/usr/bin:/sbin:/bin";
-  for (size_t start = 0; start <= p.size();) {
-    const size_t end = p.find(':', start);
-    const std::string dir =
-        p.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    if (!dir.empty() && ::access((dir + "/" + name).c_str(), X_OK) == 0) return dir + "/" + name;
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return {};
-}
 
 // The container: the host's own programs and libraries, read-only; what it runs.
 json bundle_config(const std::string& self, const fs::path& rootfs) {
@@ -90,7 +78,7 @@ json bundle_config(const std::string& self, const fs::path& rootfs) {
 }  // namespace
 
 int demo_container(const std::string& self) {
-  const std::string runc = find_in_path("runc");
+  const std::string runc = program_path("runc");
   if (::geteuid() != 0 || runc.empty()) {
     std::cout << "skipped: a container needs root and runc (scripts/setup.sh installs runc)\n";
     return 0;

@@ -5,19 +5,17 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <set>
-#include <sstream>
 #include <stdexcept>
 
 #include "proxy/base/error.h"
+#include "proxy/base/program_path.h"
 #include "proxy/base/unique_fd.h"
 
 namespace gdrproxy::proxy {
@@ -229,14 +227,7 @@ json merge_profile(const json& base_in, const ProfileOptions& o) {
 
 bool runtime_supports_wait_killable_recv(const std::string& runtime) {
   if (kernel_version(running_kernel()) < std::pair<int, int>{5, 19}) return false;
-  std::string path = runtime;
-  if (runtime.find('/') == std::string::npos) {
-    path.clear();
-    const char* env = std::getenv("PATH");
-    std::stringstream dirs(env ? env : "/usr/sbin:/usr/bin:/sbin:/bin");
-    for (std::string d; path.empty() && std::getline(dirs, d, ':');)
-      if (::access((d + "/" + runtime).c_str(), X_OK) == 0) path = d + "/" + runtime;
-  }
+  const std::string path = program_path(runtime);
   // Mapped, not read into a string: the scan runs at every container create, and a runtime is
   // megabytes (copying runc 1.1 byte by byte took about 24 ms here).
   const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
