@@ -52,7 +52,7 @@ NvControlAccess nvidia_control_access(const NvGenTables& t, uint32_t cmd);
 NvRequires nvidia_class_access(const NvGenTables& t, uint32_t class_id);
 
 const char* nv_requires_name(NvRequires r);  // "anyone", "an administrator", ...
-// What a refusal line says of a control's route: "", "deprecated, judged as NAME(0x...)",
+// What a refusal line says of a control's route: "", "deprecated, converted to NAME(0x...)",
 // "forwarded to the GPU firmware (GSS legacy bit 0x8000)", ...
 std::string nv_route_text(const NvGenTables& t, uint32_t cmd, const NvControlAccess& a);
 

@@ -106,10 +106,11 @@ std::string render_flags(std::span<const NvGenFlag* const> bits, uint32_t flags)
   return s.empty() ? "none" : s;
 }
 
-bool has_flag(std::span<const NvGenFlag* const> bits, uint32_t flags, std::string_view name) {
+// The bit(s) a release calls `name`, 0 when it defines none.
+uint32_t bit_named(std::span<const NvGenFlag* const> bits, std::string_view name) {
   for (const NvGenFlag* f : bits)
-    if (name == f->name) return (flags & f->bit) != 0;
-  return false;
+    if (name == f->name) return f->bit;
+  return 0;
 }
 
 size_t index_of(std::string_view version) {
@@ -230,21 +231,17 @@ std::string NvGenTables::class_flags(uint32_t flags) const {
   return render_flags(merged().rs_flags, flags);
 }
 bool NvGenTables::control_has(uint32_t flags, std::string_view name) const {
-  return has_flag(merged().rmctrl_flags, flags, name);
+  return (flags & bit_named(merged().rmctrl_flags, name)) != 0;
 }
 bool NvGenTables::class_has(uint32_t flags, std::string_view name) const {
-  return has_flag(merged().rs_flags, flags, name);
+  return (flags & bit_named(merged().rs_flags, name)) != 0;
 }
 
 uint32_t NvGenTables::gss_legacy_mask() const {
-  for (const NvGenFlag* f : merged().gss)
-    if (std::string_view(f->name) == "GSS_LEGACY") return f->bit;
-  return 0;
+  return bit_named(merged().gss, "GSS_LEGACY");
 }
 uint32_t NvGenTables::gss_privileged_mask() const {
-  for (const NvGenFlag* f : merged().gss)
-    if (std::string_view(f->name) == "GSS_LEGACY_PRIVILEGED") return f->bit;
-  return 0;
+  return bit_named(merged().gss, "GSS_LEGACY_PRIVILEGED");
 }
 
 const NvGenTables* nvidia_generated_for_version(std::string_view version) {
