@@ -156,10 +156,10 @@ RuntimeCall parse_runtime_args(const std::vector<std::string>& args) {
 
 int run_runtime_shim(const ShimOptions& o, const std::vector<std::string>& runtime_args) {
   std::string runtime = o.runtime.value_or("");
+  const RuntimeCall call = parse_runtime_args(runtime_args);
   try {
     const ShimConfig config = load_config(o.config_path);
     if (runtime.empty()) runtime = config.runtime;
-    const RuntimeCall call = parse_runtime_args(runtime_args);
     if (call.verb == "create" || call.verb == "run") {
       const DeviceCatalog catalog = DeviceCatalog::scan();
       const std::vector<std::string> asked =
@@ -193,7 +193,6 @@ int run_runtime_shim(const ShimOptions& o, const std::vector<std::string>& runti
     std::fprintf(stderr, "%s\n", msg.c_str());
     // containerd-shim-runc-v2 (Docker, Kubernetes) shows the runtime's error from its log file,
     // not from its stderr.
-    const RuntimeCall call = parse_runtime_args(runtime_args);
     if (!call.log_path.empty()) {
       if (FILE* f = std::fopen(call.log_path.c_str(), "ae")) {
         std::fputs(runtime_log_line(call.log_format, msg, rfc3339_now()).c_str(), f);
