@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "proxy/abi/nvidia_generated.h"
@@ -33,14 +34,11 @@ Verdicts judge(const char* file) {
   Verdicts v;
   for (const Record& r : load(file)) {
     const BufferMemory mem = r.before();
-    DecodedCall c;
-    if (r.kind == 2) {
+    DecodedCall c;  // the decoders set its device class
+    if (r.kind == 2)
       decode_nvidia_uvm_ioctl(c, r.cmd, r.arg, mem, abi, DecodeDepth::kPolicy);
-      c.device_class = DeviceClass::kNvidiaUvm;
-    } else {
+    else
       decode_nvidia_frontend_ioctl(c, r.cmd, r.arg, mem, abi, DecodeDepth::kPolicy);
-      c.device_class = DeviceClass::kNvidiaFrontend;
-    }
     ++v.calls;
     // The captures hold one level of parameters: the deviceId an NV01_DEVICE_0 allocation
     // points to is not in them. The engine asks the driver which GPU that is at run time
@@ -51,6 +49,19 @@ Verdicts judge(const char* file) {
       v.denied[c.name + " " + nvidia_call_subject(c, abi)] = verdict.reason;
   }
   return v;
+}
+
+// An RM call as the decoder keys it: the escape, the control or class, and who the driver lets
+// make it.
+DecodedCall rm_call(uint8_t escape, std::optional<uint32_t> control, std::optional<uint32_t> cls,
+                    NvRequires needs) {
+  DecodedCall c;
+  c.device_class = DeviceClass::kNvidiaFrontend;
+  c.keys.nv_escape = escape;
+  c.keys.nv_control = control;
+  c.keys.nv_class = cls;
+  c.keys.nv_needs = needs;
+  return c;
 }
 
 class RecordedTool : public ::testing::TestWithParam<const char*> {};
@@ -83,11 +94,7 @@ TEST(RecordedTool, ARuleAllowsANamedPrivilegedControl) {
       nlohmann::json::parse(
           R"({"classes": {"nvidia": {"rules": [{"action": "allow", "control": "0x2080e61e"}]}}})"),
       "test");
-  DecodedCall c;
-  c.device_class = DeviceClass::kNvidiaFrontend;
-  c.keys.nv_escape = kNvEscRmControl;
-  c.keys.nv_control = 0x2080e61e;
-  c.keys.nv_needs = NvRequires::kAdmin;
+  DecodedCall c = rm_call(kNvEscRmControl, 0x2080e61e, std::nullopt, NvRequires::kAdmin);
   EXPECT_EQ(p.evaluate(c).action, Action::kAllow);
   c.keys.nv_control = 0x2080e61f;
   EXPECT_EQ(p.evaluate(c).action, Action::kDeny);
@@ -109,17 +116,12 @@ TEST(RecordedTool, RulesNameControlsAndClassesOnlyTheGeneratedTablesHave) {
       {"action": "deny", "control": "NV2080_CTRL_CMD_ECC_GET_UNREPAIRABLE_MEMORY_FLAG"},
       {"action": "deny", "class": "NV2082_BINAPI_PRIVILEGED"}]}}})"),
                                      "test");
-  DecodedCall c;
-  c.device_class = DeviceClass::kNvidiaFrontend;
-  c.keys.nv_escape = kNvEscRmControl;
-  c.keys.nv_control = 0x20803406;
-  c.keys.nv_needs = NvRequires::kAnyone;
-  EXPECT_EQ(p.evaluate(c).reason.rfind("nvidia rule #0", 0), 0u);
-  DecodedCall a;
-  a.device_class = DeviceClass::kNvidiaFrontend;
-  a.keys.nv_escape = kNvEscRmAlloc;
-  a.keys.nv_class = 0x2082;
-  EXPECT_EQ(p.evaluate(a).reason.rfind("nvidia rule #1", 0), 0u);
+  EXPECT_EQ(p.evaluate(rm_call(kNvEscRmControl, 0x20803406, std::nullopt, NvRequires::kAnyone))
+                .reason.rfind("nvidia rule #0", 0),
+            0u);
+  EXPECT_EQ(p.evaluate(rm_call(kNvEscRmAlloc, std::nullopt, 0x2082, NvRequires::kAdmin))
+                .reason.rfind("nvidia rule #1", 0),
+            0u);
   EXPECT_THROW(
       Policy::from_json(nlohmann::json::parse(
                             R"({"classes": {"nvidia": {"rules": [{"control": "NV_NO_SUCH"}]}}})"),
