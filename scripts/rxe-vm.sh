@@ -83,7 +83,7 @@ done
 declare -A need=(
   [qemu-system-x86_64]=qemu-system-x86 [busybox]=busybox-static [cpio]=cpio [modprobe]=kmod
   [ibv_devinfo]=ibverbs-utils [ib_send_lat]=perftest [rping]=rdmacm-utils [rdma]=iproute2
-  [jq]=jq [gzip]=gzip [runc]=runc [crun]=crun
+  [jq]=jq [gzip]=gzip [runc]=runc [crun]=crun [dockerd]=docker.io
 )
 kernel_source=${RXE_VM_KERNEL:-backports}
 case $kernel_source in

@@ -20,7 +20,7 @@ packages=(
   libgtest-dev libgmock-dev googletest util-linux runc crun
   # a container engine end to end: podman with the CDI spec and the runtime shim
   # (tests/oci/podman_test.sh); Docker (dockerd, containerd, containerd-shim-runc-v2) through
-  # the same shim (tests/oci/docker_test.sh)
+  # the same shim (tests/oci/docker_test.sh; on rxe devices in the VM stage: tests/vm/docker.sh)
   podman docker.io
   # the CDI spec schema check (tests/oci/cdi_test.sh); the Kubernetes files' parse
   # (tests/deploy/kubernetes_test.py)

@@ -35,13 +35,9 @@ oci_enter "$GP" net "$0" "$@"
 WORK=$(mktemp -d /tmp/gdrproxy-docker.XXXXXX)
 chmod 755 "$WORK"
 AGENT_PID= DOCKERD_PID=
-export DOCKER_HOST=unix://$WORK/docker.sock
-docker() { timeout 60 /usr/bin/docker "$@"; }
 cleanup() {
-  docker rm -f $(docker ps -aq) >/dev/null 2>&1
-  [[ -n $DOCKERD_PID ]] && kill $DOCKERD_PID 2>/dev/null && for i in $(seq 100); do kill -0 $DOCKERD_PID 2>/dev/null || break; sleep 0.1; done
+  oci_dockerd_stop
   [[ -n $AGENT_PID ]] && kill -KILL $AGENT_PID 2>/dev/null
-  pkill -KILL -f "containerd.*$WORK" 2>/dev/null
   umount -R "$WORK" 2>/dev/null
   rm -rf "$WORK"
 }
@@ -53,18 +49,9 @@ oci_start_agent '{"version": 1, "containers": [{"match": {"id": "*"}, "grants": 
   "grants_from_metadata": true, "trace": true}]}' --trace-dir "$WORK/traces"
 jq -n --arg s "$SOCK" '{version: 1, runtime: "runc", listener: $s, grants: ["uverbs0", "uverbs1"], sysfs: false}' \
   >"$WORK/runtime.json"
-ln -s "$GP" "$WORK/gdrproxy-runtime"
-# The documented daemon.json entry (README "Docker"), with the config path as a runtime flag.
-jq -n --arg p "$WORK/gdrproxy-runtime" --arg c "--gdrproxy-config=$WORK/runtime.json" \
-  '{runtimes: {gdrproxy: {path: $p, runtimeArgs: [$c]}}}' >"$WORK/daemon.json"
-# containerd inherits dockerd's environment, and its shims theirs: `ctr run --runc-binary` below
-# names the config this way (containerd passes a runtime no arguments of its own).
-GDRPROXY_RUNTIME_CONFIG=$WORK/runtime.json dockerd --data-root "$WORK/data" --exec-root "$WORK/exec" --host "$DOCKER_HOST" --pidfile "$WORK/dockerd.pid" \
-  --iptables=false --ip-masq=false --bridge=none --storage-driver=vfs --config-file "$WORK/daemon.json" \
-  >"$WORK/dockerd.log" 2>&1 &
-DOCKERD_PID=$!
-for i in $(seq 150); do docker version >/dev/null 2>&1 && break; sleep 0.2; done
-docker version >/dev/null 2>&1 || { tail -20 "$WORK/dockerd.log"; fail "dockerd did not start"; }
+# The documented daemon.json entry, with the config path as a runtime flag; `ctr run
+# --runc-binary` below gets it from containerd's environment (GDRPROXY_RUNTIME_CONFIG).
+oci_dockerd "$WORK/runtime.json"
 
 oci_rootfs "$WORK/skel" "$(dirname "$A")" "$(dirname "$BENCH")"
 tar -C "$WORK/skel/rootfs" -cf "$WORK/skel.tar" . && docker import "$WORK/skel.tar" gdrproxy-test:1 >/dev/null ||

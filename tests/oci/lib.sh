@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # Helpers of the OCI tests that run real runc with `gdrproxy agent` on stand-in device nodes
-# (sourced by tests/oci/*_test.sh and tests/bench/container_start.sh). The idea not to miss: each
+# (sourced by tests/oci/*_test.sh and tests/bench/container_start.sh; the soft-RoCE VM stage's
+# tests/vm/docker.sh sources it for Docker on real rxe devices). The idea not to miss: each
 # test re-executes itself inside `gdrproxy standin` (its own mount namespace, optionally its own
 # network namespace as the "host"), where a plain cgroup2 hierarchy is mounted for runc's device
 # program; everything it makes lives under $WORK and goes with the EXIT trap.
@@ -69,6 +70,50 @@ OCI_LIB_BINDS='[{"destination": "/usr/lib", "type": "bind", "source": "/usr/lib"
  {"destination": "/usr/bin/lstopo-no-graphics", "type": "bind", "source": "/usr/bin/lstopo-no-graphics",
   "options": ["bind", "ro"]}]'
 export OCI_LIB_BINDS
+
+# The docker CLI of Debian's docker.io (another may stand first in PATH), each call bounded.
+docker() { timeout "${OCI_DOCKER_TIMEOUT:-60}" /usr/bin/docker "$@"; }
+
+# oci_dockerd RUNTIME_JSON: Debian's dockerd (docker.io) with everything under $WORK (data and
+# exec roots, socket, pid file, $WORK/dockerd.log), no bridge, no iptables, the vfs storage driver,
+# and the documented daemon.json entry (README "Docker"): runtime "gdrproxy", the link
+# $WORK/gdrproxy-runtime to $GP, RUNTIME_JSON as its --gdrproxy-config runtime argument.
+# containerd inherits dockerd's environment, and its shims theirs: GDRPROXY_RUNTIME_CONFIG names
+# the same file for a runtime containerd calls without arguments of its own (`ctr run
+# --runc-binary`). Exports DOCKER_HOST, sets DOCKERD_PID; fails unless dockerd answers within
+# OCI_DOCKERD_WAIT seconds (30).
+oci_dockerd() {
+  export DOCKER_HOST=unix://$WORK/docker.sock
+  ln -sf "$GP" "$WORK/gdrproxy-runtime"
+  jq -n --arg p "$WORK/gdrproxy-runtime" --arg c "--gdrproxy-config=$1" \
+    '{runtimes: {gdrproxy: {path: $p, runtimeArgs: [$c]}}}' >"$WORK/daemon.json"
+  GDRPROXY_RUNTIME_CONFIG=$1 dockerd --data-root "$WORK/data" --exec-root "$WORK/exec" --host "$DOCKER_HOST" \
+    --pidfile "$WORK/dockerd.pid" --iptables=false --ip-masq=false --bridge=none --storage-driver=vfs \
+    --config-file "$WORK/daemon.json" >"$WORK/dockerd.log" 2>&1 &
+  DOCKERD_PID=$!
+  local i
+  for ((i = 0; i < ${OCI_DOCKERD_WAIT:-30} * 5; i++)); do
+    docker version >/dev/null 2>&1 && return 0
+    kill -0 "$DOCKERD_PID" 2>/dev/null || break
+    sleep 0.2
+  done
+  tail -20 "$WORK/dockerd.log" >&2
+  fail "dockerd did not start"
+}
+
+# oci_dockerd_stop: removes every container of that dockerd, stops it (bounded) and the containerd
+# it started (found by its paths under $WORK).
+oci_dockerd_stop() {
+  [[ -n ${DOCKERD_PID:-} ]] || return 0
+  # shellcheck disable=SC2046 # one argument per container id
+  docker rm -f $(docker ps -aq) >/dev/null 2>&1
+  kill "$DOCKERD_PID" 2>/dev/null
+  local i
+  for ((i = 0; i < 100; i++)); do kill -0 "$DOCKERD_PID" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$DOCKERD_PID" 2>/dev/null
+  pkill -KILL -f "containerd.*$WORK" 2>/dev/null
+  DOCKERD_PID=
+}
 
 # oci_veth_rails: rail0 and rail1 (veth, peers rail0p/rail1p) with 198.51.100.10/24 and .11/24,
 # up, in the current network namespace.

@@ -19,14 +19,6 @@
 # traps (TCGETS): ENOTTY means the ioctl reached ib_uverbs, EACCES or an error at open means not.
 
 attack=$build/tests/security/attack_client
-# The uverbs node of an ibdev, from the kernel's class directory.
-uverbs_of() {
-  local d
-  for d in /sys/class/infiniband_verbs/uverbs*; do
-    [[ $(cat "$d/ibdev" 2>/dev/null) == "$1" ]] && { basename "$d"; return 0; }
-  done
-  return 1
-}
 # The kernel's Landlock ABI (0: none), lowered like gdrproxy's by GDRPROXY_LANDLOCK_ABI_MAX.
 ll_abi=$(python3 -c '
 import ctypes, os

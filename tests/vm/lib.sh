@@ -31,6 +31,25 @@ record() {
   if [[ $2 == PASS ]]; then passes=$((passes + 1)); else failures=$((failures + 1)); fi
 }
 
+# wait_port DEV STATE: port 1 of DEV reaches STATE (ACTIVE/DOWN) within 10 s.
+wait_port() {
+  local i
+  for ((i = 0; i < 100; i++)); do
+    rdma link show "$1/1" 2>/dev/null | grep -q "state $2 " && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# uverbs_of IBDEV: the uverbs node of an ibdev, from the kernel's class directory.
+uverbs_of() {
+  local d
+  for d in /sys/class/infiniband_verbs/uverbs*; do
+    [[ $(cat "$d/ibdev" 2>/dev/null) == "$1" ]] && { basename "$d"; return 0; }
+  done
+  return 1
+}
+
 # Show a file on the console, indented and tagged, at most 40 lines.
 show() { sed -n "1,40s/^/    [$2] /p" "$1"; }
 

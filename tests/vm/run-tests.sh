@@ -7,7 +7,8 @@
 # (tests/vm/attacks.sh), checks the BPF LSM ioctl judge (tests/vm/lsm.sh), runs two containers
 # (runc, then crun) under one agent with RoCE between them (tests/vm/containers.sh), runs
 # gdr-harness on two simulated nodes with rxe rails, ib_write_bw between their containers
-# (tests/vm/harness.sh), then runs the benchmark (tests/vm/bench.sh).
+# (tests/vm/harness.sh), ib_write_bw between two Docker containers started through the runtime
+# shim (tests/vm/docker.sh), then runs the benchmark (tests/vm/bench.sh).
 #
 # The one idea: rxe0 on lo carries the raw-verbs tools (GID ::ffff:127.0.0.1); rdma_cm refuses
 # 127/8, so rxe1 sits on a dummy netdev with 192.0.2.1 (the guest has no NIC, nothing leaves it);
@@ -33,15 +34,6 @@ fi
 log "guest kernel $(uname -r), $(nproc) vCPUs, repo $repo"
 
 # ---- devices -----------------------------------------------------------------------------------
-# wait_port DEV STATE: port 1 of DEV reaches STATE (ACTIVE/DOWN) within 10 s.
-wait_port() {
-  local i
-  for ((i = 0; i < 100; i++)); do
-    rdma link show "$1/1" 2>/dev/null | grep -q "state $2 " && return 0
-    sleep 0.1
-  done
-  return 1
-}
 t0=$(now_ms)
 setup_ok=1
 ip link set lo up
@@ -158,6 +150,9 @@ fi
 
 # ---- gdr-harness prepare/run/teardown on two simulated nodes with rxe rails -------------------
 . "$here/harness.sh"
+
+# ---- two Docker containers (dockerd, containerd, the runtime shim) with RoCE between them ------
+. "$here/docker.sh"
 
 # ---- benchmark ----------------------------------------------------------------------------------
 if [[ ${GDRVM_SKIP_BENCH:-0} != 1 ]]; then
