@@ -291,6 +291,9 @@ std::string port_dir_in_tree(const Snapshot& s, const IbDevice& d, const IbPort&
 
 BuildResult build_tree(const Snapshot& s, const Selection& sel, const BuildOptions& opt) {
   if (opt.out.empty()) throw Error("build: no output directory given");
+  if (!s.port_tables && !opt.live_ports)
+    throw Error("build: the snapshot of " + s.source +
+                " has no GID or P_Key tables, so its ports can only be bound live");
   std::string out = opt.out;
   while (out.size() > 1 && out.back() == '/') out.pop_back();
   if (exists_nofollow(out) && !opt.force)

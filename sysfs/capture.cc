@@ -65,8 +65,9 @@ bool printable(const std::string& s) {
 
 class Capturer {
  public:
-  explicit Capturer(std::string root)
-      : root_(std::move(root)),
+  Capturer(std::string root, const CaptureOptions& options)
+      : options_(options),
+        root_(std::move(root)),
         sys_(join(root_, "sys")),
         real_root_(real_path(root_).value_or(root_)),
         real_devices_(real_path(join(sys_, "devices")).value_or("")) {}
@@ -76,6 +77,8 @@ class Capturer {
     if (!is_dir(devices))
       throw Error("no sysfs under " + sys_ + ": " + devices + " is not a readable directory");
     snap_.source = root_;
+    snap_.port_tables = options_.port_tables;
+    find_targets();
     walk_pci(devices);
     cross_check_bus();
     read_infiniband();
@@ -115,9 +118,46 @@ class Capturer {
     }
   }
 
+  // The canonical paths (relative to devices/) of the devices CaptureOptions limits the capture
+  // to; `limited_` says whether there is a limit at all.
+  void find_targets() {
+    limited_ = !options_.only_uverbs.empty() || !options_.only_pci.empty();
+    // A function brings what the selection adds for it (selection.cc): function 0 and device 0
+    // of its slot (NCCL looks an RDMA device up there) and, for a virtual function, its PF.
+    const auto add = [&](const std::string& link) {
+      const auto dir = real_path(link);
+      if (!dir || real_devices_.empty() || dir->rfind(real_devices_ + "/", 0) != 0) return;
+      const std::string rel = dir->substr(real_devices_.size() + 1);
+      const std::string bdf = basename_of(rel), parent = dirname_of(rel);
+      if (!is_bdf(bdf) || parent.empty()) return;
+      targets_.push_back(rel);
+      targets_.push_back(parent + "/" + function0_of(bdf));
+      targets_.push_back(parent + "/" + device0_of(bdf));
+      const auto pf = real_path(join(*dir, "physfn"));
+      if (pf && pf->rfind(real_devices_ + "/", 0) == 0)
+        targets_.push_back(pf->substr(real_devices_.size() + 1));
+    };
+    for (const std::string& u : options_.only_uverbs)
+      if (u.find('/') == std::string::npos)
+        add(join(sys_, "class/infiniband_verbs/" + u + "/device"));
+    for (const std::string& b : options_.only_pci)
+      if (is_bdf(b)) add(join(sys_, "bus/pci/devices/" + b));
+  }
+
+  // Whether the function or root complex at `rel` (relative to devices/) is read: always without
+  // a limit, else only when it is a target or above one.
+  bool wanted(const std::string& rel) const {
+    if (!limited_) return true;
+    for (const std::string& t : targets_)
+      if (t == rel ||
+          (t.size() > rel.size() && t.compare(0, rel.size(), rel) == 0 && t[rel.size()] == '/'))
+        return true;
+    return false;
+  }
+
   void walk_pci(const std::string& devices) {
     for (const auto& name : list_dir(devices)) {
-      if (!is_root_complex_dir(name)) continue;
+      if (!is_root_complex_dir(name) || !wanted(name)) continue;
       std::string dir = join(devices, name);
       if (is_symlink(dir) || !is_dir(dir)) continue;
       RootComplex rc;
@@ -130,12 +170,12 @@ class Capturer {
       snap_.roots.push_back(rc);
       walk_functions(dir, name);
     }
-    if (snap_.roots.empty()) omit(host_name(devices) + ": no pci* root complex found");
+    if (snap_.roots.empty() && !limited_) omit(host_name(devices) + ": no pci* root complex found");
   }
 
   void walk_functions(const std::string& dir, const std::string& rel) {
     for (const auto& name : list_dir(dir)) {
-      if (!is_bdf(name)) continue;
+      if (!is_bdf(name) || !wanted(rel + "/" + name)) continue;
       std::string sub = join(dir, name);
       if (is_symlink(sub) || !is_dir(sub)) continue;
       PciFunction f;
@@ -173,6 +213,7 @@ class Capturer {
         omit(host_name(join(bus, f.bdf)) + ": missing although " +
              host_name(join(join(sys_, "devices"), f.path)) +
              " exists; kept (built trees list it)");
+    if (limited_) return;  // the links of functions not asked for are not looked at
     for (const auto& name : listed) {
       std::string link = join(bus, name);
       auto target = real_path(link);
@@ -184,6 +225,12 @@ class Capturer {
         omit(host_name(link) + ": resolves to " + host_name(*target) +
              ", which is not in the devices/pci* tree; left out");
     }
+  }
+
+  // With a limited capture, whether `rest` (a path below the function owner_of found) lies in a
+  // function the capture did not read, below that one.
+  static bool below_unread_function(const std::string& rest) {
+    return is_bdf(rest.substr(0, rest.find('/')));
   }
 
   // The PCI function whose canonical directory contains `abs` (longest match), or nullptr.
@@ -213,6 +260,7 @@ class Capturer {
       }
       std::string rest;
       const PciFunction* f = owner_of(*dir, &rest);
+      if (limited_ && (!f || below_unread_function(rest))) continue;  // not asked for
       if (!f || rest != "infiniband/" + name) {
         omit(host_name(link) + ": not backed by a PCI function (" + host_name(*dir) +
              "), left out");
@@ -247,22 +295,27 @@ class Capturer {
       std::string pd = join(ports, pn);
       p.host_path = host_name(real_path(pd).value_or(pd));
       read_attrs(pd, std::begin(kPortAttrs), std::end(kPortAttrs), p.attrs);
-      read_table(join(pd, "gids"), p.gid_table_len, p.gids, [](const std::string& v) {
-        return trim(v) != "0000:0000:0000:0000:0000:0000:0000:0000";
-      });
-      int types_len = 0, ndevs_len = 0, pkeys_len = 0;
-      auto nonempty = [](const std::string& v) { return !trim(v).empty(); };
-      read_table(join(pd, "gid_attrs/types"), types_len, p.gid_types, nonempty);
-      read_table(join(pd, "gid_attrs/ndevs"), ndevs_len, p.gid_ndevs, nonempty);
-      read_table(join(pd, "pkeys"), pkeys_len, p.pkeys,
-                 [](const std::string& v) { return trim(v) != "0x0000"; });
-      p.pkey_table_len = pkeys_len;
-      if (types_len > p.gid_table_len || ndevs_len > p.gid_table_len)
-        p.gid_table_len = std::max(types_len, ndevs_len);
-      if (p.gid_table_len == 0) omit(host_name(pd) + "/gids: empty or missing GID table");
+      if (options_.port_tables) read_tables(pd, p);
       d.ports.push_back(std::move(p));
     }
     if (d.ports.empty()) omit(host_name(ports) + ": no ports");
+  }
+
+  // The port directory `pd`'s GID and P_Key tables.
+  void read_tables(const std::string& pd, IbPort& p) {
+    read_table(join(pd, "gids"), p.gid_table_len, p.gids, [](const std::string& v) {
+      return trim(v) != "0000:0000:0000:0000:0000:0000:0000:0000";
+    });
+    int types_len = 0, ndevs_len = 0, pkeys_len = 0;
+    auto nonempty = [](const std::string& v) { return !trim(v).empty(); };
+    read_table(join(pd, "gid_attrs/types"), types_len, p.gid_types, nonempty);
+    read_table(join(pd, "gid_attrs/ndevs"), ndevs_len, p.gid_ndevs, nonempty);
+    read_table(join(pd, "pkeys"), pkeys_len, p.pkeys,
+               [](const std::string& v) { return trim(v) != "0x0000"; });
+    p.pkey_table_len = pkeys_len;
+    if (types_len > p.gid_table_len || ndevs_len > p.gid_table_len)
+      p.gid_table_len = std::max(types_len, ndevs_len);
+    if (p.gid_table_len == 0) omit(host_name(pd) + "/gids: empty or missing GID table");
   }
 
   // Reads an index-named table directory. Entries the kernel refuses to read (EINVAL: an empty
@@ -312,6 +365,7 @@ class Capturer {
       std::string rest;
       const PciFunction* f = owner_of(*dir, &rest);
       if (!f) continue;  // virtual interface (lo, veth, bridge): nothing to carry
+      if (limited_ && below_unread_function(rest)) continue;  // not asked for
       NetDevice n;
       n.name = name;
       n.pci = f->bdf;
@@ -344,6 +398,9 @@ class Capturer {
     }
   }
 
+  CaptureOptions options_;
+  bool limited_ = false;
+  std::vector<std::string> targets_;
   std::string root_;
   std::string sys_;
   std::string real_root_;     // root_ with links resolved, to name paths as the host does
@@ -353,8 +410,8 @@ class Capturer {
 
 }  // namespace
 
-Snapshot capture(const std::string& root) {
-  return Capturer(root.empty() ? "/" : root).run();
+Snapshot capture(const std::string& root, const CaptureOptions& options) {
+  return Capturer(root.empty() ? "/" : root, options).run();
 }
 
 }  // namespace gdrproxy::sysfs

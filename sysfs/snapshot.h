@@ -93,6 +93,9 @@ struct Snapshot {
   std::vector<NumaNode> numa;
   AttrMap peer_memory;  // path under the sysfs root -> contents, only markers present on the host
   std::vector<std::string> omissions;  // what was left out and why
+  // False when captured without the ports' GID and P_Key tables (CaptureOptions): such a
+  // snapshot builds only trees with live ports and is never saved.
+  bool port_tables = true;
 
   const PciFunction* find_pci(const std::string& bdf) const;
   const IbDevice* find_ib(const std::string& name) const;

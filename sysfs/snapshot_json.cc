@@ -121,6 +121,9 @@ std::string rel_path(const json& j, const char* name, const std::string& where) 
 }  // namespace
 
 json to_json(const Snapshot& s) {
+  if (!s.port_tables)
+    throw Error("snapshot of " + s.source +
+                " was captured without its RDMA ports' GID and P_Key tables; it is not saved");
   json j;
   j["schema"] = kSnapshotSchema;
   j["version"] = s.version;

@@ -45,10 +45,13 @@ ContainerSysfs build_container_sysfs(const std::string& bundle, const ContainerG
     throw Error("the sysfs root " + o.sysfs_root + " is not a directory named sys");
   const std::string root =
       sys_dir.parent_path().empty() ? std::string("/") : sys_dir.parent_path().string();
-  const sysfs::Snapshot snap = sysfs::capture(root);
   sysfs::SelectionRequest req;
   req.gpus_given = req.nics_given = true;
   ContainerSysfs out;
+  // Only the granted devices and the functions above them are read, and not the ports' tables,
+  // which are bound live from the host (below).
+  sysfs::CaptureOptions capture_options{.port_tables = false};
+  std::vector<std::string> uverbs;
   std::vector<ProcGpu> proc_gpus;
   bool proc_read = false;
   for (const DeviceNode& n : grants.nodes) {
@@ -65,16 +68,22 @@ ContainerSysfs build_container_sysfs(const std::string& bundle, const ContainerG
                     "/driver/nvidia/gpus, so its /sys cannot be built (--no-sysfs leaves /sys "
                     "alone)");
       req.gpus.push_back(g->bdf);
+      capture_options.only_pci.push_back(g->bdf);
     } else if (n.device_class == DeviceClass::kUverbs) {
-      const sysfs::IbDevice* dev = nullptr;
-      for (const sysfs::IbDevice& d : snap.ib)
-        if (d.verbs && d.verbs->name == n.name) dev = &d;
-      if (!dev)
-        throw Error("granted " + n.name + ": no RDMA device of " + o.sysfs_root +
-                    " has that uverbs node, so its /sys cannot be built (a stand-in node? "
-                    "--no-sysfs leaves /sys alone)");
-      req.nics.push_back(dev->name);
+      uverbs.push_back(n.name);
+      capture_options.only_uverbs.push_back(n.name);
     }
+  }
+  const sysfs::Snapshot snap = sysfs::capture(root, capture_options);
+  for (const std::string& u : uverbs) {
+    const sysfs::IbDevice* dev = nullptr;
+    for (const sysfs::IbDevice& d : snap.ib)
+      if (d.verbs && d.verbs->name == u) dev = &d;
+    if (!dev)
+      throw Error("granted " + u + ": no RDMA device of " + o.sysfs_root +
+                  " has that uverbs node, so its /sys cannot be built (a stand-in node? "
+                  "--no-sysfs leaves /sys alone)");
+    req.nics.push_back(dev->name);
   }
   const sysfs::Selection sel = sysfs::select(snap, req);
   sysfs::BuildOptions bo;

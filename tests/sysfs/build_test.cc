@@ -169,5 +169,75 @@ TEST(Build, FailureLeavesNothingBehind) {
   EXPECT_TRUE(list_dir(t.path()).empty());
 }
 
+// A container's capture reads only its granted devices and the functions above them, and no port
+// tables (its ports are bound live). The tree built from it must be the tree the whole host's
+// capture gives for the same grant, entry for entry and byte for byte.
+TEST(Build, LimitedCaptureBuildsTheSameContainerTree) {
+  test::TempDir t;
+  ASSERT_TRUE(test::prepare_fixture("hgx-roce16", t / "src"));
+  const Snapshot whole = capture(t / "src");
+  std::string gpu;
+  for (const auto& f : whole.pci)
+    if (f.attrs.count("class") && f.attrs.at("class").rfind("0x0302", 0) == 0 &&
+        f.attrs.count("vendor") && f.attrs.at("vendor") == "0x10de\n")
+      gpu = f.bdf;
+  ASSERT_FALSE(gpu.empty());
+  const IbDevice* nic = whole.find_ib("mlx5_1");
+  ASSERT_TRUE(nic && nic->verbs);
+  CaptureOptions only;
+  only.port_tables = false;
+  only.only_uverbs = {nic->verbs->name, "uverbs999",
+                      "../uverbs0"};  // absent and hostile add nothing
+  only.only_pci = {gpu, "not-a-bdf"};
+  const Snapshot part = capture(t / "src", only);
+  EXPECT_TRUE(part.omissions.empty()) << part.omissions.front();
+  // mlx5_1 and, on function 0 of its slot (which the selection brings), mlx5_0.
+  ASSERT_EQ(part.ib.size(), 2u);
+  for (const IbDevice& d : part.ib) {
+    EXPECT_EQ(d.pci.substr(0, 11), nic->pci.substr(0, 11)) << d.name;
+    EXPECT_TRUE(d.ports.at(0).gids.empty()) << d.name;
+  }
+  EXPECT_LT(part.pci.size() * 4, whole.pci.size());
+  SelectionRequest r;
+  r.gpus_given = r.nics_given = true;
+  r.gpus = {gpu};
+  r.nics = {"mlx5_1"};
+  BuildOptions live{t / "whole", false};
+  live.live_ports = true;
+  build_tree(whole, select(whole, r), live);
+  live.out = t / "part";
+  build_tree(part, select(part, r), live);
+  size_t entries = 0;
+  walk(t / "whole", "", [&](const std::string& rel) {
+    ++entries;
+    const std::string a = t / "whole/" + rel, b = t / "part/" + rel;
+    ASSERT_TRUE(exists_nofollow(b)) << rel;
+    if (is_symlink(a)) {
+      EXPECT_EQ(read_link(a), read_link(b)) << rel;
+    } else if (!is_dir(a)) {
+      EXPECT_EQ(test::read_all(a), test::read_all(b)) << rel;
+    }
+  });
+  walk(t / "part", "",
+       [&](const std::string& rel) { EXPECT_TRUE(exists_nofollow(t / "whole/" + rel)) << rel; });
+  EXPECT_GT(entries, 50u);
+}
+
+// Without the port tables a snapshot builds only trees whose ports are bound live, and is never
+// saved: a tree or file with empty GID tables would look real.
+TEST(Build, SnapshotWithoutPortTablesOnlyBuildsLivePorts) {
+  test::TempDir t;
+  ASSERT_TRUE(test::prepare_fixture("hgx-roce16", t / "src"));
+  const Snapshot s = capture(t / "src", {.port_tables = false});
+  EXPECT_TRUE(s.omissions.empty()) << s.omissions.front();
+  SelectionRequest r;
+  r.nics_given = true;
+  r.nics = {"mlx5_0"};
+  EXPECT_THROW(build_tree(s, select(s, r), {t / "tree", false}), Error);
+  EXPECT_FALSE(exists_nofollow(t / "tree"));
+  EXPECT_THROW(save_snapshot(s, t / "snap.json"), Error);
+  EXPECT_FALSE(exists_nofollow(t / "snap.json"));
+}
+
 }  // namespace
 }  // namespace gdrproxy::sysfs
