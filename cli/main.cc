@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cli/completion.h"
 #include "cli/demo.h"
 #include "harness/doctor/cli.h"
 #include "netns/cli.h"
@@ -71,6 +72,7 @@ int main(int argc, char** argv) {
   gdrproxy::netns::register_commands(app, exit_code);
   gdrproxy::cli::register_demo(app, exit_code);
   gdrproxy::doctor::register_commands(app, exit_code);
+  gdrproxy::cli::register_completion(app, exit_code);
   try {
     std::vector<char*> args;
     for (auto& w : own) args.push_back(w.data());

@@ -7,7 +7,7 @@
 #     plugin's default harness path is /usr/lib/gdrproxy/gdr-harness)
 #   /etc/gdrproxy/{agent.json,runtime.json} (no device granted until the operator says so)
 #   lib/systemd/system/gdrproxy-agent.service, share/doc/gdrproxy/, share/gdrproxy/ (profiles,
-#     policies, netns profiles, the NVIDIA allowlist)
+#     policies, netns profiles, the NVIDIA allowlist), share/bash-completion/completions/gdrproxy
 include(GNUInstallDirs)
 set(GDRPROXY_ETC_DIR "/etc/gdrproxy" CACHE PATH "Where the configs go (absolute)")
 
@@ -38,6 +38,10 @@ foreach(cfg agent.json runtime.json)
       file(INSTALL \"${PROJECT_SOURCE_DIR}/configs/install/${cfg}\" DESTINATION \"${GDRPROXY_ETC_DIR}\")
     endif()")
 endforeach()
+# The bash completion, made by the built binary from its own subcommand tree (cli/CMakeLists.txt);
+# bash-completion loads it by the command's name. gdrproxy-runtime gets none: its words are the
+# OCI runtime's (runc's), not gdrproxy's.
+install(FILES ${GDRPROXY_BASH_COMPLETION} DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions)
 install(DIRECTORY configs/policy configs/netns configs/agent configs/allowlists
         DESTINATION ${CMAKE_INSTALL_DATADIR}/gdrproxy)
 install(FILES README.md docs/ARCHITECTURE.md docs/SECURITY.md docs/PERFORMANCE.md

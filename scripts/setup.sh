@@ -29,6 +29,8 @@ packages=(
   fuse3 libfuse3-dev
   # the receivers' syscalls counted (proxy.integration.receivers_leave_and_ignore_stray_signals)
   strace
+  # the shell completion's test loads the installed script through bash-completion's loader
+  bash-completion
   # the multi-node harness's tests (tests/harness/*.bats); a real Slurm with munge, the SPANK
   # headers for harness/slurm, and Debian's Open MPI for the MPI ping-pong under srun
   bats slurmctld slurmd slurm-client munge libslurm-dev openmpi-bin libopenmpi-dev

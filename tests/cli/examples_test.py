@@ -31,6 +31,8 @@ Environments (all private, nothing of the host is changed):
   cdi     `gdrproxy cdi generate ...` with its --output in a temporary directory: exit status 0
           and a JSON spec of kind gdrproxy.dev/device with an "all" device.
   demo    `gdrproxy demo`: exit status 0.
+  completion `gdrproxy completion SHELL [> FILE]`: exit status 0, and the script (written to a
+          temporary file) loaded into bash registers gdrproxy's completion.
 
 usage: examples_test.py GDRPROXY SOURCE_DIR
 """
@@ -154,6 +156,8 @@ def environment(words):
         return "hook"
     if sub == ["cdi", "generate"]:
         return "cdi"
+    if sub[:1] == ["completion"]:
+        return "completion"
     return None
 
 
@@ -395,7 +399,7 @@ def main():
     if not examples:
         sys.exit("no examples found: the extraction is broken")
     groups = {"engine": [], "node": [], "agent": [], "oci": [], "runtime": [], "hook": [],
-              "cdi": [], "demo": []}
+              "cdi": [], "demo": [], "completion": []}
     for where, ex in examples:
         env = environment(gdrproxy_words(ex))
         if env is None:
@@ -460,6 +464,20 @@ def main():
                 fail(f"[{where}] {ex}", f"exit {r.returncode}: {r.stderr[-300:]}")
             else:
                 ok(f"[{where}] {ex}", f"spec with {len(spec['devices'])} device(s)")
+        for where, ex in groups["completion"]:
+            words = gdrproxy_words(ex)
+            words = words[:words.index(">")] if ">" in words else words
+            out = os.path.join(work, "completion.sh")
+            with open(out, "w") as f:
+                r = subprocess.run([GP] + words[1:], cwd=work, stdout=f, stderr=subprocess.PIPE,
+                                   text=True, timeout=60)
+            reg = subprocess.run(["bash", "--norc", "--noprofile", "-c",
+                                  '. "$1" && complete -p gdrproxy', "_", out],
+                                 capture_output=True, text=True, timeout=60)
+            if r.returncode != 0 or reg.stdout.strip() != "complete -F _gdrproxy gdrproxy":
+                fail(f"[{where}] {ex}", f"exit {r.returncode}: {r.stderr[-300:]}{reg.stderr[-300:]}")
+            else:
+                ok(f"[{where}] {ex}", "exit 0, the script registers the completion")
         for where, ex in groups["demo"]:
             r = subprocess.run([GP, "demo"], cwd=work, capture_output=True, text=True, timeout=120)
             if r.returncode != 0:

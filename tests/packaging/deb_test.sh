@@ -3,7 +3,8 @@
 # its own (dpkg --root: this machine's packages are never touched): the binary and its
 # gdrproxy-runtime link run, the agent's unit runs the installed binary, the configs grant
 # nothing; an operator's edit of /etc/gdrproxy/agent.json survives an upgrade and a remove (its
-# configs are conffiles) and goes only with purge; nothing is left after purge.
+# configs are conffiles) and goes only with purge; nothing is left after purge. Both places the
+# bash completion the binary prints (`gdrproxy completion bash`) where bash-completion looks.
 # Also `cmake --install` into a DESTDIR twice: the second keeps the edited config.
 # Usage: deb_test.sh BUILD_DIR   (needs cpack and dpkg; 77 = skipped)
 set -uo pipefail
@@ -17,7 +18,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 DESTDIR=$WORK/dest cmake --install "$B" >"$WORK/install.log" 2>&1 || { cat "$WORK/install.log"; fail "cmake --install"; }
 P=$(sed -n 's/^CMAKE_INSTALL_PREFIX:PATH=//p' "$B/CMakeCache.txt")
 for f in "$P/bin/gdrproxy" "$P/bin/gdrproxy-runtime" "$P/lib/gdrproxy/gdr-harness" /etc/gdrproxy/agent.json \
-         /etc/gdrproxy/runtime.json "$P/lib/systemd/system/gdrproxy-agent.service"; do
+         /etc/gdrproxy/runtime.json "$P/lib/systemd/system/gdrproxy-agent.service" \
+         "$P/share/bash-completion/completions/gdrproxy"; do
   [[ -e $WORK/dest$f ]] || fail "cmake --install placed no $f"
 done
 echo '{"version": 1, "containers": [], "comment": "the operator'"'"'s"}' >"$WORK/dest/etc/gdrproxy/agent.json"
@@ -41,6 +43,8 @@ dp -i "$deb" >"$WORK/dpkg.log" 2>&1 || { cat "$WORK/dpkg.log"; fail "dpkg -i"; }
 grep -q "^ExecStart=/usr/bin/gdrproxy agent" "$R/usr/lib/systemd/system/gdrproxy-agent.service" ||
   fail "the unit does not run the installed binary"
 jq -e '.grants == []' "$R/etc/gdrproxy/runtime.json" >/dev/null || fail "the installed runtime.json grants devices"
+"$R/usr/bin/gdrproxy" completion bash | cmp - "$R/usr/share/bash-completion/completions/gdrproxy" ||
+  fail "the package's bash completion is not what its binary prints"
 [[ $(dpkg-query --admindir="$R/var/lib/dpkg" -W -f '${Conffiles}' gdrproxy | grep -c /etc/gdrproxy/) == 2 ]] ||
   fail "the configs are not conffiles"
 echo '{"version": 1, "containers": [], "comment": "the operator'"'"'s"}' >"$R/etc/gdrproxy/agent.json"
