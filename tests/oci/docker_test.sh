@@ -19,13 +19,17 @@
 #     own trace;
 #   - a device the runtime config does not grant: the shim's refusal reaches the docker CLI
 #     through runc's JSON log, as runc's own errors do.
+# gdrproxy runs as an operator installs it: `cmake --install` of the build into the test's own
+# directory (DESTDIR), the installed gdrproxy (agent, hooks), its installed gdrproxy-runtime link
+# (Docker's and ctr's runtime) and the installed etc/gdrproxy/{agent,runtime}.json, edited as an
+# operator edits them; the build tree's binary only makes the stand-in device nodes.
 # Test-rig parts, named as such: stand-in device nodes, images made offline with `docker import`
 # of a busybox rootfs, no network (--network none), the vfs storage driver.
-# Usage: docker_test.sh GDRPROXY ATTACK_CLIENT SOURCE_DIR   (root, docker.io; 77 = skipped)
+# Usage: docker_test.sh GDRPROXY ATTACK_CLIENT BUILD_DIR   (root, docker.io; 77 = skipped)
 set -uo pipefail
 GP=$(realpath "$1")
 A=$(realpath "$2")
-SRC=$(realpath "$3")
+B=$(realpath "$3")
 BENCH=$(realpath "$(dirname "$A")/../bench/ioctl_bench")
 command -v dockerd >/dev/null && [[ -x /usr/bin/docker ]] ||
   { echo "SKIP: docker.io is not installed (scripts/setup.sh installs it)"; exit 77; }
@@ -34,24 +38,38 @@ command -v dockerd >/dev/null && [[ -x /usr/bin/docker ]] ||
 oci_enter "$GP" net "$0" "$@"
 WORK=$(mktemp -d /tmp/gdrproxy-docker.XXXXXX)
 chmod 755 "$WORK"
-AGENT_PID= DOCKERD_PID=
+AGENT_PID='' DOCKERD_PID=''
 cleanup() {
   oci_dockerd_stop
-  [[ -n $AGENT_PID ]] && kill -KILL $AGENT_PID 2>/dev/null
+  [[ -n $AGENT_PID ]] && kill -KILL "$AGENT_PID" 2>/dev/null
   umount -R "$WORK" 2>/dev/null
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 ip link set lo up
 
+# The install: prefix and config directory as the build configured them, under $WORK/inst.
+DESTDIR=$WORK/inst cmake --install "$B" >"$WORK/install.log" 2>&1 || { cat "$WORK/install.log"; fail "cmake --install"; }
+BIN=$WORK/inst$(sed -n 's/^CMAKE_INSTALL_PREFIX:PATH=//p' "$B/CMakeCache.txt")/bin
+ETC=$WORK/inst$(sed -n 's/^GDRPROXY_ETC_DIR:PATH=//p' "$B/CMakeCache.txt")
+GP=$BIN/gdrproxy RT=$BIN/gdrproxy-runtime
+[[ -x $GP && $(readlink "$RT") == gdrproxy && -f $ETC/agent.json && -f $ETC/runtime.json ]] ||
+  fail "the install has no gdrproxy, gdrproxy-runtime link or etc/gdrproxy configs"
+jq -e '.grants == []' "$ETC/runtime.json" >/dev/null && jq -e '.containers == []' "$ETC/agent.json" >/dev/null ||
+  fail "the installed configs grant devices before the operator edits them"
+
 mkdir -p "$WORK/traces"
-oci_start_agent '{"version": 1, "containers": [{"match": {"id": "*"}, "grants": ["uverbs0", "uverbs1", "rdma_cm"],
-  "grants_from_metadata": true, "trace": true}]}' --trace-dir "$WORK/traces"
-jq -n --arg s "$SOCK" '{version: 1, runtime: "runc", listener: $s, grants: ["uverbs0", "uverbs1"], sysfs: false}' \
-  >"$WORK/runtime.json"
+# The operator's edits: the agent's rule (its config is the installed file), the runtime config's
+# grants and this rig's sockets (the shipped default keeps its runtime, runc).
+OCI_AGENT_CONFIG=$ETC/agent.json oci_start_agent "$(jq '.containers = [{match: {id: "*"},
+  grants: ["uverbs0", "uverbs1", "rdma_cm"], grants_from_metadata: true, trace: true}]' "$ETC/agent.json")" \
+  --trace-dir "$WORK/traces"
+[[ $(readlink "/proc/$AGENT_PID/exe") == "$GP" ]] || fail "the agent is not the installed binary"
+jq --arg s "$SOCK" '.listener = $s | .grants = ["uverbs0", "uverbs1"] | .sysfs = false' "$ETC/runtime.json" \
+  >"$WORK/rt.json" && mv "$WORK/rt.json" "$ETC/runtime.json" || fail "editing the installed runtime.json"
 # The documented daemon.json entry, with the config path as a runtime flag; `ctr run
 # --runc-binary` below gets it from containerd's environment (GDRPROXY_RUNTIME_CONFIG).
-oci_dockerd "$WORK/runtime.json"
+oci_dockerd "$ETC/runtime.json" "$RT"
 
 oci_rootfs "$WORK/skel" "$(dirname "$A")" "$(dirname "$BENCH")"
 tar -C "$WORK/skel/rootfs" -cf "$WORK/skel.tar" . && docker import "$WORK/skel.tar" gdrproxy-test:1 >/dev/null ||
@@ -86,12 +104,12 @@ docker unpause two >/dev/null && [[ $(docker inspect -f '{{.State.Status}}' two)
 docker top two >"$WORK/top.out" 2>&1 && grep -q "sleep 300" "$WORK/top.out" || { cat "$WORK/top.out"; fail "docker top"; }
 # update: this rig's cgroup2 has no cpu, memory or pids controller for docker update to set, so
 # the shim is called as containerd's shim calls it, on Docker's own runc root.
-rt=("$WORK/gdrproxy-runtime" "--gdrproxy-config=$WORK/runtime.json" --root "$WORK/exec/runtime-runc/moby"
+rt=("$RT" "--gdrproxy-config=$ETC/runtime.json" --root "$WORK/exec/runtime-runc/moby"
   --log "$WORK/rt.log" --log-format json)
 "${rt[@]}" state "$id2" | jq -e '.status == "running"' >/dev/null || fail "runc state through the shim"
 "${rt[@]}" ps --format json "$id2" | jq -e 'length >= 1' >/dev/null || fail "runc ps --format json through the shim"
 echo '{}' | "${rt[@]}" update -r - "$id2" || fail "runc update through the shim"
-"$WORK/gdrproxy-runtime" --gdrproxy-config="$WORK/runtime.json" features 2>/dev/null | jq -e .ociVersionMin >/dev/null ||
+"$RT" --gdrproxy-config="$ETC/runtime.json" features 2>/dev/null | jq -e .ociVersionMin >/dev/null ||
   fail "runc features through the shim"
 sessions() { grep -c "container $id2 ended" "$WORK/agent.log"; }
 docker restart -t 1 two >/dev/null || fail "docker restart"
@@ -137,12 +155,12 @@ done
 # 4. A device the runtime config does not grant: refused by the shim, its reason shown by docker.
 docker run --rm --runtime gdrproxy --network none --device /dev/infiniband/rdma_cm gdrproxy-test:1 true \
   >"$WORK/c3.out" 2>&1 && fail "a container asking for rdma_cm started"
-expect "$WORK/c3.out" "asks for device rdma_cm, which .*runtime.json does not grant"
+expect "$WORK/c3.out" "asks for device rdma_cm, which $ETC/runtime.json does not grant"
 grep "ended:" "$WORK/agent.log" | grep -v " 0 denied" && fail "the agent denied calls"
 # 5. containerd directly, as Kubernetes' CRI plugin drives it: the shim v2 with BinaryName.
 ctr=(timeout 60 ctr --address "$WORK/exec/containerd/containerd.sock" --namespace gdrproxy-test)
 # This rig's cgroup2 hierarchy has no cpu controller: no CPU shares (ctr's default is 1024).
-"${ctr[@]}" run --rm --rootfs --cpu-shares 0 --runc-binary "$WORK/gdrproxy-runtime" --device /dev/infiniband/uverbs1 \
+"${ctr[@]}" run --rm --rootfs --cpu-shares 0 --runc-binary "$RT" --device /dev/infiniband/uverbs1 \
   --mount "type=bind,src=$bdir,dst=$bdir,options=rbind:ro" --mount "type=bind,src=/usr/lib,dst=/usr/lib,options=rbind:ro" \
   --mount "type=bind,src=/usr/lib64,dst=/usr/lib64,options=rbind:ro" \
   --env PATH=/bin "$WORK/skel/rootfs" ctr-one sh -c "echo ib: \$(ls /dev/infiniband); $BENCH client 3 /dev/infiniband/uverbs1 >/dev/null && echo bench: ok" \

@@ -30,14 +30,16 @@ fail() { echo "FAIL: $*" >&2; [[ -f $WORK/agent.log ]] && sed 's/^/  [agent] /' 
 expect() { grep -qaE -- "$2" "$1" || { echo "--- $1:"; cat -v "$1"; fail "expected /$2/ in $1"; }; }
 
 # oci_start_agent CONFIG_JSON [AGENT OPTIONS...]: the agent on $WORK/run/agent.sock (SOCK) with
-# that config, log in $WORK/agent.log; sets AGENT_PID. Its rail sweep reads $WORK/run/rails, not
+# that config (written to $WORK/agent.json, or the file OCI_AGENT_CONFIG names), log in
+# $WORK/agent.log; sets AGENT_PID. Its rail sweep reads $WORK/run/rails, not
 # the host's /run/gdrproxy, where tests running beside it keep their journals (OCI_RAIL_STATE_DIR
 # names another: the rail hooks' test sweeps what its hooks wrote there).
 oci_start_agent() {
   SOCK=$WORK/run/agent.sock
-  printf '%s\n' "$1" >"$WORK/agent.json"
+  local config=${OCI_AGENT_CONFIG:-$WORK/agent.json}
+  printf '%s\n' "$1" >"$config"
   shift
-  "$GP" agent --socket "$SOCK" --ctl-socket "$WORK/run/agent.ctl" --config "$WORK/agent.json" \
+  "$GP" agent --socket "$SOCK" --ctl-socket "$WORK/run/agent.ctl" --config "$config" \
     --rail-state-dir "${OCI_RAIL_STATE_DIR:-$WORK/run/rails}" "$@" >"$WORK/agent.log" 2>&1 &
   AGENT_PID=$!
   local i
@@ -74,18 +76,20 @@ export OCI_LIB_BINDS
 # The docker CLI of Debian's docker.io (another may stand first in PATH), each call bounded.
 docker() { timeout "${OCI_DOCKER_TIMEOUT:-60}" /usr/bin/docker "$@"; }
 
-# oci_dockerd RUNTIME_JSON: Debian's dockerd (docker.io) with everything under $WORK (data and
-# exec roots, socket, pid file, $WORK/dockerd.log), no bridge, no iptables, the vfs storage driver,
-# and the documented daemon.json entry (README "Docker"): runtime "gdrproxy", the link
-# $WORK/gdrproxy-runtime to $GP, RUNTIME_JSON as its --gdrproxy-config runtime argument.
+# oci_dockerd RUNTIME_JSON [RUNTIME]: Debian's dockerd (docker.io) with everything under $WORK
+# (data and exec roots, socket, pid file, $WORK/dockerd.log), no bridge, no iptables, the vfs
+# storage driver, and the documented daemon.json entry (README "Docker"): runtime "gdrproxy", the
+# path RUNTIME (default: a link $WORK/gdrproxy-runtime to $GP), RUNTIME_JSON as its
+# --gdrproxy-config runtime argument.
 # containerd inherits dockerd's environment, and its shims theirs: GDRPROXY_RUNTIME_CONFIG names
 # the same file for a runtime containerd calls without arguments of its own (`ctr run
 # --runc-binary`). Exports DOCKER_HOST, sets DOCKERD_PID; fails unless dockerd answers within
 # OCI_DOCKERD_WAIT seconds (30).
 oci_dockerd() {
   export DOCKER_HOST=unix://$WORK/docker.sock
-  ln -sf "$GP" "$WORK/gdrproxy-runtime"
-  jq -n --arg p "$WORK/gdrproxy-runtime" --arg c "--gdrproxy-config=$1" \
+  local rt=${2:-$WORK/gdrproxy-runtime}
+  [[ -n ${2:-} ]] || ln -sf "$GP" "$rt"
+  jq -n --arg p "$rt" --arg c "--gdrproxy-config=$1" \
     '{runtimes: {gdrproxy: {path: $p, runtimeArgs: [$c]}}}' >"$WORK/daemon.json"
   GDRPROXY_RUNTIME_CONFIG=$1 dockerd --data-root "$WORK/data" --exec-root "$WORK/exec" --host "$DOCKER_HOST" \
     --pidfile "$WORK/dockerd.pid" --iptables=false --ip-masq=false --bridge=none --storage-driver=vfs \
@@ -102,16 +106,20 @@ oci_dockerd() {
 }
 
 # oci_dockerd_stop: removes every container of that dockerd, stops it (bounded) and the containerd
-# it started (found by its paths under $WORK).
+# it started (found by its paths under $WORK); a container the daemons left behind (they were
+# killed, or stuck) is deleted with runc itself, which runs its poststop hooks.
 oci_dockerd_stop() {
   [[ -n ${DOCKERD_PID:-} ]] || return 0
   # shellcheck disable=SC2046 # one argument per container id
   docker rm -f $(docker ps -aq) >/dev/null 2>&1
   kill "$DOCKERD_PID" 2>/dev/null
-  local i
+  local i id
   for ((i = 0; i < 100; i++)); do kill -0 "$DOCKERD_PID" 2>/dev/null || break; sleep 0.1; done
   kill -KILL "$DOCKERD_PID" 2>/dev/null
   pkill -KILL -f "containerd.*$WORK" 2>/dev/null
+  for id in $(runc --root "$WORK/exec/runtime-runc/moby" list -q 2>/dev/null); do
+    timeout 20 runc --root "$WORK/exec/runtime-runc/moby" delete -f "$id" >/dev/null 2>&1
+  done
   DOCKERD_PID=
 }
 
