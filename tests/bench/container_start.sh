@@ -1,23 +1,33 @@
 #!/usr/bin/env bash
-# Container start latency that gdrproxy adds: `runc run` of `true`, N runs each (default 20),
+# Container start and end latency that gdrproxy adds: a container running `true`, N each (default 20),
 # median wall time, plain runc against the same bundle started through `gdrproxy runtime` (the
 # shim edits config.json: profile, /dev nodes, device cgroup, and builds the synthetic /sys of
 # the grant, from a constructed HGX host), with the agent serving the listener and two veth rails
 # moved in and out by the hooks. Stand-in device nodes; the "host" is a network namespace of its
-# own. Prints both medians, the overhead and the ratio. A
-# benchmark, not a test.
-# Usage: tests/bench/container_start.sh [BUILD_DIR] [N]     (root, runc)
+# own. The bundles are on a tmpfs of the bench's own, as containerd keeps them (/run); with
+# BENCH_FS=disk they stay in /tmp, as podman's are on disk. Prints the medians of start (create +
+# start) and end (delete), the overhead, and the kernel's share of it: the same two rails moved
+# in and out by ip(8) in the same run. A benchmark, not a test.
+# Usage: [BENCH_FS=tmpfs|disk] tests/bench/container_start.sh [BUILD_DIR] [N]     (root, runc)
 set -euo pipefail
 build=$(realpath "${1:-build}")
 n=${2:-20}
+command -v runc >/dev/null || { echo "SKIP: runc is not installed (scripts/setup.sh installs it)"; exit 77; }
 if [[ -z ${GDRPROXY_BENCH_INNER:-} ]]; then
   GDRPROXY_BENCH_INNER=1 exec unshare --net "$build/gdrproxy" standin "$0" "$@"
 fi
 [[ $(stat -f -c %T /sys/fs/cgroup) == cgroup2fs ]] || mount -t cgroup2 none /sys/fs/cgroup
 work=$(mktemp -d /tmp/gdrproxy-start.XXXXXX)
-chmod 755 "$work"
 agent_pid=
-trap '[[ -n $agent_pid ]] && kill $agent_pid 2>/dev/null; umount "$work/ctr.net" 2>/dev/null; rm -rf "$work"' EXIT
+trap '[[ -n $agent_pid ]] && kill $agent_pid 2>/dev/null; umount "$work/ctr.net" 2>/dev/null
+  [[ ${BENCH_FS:-tmpfs} == tmpfs ]] && umount "$work"; rm -rf "$work"' EXIT
+# standin runs this in a mount namespace of its own: the tmpfs goes with it.
+case ${BENCH_FS:-tmpfs} in
+  tmpfs) mount -t tmpfs -o mode=755 tmpfs "$work" ;;
+  disk) ;;
+  *) echo "BENCH_FS: tmpfs or disk" >&2 && exit 2 ;;
+esac
+chmod 755 "$work"
 # shellcheck source=tests/oci/lib.sh
 . "$(dirname "$0")/../oci/lib.sh"
 oci_veth_rails
@@ -52,22 +62,59 @@ PY
 }
 ms() { echo $(($(date +%s%N) / 1000000)); }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# A container's start is `create` then `start` (the createRuntime hook moves the rails in, the
+# process runs); its end is `delete` once the process is gone (the poststop hook gives them back).
+# Through gdrproxy every verb goes through the shim, as containerd calls it.
+fail() { cat "$work/err" 2>/dev/null; echo "container_start: $*" >&2; exit 1; }
+timed() { # FILE CMD...: appends CMD's wall time in ms to $work/FILE.ms
+  local f=$1 t0
+  shift
+  t0=$(ms)
+  "$@" >/dev/null 2>"$work/err" || fail "$* failed"
+  echo $(($(ms) - t0)) >>"$work/$f.ms"
+}
+plain_rt() { runc --root "$work/runc" "$@"; }
+gdr_rt() { "$build/gdrproxy" runtime --config "$work/runtime.json" -- --root "$work/runc" "$@"; }
+up() { # RUNTIME BUNDLE ID
+  "$1" create --bundle "$2" "$3" && "$1" start "$3"
+}
+stopped() { # RUNTIME ID: waits (bounded) for the container's process to be gone
+  local j
+  for ((j = 0; j < 200; j++)); do
+    [[ $("$1" state "$2" 2>/dev/null | jq -r .status) == stopped ]] && return 0
+    sleep 0.01
+  done
+  fail "$2 did not stop"
+}
+ctr_ns() { nsenter --net="$work/ctr.net" "$@"; }
 for ((i = 0; i < n; i++)); do
   make_bundle "$work/p$i"
-  t0=$(ms); runc --root "$work/runc" run --bundle "$work/p$i" "plain-$i" >/dev/null; echo $(($(ms) - t0)) >>"$work/plain.ms"
+  timed plain_start up plain_rt "$work/p$i" "plain-$i"
+  stopped plain_rt "plain-$i"
+  timed plain_delete plain_rt delete "plain-$i"
   make_bundle "$work/g$i"
   # The rails go in through the hooks prepare writes; the shim then finds them already there.
   "$build/gdrproxy" oci prepare "$work/g$i" --grant uverbs0 --listener "$work/a.sock" --rails rail0,rail1 \
     --allow-plain-rails --no-sysfs >/dev/null
   jq 'del(.linux.seccomp)' "$work/g$i/config.json" >"$work/g$i/c.json" && mv "$work/g$i/c.json" "$work/g$i/config.json"
-  t0=$(ms)
-  "$build/gdrproxy" runtime --config "$work/runtime.json" -- --root "$work/runc" run \
-    --bundle "$work/g$i" "start-$i" >/dev/null 2>"$work/err" || { cat "$work/err"; exit 1; }
-  echo $(($(ms) - t0)) >>"$work/gdr.ms"
-  grep -q "/sys of 0 GPU(s) and 1 NIC(s)" "$work/err" || { cat "$work/err"; echo "the shim built no /sys"; exit 1; }
+  timed gdr_start up gdr_rt "$work/g$i" "start-$i"
+  grep -q "/sys of 0 GPU(s) and 1 NIC(s)" "$work/err" || fail "the shim built no /sys"
+  stopped gdr_rt "start-$i"
+  timed gdr_delete gdr_rt delete "start-$i"
+  ip -o link show rail1 | grep -q "state UP" || fail "rail1 is not back, up, after delete"
+  # The kernel's share: the same two rails moved in and back out by ip(8), no gdrproxy.
+  timed moves_in sh -c "ip link set rail0 netns $work/ctr.net && ip link set rail1 netns $work/ctr.net"
+  timed moves_out ctr_ns sh -c "ip link set rail0 netns /proc/$$/ns/net && ip link set rail1 netns /proc/$$/ns/net"
+  ip link set rail0 up && ip link set rail1 up
 done
-plain=$(median <"$work/plain.ms")
-gdr=$(median <"$work/gdr.ms")
-printf "%-34s %8s\n" "runc run true (median of $n)" "${plain} ms"
-printf "%-34s %8s\n" "gdrproxy runtime + agent + 2 rails + /sys" "${gdr} ms"
-awk -v p="$plain" -v g="$gdr" 'BEGIN { printf "%-34s %8d ms (ratio %.2f)\n", "overhead", g - p, g / p }'
+row() { printf "%-44s %6s ms %6s ms %6s ms\n" "$@"; }
+m() { median <"$work/$1.ms"; }
+ps=$(m plain_start) pd=$(m plain_delete) gs=$(m gdr_start) gd=$(m gdr_delete) mi=$(m moves_in) mo=$(m moves_out)
+echo "medians of $n; start = create + start, end = delete (after exit)"
+row "" start end both
+row "runc (baseline)" "$ps" "$pd" $((ps + pd))
+row "gdrproxy runtime + agent + 2 rails + /sys" "$gs" "$gd" $((gs + gd))
+row "overhead" $((gs - ps)) $((gd - pd)) $((gs + gd - ps - pd))
+row "  of it the kernel: 2 rails moved by ip(8)" "$mi" "$mo" $((mi + mo))
+row "  gdrproxy's own (overhead - kernel)" $((gs - ps - mi)) $((gd - pd - mo)) $((gs + gd - ps - pd - mi - mo))
+awk -v p=$((ps + pd)) -v g=$((gs + gd)) 'BEGIN { printf "ratio (both) %.2f\n", g / p }'
