@@ -2,10 +2,10 @@
 // parse_container_process_state is the only place that catches, so no exception leaves it.
 #include "proxy/agent/container_state.h"
 
+#include <boost/uuid/detail/sha1.hpp>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
-#include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -292,23 +292,25 @@ std::optional<ContainerProcessState> parse_container_process_state(std::string_v
 }
 
 std::string container_file_name(const std::string& id) {
-  std::string out;
-  bool changed = id.empty() || id[0] == '.';
-  for (char c : id) {
-    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                       c == '.' || c == '_' || c == '-';
-    out += plain ? c : '_';
-    changed = changed || !plain;
+  const auto plain = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
+  };
+  bool is_plain = !id.empty() && id[0] != '.' && id.size() <= 128;
+  for (char c : id) is_plain = is_plain && plain(c);
+  if (is_plain) return id;
+  boost::uuids::detail::sha1 sha;
+  sha.process_bytes(id.data(), id.size());
+  boost::uuids::detail::sha1::digest_type digest;
+  sha.get_digest(digest);
+  std::string out = "%";
+  char word[9];
+  for (const auto w : digest) {
+    std::snprintf(word, sizeof word, "%08x", static_cast<unsigned>(w));
+    out += word;
   }
-  if (out.size() > 128) {
-    out.resize(128);
-    changed = true;
-  }
-  if (changed) {
-    char h[20];
-    std::snprintf(h, sizeof h, "-%016zx", std::hash<std::string>{}(id));
-    out += h;
-  }
+  out += '-';
+  for (size_t i = 0; i < id.size() && i < 64; ++i) out += plain(id[i]) ? id[i] : '_';
   return out;
 }
 

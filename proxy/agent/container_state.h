@@ -66,8 +66,13 @@ std::optional<ContainerProcessState> parse_container_process_state(std::string_v
 std::optional<ContainerProcessState::RuntimeState> parse_runtime_state(std::string_view json,
                                                                        std::string& why);
 
-// A file name for a container id (trace files, hook state directories): the id where it is
-// plain, else its plain characters plus a hash; never "", ".", ".." or anything with a '/'.
+// A file name for a container id (trace files, hook state directories), one per id: the id
+// itself where it is plain (letters, digits, '.', '_', '-', not starting with '.', at most 128
+// bytes, as runtimes' ids are), else '%', the id's SHA-1 and its plain characters (up to 64).
+// A plain id never holds '%', so no id can be given another's name, and two ids that are not
+// plain share one only through a SHA-1 second preimage (a 64-bit hash of the id here once let a
+// container be named after another's hashed name, and the hash itself could be collided).
+// Never "", ".", ".." or anything with a '/'; at most 170 bytes.
 std::string container_file_name(const std::string& id);
 
 }  // namespace gdrproxy::proxy

@@ -6,6 +6,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "proxy/agent/container_state.h"
 
@@ -286,6 +287,25 @@ TEST(ContainerState, DeepNestingNeitherThrowsNorOverflows) {
   text = doc.dump();
   text.replace(text.find("\"MKNOD=/dev/null\""), 17, deep);
   EXPECT_TRUE(starts_with(refusal(text), "metadata: expected a string, got array of 1 elements"));
+}
+
+// One name per id. The name of an id that is not plain was once itself a plain id, so a container
+// could be given another's trace file and rail state directory by taking that name as its id.
+TEST(ContainerFileName, NoIdIsGivenAnothersName) {
+  EXPECT_EQ(container_file_name("4f3a9c0d2e"), "4f3a9c0d2e");
+  for (const std::string& victim : std::vector<std::string>{
+           "team/a", "..", ".", "", std::string(300, 'a'), std::string("a\0b", 3), "a b\n"}) {
+    const std::string name = container_file_name(victim);
+    EXPECT_NE(container_file_name(name), name) << name;  // the name taken as an id
+    EXPECT_EQ(name[0], '%') << name;
+    EXPECT_EQ(name.find('/'), std::string::npos) << name;
+    EXPECT_LE(name.size(), 170u);
+  }
+  EXPECT_NE(container_file_name("a/b"), container_file_name("a_b"));
+  EXPECT_NE(container_file_name("a/b"), container_file_name("a?b"));
+  EXPECT_NE(container_file_name(std::string(129, 'x')), container_file_name(std::string(130, 'x')));
+  // The SHA-1 of "a/b", as sha1sum(1) gives it.
+  EXPECT_EQ(container_file_name("a/b"), "%3ec69c85a4ff96830024afeef2d4e512181c8f7b-a_b");
 }
 
 }  // namespace
