@@ -4,6 +4,7 @@
 #include <linux/fib_rules.h>
 #include <linux/rtnetlink.h>
 
+#include <cerrno>
 #include <set>
 
 #include "netns/fault.h"
@@ -30,7 +31,7 @@ std::string bare(const std::string& prefixed) {
 
 }  // namespace
 
-void configure_link(const NlSocket& sock, const Json& iface) {
+void configure_link(const NlSocket& sock, const Json& iface, std::ostream& log) {
   const std::string name = iface.at("name");
   LinkPtr link = find_link(sock, name);
   if (!link) throw Error(name + ": not found after the move");
@@ -38,7 +39,14 @@ void configure_link(const NlSocket& sock, const Json& iface) {
   if (rtnl_link_get_mtu(link.get()) != mtu) set_mtu(sock, link.get(), mtu);
   step_done(name + ": MTU");
   int ifindex = rtnl_link_get_ifindex(link.get());
-  for (const auto& a : iface.at("addrs")) add_addr(sock, ifindex, name, a);
+  for (const auto& a : iface.at("addrs")) {
+    try {
+      add_addr(sock, ifindex, name, a);
+    } catch (const Error& e) {
+      if (e.error_code() != EACCES) throw;
+      log << "note: " << e.what() << " (IPv6 disabled in this namespace): left out\n";
+    }
+  }
   step_done(name + ": addresses");
   bool up = iface.at("up");
   if (link_is_up(link.get()) != up) set_up(sock, link.get(), up);

@@ -10,8 +10,11 @@
 
 namespace gdrproxy::netns {
 
-// MTU, addresses (in journal order) and up state of `iface` (a journal interface record).
-void configure_link(const NlSocket& sock, const Json& iface);
+// MTU, addresses (in journal order) and up state of `iface` (a journal interface record). An IPv6
+// address is left out, with a note on `log`, where IPv6 is disabled on the interface in this
+// namespace (Docker disables it in a container's namespace unless its network has IPv6): that is
+// the namespace owner's choice, and the journal keeps the address for the way back.
+void configure_link(const NlSocket& sock, const Json& iface, std::ostream& log);
 // Routes in journal order. A route whose gateway is reachable only through another journaled
 // route is retried after the others (a few passes, bounded).
 // `exist_ok` as in add_route: true for restore, false for move.

@@ -180,7 +180,7 @@ void move_rails(const MoveOptions& opts, std::ostream& log) {
       if (!link) throw Error(name + ": disappeared before it could be moved");
       move_link(hsock, link.get(), target);
       step_done(name + ": moved into " + target.describe());
-      configure_link(tsock, rec);
+      configure_link(tsock, rec, log);
       for (const auto& ibdev : rec.value("soft_roce", Json::array())) {
         const std::string dev = ibdev;
         target.run_inside([&] { ensure_soft_roce(dev, name); });

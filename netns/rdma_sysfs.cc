@@ -103,6 +103,21 @@ std::vector<RdmaNetdev> enumerate_rdma_netdevs(const std::string& sysfs_root) {
   return out;
 }
 
+std::vector<std::string> netdevs_of_verbs_node(const std::string& sysfs_root,
+                                               const std::string& uverbs) {
+  if (uverbs.empty() || uverbs.find('/') != std::string::npos || uverbs[0] == '.') return {};
+  std::string ibdev;
+  std::error_code ec;
+  for (const auto& devdir : entries(fs::path(sysfs_root) / "class" / "infiniband"))
+    if (fs::exists(devdir / "device" / "infiniband_verbs" / uverbs, ec)) ibdev = devdir.filename();
+  if (ibdev.empty()) return {};
+  std::vector<std::string> out;
+  for (const auto& d : enumerate_rdma_netdevs(sysfs_root))
+    if (d.ibdev == ibdev && std::find(out.begin(), out.end(), d.netdev) == out.end())
+      out.push_back(d.netdev);
+  return out;
+}
+
 int roce_v2_ipv4_gid_index(const RdmaNetdev& dev, const std::vector<std::string>& ipv4s) {
   int lowest = -1;
   for (const auto& g : dev.gids) {

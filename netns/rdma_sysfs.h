@@ -36,6 +36,12 @@ struct RdmaNetdev {
 // RDMA devices and gives an empty list).
 std::vector<RdmaNetdev> enumerate_rdma_netdevs(const std::string& sysfs_root);
 
+// The netdevs of the RDMA device whose verbs node is `uverbs` ("uverbs0": the device with
+// <root>/class/infiniband/<ibdev>/device/infiniband_verbs/<uverbs>), as enumerate_rdma_netdevs
+// finds them, each once; empty when no device has that node or it has no netdev (InfiniBand).
+std::vector<std::string> netdevs_of_verbs_node(const std::string& sysfs_root,
+                                               const std::string& uverbs);
+
 // The RoCE v2 IPv4 GID index of `dev`: the entry whose IPv4 is in `ipv4s` if any, else the
 // lowest RoCE v2 IPv4 entry; -1 if there is none.
 int roce_v2_ipv4_gid_index(const RdmaNetdev& dev, const std::vector<std::string>& ipv4s);

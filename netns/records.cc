@@ -175,6 +175,9 @@ void add_addr(const NlSocket& sock, int ifindex, const std::string& ifname, cons
     rtnl_addr_set_preferred_lifetime(a.get(), preferred);
   }
   int rc = rtnl_addr_add(sock.get(), a.get(), NLM_F_EXCL);
+  if (rc == -NLE_NOACCESS && family == AF_INET6)
+    throw Error(ifname + ": cannot add address " + describe(rec) + ": IPv6 is disabled on it here",
+                EACCES);
   if (rc < 0 && rc != -NLE_EXIST) throw_nl(ifname + ": cannot add address " + describe(rec), rc);
 }
 

@@ -37,7 +37,9 @@ Json capture_rules(const ObjList& rules, const std::string& ifname, const Json& 
 Json kernel_route_order(const ObjList& routes, nl_cache* links, const std::set<std::string>& names);
 
 // Ensure-present writes through `sock`. `ifname` is resolved with `links` of that namespace.
-// Each throws gdrproxy::Error naming the interface and the record on any error other than EEXIST.
+// Each throws gdrproxy::Error naming the interface and the record on any error other than EEXIST;
+// add_addr's carries EACCES when the kernel refuses an IPv6 address because IPv6 is disabled on
+// the interface there (disable_ipv6: the only reason ipv6_add_addr gives EACCES).
 void add_addr(const NlSocket& sock, int ifindex, const std::string& ifname, const Json& rec);
 // With exist_ok false, a route with the same key (table, prefix, tos, metric) that already
 // exists is an error: `move` must not mistake someone else's route in the target for its own.

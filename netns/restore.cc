@@ -217,7 +217,7 @@ void readdress_in_order(const NlSocket& hsock, const Json& ifaces, const Json& w
       }
       if (had) log << name << ": re-addressed to restore the original route order\n";
     }
-    configure_link(hsock, *rec);
+    configure_link(hsock, *rec, log);
   }
 }
 

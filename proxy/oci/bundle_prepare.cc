@@ -103,12 +103,18 @@ std::string prepare_bundle(const std::string& bundle, const PrepareOptions& o) {
         {"args",
          {"gdrproxy", "hook", "create-runtime", "--rails", rails, "--profile", o.rail_profile}}};
     if (o.allow_plain_rails) create["args"].push_back("--allow-plain-rails");
+    json poststop = {{"path", self}, {"args", {"gdrproxy", "hook", "poststop"}}};
+    if (o.rail_state_dir)
+      for (json* h : {&create, &poststop}) {
+        (*h)["args"].push_back("--state-dir");
+        (*h)["args"].push_back(*o.rail_state_dir);
+      }
     json& hooks = config["hooks"];
     if (!hooks.is_object()) hooks = json::object();
     for (const char* k : {"createRuntime", "poststop"})
       if (!hooks[k].is_array()) hooks[k] = json::array();
     hooks["createRuntime"].push_back(create);
-    hooks["poststop"].push_back({{"path", self}, {"args", {"gdrproxy", "hook", "poststop"}}});
+    hooks["poststop"].push_back(poststop);
   }
 
   const std::string tmp = path + ".gdrproxy-tmp";

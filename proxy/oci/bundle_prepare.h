@@ -25,6 +25,8 @@ struct PrepareOptions {
   std::vector<std::string> rails;
   std::string rail_profile = "multirail";
   bool allow_plain_rails = false;  // rails without an RDMA device (test rigs)
+  // Where the hooks keep their journals (`gdrproxy hook ... --state-dir`); unset: their default.
+  std::optional<std::string> rail_state_dir;
   // The synthetic /sys of the granted devices, as spec mounts (see container_sysfs.h); nullopt
   // leaves the bundle's /sys as it is.
   std::optional<ContainerSysfsOptions> sysfs = ContainerSysfsOptions{};

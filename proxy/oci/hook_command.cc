@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -91,6 +92,62 @@ std::string process_start_time(pid_t pid) {
   return {};
 }
 
+// The path the journal names the container's network namespace by, for poststop to find it
+// again: the bundle's own network namespace path when it has one (a pinned namespace outlives
+// the container, and with it the virtual rails in it); "" when it names none.
+std::string bundle_netns_path(const ContainerProcessState::RuntimeState& st, int nsfd) {
+  if (st.bundle.empty()) return {};
+  std::ifstream in(st.bundle + "/config.json");
+  const auto j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.contains("linux") || !j["linux"].contains("namespaces") ||
+      !j["linux"]["namespaces"].is_array())
+    return {};
+  for (const auto& ns : j["linux"]["namespaces"]) {
+    if (!ns.is_object() || ns.value("type", "") != "network" || !ns.contains("path") ||
+        !ns["path"].is_string())
+      continue;
+    const std::string path = ns["path"].get<std::string>();
+    struct stat want {
+    }, got{};
+    if (::fstat(nsfd, &want) == 0 && ::stat(path.c_str(), &got) == 0 && want.st_dev == got.st_dev &&
+        want.st_ino == got.st_ino)
+      return path;
+    throw Error("container " + printable(st.id) + ": its bundle names network namespace " +
+                printable(path) + ", but its process is in another one");
+  }
+  return {};
+}
+
+// A bundle that names no network namespace path gets its namespace pinned beside the journal (a
+// bind mount of the namespace file, NAME.netns for NAME.journal), and the rails go there by that
+// path: it outlives the container's processes until poststop, `poststop --id` or the sweep has
+// given the rails back. /proc/<pid>/ns/net would not do: Docker names no path (libnetwork's
+// prestart hook pins the namespace and releases it only after the runtime's delete, so at
+// poststop the rails sit in a namespace that no process and no journaled path leads to; when
+// libnetwork lets it go, a virtual rail dies and a physical one falls back, unconfigured, to the
+// initial namespace), and ctr or plain runc pin nothing (a virtual rail dies with the namespace
+// when its last process exits). The pin is a mount in the runtime's mount namespace, where the
+// hooks and the agent's sweep run.
+std::string pin_of(const std::string& journal) {
+  return journal.substr(0, journal.size() - std::string(".journal").size()) + ".netns";
+}
+
+void pin_netns(int nsfd, const std::string& pin) {
+  const UniqueFd f(::open(pin.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!f) throw_errno("cannot make " + pin, errno);
+  const std::string source = "/proc/self/fd/" + std::to_string(nsfd);
+  if (::mount(source.c_str(), pin.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+    const int e = errno;
+    ::unlink(pin.c_str());
+    throw_errno("cannot pin the network namespace at " + pin, e);
+  }
+}
+
+void unpin_netns(const std::string& pin) {
+  ::umount2(pin.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW);
+  ::unlink(pin.c_str());
+}
+
 // Restores every journal in a container's directory; removes the directory when all are done.
 int restore_dir(const std::string& dir) {
   std::error_code ec;
@@ -105,36 +162,11 @@ int restore_dir(const std::string& dir) {
   }
   int problems = 0;
   for (const std::string& j : journals) problems += netns::restore_command(j, std::cerr);
-  if (problems == 0) std::filesystem::remove_all(dir, ec);
-  return problems;
-}
-
-// The path the journal names the container's network namespace by, for poststop to find it
-// again: the bundle's own network namespace path when it has one (a pinned namespace outlives
-// the container, and with it the virtual rails in it), else /proc/<pid>/ns/net (gone with the
-// container; physical NICs then return to the initial namespace, where restore finds them).
-std::string stable_target(const ContainerProcessState::RuntimeState& st, int nsfd) {
-  const std::string proc_path = "/proc/" + std::to_string(st.pid) + "/ns/net";
-  if (st.bundle.empty()) return proc_path;
-  std::ifstream in(st.bundle + "/config.json");
-  const auto j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.contains("linux") || !j["linux"].contains("namespaces") ||
-      !j["linux"]["namespaces"].is_array())
-    return proc_path;
-  for (const auto& ns : j["linux"]["namespaces"]) {
-    if (!ns.is_object() || ns.value("type", "") != "network" || !ns.contains("path") ||
-        !ns["path"].is_string())
-      continue;
-    const std::string path = ns["path"].get<std::string>();
-    struct stat want {
-    }, got{};
-    if (::fstat(nsfd, &want) == 0 && ::stat(path.c_str(), &got) == 0 && want.st_dev == got.st_dev &&
-        want.st_ino == got.st_ino)
-      return path;
-    throw Error("container " + printable(st.id) + ": its bundle names network namespace " +
-                printable(path) + ", but its process is in another one");
-  }
-  return proc_path;
+  if (problems != 0) return problems;  // pins stay, for the next try to find the rails in
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.path().extension() == ".netns") unpin_netns(e.path().string());
+  std::filesystem::remove_all(dir, ec);
+  return 0;
 }
 
 int create_runtime(const HookArgs& a) {
@@ -186,16 +218,27 @@ int create_runtime(const HookArgs& a) {
                      : ""));
   cfd.reset();
   netns::MoveOptions m;
-  m.target_path = stable_target(st, ns.get());
   m.ifaces = a.rails;
   m.profile = a.profile;
   m.journal = dir + "/netns-" + rails + ".journal";
+  m.target_path = bundle_netns_path(st, ns.get());
+  const bool pinned = m.target_path.empty();
+  if (pinned) {
+    m.target_path = pin_of(m.journal);
+    try {
+      pin_netns(ns.get(), m.target_path);
+    } catch (...) {
+      ::unlink(claim.c_str());
+      throw;
+    }
+  }
   std::vector<netns::RdmaNetdev> backing;  // which rails back an RDMA device, read before the move
   try {
     backing = netns::enumerate_rdma_netdevs("/sys");
     netns::move_rails(m, std::cerr);
   } catch (...) {
     // move_rails rolled back; nothing is left to give back.
+    if (pinned) unpin_netns(m.target_path);
     ::unlink(claim.c_str());
     throw;
   }
@@ -235,6 +278,7 @@ int create_runtime(const HookArgs& a) {
     netns::restore_command(m.journal, std::cerr);
     ::unlink(m.journal.c_str());
     ::unlink((m.journal + ".done").c_str());
+    if (pinned) unpin_netns(m.target_path);
     ::unlink(claim.c_str());
     throw Error(who + ": " + problem + "; rails given back");
   }

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "netns/rdma_sysfs.h"
 #include "proxy/base/error.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/oci/bundle_prepare.h"
@@ -36,6 +38,12 @@ struct ShimConfig {
   std::optional<std::string> base, metadata;
   bool sysfs = true;                // a synthetic /sys of the granted devices
   std::string sysfs_root = "/sys";  // the host's sysfs (test rigs: a constructed one)
+  // "rails": true moves the RoCE netdevs of each granted RDMA device (read under sysfs_root)
+  // into the container by createRuntime/poststop hooks, as a CDI spec's device does.
+  bool rails = false;
+  std::string rail_profile = "multirail";
+  bool allow_plain_rails = false;             // the netdevs need not back an RDMA device (rigs)
+  std::optional<std::string> rail_state_dir;  // the hooks' journals; unset: their default
   bool found = false;
 };
 
@@ -48,7 +56,8 @@ ShimConfig load_config(const std::string& path) {
   if (j.is_discarded() || !j.is_object()) bad("not a JSON object");
   for (const auto& [k, v] : j.items())
     if (k != "version" && k != "runtime" && k != "listener" && k != "grants" && k != "base" &&
-        k != "metadata" && k != "sysfs" && k != "sysfs_root" && k != "comment" &&
+        k != "metadata" && k != "sysfs" && k != "sysfs_root" && k != "comment" && k != "rails" &&
+        k != "rail_profile" && k != "allow_plain_rails" && k != "rail_state_dir" &&
         // Kept for existing files: pidfd_getfd is always trapped now, and the agent's rule
         // decides whether it is brokered, so this key has no effect.
         k != "broker_pidfd_getfd")
@@ -71,11 +80,17 @@ ShimConfig load_config(const std::string& path) {
       c.grants.push_back(g.get<std::string>());
     }
   }
-  if (j.contains("sysfs")) {
-    if (!j["sysfs"].is_boolean()) bad("sysfs: expected true or false");
-    c.sysfs = j["sysfs"].get<bool>();
-  }
+  auto boolean = [&](const char* k, bool& out) {
+    if (!j.contains(k)) return;
+    if (!j[k].is_boolean()) bad(std::string(k) + ": expected true or false");
+    out = j[k].get<bool>();
+  };
+  boolean("sysfs", c.sysfs);
   str("sysfs_root", c.sysfs_root);
+  boolean("rails", c.rails);
+  str("rail_profile", c.rail_profile);
+  boolean("allow_plain_rails", c.allow_plain_rails);
+  if (j.contains("rail_state_dir")) c.rail_state_dir = (str("rail_state_dir", s), s);
   c.found = true;
   return c;
 }
@@ -179,6 +194,15 @@ int run_runtime_shim(const ShimOptions& o, const std::vector<std::string>& runti
         p.sysfs->sysfs_root = config.sysfs_root;
       else
         p.sysfs.reset();
+      if (config.rails) {
+        for (const std::string& name : asked)
+          for (const std::string& netdev : netns::netdevs_of_verbs_node(config.sysfs_root, name))
+            if (std::find(p.rails.begin(), p.rails.end(), netdev) == p.rails.end())
+              p.rails.push_back(netdev);
+        p.rail_profile = config.rail_profile;
+        p.allow_plain_rails = config.allow_plain_rails;
+        p.rail_state_dir = config.rail_state_dir;
+      }
       p.base = config.base;
       p.profile.listener_path = config.listener;
       p.profile.metadata = config.metadata;

@@ -5,7 +5,9 @@
 // every other verb passes through untouched. The idea not to miss: the grant set is the devices
 // the container already asks for in linux.devices (what --device or CDI put there), each of which
 // must be within the operator's /etc/gdrproxy/runtime.json; a device outside it stops the
-// container before the runtime starts, and annotations are never read.
+// container before the runtime starts, and annotations are never read. With "rails": true the
+// RoCE netdevs of each granted RDMA device go with it, moved in and given back by the rail hooks
+// (hook_command.h), so an engine without CDI (Docker 20.10) gets them as podman does from a spec.
 #pragma once
 
 #include <optional>

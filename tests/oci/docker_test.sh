@@ -15,6 +15,14 @@
 #   - docker pause/unpause, top and the shim called as containerd calls it (state, ps --format
 #     json, update, features) pass through to runc;
 #   - docker restart, stop, kill and rm -f end the container's session in the agent;
+#   - rails: a container granted uverbs0 gets two veth rails (the runtime config's "rails", the
+#     netdevs of uverbs0's device in a constructed sysfs) moved into its network namespace by the
+#     createRuntime hook the shim writes; after docker stop, kill, rm -f and restart (whose stop
+#     half gives them back, or its start could not move them in again), and after a `ctr run`
+#     container, the host's addresses, routes, rules and the rails' sysctls read back as before
+#     and the hooks' state directory holds nothing. Docker names no network namespace path in
+#     the bundle (libnetwork's prestart hook pins the namespace, and releases it only after the
+#     runtime's delete), ctr none at all: the hook pins it itself, so poststop finds the rails;
 #   - two containers at once with different grants: each refused the other's node, each with its
 #     own trace;
 #   - a device the runtime config does not grant: the shim's refusal reaches the docker CLI
@@ -58,6 +66,36 @@ GP=$BIN/gdrproxy RT=$BIN/gdrproxy-runtime
 jq -e '.grants == []' "$ETC/runtime.json" >/dev/null && jq -e '.containers == []' "$ETC/agent.json" >/dev/null ||
   fail "the installed configs grant devices before the operator edits them"
 
+# Two veth rails (this test's network namespace is the host) and a constructed sysfs in which
+# they are the netdevs of uverbs0's RDMA device (test rig: a veth backs no RDMA device, hence
+# allow_plain_rails below).
+oci_veth_rails
+d=$WORK/rsys/class/infiniband/rxe_rails
+mkdir -p "$d/ports/1" "$d/device/infiniband_verbs/uverbs0" "$d/device/net/rail0" "$d/device/net/rail1"
+settle() { for i in $(seq 50); do [[ -z $(ip -6 addr show tentative) ]] && break; sleep 0.1; done; }
+host_net() {
+  settle
+  ip -d addr show
+  ip route show table all | sort  # the set of routes; the kernel orders its own link-local ones by when a link came up
+  ip rule show
+  sysctl -a 2>/dev/null | grep -E '\.rail[01]\.' | sort
+}
+host_net >"$WORK/net.before"
+STATE=$WORK/run/rails  # the hooks' journals: the directory the agent sweeps (lib.sh)
+# rails_back WHEN: the host's network reads back as before, and the hooks keep nothing.
+rails_back() {
+  host_net >"$WORK/net.after"
+  diff -u "$WORK/net.before" "$WORK/net.after" || fail "after $1, the host's network differs from before"
+  [[ -z $(ls -A "$STATE" 2>/dev/null) ]] || fail "after $1, the rail state directory holds: $(ls -A "$STATE")"
+}
+# rails_in CONTAINER WHEN: both rails, configured, in the container, and not on the host.
+rails_in() {
+  docker exec "$1" ip -o -4 addr show >"$WORK/$1.addr" 2>&1
+  expect "$WORK/$1.addr" "rail0 +inet 198\.51\.100\.10/24"
+  expect "$WORK/$1.addr" "rail1 +inet 198\.51\.100\.11/24"
+  ip link show rail0 >/dev/null 2>&1 && fail "after $2, rail0 is still on the host"
+}
+
 mkdir -p "$WORK/traces"
 # The operator's edits: the agent's rule (its config is the installed file), the runtime config's
 # grants and this rig's sockets (the shipped default keeps its runtime, runc).
@@ -65,7 +103,8 @@ OCI_AGENT_CONFIG=$ETC/agent.json oci_start_agent "$(jq '.containers = [{match: {
   grants: ["uverbs0", "uverbs1", "rdma_cm"], grants_from_metadata: true, trace: true}]' "$ETC/agent.json")" \
   --trace-dir "$WORK/traces"
 [[ $(readlink "/proc/$AGENT_PID/exe") == "$GP" ]] || fail "the agent is not the installed binary"
-jq --arg s "$SOCK" '.listener = $s | .grants = ["uverbs0", "uverbs1"] | .sysfs = false' "$ETC/runtime.json" \
+jq --arg s "$SOCK" --arg sys "$WORK/rsys" --arg st "$STATE" '.listener = $s | .grants = ["uverbs0", "uverbs1"] |
+  .sysfs = false | .rails = true | .sysfs_root = $sys | .allow_plain_rails = true | .rail_state_dir = $st' "$ETC/runtime.json" \
   >"$WORK/rt.json" && mv "$WORK/rt.json" "$ETC/runtime.json" || fail "editing the installed runtime.json"
 # The documented daemon.json entry, with the config path as a runtime flag; `ctr run
 # --runc-binary` below gets it from containerd's environment (GDRPROXY_RUNTIME_CONFIG).
@@ -128,7 +167,23 @@ docker rm -f two >/dev/null || fail "docker rm -f"
 for i in $(seq 50); do [[ $(sessions) -ge 4 ]] && break; sleep 0.1; done
 [[ $(sessions) == 4 ]] || fail "restart, stop, kill and rm -f ended $(sessions) sessions, not 4"
 
-# 3. Two containers at once with different grants: each runs calls on its own node, is refused
+# 3. Rails, whichever way Docker ends the container.
+"${run[@]}" -d --name rails --device /dev/infiniband/uverbs0 gdrproxy-test:1 sleep 300 >/dev/null || fail "docker run -d rails"
+rails_in rails "docker run"
+docker stop -t 1 rails >/dev/null || fail "docker stop rails"
+rails_back "docker stop"
+docker start rails >/dev/null || fail "docker start rails"
+rails_in rails "docker start"
+docker kill rails >/dev/null && docker wait rails >/dev/null || fail "docker kill rails"
+rails_back "docker kill"
+docker start rails >/dev/null || fail "docker start rails after kill"
+docker restart -t 1 rails >/dev/null || fail "docker restart rails"
+rails_in rails "docker restart"
+[[ $(ls "$STATE" | wc -l) == 1 ]] || fail "after docker restart, the rail state directory holds: $(ls "$STATE")"
+docker rm -f rails >/dev/null || fail "docker rm -f rails"
+rails_back "docker rm -f"
+
+# 4. Two containers at once with different grants: each runs calls on its own node, is refused
 # the other's (made by its number with Docker's CAP_MKNOD: the device cgroup says no), and has
 # its own trace.
 for n in 0 1; do
@@ -151,21 +206,25 @@ for n in 0 1; do
   other=$(jq -s "[.[] | select(.device == \"uverbs$((1 - n))\")] | length" "$WORK/traces/$gid.jsonl")
   [[ $own -ge 3 && $other == 0 ]] || fail "g$n's trace: $own calls on uverbs$n, $other on the other node"
 done
+rails_back "g0 (granted uverbs0, so given the rails) ended"
 
-# 4. A device the runtime config does not grant: refused by the shim, its reason shown by docker.
+# 5. A device the runtime config does not grant: refused by the shim, its reason shown by docker.
 docker run --rm --runtime gdrproxy --network none --device /dev/infiniband/rdma_cm gdrproxy-test:1 true \
   >"$WORK/c3.out" 2>&1 && fail "a container asking for rdma_cm started"
 expect "$WORK/c3.out" "asks for device rdma_cm, which $ETC/runtime.json does not grant"
 grep "ended:" "$WORK/agent.log" | grep -v " 0 denied" && fail "the agent denied calls"
-# 5. containerd directly, as Kubernetes' CRI plugin drives it: the shim v2 with BinaryName.
+# 6. containerd directly, as Kubernetes' CRI plugin drives it: the shim v2 with BinaryName. The
+# container, granted uverbs0, gets the rails in a network namespace ctr makes and names nowhere.
 ctr=(timeout 60 ctr --address "$WORK/exec/containerd/containerd.sock" --namespace gdrproxy-test)
 # This rig's cgroup2 hierarchy has no cpu controller: no CPU shares (ctr's default is 1024).
-"${ctr[@]}" run --rm --rootfs --cpu-shares 0 --runc-binary "$RT" --device /dev/infiniband/uverbs1 \
+"${ctr[@]}" run --rm --rootfs --cpu-shares 0 --runc-binary "$RT" --device /dev/infiniband/uverbs0 \
   --mount "type=bind,src=$bdir,dst=$bdir,options=rbind:ro" --mount "type=bind,src=/usr/lib,dst=/usr/lib,options=rbind:ro" \
   --mount "type=bind,src=/usr/lib64,dst=/usr/lib64,options=rbind:ro" \
-  --env PATH=/bin "$WORK/skel/rootfs" ctr-one sh -c "echo ib: \$(ls /dev/infiniband); $BENCH client 3 /dev/infiniband/uverbs1 >/dev/null && echo bench: ok" \
+  --env PATH=/bin "$WORK/skel/rootfs" ctr-one sh -c "echo ib: \$(ls /dev/infiniband); $BENCH client 3 /dev/infiniband/uverbs0 >/dev/null && echo bench: ok; ip -o -4 addr show" \
   >"$WORK/c4.out" 2>&1 || { cat "$WORK/c4.out"; fail "ctr run exit $?"; }
-expect "$WORK/c4.out" "^ib: uverbs1$"
+expect "$WORK/c4.out" "^ib: uverbs0$"
 expect "$WORK/c4.out" "^bench: ok$"
+expect "$WORK/c4.out" "rail0 +inet 198\.51\.100\.10/24"
 expect "$WORK/agent.log" "container ctr-one ended: [1-9][0-9]* ioctl"
-echo "PASS: docker and containerd with the runtime shim: devices, Docker's profile, exec, restart/stop/kill/rm -f, two containers apart, refusal shown, ctr run"
+rails_back "ctr run --rm"
+echo "PASS: docker and containerd with the runtime shim, installed: devices, Docker's profile, exec, restart/stop/kill/rm -f, rails given back each time, two containers apart, refusal shown, ctr run with rails"
