@@ -120,6 +120,15 @@ bundle shim-4 uverbs0
 expect "$WORK/4.out" "granted uverbs0: no RDMA device of /sys has that uverbs node.*not starting the container"
 $RT --root "$WORK/rt" state "$C4" >/dev/null 2>&1 && fail "$RT created $C4 anyway"
 
+# A mistyped rails key stops the container before the runtime runs, naming the key.
+for bad in '.rails = "yes"' '.rail_state_dir = 1' '.allow_plain_rails = 1'; do
+  jq "$bad" "$WORK/runtime.json" >"$WORK/runtime-bad.json"
+  "$GP" runtime --config "$WORK/runtime-bad.json" -- --root "$WORK/rt" run --bundle "$WORK/shim-2" "$C2" \
+    >"$WORK/5.out" 2>&1 && fail "runtime.json with $bad was accepted"
+  key=${bad#.}
+  expect "$WORK/5.out" "runtime-bad.json: ${key%% *}: expected .*not starting the container"
+done
+
 # Other verbs pass through untouched.
 "$GP" runtime --runtime "$RT" -- --root "$WORK/rt" list >"$WORK/3.out" 2>&1 || { rc=$?; cat "$WORK/3.out"; fail "list exit $rc"; }
 expect "$WORK/3.out" "^(ID|NAME) +PID +STATUS"
