@@ -50,6 +50,7 @@
 #include "proxy/decode/uverbs_decoder.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/devices/nvidia_gpus.h"
+#include "proxy/engine/clock.h"
 #include "proxy/engine/denial_log.h"
 #include "proxy/engine/process_info.h"
 #include "proxy/engine/seccomp_notify.h"
@@ -64,26 +65,6 @@ namespace gdrproxy::proxy {
 namespace {
 
 namespace asio = boost::asio;
-
-uint64_t monotonic_ns() {
-  timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return uint64_t(t.tv_sec) * 1000000000ull + uint64_t(t.tv_nsec);
-}
-
-// CLOCK_MONOTONIC as of the last tick: never ahead of monotonic_ns(), behind it by less than a
-// tick, and read without the clock source (a few ns where monotonic_ns() costs 20-50).
-uint64_t coarse_monotonic_ns() {
-  timespec t;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
-  return uint64_t(t.tv_sec) * 1000000000ull + uint64_t(t.tv_nsec);
-}
-
-double wall_seconds() {
-  timespec t;
-  clock_gettime(CLOCK_REALTIME, &t);
-  return double(t.tv_sec) + double(t.tv_nsec) / 1e9;
-}
 
 // "Some rdma_cm device": a marked rdma_cm fd whose write was seen after the fd was closed.
 const DeviceNode kAnyRdmaCm{"/dev/infiniband/rdma_cm", "rdma_cm", DeviceClass::kRdmaCm, 0, true};
@@ -133,18 +114,6 @@ ClassGrants class_grants(const DeviceCatalog& catalog, const Grants& grants, Dev
   return g;
 }
 
-// A call no decoder names (an ungranted device's, another driver's, one refused in the kernel):
-// its class and request, named IOCTL_0x<request>.
-DecodedCall undecoded_call(DeviceClass cls, uint32_t cmd) {
-  DecodedCall call;
-  call.device_class = cls;
-  call.cmd = cmd;
-  char name[32];
-  std::snprintf(name, sizeof name, "IOCTL_0x%08x", cmd);
-  call.name = name;
-  return call;
-}
-
 }  // namespace
 
 bool every_gpu_granted(const DeviceCatalog& catalog, const Grants& grants) {
@@ -155,29 +124,17 @@ bool every_gpu_granted(const DeviceCatalog& catalog, const Grants& grants) {
   return true;
 }
 
-// What an ioctl's argument says, read from the caller's memory: the decoded call and, for a
-// dma-buf registration the policy restricts, the dma-buf's provenance. Both reads can block on
-// the tenant (its argument may lie in a mapping of a hung FUSE file; the dma-buf fd may be such a
-// file); everything the policy then judges comes from here.
-struct IoctlReading {
-  DecodedCall call;
-  std::optional<DmabufVerdict> dmabuf;
-  // Everything read came from the trap copy (the device and the argument's bytes, copied in the
-  // caller's own context while it waited in this notification): nothing to re-validate.
-  bool from_trap_copy_only = false;
-};
-
 Session::Session(Engine& engine, SessionConfig config)
     : engine_(engine),
       config_(std::move(config)),
       catalog_held_(engine.current_catalog()),
       catalog_(*catalog_held_),
-      broker_(catalog_, config_.grants, config_.policy.open_errno(), &engine.live_catalog()),
+      inputs_(catalog_, engine.live_catalog(), config_.grants, config_.policy.open_errno(),
+              engine.nvidia()),
       log_prefix_(config_.name.empty() ? "gdrproxy: "
                                        : "gdrproxy: [" + printable(config_.name) + "] "),
       release_timer_(io_),
       sweep_(io_) {
-  reading_ = std::make_unique<IoctlReading>();
   UniqueFd hangups(::epoll_create1(EPOLL_CLOEXEC));
   if (!hangups) throw_errno("cannot create the epoll set that sees listeners hang up", errno);
   hangups_ = std::make_unique<asio::posix::stream_descriptor>(io_, hangups.release());
@@ -187,15 +144,28 @@ Session::Session(Engine& engine, SessionConfig config)
     json_out_ = std::make_unique<JsonTraceWriter>(std::move(f));
   }
   setup_nvidia();
-  all_gpus_granted_ = every_gpu_granted(catalog_, config_.grants);
   setup_kernel_judgement();
-  const ClassPolicy* uverbs = config_.policy.class_policy(DeviceClass::kUverbs);
-  if (uverbs) dmabuf_exporters_ = uverbs->dmabuf_exporters;
   if (tracing()) {
     std::string why;
     observer_ = engine_.observer(why);
     if (!observer_) note("results of allowed calls will not be shown (" + why + ")");
   }
+  CallHandlerSetup h{config_.policy, config_.grants};
+  h.mode = config_.mode;
+  h.nvidia_enforced = nv_enforce_;
+  h.tracing = tracing();
+  h.observed = observer_ != nullptr;
+  h.broker_pidfd_getfd = config_.broker_pidfd_getfd;
+  h.nvidia_abi = engine_.nvidia().abi;
+  h.nvidia_version_known = engine_.nvidia().version.has_value();
+  h.nvidia_major = engine_.nvidia().major;
+  h.all_gpus_granted = every_gpu_granted(catalog_, config_.grants);
+  h.unread_uvm = std::move(unread_uvm_);
+  h.unread_frontend = std::move(unread_frontend_);
+  if (const ClassPolicy* uverbs = config_.policy.class_policy(DeviceClass::kUverbs))
+    h.dmabuf_exporters = uverbs->dmabuf_exporters;
+  h.next_seq = [&engine = engine_] { return engine.next_seq(); };
+  handler_.emplace(std::move(h), inputs_.inputs());
   arm_sweep();
   watch_hangups();
   id_ = engine_.attach(this);  // last: a constructor that throws leaves no route behind
@@ -276,7 +246,7 @@ void Session::say_lsm_refusals() {
 // The judge refused in the kernel and the caller has its EPERM already: this line follows the
 // call instead of preceding whatever the caller prints (the supervisor's own refusals precede).
 void Session::say_lsm_refusal(const IoctlLsm::Refusal& f) {
-  const DeviceNode* node = device(f.rdev);
+  const DeviceNode* node = inputs_.device(f.rdev);
   const std::string number = std::to_string(major(f.rdev)) + ":" + std::to_string(minor(f.rdev));
   const std::string device = node ? node->name : "char device " + number;
   std::string reason;
@@ -509,6 +479,7 @@ GDRPROXY_HOT void Session::receive(Listener& l) {
       }
       std::lock_guard<std::mutex> lock(mu_);
       nfd_ = l.fd.get();
+      inputs_.set_listener(nfd_);
       handle(req);
     } catch (const std::exception& e) {
       note(std::string("internal error in a receiver, serving on: ") + e.what());
@@ -785,8 +756,13 @@ SessionStats Session::stats_here() const {
   s.deadline_failures = deadline_failures_;
   s.degraded = degraded_;
   s.stuck = inflight_.stuck();
-  s.denied = denials_.total();
-  s.repeated_denials = denials_.repeats();
+  const CallCounts& c = handler_->counts();
+  s.allowed_unread = c.allowed_unread;
+  s.trap_copies_used = c.trap_copies_used;
+  s.trap_copies_missed = c.trap_copies_missed;
+  s.trap_copies_torn = c.trap_copies_torn;
+  s.denied = handler_->denials().total();
+  s.repeated_denials = handler_->denials().repeats();
   s.observer_lost = observer_ ? observer_->lost() : 0;
   s.observer_skipped = observer_ ? observer_->skipped() : 0;
   s.fds_watched = watched_fds_.size();
@@ -887,30 +863,6 @@ void Session::print_summary(bool with_stats) const {
                              : ""));
 }
 
-const ProcessIdentity& Session::identity(pid_t tid) {
-  struct stat st {};
-  ::stat(("/proc/" + std::to_string(tid)).c_str(), &st);
-  auto it = identities_.find(tid);
-  if (it == identities_.end() || it->second.first != st.st_ino) {
-    if (identities_.size() > 4096) identities_.clear();
-    it = identities_.insert_or_assign(tid, std::make_pair(st.st_ino, read_process_identity(tid)))
-             .first;
-  }
-  return it->second.second;
-}
-
-TraceRecord Session::begin_record(const seccomp_notif& req, const char* syscall, bool who_at_exit) {
-  TraceRecord r;
-  r.seq = engine_.next_seq();
-  r.wall_time = wall_seconds();
-  if (who_at_exit)
-    r.who.host_tid = req.pid;  // the rest comes with the exit event (host_tgid 0 until then)
-  else
-    r.who = identity(static_cast<pid_t>(req.pid));
-  r.syscall = syscall;
-  return r;
-}
-
 // The caller as the observer saw it at its syscall's exit, in its own context. Its "host" ids are
 // the supervisor's pid namespace's, as the observer reports them.
 ProcessIdentity Session::identity_at_exit(const gdrproxy_exit_event& e) {
@@ -967,16 +919,23 @@ GDRPROXY_HOT void Session::dispatch(const seccomp_notif& req, uint64_t t0, bool 
       ++stats_.ioctls;
       phases_ = sampled ? &stats_.ioctl_ns : nullptr;
       struct Reset {
-        SessionStats::IoctlPhases*& p;
+        IoctlPhases*& p;
         ~Reset() { p = nullptr; }
       } reset{phases_};
-      const SessionStats::IoctlPhases before = stats_.ioctl_ns;
-      handle_ioctl(req, t0);
+      const IoctlPhases before = stats_.ioctl_ns;
+      IoctlNotification n{req, t0};
+      n.phases = phases_;
+      if (const TrapCopies* copies = engine_.trap_copies()) {
+        n.copies = true;
+        n.copy = copies->take(req);
+      }
+      CallDecision d = handler_->ioctl(std::move(n));
+      carry_out(req, d, t0);
       if (!sampled) return;
       const uint64_t total = record_latency(stats_.ns_ioctl, t0);
       ++stats_.ioctl_phase_samples;
       // What the phases above did not account for is the trace's (records, sinks, observer).
-      SessionStats::IoctlPhases& p = stats_.ioctl_ns;
+      IoctlPhases& p = stats_.ioctl_ns;
       const uint64_t accounted = (p.lookup - before.lookup) + (p.memory - before.memory) +
                                  (p.decode - before.decode) + (p.policy - before.policy) +
                                  (p.answer - before.answer);
@@ -986,277 +945,57 @@ GDRPROXY_HOT void Session::dispatch(const seccomp_notif& req, uint64_t t0, bool 
     case SYS_open:
     case SYS_openat:
     case SYS_openat2:
-    case SYS_creat:
+    case SYS_creat: {
       ++stats_.opens;
-      handle_open(req, t0);
+      CallDecision d = handler_->open(req);
+      carry_out(req, d, t0);
       record_latency(stats_.ns_open, t0);
       return;
-    case SYS_pidfd_getfd:
-      handle_pidfd_getfd(req, t0);
+    }
+    case SYS_pidfd_getfd: {
+      CallDecision d = handler_->pidfd_getfd(req);
+      carry_out(req, d, t0);
       return;
+    }
     default:
       answer_continue(req.id);
   }
 }
 
-namespace {
-
-// Fills `out`, whose storage is kept from call to call.
-GDRPROXY_HOT void read_ioctl(IoctlReading& out, pid_t pid, const DeviceNode& node, uint32_t cmd,
-                             uint64_t arg, DecodeDepth depth, const NvidiaDriverAbi* abi,
-                             const std::vector<std::string>& exporters, const TrapCopy* copy,
-                             uint64_t* memory_ns) {
-  ProcessMemory mem(pid, memory_ns);
-  if (copy && !copy->bytes().empty()) mem.prime(copy->arg(), copy->bytes());
-  const DeviceClass cls = node.device_class;
-  switch (cls) {
-    case DeviceClass::kUverbs:
-      // Driver-namespace ids are named and judged under the provider of the node's device.
-      decode_uverbs_ioctl(out.call, cmd, arg, mem, depth, node.rdma_driver);
+// The line first (it then precedes whatever the caller prints about its error), then the answer,
+// then the record: written now, or, for a traced call let run, completed at its exit.
+GDRPROXY_HOT void Session::carry_out(const seccomp_notif& req, CallDecision& d, uint64_t t0) {
+  if (!d.line.empty()) std::fprintf(stderr, "%s%s\n", log_prefix_.c_str(), d.line.c_str());
+  switch (d.answer) {
+    case CallDecision::Answer::kNone:
+      return;
+    case CallDecision::Answer::kContinue:
+      if (d.record && tracing())
+        continue_observed(*d.record, req.id, static_cast<pid_t>(req.pid), t0, d.watch_writes);
+      else
+        answer_continue(req.id);
+      return;
+    case CallDecision::Answer::kError:
+      answer_error(req.id, d.err);
       break;
-    case DeviceClass::kNvidiaFrontend:
-      decode_nvidia_frontend_ioctl(out.call, cmd, arg, mem, *abi, depth);
+    case CallDecision::Answer::kFd: {
+      const int fd = answer_fd(req.id, d.fd.get(), d.cloexec);
+      d.fd.reset();
+      ++stats_.brokered;
+      if (!d.record) break;
+      if (fd >= 0) {
+        d.record->ret = fd;
+      } else {
+        d.record->ret = -1;
+        d.record->err = -fd;
+        if (d.note_failed_fd) d.record->note = "fd injection failed";
+      }
       break;
-    case DeviceClass::kNvidiaUvm:
-      decode_nvidia_uvm_ioctl(out.call, cmd, arg, mem, *abi, depth);
-      break;
-    default:
-      out.call = undecoded_call(cls, cmd);
-  }
-  out.dmabuf.reset();
-  if (out.call.keys.dmabuf_fd && !exporters.empty()) {
-    out.dmabuf = check_dmabuf_fd(pid, *out.call.keys.dmabuf_fd, exporters);
-    // A second dma-buf (a QP's send and receive buffers): the call passes only if both do.
-    if (out.dmabuf->allowed && out.call.keys.dmabuf_fd2)
-      out.dmabuf = check_dmabuf_fd(pid, *out.call.keys.dmabuf_fd2, exporters);
-  }
-  out.from_trap_copy_only = copy && !mem.read_remotely() && !out.dmabuf;
-}
-
-}  // namespace
-
-GDRPROXY_HOT void Session::handle_ioctl(const seccomp_notif& req, uint64_t t0) {
-  const int fd = static_cast<int>(req.data.args[0]);
-  const uint32_t cmd = static_cast<uint32_t>(req.data.args[1]);
-  const uint64_t arg = req.data.args[2];
-  // The device behind the fd decides the class and is checked against the grants, the same way
-  // with or without a trace: the request number alone says nothing about which driver gets it
-  // (NVIDIA ignores the type byte; any fd can carry any number).
-  // The caller's context may have copied both the device and the argument's first bytes at its
-  // trap (proxy/observe/trap_copy.h): then neither is asked of the kernel again.
-  std::optional<TrapCopy> copy;
-  if (const TrapCopies* copies = engine_.trap_copies()) {
-    copy = copies->take(req);
-    ++(copy ? stats_.trap_copies_used : stats_.trap_copies_missed);
-  }
-  SessionStats::IoctlPhases& ph = stats_.ioctl_ns;
-  const DeviceNode* node = nullptr;
-  // At most twice: a copy rewritten while its bytes were read (its caller interrupted and
-  // trapped again, or another thread of the same slot) is dropped, and the call looked up
-  // without it.
-  for (;;) {
-    if (!copy)
-      node = device_of_fd(static_cast<pid_t>(req.pid), fd);
-    else if (copy->has_file() && S_ISCHR(copy->mode()))
-      node = device(copy->rdev());
-    else
-      node = nullptr;
-    const uint64_t t_read = phases_ ? monotonic_ns() : 0;
-    if (phases_) ph.lookup += t_read - t0;
-    if (!node) {
-      // Not one of our devices (the filter matches by number only): let it be.
-      answer_continue(req.id);
-      return;
-    }
-    if (!config_.grants.granted(*node)) {
-      // An fd of an ungranted device (inherited, passed over a socket, or opened around the
-      // broker) is refused whatever the mode: grants are never advisory.
-      refuse_ungranted(
-          req, fd, *node, undecoded_call(node->device_class, cmd),
-          node->uncatalogued ? ungranted_reason(*node) : "device " + node->name + " is not granted",
-          t0);
-      return;
-    }
-    // A request the policy allows whatever its parameters, on a granted node of its class: no
-    // read, no decode (enforce mode without a trace only; see unread_uvm_).
-    const std::vector<uint32_t>* unread =
-        node->device_class == DeviceClass::kNvidiaUvm        ? &unread_uvm_
-        : node->device_class == DeviceClass::kNvidiaFrontend ? &unread_frontend_
-                                                             : nullptr;
-    if (unread && std::binary_search(unread->begin(), unread->end(), cmd)) {
-      ++stats_.allowed_unread;
-      answer_continue(req.id);
-      return;
-    }
-    // Without a trace only what the policy matches on is decoded.
-    const DecodeDepth depth = tracing() ? DecodeDepth::kFull : DecodeDepth::kPolicy;
-    // The reads can block on the tenant (its argument may lie in a mapping of a file on a hung
-    // FUSE mount): they stall this session's thread only, and the watchdog answers at the
-    // deadline.
-    uint64_t memory = 0;
-    IoctlReading& reading = *reading_;
-    read_ioctl(reading, static_cast<pid_t>(req.pid), *node, cmd, arg, depth, engine_.nvidia().abi,
-               dmabuf_exporters_, copy ? &*copy : nullptr, phases_ ? &memory : nullptr);
-    if (phases_) {
-      const uint64_t read_ns = monotonic_ns() - t_read;
-      ph.memory += memory;
-      ph.decode += read_ns > memory ? read_ns - memory : 0;
-    }
-    if (!copy || copy->unchanged()) {
-      decide_ioctl(req, *node, reading, t0);
-      return;
-    }
-    copy.reset();
-    --stats_.trap_copies_used;
-    ++stats_.trap_copies_missed;
-    ++stats_.trap_copies_torn;
-  }
-}
-
-GDRPROXY_HOT void Session::decide_ioctl(const seccomp_notif& req, const DeviceNode& node,
-                                        IoctlReading& reading, uint64_t t0) {
-  const int fd = static_cast<int>(req.data.args[0]);
-  DecodedCall& call = reading.call;
-  SessionStats::IoctlPhases& ph = stats_.ioctl_ns;
-  const uint64_t t_policy = phases_ ? monotonic_ns() : 0;
-  // What was read is only trustworthy if the caller is still the one that trapped (its tid may
-  // have died and been reused). The answer cannot go astray: the kernel takes it only for this
-  // notification, and a dead caller's is gone. So the check is paid only where something else
-  // rests on what was read: a trace record, a printed line, a refusal.
-  const auto still_valid = [&] {
-    const uint64_t t = phases_ ? monotonic_ns() : 0;
-    const bool valid = notif_id_valid(nfd_, req.id);
-    if (phases_) ph.answer += monotonic_ns() - t;
-    return valid;
-  };
-  if (call.keys.nv_device_instance && !all_gpus_granted_) {
-    // A device object names its GPU by instance, through whichever frontend fd: the grant is
-    // checked on the GPU the driver says that instance is.
-    std::string why = ungranted_gpu(*call.keys.nv_device_instance);
-    if (!why.empty()) {
-      if (still_valid()) refuse_ungranted(req, fd, node, std::move(call), why, t0);
-      return;
     }
   }
-  Verdict v = config_.policy.evaluate(call, tracing());
-  if (v.action == Action::kAllow && reading.dmabuf) {
-    // GPUDirect: the registered dma-buf must come from a granted GPU.
-    if (!reading.dmabuf->allowed) {
-      v.action = Action::kDeny;
-      v.err = config_.policy.class_policy(DeviceClass::kUverbs)->err;
-      v.log = true;
-      v.reason = "uverbs dma-buf provenance: " + reading.dmabuf->reason;
-    } else if (tracing()) {
-      call.args.push_back({"dmabuf", reading.dmabuf->reason});
-    }
-  }
-  if (phases_) ph.policy += monotonic_ns() - t_policy;
-  // An allowed call traced from its trap copy alone needs no check: its bytes and device were
-  // copied by the caller itself during this notification, and its record's caller comes from the
-  // observer's exit event, in the caller's own context. A refusal is checked all the same: its
-  // printed line names the caller from /proc.
-  if (v.action == Action::kAllow && !tracing()) {
-    // Enforce's common case: nothing to record, nothing rests on what was read.
-    answer_continue(req.id);
-    return;
-  }
-  const bool proven = reading.from_trap_copy_only && observer_ && v.action == Action::kAllow;
-  if (!proven && !still_valid()) return;
-  TraceRecord r;
-  if (tracing() || (v.action == Action::kDeny && v.log)) {
-    // An allowed call's record gets its caller from the observer's exit event, read in the
-    // caller's own context: no /proc read on the hot path.
-    r = begin_record(req, "ioctl", observer_ && v.action == Action::kAllow);
-    r.fd = fd;
-    r.device = node.name;
-    r.call = std::move(call);
-    r.reason = v.reason;
-  }
-  finish_call(r, node, v, req.id, static_cast<pid_t>(req.pid), t0);
-}
-
-// Refuses a call on a device (or naming a GPU) the sandbox was not granted, whatever the mode:
-// grants are never advisory.
-void Session::refuse_ungranted(const seccomp_notif& req, int fd, const DeviceNode& node,
-                               DecodedCall call, const std::string& reason, uint64_t t0) {
-  TraceRecord r = begin_record(req, "ioctl");
-  r.fd = fd;
-  r.device = node.name;
-  r.call = std::move(call);
-  r.reason = reason;
-  r.decision = "deny";
-  r.ret = -1;
-  r.err = config_.policy.open_errno();
-  // The line is written before the caller is answered: it precedes whatever the caller prints.
-  if (denials_.first(r.who.host_tgid, node.name, r.reason))
-    std::fprintf(stderr, "%sdenied %s on %s by pid %u (ns pid %u): %s -> %s\n", log_prefix_.c_str(),
-                 printable(r.call.name).c_str(), node.path.c_str(), r.who.host_tid, r.who.ns_tid,
-                 printable(r.reason).c_str(), errno_name(r.err));
-  answer_error(req.id, r.err);
-  r.latency_us = double(monotonic_ns() - t0) / 1e3;
-  if (tracing()) emit(std::move(r));
-}
-
-// Why NVIDIA device instance `instance` may not be used here (empty: it is a granted GPU). The
-// driver is asked at each call, since instances are given out as GPUs attach; anything it cannot
-// answer is a refusal (the driver itself maps an unpopulated instance to its first GPU).
-std::string Session::ungranted_gpu(uint32_t instance) {
-  const std::string what = "NV01_DEVICE_0 device instance " + std::to_string(instance);
-  const NvidiaDriver& nv = engine_.nvidia();
-  if (!nv.version)
-    return what + ": the NVIDIA driver version is unknown, so its GPU cannot be told";
-  std::string why;
-  const auto gpus = query_nvidia_gpus(nv.ctl_path, *nv.version, why);
-  if (!gpus) return what + ": cannot ask the driver which GPU it is (" + why + ")";
-  const NvidiaGpu* g = gpu_of_device_instance(*gpus, instance);
-  if (!g) return what + " is no attached GPU";
-  const DeviceNode* n = catalog_.find(makedev(nv.major, g->minor));
-  if (!n || !config_.grants.granted(*n))
-    return what + " is GPU " + (n ? n->name : "minor " + std::to_string(g->minor)) +
-           ", which is not granted";
-  return {};
-}
-
-// Answers an allowed or denied device call and completes its trace record (now, or when the BPF
-// observer reports the result).
-void Session::finish_call(TraceRecord& r, const DeviceNode& node, const Verdict& v, uint64_t id,
-                          pid_t tid, uint64_t t0) {
-  const bool nv = node.device_class == DeviceClass::kNvidiaFrontend ||
-                  node.device_class == DeviceClass::kNvidiaUvm;
-  const bool deny =
-      v.action == Action::kDeny && config_.mode == Mode::kEnforce && (!nv || nv_enforce_);
-  if (deny) {
-    r.decision = "deny";
-    r.ret = -1;
-    r.err = v.err;
-    // Written before the answer, so it precedes whatever the caller prints about its error.
-    // An NVIDIA RM call names its command or class, so that a rule can be written for it; each
-    // command refused gets its own line once.
-    std::string what = r.call.name;
-    if (nv && engine_.nvidia().abi) {
-      const std::string subject = nvidia_call_subject(r.call, *engine_.nvidia().abi);
-      if (!subject.empty()) what += " " + subject;
-    }
-    if (denials_.first(r.who.host_tgid, node.name, v.reason + " " + what) && v.log) {
-      std::fprintf(stderr, "%sdenied %s %s by pid %u (ns pid %u): %s -> %s\n", log_prefix_.c_str(),
-                   node.name.c_str(), printable(what).c_str(), r.who.host_tid, r.who.ns_tid,
-                   printable(v.reason).c_str(), errno_name(v.err));
-    }
-    answer_error(id, v.err);
-    r.latency_us = double(monotonic_ns() - t0) / 1e3;
-    if (tracing()) emit(std::move(r));
-    return;
-  }
-  r.decision = v.action == Action::kDeny ? "allow (would deny: trace mode)" : "allow";
-  if (v.action == Action::kDeny && v.log)
-    std::fprintf(stderr, "%s%s, would deny %s %s: %s\n", log_prefix_.c_str(),
-                 config_.mode == Mode::kTrace ? "trace mode" : "driver not in the ABI tables",
-                 node.name.c_str(), printable(r.call.name).c_str(), printable(v.reason).c_str());
-  if (!tracing()) {
-    answer_continue(id);
-    return;
-  }
-  continue_observed(r, id, tid, t0, false);
+  if (!d.record) return;
+  d.record->latency_us = double(monotonic_ns() - t0) / 1e3;
+  if (tracing()) emit(std::move(*d.record));
 }
 
 // Lets a traced call run and registers its thread so the BPF observer completes the record at
@@ -1291,199 +1030,8 @@ void Session::continue_observed(TraceRecord& r, uint64_t id, pid_t tid, uint64_t
   if (observer_) pending_.release(index);
   answer_continue(id);
   r.note = "result not observed";
-  if (!r.who.host_tgid) r.who = identity(tid);
+  if (!r.who.host_tgid) r.who = inputs_.identity(tid);
   emit(std::move(r));
-}
-
-namespace {
-
-// The pid (in our pid namespace) a pidfd refers to, from /proc/self/fdinfo; -1 when it is not a
-// pidfd or its process is gone.
-pid_t pid_of_pidfd(int fd) {
-  std::ifstream in("/proc/self/fdinfo/" + std::to_string(fd));
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("Pid:", 0) == 0)
-      return static_cast<pid_t>(std::strtol(line.c_str() + 4, nullptr, 10));
-  return -1;
-}
-
-}  // namespace
-
-// pidfd_getfd(pidfd, targetfd, flags) for the caller: the target is the process behind the
-// caller's pidfd (copied out of the caller), and must belong to this sandbox's pid namespace (or
-// a group peer's) and have exec'd a program of its container, not be a runtime's helper; the fd
-// is then taken by a prober with the caller's own credentials (proxy/broker/fd_broker.h), so the
-// kernel refuses what the caller could not take itself, and installed in the caller. Without
-// brokering the call is refused: an OCI profile always traps it.
-void Session::handle_pidfd_getfd(const seccomp_notif& req, uint64_t t0) {
-  const int caller_pidfd_nr = static_cast<int>(req.data.args[0]);
-  const int target_fd = static_cast<int>(req.data.args[1]);
-  TraceRecord r = begin_record(req, "pidfd_getfd");
-  r.call.name = "pidfd_getfd";
-  r.call.args = {{"pidfd", std::to_string(caller_pidfd_nr)},
-                 {"targetfd", std::to_string(target_fd)}};
-  auto finish = [&](int err, const std::string& reason) {
-    r.decision = "deny";
-    r.ret = -1;
-    r.err = err;
-    r.reason = reason;
-    if (denials_.first(r.who.host_tgid, "pidfd_getfd", reason))
-      std::fprintf(stderr, "%sdenied pidfd_getfd by pid %u (ns pid %u): %s -> %s\n",
-                   log_prefix_.c_str(), r.who.host_tid, r.who.ns_tid, printable(reason).c_str(),
-                   errno_name(err));
-    answer_error(req.id, err);
-  };
-  const ino_t own = pid_namespace_of(::getpid());
-  UniqueFd caller, target;
-  if (!config_.broker_pidfd_getfd) {
-    finish(EPERM, "pidfd_getfd is not brokered for this sandbox");
-  } else if (req.data.args[2] != 0) {
-    finish(EINVAL, "pidfd_getfd is not brokered with these flags");
-  } else if (!pidns_ || *pidns_ == own) {
-    finish(EPERM, "this sandbox has no pid namespace of its own to broker pidfd_getfd within");
-  } else if (!(caller = UniqueFd(static_cast<int>(::syscall(SYS_pidfd_open, req.pid, 0))))) {
-    finish(ESRCH, "the caller is gone");
-  } else if (!(target = UniqueFd(static_cast<int>(
-                   ::syscall(SYS_pidfd_getfd, caller.get(), caller_pidfd_nr, 0))))) {
-    finish(EBADF, "the caller's fd " + std::to_string(caller_pidfd_nr) + " cannot be read");
-  } else {
-    const pid_t tpid = pid_of_pidfd(target.get());
-    const ino_t tns = tpid > 0 ? pid_namespace_of(tpid) : 0;
-    std::optional<std::string> helper = tpid > 0 ? runtime_helper_reason(tpid) : std::nullopt;
-    // The pidfd pins the process: if it still signals as alive after the namespace and program
-    // were read, they were of that process and not of a reused pid.
-    const bool alive =
-        tpid > 0 && ::syscall(SYS_pidfd_send_signal, target.get(), 0, nullptr, 0) == 0;
-    const std::string who = "pid " + std::to_string(tpid);
-    if (tpid <= 0 || !alive) {
-      finish(tpid == -1 ? ESRCH : EBADF,
-             "fd " + std::to_string(caller_pidfd_nr) + " is not a pidfd of a living process");
-    } else if (tns != *pidns_ && (tns == own || !is_peer_ || !is_peer_(tns))) {
-      finish(EPERM, who + " is outside this sandbox" + (is_peer_ ? " and its group" : ""));
-    } else if (helper) {
-      finish(EPERM, who + ": " + *helper);
-    } else if (!notif_id_valid(nfd_, req.id)) {
-      return;
-    } else {
-      // The caller is blocked in this call (its id was valid just now): its thread's
-      // credentials are the ones the prober takes.
-      TakenFd got = take_fd_as_caller(static_cast<pid_t>(req.pid), target.get(), target_fd);
-      if (!got.fd) {
-        finish(got.err, "fd " + std::to_string(target_fd) + " of " + who + ": " + got.why);
-      } else {
-        const int fd = answer_fd(req.id, got.fd.get(), true);  // pidfd_getfd sets O_CLOEXEC
-        r.decision = "broker";
-        r.ret = fd >= 0 ? fd : -1;
-        if (fd < 0) r.err = -fd;
-        ++stats_.brokered;
-      }
-    }
-  }
-  r.latency_us = double(monotonic_ns() - t0) / 1e3;
-  if (tracing()) emit(std::move(r));
-}
-
-void Session::handle_open(const seccomp_notif& req, uint64_t t0) {
-  // Path resolution walks the tenant's filesystems (a FUSE lookup may never be answered): on
-  // this session's thread only, and the watchdog answers at the deadline.
-  ProcessMemory mem(static_cast<pid_t>(req.pid));
-  OpenCall call;
-  const bool read_ok =
-      OpenBroker::read_call(static_cast<pid_t>(req.pid), req.data.nr,
-                            reinterpret_cast<const uint64_t*>(req.data.args), call, mem);
-  OpenDecision d;
-  if (read_ok) d = broker_.decide(call, mem);
-  complete_open(req, read_ok, call, d, t0);
-}
-
-void Session::complete_open(const seccomp_notif& req, bool read_ok, const OpenCall& call,
-                            OpenDecision& d, uint64_t t0) {
-  if (!read_ok) {
-    answer_continue(req.id);
-    return;
-  }
-  // The brokered host fd is closed on every way out of here, a throw included.
-  UniqueFd host_fd = std::move(d.host_fd);
-  if (!notif_id_valid(nfd_, req.id)) return;
-  if (d.kind == OpenDecision::Kind::kPass) {
-    answer_continue(req.id);
-    return;
-  }
-  TraceRecord r = begin_record(req, req.data.nr == SYS_openat2 ? "openat2" : "openat");
-  r.device = d.node ? d.node->name : quote_text(d.path);
-  r.call.device_class = d.node ? d.node->device_class : DeviceClass::kUnknown;
-  r.call.name = "open";
-  char flags[24];
-  std::snprintf(flags, sizeof flags, "0%llo", static_cast<unsigned long long>(call.flags));
-  r.call.args = {{"path", quote_text(d.path)}, {"flags", flags}};
-  r.reason = d.reason;
-  if (d.kind == OpenDecision::Kind::kCallerOpens) {
-    // Granted, and the caller opens it itself (Landlock allows exactly this node). The result
-    // is the caller's own: observed at syscall exit when tracing.
-    r.decision = "allow";
-    if (!tracing()) {
-      answer_continue(req.id);
-      return;
-    }
-    // For rdma_cm the observer also starts watching the new fd's writes (rdma_cm commands).
-    continue_observed(r, req.id, static_cast<pid_t>(req.pid), t0,
-                      d.node->device_class == DeviceClass::kRdmaCm ||
-                          d.node->device_class == DeviceClass::kUverbs);
-    return;
-  }
-  if (d.kind == OpenDecision::Kind::kDeny || d.kind == OpenDecision::Kind::kUndecidable ||
-      !host_fd) {
-    r.decision = "deny";
-    r.ret = -1;
-    r.err = d.err;
-    if (d.kind == OpenDecision::Kind::kDeny) {
-      if (denials_.first(r.who.host_tgid, d.node->path, d.reason))
-        std::fprintf(stderr, "%sdenied open of %s (%s) by pid %u (ns pid %u): %s -> %s\n",
-                     log_prefix_.c_str(), quote_text(d.path).c_str(), d.node->path.c_str(),
-                     r.who.host_tid, r.who.ns_tid, printable(d.reason).c_str(), errno_name(d.err));
-    } else if (d.kind == OpenDecision::Kind::kUndecidable) {
-      if (denials_.first(r.who.host_tgid, d.path, d.reason))
-        std::fprintf(stderr, "%sdenied open of %s by pid %u (ns pid %u): %s -> %s\n",
-                     log_prefix_.c_str(), quote_text(d.path).c_str(), r.who.host_tid, r.who.ns_tid,
-                     printable(d.reason).c_str(), errno_name(d.err));
-    }
-    answer_error(req.id, d.err);  // after the line, which then precedes the caller's reaction
-  } else {
-    const int fd = answer_fd(req.id, host_fd.get(), (call.flags & O_CLOEXEC) != 0);
-    host_fd.reset();
-    r.decision = "broker";
-    ++stats_.brokered;
-    if (fd >= 0) {
-      r.ret = fd;
-    } else {
-      r.ret = -1;
-      r.err = -fd;
-      r.note = "fd injection failed";
-    }
-  }
-  r.latency_us = double(monotonic_ns() - t0) / 1e3;
-  if (tracing()) emit(std::move(r));
-}
-
-bool Session::inspect_fd(pid_t tid, int fd, const DeviceNode*& node) const {
-  // Never asks a FUSE server (ProcFdDirs::stat_fd): the number may now be a file on a hung mount.
-  struct statx stx {};
-  node = nullptr;
-  if (!fd_dirs_.stat_fd(tid, fd, stx)) return false;
-  if (S_ISCHR(stx.stx_mode)) node = device(makedev(stx.stx_rdev_major, stx.stx_rdev_minor));
-  return true;
-}
-
-GDRPROXY_HOT const DeviceNode* Session::device(dev_t rdev) const {
-  if (const DeviceNode* n = catalog_.find(rdev)) return n;
-  return engine_.live_catalog().uncatalogued(rdev);
-}
-
-const DeviceNode* Session::device_of_fd(pid_t tid, int fd) const {
-  const DeviceNode* node = nullptr;
-  inspect_fd(tid, fd, node);
-  return node;
 }
 
 // A command the caller wrote to its own rdma_cm or uverbs fd, seen by the BPF observer. Observed
@@ -1495,7 +1043,7 @@ void Session::on_cm_write(const gdrproxy_exit_event& e) {
   // number reused: stop watching it. If it is gone (closed, or the caller is exiting) the write
   // still happened on the marked fd, whose class was recorded when its open returned.
   const DeviceNode* node = nullptr;
-  const bool open_now = inspect_fd(static_cast<pid_t>(e.tid), static_cast<int>(e.fd), node);
+  const bool open_now = inputs_.inspect_fd(static_cast<pid_t>(e.tid), static_cast<int>(e.fd), node);
   const auto watched = watched_fds_.find({who.host_tgid, e.fd});
   if (open_now && (!node || (node->device_class != DeviceClass::kRdmaCm &&
                              node->device_class != DeviceClass::kUverbs))) {
@@ -1524,7 +1072,7 @@ void Session::on_cm_write(const gdrproxy_exit_event& e) {
     if (v.action == Action::kDeny) {
       r.decision = "observed (policy would deny: write() commands are not trapped)";
       r.reason = v.reason;
-      if (denials_.first(who.host_tgid, node->name, "write " + r.call.name))
+      if (handler_->denials().first(who.host_tgid, node->name, "write " + r.call.name))
         std::fprintf(stderr,
                      "%snot enforceable: pid %u (ns pid %u) sent %s to %s as write(), "
                      "which the policy denies (%s); write() commands are observed, not trapped\n",

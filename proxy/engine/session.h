@@ -40,14 +40,17 @@
 #include "proxy/base/unique_fd.h"
 #include "proxy/broker/open_broker.h"
 #include "proxy/devices/device_catalog.h"
+#include "proxy/engine/call_handler.h"
 #include "proxy/engine/denial_log.h"
 #include "proxy/engine/engine.h"
 #include "proxy/engine/in_flight.h"
+#include "proxy/engine/kernel_inputs.h"
 #include "proxy/engine/latency_histogram.h"
 #include "proxy/engine/pending_results.h"
 #include "proxy/engine/proc_fd_dirs.h"
 #include "proxy/engine/process_info.h"
 #include "proxy/engine/received_ids.h"
+#include "proxy/engine/session_stats.h"
 #include "proxy/observe/exit_event.h"
 #include "proxy/policy/policy.h"
 #include "proxy/sandbox/ioctl_lsm.h"
@@ -56,8 +59,6 @@
 #include "proxy/trace/trace_record.h"
 
 namespace gdrproxy::proxy {
-
-struct IoctlReading;
 
 struct SessionConfig {
   std::string name;  // shown in notes: "" for `gdrproxy run`, the container id for the agent
@@ -89,48 +90,11 @@ struct SessionConfig {
   LsmChoice lsm = LsmChoice::kOff;
 };
 
-// Counters of one session, for --stats and `agent ctl stats`.
-struct SessionStats {
-  uint64_t ioctls = 0, opens = 0, brokered = 0, denied = 0, repeated_denials = 0;
-  // Time spent handling: every open, and the ioctls timed (ioctl_phase_samples of them).
-  uint64_t ns_ioctl = 0, ns_open = 0;
-  // Where an ioctl's handling time goes: finding the device behind the fd and checking the
-  // grant, reading the caller's memory, decoding (the rest of the reading), the policy (and a
-  // GPU's grant by device instance), answering the kernel, and the trace (records, observer).
-  // Summed over the calls timed phase by phase: one in Session::kPhaseSampleEvery.
-  struct IoctlPhases {
-    uint64_t lookup = 0, memory = 0, decode = 0, policy = 0, answer = 0, trace = 0;
-  } ioctl_ns;
-  uint64_t ioctl_phase_samples = 0;
-  uint64_t handler_faults = 0;  // notifications failed closed by the exception boundary
-  uint64_t allowed_unread = 0;  // trapped ioctls allowed without reading their parameters
-  // Trapped ioctls judged from their trap copy (no fd lookup, argument bytes not read again),
-  // and those that had none (the supervisor looked them up itself); both 0 without copies.
-  uint64_t trap_copies_used = 0, trap_copies_missed = 0;
-  // Of the missed: copies rewritten while their bytes were read (dropped, the call looked up).
-  uint64_t trap_copies_torn = 0;
-  uint64_t observer_lost = 0;       // results lost to a full observer ring buffer
-  uint64_t observer_skipped = 0;    // observer program runs the kernel skipped (all sessions')
-  uint64_t results_unobserved = 0;  // traced calls whose result never came (their records say)
-  uint64_t fds_watched = 0;         // fds whose writes the observer watches now
-  uint64_t fds_unwatched_gone = 0;  // watches removed because their process had exited
-  // Handler latency of every open and every timed ioctl (+0/-19 %).
-  uint64_t p50_ns = 0, p99_ns = 0;
-  uint64_t deadline_failures = 0;  // calls failed closed (EIO) at or past their deadline
-  bool degraded = false;           // some call was not answered in time
-  // The session's thread is in a call past its deadline now: only the fields above this
-  // struct's atomics (deadline_failures, degraded) are current, the rest read 0.
-  bool stuck = false;
-};
-
 // Every NVIDIA GPU node of `catalog` is granted: device objects then need no GPU check.
 bool every_gpu_granted(const DeviceCatalog& catalog, const Grants& grants);
 
 class Session {
  public:
-  // One trapped ioctl in this many is timed, in total and phase by phase (SessionStats).
-  static constexpr uint64_t kPhaseSampleEvery = 32;
-
   // Throws gdrproxy::Error when the configuration cannot be served here (an unknown NVIDIA
   // driver in enforce mode without allow_unknown_nvidia_driver, an unwritable trace file).
   Session(Engine& engine, SessionConfig config);
@@ -149,11 +113,13 @@ class Session {
   void add_listener(int listener_fd, ReceivedIdPage ids = {});
   // The sandbox's own pid namespace (the inode of /proc/<pid>/ns/pid of its first process): the
   // processes pidfd_getfd may be brokered between. Unset, or the supervisor's own: none.
-  void set_pid_namespace(ino_t ns) { pidns_ = ns; }
+  void set_pid_namespace(ino_t ns) { handler_->set_pid_namespace(ns); }
   // More pid namespaces whose processes this session's pidfd_getfd may reach (the operator's
   // group of sessions: one job's ranks on one node). Asked at each call, so members that come
   // and go are seen; never the supervisor's own namespace, whatever it answers.
-  void set_peer_namespaces(std::function<bool(ino_t)> is_peer) { is_peer_ = std::move(is_peer); }
+  void set_peer_namespaces(std::function<bool(ino_t)> is_peer) {
+    handler_->set_peer_namespaces(std::move(is_peer));
+  }
   // The sandbox's init process (taken over): the session ends only once it has exited, as well
   // as every listener having hung up.
   void watch_init(int pidfd);
@@ -240,25 +206,9 @@ class Session {
   void dispatch(const seccomp_notif& req, uint64_t t0, bool sampled);
   // Adds the time since t0 to `total_ns` and to the latency histogram (one clock read); returns it.
   uint64_t record_latency(uint64_t& total_ns, uint64_t t0);
-  void handle_ioctl(const seccomp_notif& req, uint64_t t0);
-  void decide_ioctl(const seccomp_notif& req, const DeviceNode& node, IoctlReading& reading,
-                    uint64_t t0);
-  void handle_pidfd_getfd(const seccomp_notif& req, uint64_t t0);
-  void handle_open(const seccomp_notif& req, uint64_t t0);
-  void complete_open(const seccomp_notif& req, bool read_ok, const OpenCall& call, OpenDecision& d,
-                     uint64_t t0);
-  void refuse_ungranted(const seccomp_notif& req, int fd, const DeviceNode& node, DecodedCall call,
-                        const std::string& reason, uint64_t t0);
-  std::string ungranted_gpu(uint32_t instance);
+  // Carries out the handler's decision: the line, the answer, the trace record.
+  void carry_out(const seccomp_notif& req, CallDecision& d, uint64_t t0);
   void continue_observed(TraceRecord& r, uint64_t id, pid_t tid, uint64_t t0, bool watch_rdma_cm);
-  void finish_call(TraceRecord& r, const DeviceNode& node, const Verdict& v, uint64_t id, pid_t tid,
-                   uint64_t t0);
-  // The device with this number: the session's catalog's, else a never-granted entry when it
-  // belongs to a guarded driver that registered since; nullptr: not a device of ours.
-  const DeviceNode* device(dev_t rdev) const;
-  // Whether `fd` of `tid` is open now; `node` is the catalogued device it is, or nullptr.
-  bool inspect_fd(pid_t tid, int fd, const DeviceNode*& node) const;
-  const DeviceNode* device_of_fd(pid_t tid, int fd) const;
   void on_cm_write(const gdrproxy_exit_event& e);
   // The BPF LSM judge's refusals: waited for on the session's loop, each said in one line (once
   // per process, node and reason) and traced.
@@ -266,11 +216,7 @@ class Session {
   void say_lsm_refusals();
   void say_lsm_refusal(const IoctlLsm::Refusal& f);
   void emit(TraceRecord&& r);
-  // A record of the call `req`; its caller's identity is read from /proc now, or, with
-  // who_at_exit (a call the observer will report), left to identity_at_exit.
-  TraceRecord begin_record(const seccomp_notif& req, const char* syscall, bool who_at_exit = false);
   static ProcessIdentity identity_at_exit(const gdrproxy_exit_event& e);
-  const ProcessIdentity& identity(pid_t tid);
 
   Engine& engine_;
   SessionConfig config_;
@@ -289,16 +235,13 @@ class Session {
   // device() in the engine's live catalog: never granted here.
   const std::shared_ptr<const DeviceCatalog> catalog_held_;
   const DeviceCatalog& catalog_;
-  const OpenBroker broker_;  // decides opens against config_.grants
-  // The callers' /proc/<tid>/fd directories (the session thread's alone; a lookup cache, hence
-  // mutable in the const lookups).
-  mutable ProcFdDirs fd_dirs_;
-  // The dma-buf exporters uverbs registrations may name (the policy's).
-  std::vector<std::string> dmabuf_exporters_;
+  // The kernel's answers to the handler (memory, fds, identities, the open broker, pidfds).
+  KernelInputs inputs_;
+  // Decides each call (made once the setup below is known).
+  std::optional<CallHandler> handler_;
   // "gdrproxy: ", or "gdrproxy: [<container id>] " in the agent: every line says whose it is.
   std::string log_prefix_;
   bool nv_enforce_ = true;
-  bool all_gpus_granted_ = true;
   KernelAllowed kernel_allowed_;
   // Requests the policy allows whatever their parameters on a granted node of their class (the
   // kernel ALLOW's, computed as if the class qualified): when one traps anyway (a class only
@@ -308,8 +251,6 @@ class Session {
   std::unique_ptr<IoctlLsm> ioctl_lsm_;  // the BPF LSM judge, when config_.lsm loaded it
   std::unique_ptr<boost::asio::posix::stream_descriptor> lsm_refusals_;  // its ring, readable
   DenialLog lsm_denials_;  // the judge's lines: one per (process, node, reason)
-  std::optional<ino_t> pidns_;
-  std::function<bool(ino_t)> is_peer_;
   std::unique_ptr<boost::asio::posix::stream_descriptor> init_;  // pidfd of the init process
   bool init_exited_ = false;
   ExitObserver* observer_ = nullptr;           // the engine's, when tracing and available
@@ -325,15 +266,12 @@ class Session {
   int nfd_ = -1;                                 // the listener of the notification being handled
   bool answered_ = false;
   // While an ioctl is handled, answer and trace time is charged to its phases.
-  SessionStats::IoctlPhases* phases_ = nullptr;
+  IoctlPhases* phases_ = nullptr;
   std::atomic<bool> ended_{false};
   std::function<void()> on_end_;
   // The notification being handled, shared with the watchdog (on the engine's loop): whichever
   // of the two claims it answers it.
   InFlightCall inflight_;
-  // What the ioctl being handled says, kept from call to call so that decoding it allocates
-  // nothing once warm (the receivers' under mu_).
-  std::unique_ptr<IoctlReading> reading_;
   std::atomic<uint64_t> deadline_failures_{0};
   std::atomic<bool> degraded_{false};
   std::unique_ptr<boost::asio::steady_timer> watchdog_;  // on the engine's loop
@@ -351,9 +289,6 @@ class Session {
   std::set<uint64_t> unreported_at_last_sweep_;  // seqs of waiting records found unarmed then
   uint64_t cookie_of(uint32_t index) const { return (uint64_t{id_} << 32) | index; }
   uint32_t id_ = 0;  // the engine's (Engine::attach)
-  // Identities by host tid, valid while /proc/<tid> keeps its inode (a reused pid gets a new one).
-  std::map<pid_t, std::pair<ino_t, ProcessIdentity>> identities_;
-  DenialLog denials_;
   // Fds whose writes the observer watches, with their class, recorded when their open returned.
   // The loop's (results, the sweep, stats).
   std::map<std::pair<uint32_t, uint32_t>, DeviceClass> watched_fds_;
