@@ -10,15 +10,17 @@
 
 #include "proxy/base/error.h"
 #include "proxy/policy/glob.h"
+#include "proxy/trace/escape.h"
 
 namespace gdrproxy::proxy {
 namespace {
 
 using json = nlohmann::json;
 
+// Keys and values come from the file as they are: escaped, so the message stays one line.
 [[noreturn]] void bad(const std::string& origin, const std::string& field,
                       const std::string& what) {
-  throw Error(origin + ": " + field + ": " + what);
+  throw Error(printable(origin + ": " + field + ": " + what));
 }
 
 void only_keys(const json& j, const std::string& origin, const std::string& where,

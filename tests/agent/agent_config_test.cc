@@ -63,6 +63,14 @@ TEST(AgentConfig, MistakesAreRefusedWithTheirField) {
             std::string::npos);
 }
 
+// A key is printed as it was written: escaped, so the message stays one line (found by
+// agent_config_fuzz).
+TEST(AgentConfig, ErrorsAreOneLineWhateverTheKey) {
+  const std::string e = error_of(R"({"version": 1, "a\nb\u001b[2J": 0})");
+  EXPECT_NE(e.find("agent.json: a\\x0ab\\x1b[2J: unknown key"), std::string::npos) << e;
+  EXPECT_EQ(e.find_first_of("\n\x1b"), std::string::npos) << e;
+}
+
 TEST(AgentConfig, PidfdGetfdBrokeringIsOptInAndAGroupNeedsIt) {
   const AgentConfig c = parse(R"({"version": 1, "containers": [
       {"match": {"id": "rank-*"}, "broker_pidfd_getfd": true, "pidfd_getfd_group": "job42"},
