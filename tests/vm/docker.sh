@@ -25,10 +25,11 @@
 # (shared RDMA netns mode), so what keeps a container off the other's device is the grant, the
 # device cgroup and the agent, not the namespace. The guest has no apparmor_parser to load
 # Docker's docker-default profile, so the containers run with `--security-opt
-# apparmor=unconfined`; Docker's seccomp profile stays in force. It needs rxe with a UDP socket
-# per network namespace (the default guest kernel). Every wait is bounded; the part runs in a
-# subshell whose EXIT trap removes the containers, dockerd, containerd, the agent, the namespaces
-# and the rxe devices, also after a failure.
+# apparmor=unconfined` (Docker's seccomp profile stays, as tests/oci/docker_test.sh checks). It
+# needs rxe with a UDP socket per network namespace (the default guest kernel) and the kernel's
+# shared RDMA netns mode, to find the devices' uverbs nodes from the guest's own namespace.
+# Every wait is bounded; the part runs in a subshell whose EXIT trap removes the containers,
+# dockerd, containerd, the agent, the namespaces and the rxe devices, also after a failure.
 
 dk_t0=$(now_ms)
 dk_log=$work/docker.log
