@@ -20,6 +20,7 @@
 #include "proxy/decode/nvidia_decoder.h"
 #include "proxy/decode/uverbs_decoder.h"
 #include "proxy/engine/clock.h"
+#include "proxy/policy/dmabuf_provenance.h"
 #include "proxy/trace/escape.h"
 
 namespace gdrproxy::proxy {
@@ -85,14 +86,11 @@ GDRPROXY_HOT void CallHandler::read_ioctl(pid_t tid, const DeviceNode& node, uin
     default:
       out.call = undecoded_call(cls, cmd);
   }
-  out.dmabuf.reset();
+  // The dma-bufs it hands the device, for the provenance rule: the reads of their fds can block
+  // on the tenant too (a dma-buf fd may be a file on a hung mount).
   const std::vector<std::string>& exporters = setup_.dmabuf_exporters;
-  if (out.call.keys.dmabuf_fd && !exporters.empty()) {
-    out.dmabuf = in_.files.dmabuf(tid, *out.call.keys.dmabuf_fd, exporters);
-    // A second dma-buf (a QP's send and receive buffers): the call passes only if both do.
-    if (out.dmabuf->allowed && out.call.keys.dmabuf_fd2)
-      out.dmabuf = in_.files.dmabuf(tid, *out.call.keys.dmabuf_fd2, exporters);
-  }
+  out.dmabuf = dmabuf_provenance(out.call.keys, exporters,
+                                 [&](int fd) { return in_.files.dmabuf(tid, fd, exporters); });
   out.from_trap_copy_only = copy && !in_.memory.read_remotely() && !out.dmabuf;
 }
 
@@ -192,17 +190,9 @@ GDRPROXY_HOT void CallHandler::decide_ioctl(CallDecision& d, const IoctlNotifica
     }
   }
   Verdict v = setup_.policy.evaluate(call, setup_.tracing);
-  if (v.action == Action::kAllow && reading_.dmabuf) {
-    // GPUDirect: the registered dma-buf must come from a granted GPU.
-    if (!reading_.dmabuf->allowed) {
-      v.action = Action::kDeny;
-      v.err = setup_.policy.class_policy(DeviceClass::kUverbs)->err;
-      v.log = true;
-      v.reason = "uverbs dma-buf provenance: " + reading_.dmabuf->reason;
-    } else if (setup_.tracing) {
-      call.args.push_back({"dmabuf", reading_.dmabuf->reason});
-    }
-  }
+  // GPUDirect: a registered dma-buf must come from a granted GPU.
+  if (reading_.dmabuf)
+    apply_dmabuf_provenance(setup_.policy, *reading_.dmabuf, v, call, setup_.tracing);
   if (ph) ph->policy += monotonic_ns() - t_policy;
   if (v.action == Action::kAllow && !setup_.tracing) return;  // enforce's common case: CONTINUE
   // An allowed call traced from its trap copy alone needs no check: its bytes and device were
@@ -271,9 +261,7 @@ void CallHandler::settle(CallDecision& d, TraceRecord& r, const DeviceNode& node
                          const Verdict& v) {
   const bool nv = node.device_class == DeviceClass::kNvidiaFrontend ||
                   node.device_class == DeviceClass::kNvidiaUvm;
-  const bool deny =
-      v.action == Action::kDeny && setup_.mode == Mode::kEnforce && (!nv || setup_.nvidia_enforced);
-  if (deny) {
+  if (v.action == Action::kDeny && setup_.enforcement.enforced(node.device_class)) {
     r.decision = "deny";
     r.ret = -1;
     r.err = v.err;
@@ -294,9 +282,8 @@ void CallHandler::settle(CallDecision& d, TraceRecord& r, const DeviceNode& node
   }
   r.decision = v.action == Action::kDeny ? "allow (would deny: trace mode)" : "allow";
   if (v.action == Action::kDeny && v.log)
-    format_line(d.line, "%s, would deny %s %s: %s",
-                setup_.mode == Mode::kTrace ? "trace mode" : "driver not in the ABI tables",
-                node.name.c_str(), printable(r.call.name).c_str(), printable(v.reason).c_str());
+    format_line(d.line, "%s, would deny %s %s: %s", setup_.enforcement.why_not(), node.name.c_str(),
+                printable(r.call.name).c_str(), printable(v.reason).c_str());
 }
 
 // The target is the process behind the caller's pidfd (taken from the caller): it must belong to

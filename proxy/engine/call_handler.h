@@ -28,6 +28,7 @@
 #include "proxy/engine/session_stats.h"
 #include "proxy/gpudirect/dmabuf_check.h"
 #include "proxy/observe/trap_copy.h"
+#include "proxy/policy/enforcement.h"
 #include "proxy/policy/policy.h"
 #include "proxy/trace/trace_record.h"
 
@@ -58,9 +59,8 @@ struct CallDecision {
 struct CallHandlerSetup {
   const Policy& policy;
   const Grants& grants;
-  Mode mode = Mode::kEnforce;
-  // NVIDIA calls' denials are enforced (false: a driver the ABI tables do not know, trace-only).
-  bool nvidia_enforced = true;
+  // Which denials are enforced: the mode and the unknown-driver rule (proxy/policy/).
+  Enforcement enforcement;
   bool tracing = false;   // every call is decoded in full and recorded
   bool observed = false;  // traced calls let run are completed at their exit by the observer
   bool broker_pidfd_getfd = false;
@@ -70,7 +70,7 @@ struct CallHandlerSetup {
   bool all_gpus_granted = true;                 // device objects then need no GPU check
   // Requests allowed whatever their parameters on a granted node of their class (sorted).
   std::vector<uint32_t> unread_uvm, unread_frontend;
-  // The dma-buf exporters a uverbs registration may name (the policy's).
+  // The dma-buf exporters a uverbs registration may name (proxy/policy/dmabuf_provenance.h).
   std::vector<std::string> dmabuf_exporters;
   std::function<uint64_t()> next_seq;  // a trace record's sequence number
 };

@@ -143,7 +143,18 @@ Session::Session(Engine& engine, SessionConfig config)
     if (!f) throw_errno("cannot write trace file " + *config_.trace_json, errno);
     json_out_ = std::make_unique<JsonTraceWriter>(std::move(f));
   }
-  setup_nvidia();
+  // The unknown-driver rule (proxy/policy/enforcement.h).
+  const NvidiaDriver& nv = engine_.nvidia();
+  NvidiaDriverFacts facts{nv.loaded, nv.known};
+  for (const auto& n : catalog_.nodes())
+    if (n.device_class == DeviceClass::kNvidiaFrontend || n.device_class == DeviceClass::kNvidiaUvm)
+      facts.has_nodes = true;
+  facts.version = nv.version;
+  if (nv.abi) facts.tables = nv.abi->version;
+  std::string why_trace_only;
+  enforcement_ =
+      Enforcement::decide(config_.mode, facts, config_.allow_unknown_nvidia_driver, why_trace_only);
+  if (!why_trace_only.empty()) note(why_trace_only);
   setup_kernel_judgement();
   if (tracing()) {
     std::string why;
@@ -151,8 +162,7 @@ Session::Session(Engine& engine, SessionConfig config)
     if (!observer_) note("results of allowed calls will not be shown (" + why + ")");
   }
   CallHandlerSetup h{config_.policy, config_.grants};
-  h.mode = config_.mode;
-  h.nvidia_enforced = nv_enforce_;
+  h.enforcement = enforcement_;
   h.tracing = tracing();
   h.observed = observer_ != nullptr;
   h.broker_pidfd_getfd = config_.broker_pidfd_getfd;
@@ -172,8 +182,8 @@ Session::Session(Engine& engine, SessionConfig config)
 }
 
 void Session::setup_kernel_judgement() {
-  const bool untrapped_ok =
-      config_.kernel_allow && config_.mode == Mode::kEnforce && !tracing() && nv_enforce_;
+  const bool untrapped_ok = config_.kernel_allow && config_.mode == Mode::kEnforce && !tracing() &&
+                            enforcement_.nvidia_enforced();
   KernelAllowFacts facts;
   if (untrapped_ok) {
     facts.nvidia_abi = engine_.nvidia().abi;
@@ -211,7 +221,9 @@ void Session::setup_kernel_judgement() {
 }
 
 void Session::setup_unread_allow() {
-  if (config_.mode != Mode::kEnforce || tracing() || !nv_enforce_ || !engine_.nvidia().abi) return;
+  if (config_.mode != Mode::kEnforce || tracing() || !enforcement_.nvidia_enforced() ||
+      !engine_.nvidia().abi)
+    return;
   // The fd's node is checked granted before this applies, so every class qualifies.
   KernelAllowFacts facts;
   facts.nvidia_abi = engine_.nvidia().abi;
@@ -330,28 +342,6 @@ int Session::answer_fd(uint64_t id, int srcfd, bool cloexec) {
 
 void Session::note(const std::string& msg) const {
   if (!config_.quiet) std::fprintf(stderr, "%s%s\n", log_prefix_.c_str(), printable(msg).c_str());
-}
-
-void Session::setup_nvidia() {
-  const NvidiaDriver& nv = engine_.nvidia();
-  if (nv.known) return;
-  bool have_nvidia = false;
-  for (const auto& n : catalog_.nodes())
-    if (n.device_class == DeviceClass::kNvidiaFrontend || n.device_class == DeviceClass::kNvidiaUvm)
-      have_nvidia = true;
-  // No NVIDIA driver loaded: whatever answers on /dev/nvidia* nodes is not NVIDIA's, so there is
-  // no driver version to disagree with. Calls are named and policed with the newest tables.
-  if (!have_nvidia || !nv.loaded) return;
-  if (config_.mode == Mode::kEnforce && !config_.allow_unknown_nvidia_driver)
-    throw Error(
-        "NVIDIA driver " + nv.version.value_or("(version unreadable)") +
-        " is not in this build's ABI tables (newest known: " + std::string(nv.abi->version) +
-        "): refusing to enforce a policy on calls it cannot name; pass "
-        "--allow-unknown-nvidia-driver to run NVIDIA calls trace-only");
-  nv_enforce_ = false;
-  note("NVIDIA driver " + nv.version.value_or("(version unknown)") +
-       " is not in this build's ABI tables: NVIDIA calls are traced with " +
-       std::string(nv.abi->version) + " names and never denied (trace-only)");
 }
 
 void Session::add_listener(int listener_fd, ReceivedIdPage ids) {

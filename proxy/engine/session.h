@@ -177,7 +177,6 @@ class Session {
   template <typename Send>
   int answer(Send send);
   void note(const std::string& msg) const;
-  void setup_nvidia();
   // The untrapped requests (kernel_allowed_) and the BPF LSM judge (ioctl_lsm_), per config_.
   void setup_kernel_judgement();
   void setup_unread_allow();
@@ -241,7 +240,7 @@ class Session {
   std::optional<CallHandler> handler_;
   // "gdrproxy: ", or "gdrproxy: [<container id>] " in the agent: every line says whose it is.
   std::string log_prefix_;
-  bool nv_enforce_ = true;
+  Enforcement enforcement_;  // the mode and the unknown-driver rule
   KernelAllowed kernel_allowed_;
   // Requests the policy allows whatever their parameters on a granted node of their class (the
   // kernel ALLOW's, computed as if the class qualified): when one traps anyway (a class only
