@@ -16,21 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "netns/rdma_nl.h"
+
 namespace gdrproxy::netns {
-
-// One port of an RDMA device and the netdev it has in the calling thread's network namespace
-// ("" and 0 when its netdev lives elsewhere or it has none).
-struct RdmaPortNetdev {
-  std::string ibdev;
-  unsigned dev_index = 0;
-  unsigned port = 0;
-  std::string netdev;
-  int ifindex = 0;
-};
-
-// Every port of every RDMA device, from RDMA netlink in the calling thread's namespace (2 s
-// timeout per reply). Throws gdrproxy::Error naming the request when netlink does not answer.
-std::vector<RdmaPortNetdev> rdma_port_netdevs();
 
 // The rxe devices whose port has `netdev` of the calling thread's namespace, by name.
 std::vector<std::string> soft_roce_devices_on(const std::string& netdev,

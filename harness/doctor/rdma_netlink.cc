@@ -1,18 +1,11 @@
 // RDMA netlink view against sysfs (see rdma_netlink.h).
 #include "harness/doctor/rdma_netlink.h"
 
-#include <linux/netlink.h>
-#include <rdma/rdma_netlink.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <set>
 
-#include "proxy/base/unique_fd.h"
+#include "netns/rdma_nl.h"
+#include "proxy/base/error.h"
 #include "sysfs/fsio.h"
 
 namespace gdrproxy::doctor {
@@ -24,100 +17,19 @@ std::string joined(const std::set<std::string>& v) {
   return out;
 }
 
-bool request(int fd, uint16_t op, uint16_t flags, uint32_t seq, NldevView& view) {
-  nlmsghdr h{};
-  h.nlmsg_len = sizeof h;
-  h.nlmsg_type = RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, op);
-  h.nlmsg_flags = NLM_F_REQUEST | flags;
-  h.nlmsg_seq = seq;
-  sockaddr_nl kernel{};
-  kernel.nl_family = AF_NETLINK;
-  if (::sendto(fd, &h, sizeof h, 0, reinterpret_cast<sockaddr*>(&kernel), sizeof kernel) < 0) {
-    view.error = std::string("send: ") + std::strerror(errno);
-    return false;
-  }
-  std::vector<uint8_t> buf(1 << 16);
-  for (int rounds = 0; rounds < 256; ++rounds) {
-    ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
-    if (n < 0) {
-      view.error = std::string("recv: ") + std::strerror(errno);
-      return false;
-    }
-    bool done = false;
-    if (!parse_nldev_reply(std::span<const uint8_t>(buf.data(), static_cast<size_t>(n)), view,
-                           &done))
-      return false;
-    // A dump ends with NLMSG_DONE; a plain request has one reply.
-    if (done || !(flags & NLM_F_DUMP)) return true;
-  }
-  view.error = "reply too long";
-  return false;
-}
-
 }  // namespace
-
-bool parse_nldev_reply(std::span<const uint8_t> bytes, NldevView& view, bool* done) {
-  size_t off = 0;
-  while (off + sizeof(nlmsghdr) <= bytes.size()) {
-    nlmsghdr h;
-    std::memcpy(&h, bytes.data() + off, sizeof h);
-    if (h.nlmsg_len < sizeof h || h.nlmsg_len > bytes.size() - off) {
-      view.error = "malformed netlink message";
-      return false;
-    }
-    if (h.nlmsg_type == NLMSG_DONE) {
-      *done = true;
-      return true;
-    }
-    if (h.nlmsg_type == NLMSG_ERROR) {
-      int err = 0;
-      if (h.nlmsg_len >= sizeof h + sizeof(int))
-        std::memcpy(&err, bytes.data() + off + sizeof h, sizeof err);
-      if (err != 0) {
-        view.error = std::string("kernel: ") + std::strerror(-err);
-        return false;
-      }
-    } else {
-      size_t a = off + NLMSG_HDRLEN;
-      const size_t end = off + h.nlmsg_len;
-      while (a + sizeof(nlattr) <= end) {
-        nlattr at;
-        std::memcpy(&at, bytes.data() + a, sizeof at);
-        if (at.nla_len < sizeof at || at.nla_len > end - a) {
-          view.error = "malformed netlink attribute";
-          return false;
-        }
-        const uint8_t* payload = bytes.data() + a + NLA_HDRLEN;
-        const size_t len = at.nla_len - NLA_HDRLEN;
-        const uint16_t type = at.nla_type & NLA_TYPE_MASK;
-        if (type == RDMA_NLDEV_ATTR_DEV_NAME && len > 0) {
-          const auto* p = reinterpret_cast<const char*>(payload);
-          view.devices.emplace_back(p, strnlen(p, len));
-        } else if (type == RDMA_NLDEV_SYS_ATTR_NETNS_MODE && len >= 1) {
-          view.netns_mode = payload[0];
-        }
-        a += NLA_ALIGN(at.nla_len);
-      }
-    }
-    off += NLMSG_ALIGN(h.nlmsg_len);
-  }
-  return true;
-}
 
 NldevView query_nldev() {
   NldevView view;
-  UniqueFd fd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_RDMA));
-  if (!fd) {
-    view.error = std::string("NETLINK_RDMA socket: ") + std::strerror(errno);
-    return view;
+  try {
+    const netns::RdmaNl nl;
+    for (const auto& d : netns::rdma_devices(nl)) view.devices.push_back(d.name);
+    std::sort(view.devices.begin(), view.devices.end());
+    view.netns_mode = netns::rdma_netns_mode(nl);
+    view.ok = true;
+  } catch (const Error& e) {
+    view.error = e.what();
   }
-  timeval tv{1, 0};
-  ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  if (!request(fd.get(), RDMA_NLDEV_CMD_GET, NLM_F_DUMP, 1, view)) return view;
-  std::sort(view.devices.begin(), view.devices.end());
-  NldevView sys;
-  if (request(fd.get(), RDMA_NLDEV_CMD_SYS_GET, 0, 2, sys)) view.netns_mode = sys.netns_mode;
-  view.ok = true;
   return view;
 }
 
@@ -137,9 +49,9 @@ void compare_nldev(const Context& ctx, const NldevView& view, Report& report) {
     if (!in_nl.count(d)) only_sysfs.insert(d);
   for (const auto& d : in_nl)
     if (!in_sysfs.count(d)) only_nl.insert(d);
-  const std::string mode = view.netns_mode == 1   ? "shared"
-                           : view.netns_mode == 0 ? "exclusive"
-                                                  : "unknown";
+  const std::string mode = view.netns_mode == netns::RdmaNetnsMode::kUnknown
+                               ? "unknown"
+                               : netns::to_string(view.netns_mode);
   report.facts()["rdma_netns_mode"] = mode;
   if (!only_sysfs.empty())
     report.fail("rdma.netlink",

@@ -4,17 +4,16 @@
 // The idea not to miss: libibverbs finds devices through sysfs, while rdma_cm and the kernel
 // resolve them in the caller's network namespace. A synthetic or stale /sys that lists a device
 // this namespace cannot use (exclusive netns mode with the device elsewhere), or misses one it
-// can, makes the two views disagree and the job fails at connect time. The reply parser is fed
-// kernel bytes only, but is bounds-checked all the same.
+// can, makes the two views disagree and the job fails at connect time. The questions go through
+// the rail launcher's RDMA netlink client (netns/rdma_nl.h), the one this project has.
 #pragma once
 
-#include <cstdint>
-#include <span>
 #include <string>
 #include <vector>
 
 #include "harness/doctor/context.h"
 #include "harness/doctor/report.h"
+#include "netns/rdma_nl.h"
 
 namespace gdrproxy::doctor {
 
@@ -22,14 +21,10 @@ struct NldevView {
   bool ok = false;
   std::string error;                 // why the query failed
   std::vector<std::string> devices;  // RDMA_NLDEV_CMD_GET dump
-  int netns_mode = -1;               // RDMA_NLDEV_SYS_ATTR_NETNS_MODE: 1 shared, 0 exclusive
+  netns::RdmaNetnsMode netns_mode = netns::RdmaNetnsMode::kUnknown;
 };
 
-// Adds what the netlink messages in `bytes` say to `view`. Returns false on a malformed message
-// or an error reply (view.error set); `done` becomes true at NLMSG_DONE.
-bool parse_nldev_reply(std::span<const uint8_t> bytes, NldevView& view, bool* done);
-
-// Queries this network namespace's NETLINK_RDMA socket (one dump, one SYS_GET, 1 s timeout).
+// Queries this network namespace's NETLINK_RDMA socket (one dump, one SYS_GET).
 NldevView query_nldev();
 
 // Compares `view` with the devices under ctx.sysfs_root/class/infiniband.
