@@ -43,6 +43,8 @@ void add_move(CLI::App& netns, int& exit_code) {
       "A rail's soft-RoCE (rxe) device, which the kernel unregisters when its netdev leaves a\n"
       "namespace, is made again with the same name on the rail in the target (one line each);\n"
       "restore makes it again on the host. It may get another uverbs node: name grants after.\n"
+      "In exclusive RDMA netns mode (rdma system show) a rail's RDMA devices go with it and\n"
+      "restore brings them back; a device the kernel will not move fails the move, rolled back.\n"
       "Example: gdrproxy netns move --pid 4242 --ifaces rdma0,rdma1 --journal "
       "/var/lib/gdrproxy/j.json");
   auto opts = std::make_shared<MoveOptions>();
@@ -94,9 +96,10 @@ void add_restore(CLI::App& netns, int& exit_code) {
 }
 
 void add_select(CLI::App& netns, int& exit_code) {
-  auto* cmd = netns.add_subcommand("select",
-                                   "Choose the RoCE rails of this node and derive NCCL_IB_HCA.\n"
-                                   "Example: gdrproxy netns select --exclude '^eth[0-9]+$' --json");
+  auto* cmd = netns.add_subcommand(
+      "select",
+      "Choose the RoCE rails of this node and derive NCCL_IB_HCA; say the RDMA netns mode.\n"
+      "Example: gdrproxy netns select --exclude '^eth[0-9]+$' --json");
   auto opts = std::make_shared<SelectOptions>();
   auto include = std::make_shared<std::string>();
   auto peer = std::make_shared<std::string>();

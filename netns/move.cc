@@ -7,6 +7,7 @@
 
 #include <ctime>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include "netns/configure.h"
@@ -16,6 +17,7 @@
 #include "netns/link_identity.h"
 #include "netns/link_ops.h"
 #include "netns/profile.h"
+#include "netns/rdma_netns.h"
 #include "netns/restore.h"
 #include "netns/soft_roce.h"
 #include "netns/sysctl.h"
@@ -32,6 +34,8 @@ struct HostView {
   std::vector<LinkIdentity> identities;
   CachePtr target_links;
   std::set<int> moved;  // ifindexes of the rails of this move
+  RdmaNetnsMode rdma_mode = RdmaNetnsMode::kUnknown;
+  std::optional<RdmaNl> rdma;  // this namespace's RDMA netlink, when the kernel has one
 };
 
 // What restore will know the rail by (link_identity.h). A rail with no anchor is known by its
@@ -94,11 +98,16 @@ Json snapshot_iface(const NlSocket& hsock, const NlSocket& tsock, const NetnsFd&
   for (const auto& key : journaled_sysctl_keys()) sysctls[key] = read_conf_sysctl(name, key);
   rec["sysctls"] = sysctls;
   // rxe devices on it: unregistered by the move, made again in the target (soft_roce.h).
+  std::vector<std::string> soft;
   std::error_code ec;
   if (!std::filesystem::is_empty("/sys/class/infiniband", ec) && !ec) {
-    Json soft = Json::array();
-    for (const auto& ibdev : soft_roce_devices_on(name)) soft.push_back(ibdev);
+    soft = soft_roce_devices_on(name);
     if (!soft.empty()) rec["soft_roce"] = soft;
+  }
+  // Its other RDMA devices, which go with it in exclusive RDMA netns mode (rdma_netns.h).
+  if (view.rdma_mode == RdmaNetnsMode::kExclusive) {
+    Json devs = rdma_devices_on(*view.rdma, ifindex, soft);
+    if (!devs.empty()) rec["rdma_devices"] = devs;
   }
   return rec;
 }
@@ -145,7 +154,11 @@ void move_rails(const MoveOptions& opts, std::ostream& log) {
                 hsock.rules(),
                 LinkReader().links(),
                 tsock.links(),
-                {}};
+                {},
+                RdmaNetnsMode::kUnknown,
+                RdmaNl::open_if_present()};
+  if (view.rdma) view.rdma_mode = rdma_netns_mode(*view.rdma);
+  const RdmaNetnsMode rdma_mode = view.rdma_mode;
   for (const auto& name : opts.ifaces) view.moved.insert(ifindex_by_name(view.links.get(), name));
   Json ifaces = Json::array();
   unsigned rail = 0;
@@ -170,8 +183,17 @@ void move_rails(const MoveOptions& opts, std::ostream& log) {
            {"profile", profile.raw},
            {"ifaces", ifaces},
            {"kernel_route_order", kernel_route_order(view.routes, view.links.get(), moved)}};
+  if (rdma_mode != RdmaNetnsMode::kUnknown) doc["rdma_netns_mode"] = to_string(rdma_mode);
   write_journal(opts.journal, doc);
   step_done("journal written");
+  if (rdma_mode == RdmaNetnsMode::kShared) {
+    bool backs = false;
+    for (const auto& p : rdma_port_netdevs(*view.rdma))
+      backs = backs || (p.ifindex != 0 && view.moved.count(p.ifindex));
+    if (backs)
+      log << "note: RDMA netns mode is shared: every network namespace sees every RDMA device, so "
+             "the rails' RDMA devices stay where they are\n";
+  }
 
   try {
     for (const auto& rec : ifaces) {
@@ -180,12 +202,17 @@ void move_rails(const MoveOptions& opts, std::ostream& log) {
       if (!link) throw Error(name + ": disappeared before it could be moved");
       move_link(hsock, link.get(), target);
       step_done(name + ": moved into " + target.describe());
+      if (rec.contains("rdma_devices")) {
+        move_rdma_devices(rec, target, log);
+        step_done(name + ": RDMA devices moved into " + target.describe());
+      }
       configure_link(tsock, rec, log);
       for (const auto& ibdev : rec.value("soft_roce", Json::array())) {
         const std::string dev = ibdev;
         target.run_inside([&] { ensure_soft_roce(dev, name); });
         log << name << ": soft-RoCE device " << dev << " made again on it in " << target.describe()
             << " (rxe does not follow its netdev into a namespace)\n";
+        place_soft_roce(dev, name, target, log);
         step_done(name + ": soft-RoCE device " + dev);
       }
     }

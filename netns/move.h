@@ -4,7 +4,9 @@
 // that point runs the same restore that a later `gdrproxy netns restore` would, so a failed move
 // leaves the host as it was. Input that can be checked up front (names, namespaces, guards) is
 // checked before the journal is written. A rail's soft-RoCE device, which the kernel drops with
-// the move, is journaled and made again in the target (soft_roce.h).
+// the move, is journaled and made again in the target (soft_roce.h). In exclusive RDMA netns mode
+// a rail's other RDMA devices are journaled and moved with it (rdma_netns.h); the journal also
+// records the mode.
 #pragma once
 
 #include <sys/types.h>

@@ -10,6 +10,7 @@
 #include "netns/journal.h"
 #include "netns/link_identity.h"
 #include "netns/link_ops.h"
+#include "netns/rdma_netns.h"
 #include "netns/soft_roce.h"
 #include "proxy/base/error.h"
 #include "proxy/trace/escape.h"
@@ -266,6 +267,13 @@ int restore_from_journal(const Json& doc, std::ostream& log) {
   for (const auto& rec : doc.at("ifaces")) {
     if (std::find(order.begin(), order.end(), rec.at("name")) == order.end())
       order.push_back(rec.at("name"));
+    // Its RDMA devices first, as rdma-cni gives them back (rdma_netns.h).
+    try {
+      problems += return_rdma_devices(rec, host, target ? &*target : nullptr, log);
+    } catch (const Error& e) {
+      log << "error: " << e.what() << "\n";
+      ++problems;
+    }
     try {
       problems += bring_back(places, rec, log);
       back.insert(rec.at("name"));
@@ -289,9 +297,11 @@ int restore_from_journal(const Json& doc, std::ostream& log) {
         configure_sysctls(host, name, rec.at("sysctls"));
         // rxe devices the moves unregistered, made again on the rail here.
         for (const auto& ibdev : rec.value("soft_roce", Json::array())) {
-          if (ensure_soft_roce(ibdev.get<std::string>(), name))
+          if (ensure_soft_roce(ibdev.get<std::string>(), name)) {
             log << name << ": soft-RoCE device " << ibdev.get<std::string>()
                 << " made again on it (rxe does not follow its netdev into a namespace)\n";
+            place_soft_roce(ibdev.get<std::string>(), name, host, log);
+          }
         }
       } catch (const Error& e) {
         log << "error: " << e.what() << "\n";

@@ -8,8 +8,9 @@
 // counted as a problem and not touched; the rail itself, found by its identity, is brought back
 // and renamed (the kernel renames an interface it takes back from a dying namespace when the name
 // is taken). Everything is re-applied with ensure-present writes (a journaled soft-RoCE device
-// is made again on its rail unless it is there already). Running it twice, or after a crash of
-// `move` at any step, gives the same result.
+// is made again on its rail unless it is there already). RDMA devices that went with a rail in
+// exclusive RDMA netns mode are brought back first, by their kernel index (rdma_netns.h).
+// Running it twice, or after a crash of `move` at any step, gives the same result.
 #pragma once
 
 #include <ostream>

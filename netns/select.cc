@@ -9,6 +9,7 @@
 #include <netlink/route/link.h>
 
 #include "netns/guard.h"
+#include "netns/rdma_nl.h"
 #include "netns/soft_roce.h"
 #include "proxy/base/error.h"
 
@@ -150,6 +151,18 @@ Selection select_rails(const SelectOptions& opts) {
   }
   Selection s = select_rails_from(candidates, live, opts);
   s.notes.insert(s.notes.begin(), elsewhere.begin(), elsewhere.end());
+  if (opts.sysfs_root == "/sys") {
+    const RdmaNetnsMode mode = rdma_netns_mode_here();
+    s.rdma_netns_mode = to_string(mode);
+    if (mode == RdmaNetnsMode::kExclusive)
+      s.notes.push_back(
+          "RDMA netns mode: exclusive (an RDMA device is seen only in its own network namespace; "
+          "`netns move` moves each rail's RDMA device with it)");
+    else if (mode == RdmaNetnsMode::kShared)
+      s.notes.push_back(
+          "RDMA netns mode: shared (every network namespace sees every RDMA device; `netns move` "
+          "moves the netdevs only)");
+  }
   if (rdma_backed == 0)
     s.notes.push_back("no RDMA-backed netdev under " + opts.sysfs_root + "/class/infiniband");
   return s;
@@ -163,7 +176,11 @@ Json selection_to_json(const Selection& s) {
                          {"port", r.ibdev.empty() ? Json(nullptr) : Json(r.port)},
                          {"gid_index", r.gid_index < 0 ? Json(nullptr) : Json(r.gid_index)},
                          {"ipv4", r.ipv4}});
-  return Json{{"rails", rails}, {"nccl_ib_hca", s.nccl_ib_hca}, {"notes", s.notes}};
+  return Json{
+      {"rails", rails},
+      {"nccl_ib_hca", s.nccl_ib_hca},
+      {"rdma_netns_mode", s.rdma_netns_mode.empty() ? Json(nullptr) : Json(s.rdma_netns_mode)},
+      {"notes", s.notes}};
 }
 
 std::string selection_to_text(const Selection& s) {

@@ -15,7 +15,9 @@
 //  7. the default-route / bootstrap interface is dropped, or is an error if it was asked for
 //     by name, unless allow_bootstrap.
 // The idea not to miss: select_rails_from() is pure (a LiveView describes the namespace), so
-// every rule is testable without hardware; select_rails() fills the LiveView from netlink.
+// every rule is testable without hardware; select_rails() fills the LiveView from netlink, and
+// says which RDMA netns mode the node is in (rdma_nl.h): in exclusive mode `move` takes each
+// rail's RDMA device with it, in shared mode every namespace sees every device.
 #pragma once
 
 #include <map>
@@ -56,6 +58,9 @@ struct Selection {
   std::vector<SelectedRail> rails;
   std::vector<std::string> notes;
   std::string nccl_ib_hca;  // "=mlx5_0:1,mlx5_1:1"; "" when nothing is selected
+  // The kernel's RDMA netns mode ("shared", "exclusive"); "" when not known (no RDMA netlink, or
+  // a --sysfs-root other than this node's /sys).
+  std::string rdma_netns_mode;
 };
 
 Selection select_rails_from(const std::vector<RdmaNetdev>& candidates, const LiveView& live,

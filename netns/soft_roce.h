@@ -10,7 +10,9 @@
 // Which netdev a device's port has is what RDMA netlink reports to the asking namespace only: the
 // same netdev name in another namespace is another netdev. A device is rxe when sysfs shows rxe's
 // own `parent` attribute and no bus device. A new device may get another uverbs node than the old
-// one had: grants name nodes after the move.
+// one had: grants name nodes after the move. rxe registers every device it makes in the initial
+// network namespace, whichever namespace asked: in exclusive RDMA netns mode the move then puts
+// the new device where its rail is (rdma_netns.h).
 #pragma once
 
 #include <string>

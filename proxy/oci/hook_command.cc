@@ -25,6 +25,8 @@
 #include <thread>
 
 #include "netns/move.h"
+#include "netns/netns_sysfs.h"
+#include "netns/rdma_nl.h"
 #include "netns/rdma_sysfs.h"
 #include "netns/restore.h"
 #include "proxy/agent/container_state.h"
@@ -233,8 +235,10 @@ int create_runtime(const HookArgs& a) {
     }
   }
   std::vector<netns::RdmaNetdev> backing;  // which rails back an RDMA device, read before the move
+  bool exclusive = false;                  // RDMA devices go with their rails (netns/rdma_netns.h)
   try {
     backing = netns::enumerate_rdma_netdevs("/sys");
+    exclusive = netns::rdma_netns_mode_here() == netns::RdmaNetnsMode::kExclusive;
     netns::move_rails(m, std::cerr);
   } catch (...) {
     // move_rails rolled back; nothing is left to give back.
@@ -245,34 +249,47 @@ int create_runtime(const HookArgs& a) {
   // Each rail that backs an RDMA device (as read before the move) must get a RoCE v2 IPv4 GID
   // back after it: the kernel drops a netdev's GIDs when it leaves the namespace and adds them
   // again, asynchronously, when the move re-adds its addresses. Without one NCCL's IB plugin finds
-  // no usable GID for the device inside the container.
+  // no usable GID for the device inside the container. In exclusive RDMA netns mode the devices
+  // left the host's sysfs with the rails: they are read as the container's namespace sees them.
   std::string problem;
-  auto usable_gid = [](const std::string& ibdev, unsigned port) {
-    for (const auto& d : netns::enumerate_rdma_netdevs("/sys"))
-      if (d.ibdev == ibdev && d.port == port && netns::roce_v2_ipv4_gid_index(d, {}) >= 0)
-        return true;
-    return false;
-  };
-  for (const std::string& rail : a.rails) {
-    const auto it = std::find_if(backing.begin(), backing.end(),
-                                 [&](const netns::RdmaNetdev& d) { return d.netdev == rail; });
-    if (it == backing.end()) {
-      if (!a.allow_plain_rails) {
-        problem = "rail " + rail + " backs no RDMA device (--allow-plain-rails to move it anyway)";
+  const auto check_gids = [&](const std::string& sysfs_root) {
+    auto usable_gid = [&](const std::string& ibdev, unsigned port) {
+      for (const auto& d : netns::enumerate_rdma_netdevs(sysfs_root))
+        if (d.ibdev == ibdev && d.port == port && netns::roce_v2_ipv4_gid_index(d, {}) >= 0)
+          return true;
+      return false;
+    };
+    for (const std::string& rail : a.rails) {
+      const auto it = std::find_if(backing.begin(), backing.end(),
+                                   [&](const netns::RdmaNetdev& d) { return d.netdev == rail; });
+      if (it == backing.end()) {
+        if (!a.allow_plain_rails) {
+          problem =
+              "rail " + rail + " backs no RDMA device (--allow-plain-rails to move it anyway)";
+          break;
+        }
+        std::cerr << "gdrproxy hook: " << who << ": rail " << rail << " backs no RDMA device\n";
+        continue;
+      }
+      bool usable = false;
+      for (int i = 0; i < kGidWaitSteps && !(usable = usable_gid(it->ibdev, it->port)); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(kGidWaitStepMs));
+      if (!usable) {
+        problem = "rail " + rail + " (" + it->ibdev + " port " + std::to_string(it->port) +
+                  ") has no RoCE v2 IPv4 GID " + std::to_string(kGidWaitSteps * kGidWaitStepMs) +
+                  " ms after the move" +
+                  (exclusive ? " (as the container's namespace sees it)" : "");
         break;
       }
-      std::cerr << "gdrproxy hook: " << who << ": rail " << rail << " backs no RDMA device\n";
-      continue;
     }
-    bool usable = false;
-    for (int i = 0; i < kGidWaitSteps && !(usable = usable_gid(it->ibdev, it->port)); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(kGidWaitStepMs));
-    if (!usable) {
-      problem = "rail " + rail + " (" + it->ibdev + " port " + std::to_string(it->port) +
-                ") has no RoCE v2 IPv4 GID " + std::to_string(kGidWaitSteps * kGidWaitStepMs) +
-                " ms after the move";
-      break;
-    }
+  };
+  try {
+    if (exclusive)
+      netns::in_sysfs_of(netns::NetnsFd::open_path(m.target_path), check_gids);
+    else
+      check_gids("/sys");
+  } catch (const Error& e) {
+    problem = e.what();
   }
   if (!problem.empty()) {
     netns::restore_command(m.journal, std::cerr);

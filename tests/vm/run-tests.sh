@@ -2,11 +2,12 @@
 # The Soft-RoCE test stage, run inside the VM by scripts/rxe-vm.sh: creates rxe devices, runs
 # rdma-core's and perftest's tools and our own verbs programs natively and under
 # `gdrproxy run --mode enforce --policy configs/policy/default.json --trace-json ...`, checks that
-# both behave the same and that the traces hold the decoded calls, checks that a policy denying
-# REG_MR stops ibv_rc_pingpong cleanly, attacks the sandbox boundary as a tenant granted rxe0 only
-# (tests/vm/attacks.sh), checks the BPF LSM ioctl judge (tests/vm/lsm.sh), runs two containers
-# (runc, then crun) under one agent with RoCE between them (tests/vm/containers.sh), runs
-# gdr-harness on two simulated nodes with rxe rails, ib_write_bw between their containers
+# both behave the same and that the traces hold the decoded calls, moves a soft-RoCE rail with its
+# RDMA device in exclusive RDMA netns mode and back (tests/vm/rdma_netns.sh), checks that a
+# policy denying REG_MR stops ibv_rc_pingpong cleanly, attacks the sandbox boundary as a tenant
+# granted rxe0 only (tests/vm/attacks.sh), checks the BPF LSM ioctl judge (tests/vm/lsm.sh), runs
+# two containers (runc, then crun) under one agent with RoCE between them (tests/vm/containers.sh),
+# runs gdr-harness on two simulated nodes with rxe rails, ib_write_bw between their containers
 # (tests/vm/harness.sh), ib_write_bw between two Docker containers started through the runtime
 # shim (tests/vm/docker.sh), then runs the benchmark (tests/vm/bench.sh).
 #
@@ -62,6 +63,10 @@ fi
 if [[ ! -x $gdrproxy ]] || ! "$gdrproxy" run --help >/dev/null 2>&1; then
   log "$gdrproxy has no working 'run' subcommand: every proxied run will fail"
 fi
+
+# ---- exclusive RDMA netns mode: a rail's RDMA device moved with it and given back -------------
+# First: the kernel changes the mode only while no other network namespace exists.
+. "$here/rdma_netns.sh"
 
 # ---- raw verbs on rxe0 ----------------------------------------------------------------------------
 V="-d rxe0 -g $gidx"
