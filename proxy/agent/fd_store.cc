@@ -25,6 +25,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "proxy/agent/fd_store_records.h"
 #include "proxy/base/error.h"
 #include "proxy/base/unique_fd.h"
 #include "proxy/engine/fd_passing.h"
@@ -138,7 +139,8 @@ struct Kept {
       if (::getsockopt(c.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != 0 ||
           !recv_packet(c.get(), data, fds, 2000))
         continue;
-      if (data.rfind("PUT\n", 0) == 0 && fds[2] && kept.size() < kMaxKept) {
+      HolderRequest r = parse_holder_request(data);
+      if (r.kind == HolderRequest::Kind::kPut && fds[2] && kept.size() < kMaxKept) {
         const uint64_t key = next_key++;
         epoll_event pe{};
         pe.data.u64 = key;
@@ -149,13 +151,13 @@ struct Kept {
           ::epoll_ctl(ep.get(), EPOLL_CTL_DEL, fds[0].get(), nullptr);
           continue;
         }
-        kept.emplace(key, Kept{data.substr(4), std::move(fds)});
-      } else if (data.rfind("FORGET ", 0) == 0) {
-        const auto it = kept.find(std::strtoull(data.c_str() + 7, nullptr, 10));
+        kept.emplace(key, Kept{std::move(r.state_json), std::move(fds)});
+      } else if (r.kind == HolderRequest::Kind::kForget) {
+        const auto it = kept.find(r.key);
         if (it != kept.end()) erase(it);
-      } else if (data == "GET\n") {
+      } else if (r.kind == HolderRequest::Kind::kGet) {
         for (const auto& [key, k] : kept)
-          send_packet(c.get(), std::to_string(key) + "\n" + k.json,
+          send_packet(c.get(), holder_entry(key, k.json),
                       {k.fds[0].get(), k.fds[1].get(), k.fds[2].get()});
       }
     }
@@ -211,19 +213,15 @@ std::vector<StoredListener> FdStoreClient::take_all() const {
   std::vector<StoredListener> out;
   const UniqueFd s = connect_to(path_);
   if (!s) return out;
-  if (send_packet(s.get(), "GET\n")) {
+  if (send_packet(s.get(), get_request())) {
     std::string data;
     std::array<UniqueFd, kFdsPerEntry> fds;
     while (recv_packet(s.get(), data, fds, 2000)) {
       if (!fds[0]) continue;
       StoredListener l;
-      const auto nl = data.find('\n');
-      if (!data.empty() && data[0] >= '0' && data[0] <= '9' && nl != std::string::npos) {
-        l.key = std::strtoull(data.c_str(), nullptr, 10);
-        l.state_json = data.substr(nl + 1);
-      } else {
-        l.state_json = data;  // a holder of an older build: no key, no pidfd, no page
-      }
+      HolderEntry e = parse_holder_entry(data);  // from an older holder: no key, pidfd or page
+      l.key = e.key.value_or(0);
+      l.state_json = std::move(e.state_json);
       l.listener = std::move(fds[0]);
       l.pidfd = std::move(fds[1]);
       l.ids = std::move(fds[2]);
@@ -237,13 +235,13 @@ void FdStoreClient::put(const std::string& state_json, int listener_fd, int pidf
                         int ids_fd) const {
   const UniqueFd s = connect_to(path_);
   if (!s) return;
-  send_packet(s.get(), "PUT\n" + state_json, {listener_fd, pidfd, ids_fd});
+  send_packet(s.get(), put_request(state_json), {listener_fd, pidfd, ids_fd});
 }
 
 void FdStoreClient::forget(uint64_t key) const {
   const UniqueFd s = connect_to(path_);
   if (!s) return;
-  send_packet(s.get(), "FORGET " + std::to_string(key) + "\n");
+  send_packet(s.get(), forget_request(key));
 }
 
 void FdStoreClient::forget_container_in_older_holder(const std::string& id) const {

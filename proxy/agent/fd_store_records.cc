@@ -1,0 +1,60 @@
+// The fd store's packets (see fd_store_records.h).
+#include "proxy/agent/fd_store_records.h"
+
+#include <charconv>
+
+namespace gdrproxy::proxy {
+namespace {
+
+// A whole decimal key, 1..2^64-1, without sign, spaces or leading zeros.
+std::optional<uint64_t> parse_key(std::string_view s) {
+  if (s.empty() || s[0] == '0') return std::nullopt;
+  uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+std::string put_request(std::string_view state_json) {
+  return "PUT\n" + std::string(state_json);
+}
+
+std::string forget_request(uint64_t key) {
+  return "FORGET " + std::to_string(key) + "\n";
+}
+
+std::string get_request() {
+  return "GET\n";
+}
+
+HolderRequest parse_holder_request(std::string_view packet) {
+  HolderRequest r;
+  if (packet.substr(0, 4) == "PUT\n") {
+    r.kind = HolderRequest::Kind::kPut;
+    r.state_json = packet.substr(4);
+  } else if (packet == "GET\n") {
+    r.kind = HolderRequest::Kind::kGet;
+  } else if (packet.substr(0, 7) == "FORGET " && packet.size() > 8 && packet.back() == '\n') {
+    if (const auto key = parse_key(packet.substr(7, packet.size() - 8))) {
+      r.kind = HolderRequest::Kind::kForget;
+      r.key = *key;
+    }
+  }
+  return r;
+}
+
+std::string holder_entry(uint64_t key, std::string_view state_json) {
+  return std::to_string(key) + "\n" + std::string(state_json);
+}
+
+HolderEntry parse_holder_entry(std::string_view packet) {
+  HolderEntry e;
+  const size_t nl = packet.find('\n');
+  if (nl != std::string_view::npos) e.key = parse_key(packet.substr(0, nl));
+  e.state_json = e.key ? packet.substr(nl + 1) : packet;
+  return e;
+}
+
+}  // namespace gdrproxy::proxy

@@ -1,0 +1,71 @@
+// libFuzzer target for the fd store's packets (proxy/agent/fd_store_records.h): the requests the
+// holder reads and the entries the next agent reads back, which carry each container's listener
+// across an agent restart.
+//
+// Input: bytes 0..7 a key (little-endian), the rest a packet, which is also used as a state.
+//
+// A bug is: any crash, sanitizer report, hang or exception; a request or entry parsed from bytes
+// that are not exactly its canonical form (a FORGET whose key is read from "FORGET 012\n" or
+// "FORGET 1x\n" could drop another entry); a request or entry that does not come back as itself
+// (put, forget and get requests, and entries with any key 1..2^64-1 and any state bytes).
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "proxy/agent/fd_store_records.h"
+
+using namespace gdrproxy::proxy;
+
+namespace {
+
+[[noreturn]] void fail(const char* what) {
+  std::fprintf(stderr, "fd_store_records_fuzz: %s\n", what);
+  std::abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 8) return 0;
+  uint64_t key;
+  std::memcpy(&key, data, 8);
+  const std::string_view packet(reinterpret_cast<const char*>(data) + 8, size - 8);
+  try {
+    // Whatever arrives parses only from its canonical bytes.
+    const HolderRequest r = parse_holder_request(packet);
+    switch (r.kind) {
+      case HolderRequest::Kind::kPut:
+        if (put_request(r.state_json) != packet) fail("a put parsed from other bytes");
+        break;
+      case HolderRequest::Kind::kForget:
+        if (r.key == 0 || forget_request(r.key) != packet) fail("a forget parsed from other bytes");
+        break;
+      case HolderRequest::Kind::kGet:
+        if (get_request() != packet) fail("a get parsed from other bytes");
+        break;
+      case HolderRequest::Kind::kNone:
+        break;
+    }
+    const HolderEntry e = parse_holder_entry(packet);
+    if (e.key ? (*e.key == 0 || holder_entry(*e.key, e.state_json) != packet)
+              : e.state_json != packet)
+      fail("an entry parsed from other bytes");
+    // What is sent comes back as itself.
+    const HolderRequest put = parse_holder_request(put_request(packet));
+    if (put.kind != HolderRequest::Kind::kPut || put.state_json != packet) fail("put round trip");
+    if (parse_holder_request(get_request()).kind != HolderRequest::Kind::kGet) fail("get");
+    if (key != 0) {
+      const HolderRequest f = parse_holder_request(forget_request(key));
+      if (f.kind != HolderRequest::Kind::kForget || f.key != key) fail("forget round trip");
+      const HolderEntry back = parse_holder_entry(holder_entry(key, packet));
+      if (back.key != key || back.state_json != packet) fail("entry round trip");
+    }
+  } catch (...) {
+    fail("threw");
+  }
+  return 0;
+}
