@@ -133,7 +133,12 @@ bool parse_nldev_reply(std::span<const uint8_t> bytes, uint32_t seq, NldevReply&
     const size_t end = off + h.nlmsg_len;
     if (h.nlmsg_seq == seq) {
       if (h.nlmsg_type == NLMSG_DONE) {
+        // A dump that failed says so here: its errno (negative) after the header.
         reply.done = true;
+        int err = 0;
+        if (h.nlmsg_len >= NLMSG_HDRLEN + sizeof err)
+          std::memcpy(&err, bytes.data() + off + NLMSG_HDRLEN, sizeof err);
+        if (err < 0) reply.error = -err;
       } else if (h.nlmsg_type == NLMSG_ERROR) {
         nlmsgerr e{};
         if (h.nlmsg_len < NLMSG_HDRLEN + sizeof e) {

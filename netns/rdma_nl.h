@@ -45,7 +45,7 @@ std::vector<uint8_t> nldev_request(uint16_t op, uint16_t flags, uint32_t seq, co
 // What the replies to one request said so far.
 struct NldevReply {
   std::vector<NlAttrs> messages;  // data messages, in order
-  bool done = false;              // NLMSG_DONE (end of a dump)
+  bool done = false;              // NLMSG_DONE (end of a dump, which sets error if it failed)
   bool acked = false;             // NLMSG_ERROR with 0 (end of any other request)
   int error = 0;                  // NLMSG_ERROR's errno (positive), 0 if none
   std::string error_message;      // the kernel's extended-ack text with it, if any

@@ -114,6 +114,17 @@ TEST(RdmaNl, DumpRepliesEndAtDoneAndOtherSequencesAreSkipped) {
   message(done, NLMSG_DONE, NLM_F_MULTI, 5, {0, 0, 0, 0});
   ASSERT_TRUE(parse_nldev_reply(done, 5, r, why));
   EXPECT_TRUE(r.done);
+  EXPECT_EQ(r.error, 0);
+  // A dump the kernel could not run (a device gone between two requests) ends with its errno.
+  std::vector<uint8_t> failed;
+  const int err = -EINVAL;
+  std::vector<uint8_t> payload(sizeof err);
+  std::memcpy(payload.data(), &err, sizeof err);
+  message(failed, NLMSG_DONE, NLM_F_MULTI, 6, payload);
+  NldevReply f;
+  ASSERT_TRUE(parse_nldev_reply(failed, 6, f, why));
+  EXPECT_TRUE(f.done);
+  EXPECT_EQ(f.error, EINVAL);
 }
 
 TEST(RdmaNl, SysReplyGivesTheNetnsMode) {
