@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
@@ -18,7 +17,7 @@
 #include "proxy/base/error.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/oci/bundle_prepare.h"
-#include "proxy/oci/oci_device_number.h"
+#include "proxy/oci/runtime_config.h"
 #include "proxy/policy/glob.h"
 #include "proxy/trace/escape.h"
 
@@ -30,92 +29,6 @@ using json = nlohmann::json;
 // Global options of runc and crun that take a value (given as "--opt value" or "--opt=value").
 const std::set<std::string> kValueOptions = {
     "--root", "--log", "--log-format", "--criu", "--rootless", "--cgroup-manager", "--log-level"};
-
-struct ShimConfig {
-  std::string runtime = "runc";
-  std::string listener = "/run/gdrproxy/agent.sock";
-  std::vector<std::string> grants;  // globs: the most a container may ask for
-  std::optional<std::string> base, metadata;
-  bool sysfs = true;                // a synthetic /sys of the granted devices
-  std::string sysfs_root = "/sys";  // the host's sysfs (test rigs: a constructed one)
-  // "rails": true moves the RoCE netdevs of each granted RDMA device (read under sysfs_root)
-  // into the container by createRuntime/poststop hooks, as a CDI spec's device does.
-  bool rails = false;
-  std::string rail_profile = "multirail";
-  bool allow_plain_rails = false;             // the netdevs need not back an RDMA device (rigs)
-  std::optional<std::string> rail_state_dir;  // the hooks' journals; unset: their default
-  bool found = false;
-};
-
-ShimConfig load_config(const std::string& path) {
-  ShimConfig c;
-  std::ifstream in(path);
-  if (!in) return c;  // no file: no device may be granted
-  const json j = json::parse(in, nullptr, false);
-  auto bad = [&](const std::string& what) { throw Error(path + ": " + what); };
-  if (j.is_discarded() || !j.is_object()) bad("not a JSON object");
-  for (const auto& [k, v] : j.items())
-    if (k != "version" && k != "runtime" && k != "listener" && k != "grants" && k != "base" &&
-        k != "metadata" && k != "sysfs" && k != "sysfs_root" && k != "comment" && k != "rails" &&
-        k != "rail_profile" && k != "allow_plain_rails" && k != "rail_state_dir" &&
-        // Kept for existing files: pidfd_getfd is always trapped now, and the agent's rule
-        // decides whether it is brokered, so this key has no effect.
-        k != "broker_pidfd_getfd")
-      bad(k + ": unknown key");
-  if (j.value("version", 0) != 1) bad("version: expected 1");
-  auto str = [&](const char* k, std::string& out) {
-    if (!j.contains(k)) return;
-    if (!j[k].is_string()) bad(std::string(k) + ": expected a string");
-    out = j[k].get<std::string>();
-  };
-  str("runtime", c.runtime);
-  str("listener", c.listener);
-  std::string s;
-  if (j.contains("base")) c.base = (str("base", s), s);
-  if (j.contains("metadata")) c.metadata = (str("metadata", s), s);
-  if (j.contains("grants")) {
-    if (!j["grants"].is_array()) bad("grants: expected an array of device names or globs");
-    for (const json& g : j["grants"]) {
-      if (!g.is_string()) bad("grants: expected an array of device names or globs");
-      c.grants.push_back(g.get<std::string>());
-    }
-  }
-  auto boolean = [&](const char* k, bool& out) {
-    if (!j.contains(k)) return;
-    if (!j[k].is_boolean()) bad(std::string(k) + ": expected true or false");
-    out = j[k].get<bool>();
-  };
-  boolean("sysfs", c.sysfs);
-  str("sysfs_root", c.sysfs_root);
-  boolean("rails", c.rails);
-  str("rail_profile", c.rail_profile);
-  boolean("allow_plain_rails", c.allow_plain_rails);
-  if (j.contains("rail_state_dir")) c.rail_state_dir = (str("rail_state_dir", s), s);
-  c.found = true;
-  return c;
-}
-
-// The catalogued devices the bundle's linux.devices asks for, by grant name.
-std::vector<std::string> requested_devices(const std::string& bundle,
-                                           const DeviceCatalog& catalog) {
-  std::ifstream in(bundle + "/config.json");
-  if (!in) throw Error("cannot read " + bundle + "/config.json");
-  const json j = json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) throw Error(bundle + "/config.json is not a JSON object");
-  std::vector<std::string> out;
-  if (!j.contains("linux") || !j["linux"].contains("devices") || !j["linux"]["devices"].is_array())
-    return out;
-  for (const json& d : j["linux"]["devices"]) {
-    const std::optional<dev_t> dev = oci_char_device_number(d, bundle + "/config.json");
-    if (!dev) continue;
-    const DeviceNode* n = catalog.find(*dev);
-    if (!n) continue;
-    if (!n->brokerable)
-      throw Error("linux.devices holds " + printable(n->path) + ", which can never be granted");
-    out.push_back(n->name);
-  }
-  return out;
-}
 
 std::string rfc3339_now() {
   timespec ts{};
@@ -132,10 +45,15 @@ std::string rfc3339_now() {
 
 std::string runtime_log_line(const std::string& format, const std::string& msg,
                              const std::string& time) {
-  if (format == "json") return json{{"level", "error"}, {"msg", msg}, {"time", time}}.dump() + "\n";
+  // Bytes that are not UTF-8 become U+FFFD rather than an exception (the shim's own messages
+  // are printable ASCII already).
+  constexpr auto kReplace = json::error_handler_t::replace;
+  if (format == "json")
+    return json{{"level", "error"}, {"msg", msg}, {"time", time}}.dump(-1, ' ', false, kReplace) +
+           "\n";
   // logrus' text format quotes the message as Go's %q does; JSON's escaping agrees for what
   // printable() leaves in it.
-  return "time=\"" + time + "\" level=error msg=" + json(msg).dump() + "\n";
+  return "time=\"" + time + "\" level=error msg=" + json(msg).dump(-1, ' ', false, kReplace) + "\n";
 }
 
 RuntimeCall parse_runtime_args(const std::vector<std::string>& args) {
@@ -173,12 +91,12 @@ int run_runtime_shim(const ShimOptions& o, const std::vector<std::string>& runti
   std::string runtime = o.runtime.value_or("");
   const RuntimeCall call = parse_runtime_args(runtime_args);
   try {
-    const ShimConfig config = load_config(o.config_path);
+    const ShimConfig config = load_shim_config(o.config_path);
     if (runtime.empty()) runtime = config.runtime;
     if (call.verb == "create" || call.verb == "run") {
       const DeviceCatalog catalog = DeviceCatalog::scan();
       const std::vector<std::string> asked =
-          o.grants ? *o.grants : requested_devices(call.bundle, catalog);
+          o.grants ? *o.grants : requested_devices_of_bundle(call.bundle, catalog);
       for (const std::string& name : asked) {
         bool allowed = false;
         for (const std::string& g : config.grants)

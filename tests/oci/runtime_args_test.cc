@@ -37,5 +37,12 @@ TEST(RuntimeArgs, RefusalIsARuncLogLine) {
             "time=\"T\" level=error msg=\"a \\\"b\\\"\"\n");
 }
 
+// Any bytes make a log line, never an exception (found by runtime_config_fuzz).
+TEST(RuntimeArgs, LogLineOfBytesThatAreNotUtf8) {
+  const std::string line = runtime_log_line("json", "bad \x86 byte", "T");
+  EXPECT_EQ(nlohmann::json::parse(line)["msg"], "bad \xef\xbf\xbd byte");
+  EXPECT_EQ(runtime_log_line("text", "\xff", "T"), "time=\"T\" level=error msg=\"\xef\xbf\xbd\"\n");
+}
+
 }  // namespace
 }  // namespace gdrproxy::proxy

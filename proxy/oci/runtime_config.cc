@@ -1,0 +1,109 @@
+// Parsing the runtime shim's runtime.json and a bundle's linux.devices (see runtime_config.h).
+#include "proxy/oci/runtime_config.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "proxy/base/error.h"
+#include "proxy/devices/device_catalog.h"
+#include "proxy/oci/oci_device_number.h"
+#include "proxy/trace/escape.h"
+
+namespace gdrproxy::proxy {
+namespace {
+
+using json = nlohmann::json;
+
+// The whole file, or nullopt when it cannot be opened.
+std::optional<std::string> read_text(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+ShimConfig parse_shim_config(std::string_view text, const std::string& origin) {
+  ShimConfig c;
+  const json j = json::parse(text, nullptr, false);
+  auto bad = [&](const std::string& what) { throw Error(origin + ": " + printable(what)); };
+  if (j.is_discarded() || !j.is_object()) bad("not a JSON object");
+  for (const auto& [k, v] : j.items())
+    if (k != "version" && k != "runtime" && k != "listener" && k != "grants" && k != "base" &&
+        k != "metadata" && k != "sysfs" && k != "sysfs_root" && k != "comment" && k != "rails" &&
+        k != "rail_profile" && k != "allow_plain_rails" && k != "rail_state_dir" &&
+        // Kept for existing files: pidfd_getfd is always trapped now, and the agent's rule
+        // decides whether it is brokered, so this key has no effect.
+        k != "broker_pidfd_getfd")
+      bad(k + ": unknown key");
+  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"] != 1)
+    bad("version: expected 1");
+  auto str = [&](const char* k, std::string& out) {
+    if (!j.contains(k)) return;
+    if (!j[k].is_string()) bad(std::string(k) + ": expected a string");
+    out = j[k].get<std::string>();
+  };
+  str("runtime", c.runtime);
+  str("listener", c.listener);
+  std::string s;
+  if (j.contains("base")) c.base = (str("base", s), s);
+  if (j.contains("metadata")) c.metadata = (str("metadata", s), s);
+  if (j.contains("grants")) {
+    if (!j["grants"].is_array()) bad("grants: expected an array of device names or globs");
+    for (const json& g : j["grants"]) {
+      if (!g.is_string()) bad("grants: expected an array of device names or globs");
+      c.grants.push_back(g.get<std::string>());
+    }
+  }
+  auto boolean = [&](const char* k, bool& out) {
+    if (!j.contains(k)) return;
+    if (!j[k].is_boolean()) bad(std::string(k) + ": expected true or false");
+    out = j[k].get<bool>();
+  };
+  boolean("sysfs", c.sysfs);
+  str("sysfs_root", c.sysfs_root);
+  boolean("rails", c.rails);
+  str("rail_profile", c.rail_profile);
+  boolean("allow_plain_rails", c.allow_plain_rails);
+  if (j.contains("rail_state_dir")) c.rail_state_dir = (str("rail_state_dir", s), s);
+  c.found = true;
+  return c;
+}
+
+ShimConfig load_shim_config(const std::string& path) {
+  const std::optional<std::string> text = read_text(path);
+  if (!text) return ShimConfig{};  // no file: no device may be granted
+  return parse_shim_config(*text, path);
+}
+
+std::vector<std::string> requested_devices(std::string_view config_json, const std::string& origin,
+                                           const DeviceCatalog& catalog) {
+  const json j = json::parse(config_json, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw Error(origin + " is not a JSON object");
+  std::vector<std::string> out;
+  if (!j.contains("linux") || !j["linux"].contains("devices") || !j["linux"]["devices"].is_array())
+    return out;
+  for (const json& d : j["linux"]["devices"]) {
+    const std::optional<dev_t> dev = oci_char_device_number(d, origin);
+    if (!dev) continue;
+    const DeviceNode* n = catalog.find(*dev);
+    if (!n) continue;
+    if (!n->brokerable)
+      throw Error("linux.devices holds " + printable(n->path) + ", which can never be granted");
+    out.push_back(n->name);
+  }
+  return out;
+}
+
+std::vector<std::string> requested_devices_of_bundle(const std::string& bundle,
+                                                     const DeviceCatalog& catalog) {
+  const std::string path = bundle + "/config.json";
+  const std::optional<std::string> text = read_text(path);
+  if (!text) throw Error("cannot read " + path);
+  return requested_devices(*text, path, catalog);
+}
+
+}  // namespace gdrproxy::proxy

@@ -1,0 +1,48 @@
+// The runtime shim's two inputs besides its command line: the operator's runtime.json (what any
+// container may be granted, and how) and the bundle's config.json, whose linux.devices say which
+// devices this container asks for. The idea not to miss: both are parsed from text here, apart
+// from the files, so the parsers are fuzzed (tests/fuzz/runtime_config_fuzz.cc); an absent
+// runtime.json grants nothing, and a config.json device outside the catalog is not ours to judge.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gdrproxy::proxy {
+
+class DeviceCatalog;
+
+// runtime.json.
+struct ShimConfig {
+  std::string runtime = "runc";
+  std::string listener = "/run/gdrproxy/agent.sock";
+  std::vector<std::string> grants;  // globs: the most a container may ask for
+  std::optional<std::string> base, metadata;
+  bool sysfs = true;                // a synthetic /sys of the granted devices
+  std::string sysfs_root = "/sys";  // the host's sysfs (test rigs: a constructed one)
+  // "rails": true moves the RoCE netdevs of each granted RDMA device (read under sysfs_root)
+  // into the container by createRuntime/poststop hooks, as a CDI spec's device does.
+  bool rails = false;
+  std::string rail_profile = "multirail";
+  bool allow_plain_rails = false;             // the netdevs need not back an RDMA device (rigs)
+  std::optional<std::string> rail_state_dir;  // the hooks' journals; unset: their default
+  bool found = false;
+};
+
+// Parses runtime.json's text; `origin` (its path) starts every error. Throws gdrproxy::Error
+// naming the key and what was expected.
+ShimConfig parse_shim_config(std::string_view text, const std::string& origin);
+// The file at `path`; a missing file is the empty config (found false: nothing granted).
+ShimConfig load_shim_config(const std::string& path);
+
+// The catalogued devices a config.json's linux.devices asks for, by grant name; `origin` names
+// the file in errors. Throws gdrproxy::Error for a file that is not a JSON object, a device entry
+// that is malformed, or a device that can never be granted.
+std::vector<std::string> requested_devices(std::string_view config_json, const std::string& origin,
+                                           const DeviceCatalog& catalog);
+std::vector<std::string> requested_devices_of_bundle(const std::string& bundle,
+                                                     const DeviceCatalog& catalog);
+
+}  // namespace gdrproxy::proxy

@@ -1,0 +1,58 @@
+// The runtime shim's runtime.json and linux.devices parsers (proxy/oci/runtime_config.h): what
+// they accept, and that every mistake is a gdrproxy::Error naming the file and the key.
+#include "proxy/oci/runtime_config.h"
+
+#include <gtest/gtest.h>
+
+#include "proxy/base/error.h"
+#include "proxy/devices/device_catalog.h"
+
+namespace gdrproxy::proxy {
+namespace {
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_shim_config(text, "runtime.json");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+TEST(RuntimeConfig, AcceptsTheDocumentedKeys) {
+  const ShimConfig c = parse_shim_config(
+      R"({"version": 1, "runtime": "crun", "grants": ["uverbs*"], "sysfs": false, "rails": true,
+          "rail_profile": "multirail", "rail_state_dir": "/run/gdrproxy"})",
+      "runtime.json");
+  EXPECT_TRUE(c.found);
+  EXPECT_EQ(c.runtime, "crun");
+  EXPECT_EQ(c.grants, std::vector<std::string>{"uverbs*"});
+  EXPECT_FALSE(c.sysfs);
+  EXPECT_TRUE(c.rails);
+  EXPECT_EQ(c.rail_state_dir, "/run/gdrproxy");
+}
+
+// A version of another type was an exception of the JSON library's, not a refusal naming the
+// key (found by runtime_config_fuzz).
+TEST(RuntimeConfig, MistakesNameTheFileAndKey) {
+  EXPECT_EQ(error_of(R"({"version": "1"})"), "runtime.json: version: expected 1");
+  EXPECT_EQ(error_of(R"({"version": 1.5})"), "runtime.json: version: expected 1");
+  EXPECT_EQ(error_of(R"({"grants": []})"), "runtime.json: version: expected 1");
+  EXPECT_EQ(error_of(R"({"version": 1, "rails": "yes"})"),
+            "runtime.json: rails: expected true or false");
+  EXPECT_EQ(error_of(R"({"version": 1, "a\nb": 0})"), "runtime.json: a\\x0ab: unknown key");
+  EXPECT_EQ(error_of("[]"), "runtime.json: not a JSON object");
+}
+
+TEST(RuntimeConfig, DevicesOutsideTheCatalogAreNotOurs) {
+  const DeviceCatalog none = DeviceCatalog::scan("/nonexistent", "/nonexistent", "/nonexistent");
+  EXPECT_TRUE(requested_devices(
+                  R"({"linux": {"devices": [{"path": "/dev/null", "type": "c", "major": 1,
+                      "minor": 3}]}})",
+                  "config.json", none)
+                  .empty());
+  EXPECT_THROW(requested_devices("[1]", "config.json", none), Error);
+}
+
+}  // namespace
+}  // namespace gdrproxy::proxy
