@@ -1,6 +1,7 @@
 // libbpf's print hook and link teardown shared by the BPF loaders (see bpf_links.h).
 #include "proxy/observe/bpf_links.h"
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -12,9 +13,12 @@
 #include <cerrno>
 #include <cstdarg>
 #include <cstdlib>
+#include <cstring>
 #include <string_view>
 #include <system_error>
 #include <thread>
+
+#include "proxy/engine/process_info.h"
 
 namespace gdrproxy::proxy {
 namespace {
@@ -27,6 +31,51 @@ int silent_print(enum libbpf_print_level, const char*, va_list) {
 
 void silence_libbpf() {
   libbpf_set_print(silent_print);
+}
+
+bpf_object* load_embedded_bpf(const void* bytes, size_t size, const std::string& what,
+                              std::string& why, const char* eperm_hint) {
+  silence_libbpf();
+  bpf_object* obj = bpf_object__open_mem(bytes, size, nullptr);
+  if (!obj) {
+    why = what + " open: " + std::strerror(errno);
+    return nullptr;
+  }
+  if (const int rc = bpf_object__load(obj); rc != 0) {
+    why = what + " load: " + std::strerror(-rc) + (rc == -EPERM ? eperm_hint : "");
+    bpf_object__close(obj);
+    return nullptr;
+  }
+  // Before any program runs: the pid namespace whose ids the programs report.
+  const uint32_t zero = 0, pidns = own_pid_namespace_inode();
+  if (!pidns) {
+    why = what +
+          " supervisor_pidns: /proc/self/ns/pid is unreadable, so callers cannot be told "
+          "by the ids seen here";
+    bpf_object__close(obj);
+    return nullptr;
+  }
+  if (bpf_map_update_elem(bpf_object__find_map_fd_by_name(obj, "supervisor_pidns"), &zero, &pidns,
+                          BPF_ANY) != 0) {
+    why = what + " supervisor_pidns: " + std::strerror(errno);
+    bpf_object__close(obj);
+    return nullptr;
+  }
+  return obj;
+}
+
+bool attach_every_program(bpf_object* obj, bool lsm, std::vector<bpf_link*>& links,
+                          const std::string& what, std::string& why) {
+  bpf_program* prog;
+  bpf_object__for_each_program(prog, obj) {
+    bpf_link* link = lsm ? bpf_program__attach_lsm(prog) : bpf_program__attach(prog);
+    if (!link) {
+      why = what + " attach " + bpf_program__name(prog) + ": " + std::strerror(errno);
+      return false;
+    }
+    links.push_back(link);
+  }
+  return true;
 }
 
 void destroy_links_side_by_side(std::vector<bpf_link*>& links) {

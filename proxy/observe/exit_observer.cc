@@ -14,39 +14,11 @@
 namespace gdrproxy::proxy {
 
 std::unique_ptr<ExitObserver> ExitObserver::open(Callback cb, std::string& why) {
-  silence_libbpf();
   TracefsForAttach tracefs;
   std::unique_ptr<ExitObserver> o(new ExitObserver());
   o->cb_ = std::move(cb);
-  o->obj_ = bpf_object__open_mem(kSyscallExitBpf, kSyscallExitBpfSize, nullptr);
-  if (!o->obj_) {
-    why = std::string("bpf open: ") + std::strerror(errno);
-    return nullptr;
-  }
-  if (int rc = bpf_object__load(o->obj_); rc != 0) {
-    why = std::string("bpf load: ") + std::strerror(-rc);
-    return nullptr;
-  }
-  // Before any program runs: which pid namespace's ids the programs report (see the program).
-  const uint32_t zero = 0, pidns = own_pid_namespace_inode();
-  if (!pidns) {
-    why = "/proc/self/ns/pid is unreadable, so callers cannot be told by the ids seen here";
-    return nullptr;
-  }
-  if (bpf_map_update_elem(bpf_object__find_map_fd_by_name(o->obj_, "supervisor_pidns"), &zero,
-                          &pidns, BPF_ANY) != 0) {
-    why = std::string("bpf supervisor_pidns: ") + std::strerror(errno);
-    return nullptr;
-  }
-  bpf_program* prog;
-  bpf_object__for_each_program(prog, o->obj_) {
-    bpf_link* link = bpf_program__attach(prog);
-    if (!link) {
-      why = std::string("bpf attach ") + bpf_program__name(prog) + ": " + std::strerror(errno);
-      return nullptr;
-    }
-    o->links_.push_back(link);
-  }
+  o->obj_ = load_embedded_bpf(kSyscallExitBpf, kSyscallExitBpfSize, "bpf", why);
+  if (!o->obj_ || !attach_every_program(o->obj_, false, o->links_, "bpf", why)) return nullptr;
   o->pending_fd_ = bpf_object__find_map_fd_by_name(o->obj_, "pending");
   if (!o->mapping_.map(bpf_object__find_map_fd_by_name(o->obj_, "pending_slots"),
                        sizeof(gdrproxy_pending_slot) * GDRPROXY_PENDING_SLOTS, true,

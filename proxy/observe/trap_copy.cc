@@ -52,43 +52,16 @@ bool TrapCopy::unchanged() const {
 }
 
 std::unique_ptr<TrapCopies> TrapCopies::open(std::string& why) {
-  silence_libbpf();
   TracefsForAttach tracefs;
   std::unique_ptr<TrapCopies> t(new TrapCopies());
-  t->obj_ = bpf_object__open_mem(kTrapCopyBpf, kTrapCopyBpfSize, nullptr);
-  if (!t->obj_) {
-    why = std::string("bpf open: ") + std::strerror(errno);
-    return nullptr;
-  }
-  if (int rc = bpf_object__load(t->obj_); rc != 0) {
-    why = std::string("bpf load: ") + std::strerror(-rc);
-    return nullptr;
-  }
-  // Before the program runs: the pid namespace whose ids label the copies (the notifications').
-  const uint32_t zero = 0, pidns = own_pid_namespace_inode();
-  if (!pidns) {
-    why = "/proc/self/ns/pid is unreadable, so callers cannot be told by the ids seen here";
-    return nullptr;
-  }
-  if (bpf_map_update_elem(bpf_object__find_map_fd_by_name(t->obj_, "supervisor_pidns"), &zero,
-                          &pidns, BPF_ANY) != 0) {
-    why = std::string("bpf supervisor_pidns: ") + std::strerror(errno);
-    return nullptr;
-  }
+  t->obj_ = load_embedded_bpf(kTrapCopyBpf, kTrapCopyBpfSize, "bpf", why);
+  if (!t->obj_) return nullptr;
   if (!t->mapping_.map(bpf_object__find_map_fd_by_name(t->obj_, "copies"),
                        sizeof(gdrproxy_trap_copy) * GDRPROXY_TRAP_COPY_SLOTS, false, "the copies",
                        why))
     return nullptr;
   t->slots_ = static_cast<const volatile gdrproxy_trap_copy*>(t->mapping_.data());
-  bpf_program* prog;
-  bpf_object__for_each_program(prog, t->obj_) {
-    bpf_link* link = bpf_program__attach(prog);
-    if (!link) {
-      why = std::string("bpf attach ") + bpf_program__name(prog) + ": " + std::strerror(errno);
-      return nullptr;
-    }
-    t->links_.push_back(link);
-  }
+  if (!attach_every_program(t->obj_, false, t->links_, "bpf", why)) return nullptr;
   return t;
 }
 

@@ -104,20 +104,11 @@ bool bpf_lsm_active(std::string& why) {
 
 std::unique_ptr<IoctlLsm> IoctlLsm::load(const IoctlLsmTables& tables, std::string& why) {
   if (!bpf_lsm_active(why)) return nullptr;
-  silence_libbpf();
   std::unique_ptr<IoctlLsm> l(new IoctlLsm());
-  l->obj_ = bpf_object__open_mem(kIoctlLsmBpf, kIoctlLsmBpfSize, nullptr);
-  if (!l->obj_) {
-    why = std::string("BPF LSM program: open: ") + std::strerror(errno);
-    return nullptr;
-  }
-  if (int rc = bpf_object__load(l->obj_); rc != 0) {
-    why = std::string("BPF LSM program: load: ") + std::strerror(-rc) +
-          (rc == -EPERM ? " (needs CAP_BPF, CAP_PERFMON and CAP_MAC_ADMIN; some kernels refuse "
-                          "LSM programs to every process)"
-                        : "");
-    return nullptr;
-  }
+  l->obj_ = load_embedded_bpf(kIoctlLsmBpf, kIoctlLsmBpfSize, "BPF LSM program:", why,
+                              " (needs CAP_BPF, CAP_PERFMON and CAP_MAC_ADMIN; some kernels "
+                              "refuse LSM programs to every process)");
+  if (!l->obj_) return nullptr;
   const int nodes = bpf_object__find_map_fd_by_name(l->obj_, "nodes");
   const int majors = bpf_object__find_map_fd_by_name(l->obj_, "guarded_majors");
   const int untrapped = bpf_object__find_map_fd_by_name(l->obj_, "untrapped");
@@ -125,10 +116,6 @@ std::unique_ptr<IoctlLsm> IoctlLsm::load(const IoctlLsmTables& tables, std::stri
   l->sandboxed_fd_ = bpf_object__find_map_fd_by_name(l->obj_, "sandboxed");
   l->counters_fd_ = bpf_object__find_map_fd_by_name(l->obj_, "counters");
   const uint8_t judge = kJudgeRequests, refuse = kRefuseAll, one = 1;
-  const uint32_t zero = 0, pidns = own_pid_namespace_inode();
-  if (!update(bpf_object__find_map_fd_by_name(l->obj_, "supervisor_pidns"), &zero, &pidns, why,
-              "supervisor_pidns"))
-    return nullptr;
   l->ring_ = ring_buffer__new(
       bpf_object__find_map_fd_by_name(l->obj_, "refusals"),
       [](void* ctx, void* data, size_t size) {
@@ -164,16 +151,7 @@ std::unique_ptr<IoctlLsm> IoctlLsm::load(const IoctlLsmTables& tables, std::stri
     const uint32_t k[2] = {kernel_dev(rdev), request};
     if (!update(allowed, k, &one, why, "allowed")) return nullptr;
   }
-  bpf_program* prog;
-  bpf_object__for_each_program(prog, l->obj_) {
-    bpf_link* link = bpf_program__attach_lsm(prog);
-    if (!link) {
-      why = std::string("BPF LSM program: attach ") + bpf_program__name(prog) + ": " +
-            std::strerror(errno);
-      return nullptr;
-    }
-    l->links_.push_back(link);
-  }
+  if (!attach_every_program(l->obj_, true, l->links_, "BPF LSM program:", why)) return nullptr;
   return l;
 }
 
