@@ -321,6 +321,10 @@ TEST(SelectCli, ConstructedSysfsTreeAndRealNamespace) {
   std::string notes = j["notes"].dump();
   EXPECT_NE(notes.find("rdma3 (mlx5_3): no IPv4 address; skipped"), std::string::npos) << notes;
   EXPECT_NE(notes.find("eth0: excluded by regex"), std::string::npos) << notes;
+  // A captured tree is not this node: no RDMA netns mode is claimed for it (the VM stage checks
+  // both modes on the live node, tests/vm/rdma_netns.sh).
+  EXPECT_TRUE(j.contains("rdma_netns_mode") && j["rdma_netns_mode"].is_null()) << r.out;
+  EXPECT_EQ(notes.find("RDMA netns mode"), std::string::npos) << notes;
 
   // Human output, with the note printed.
   r = sh(cmd);
