@@ -21,21 +21,13 @@
 
 #include "proxy/agent/agent_config.h"
 #include "proxy/base/error.h"
+#include "tests/fuzz/fuzz_check.h"
 
 using namespace gdrproxy::proxy;
+using gdrproxy::fuzz::fail;
+using gdrproxy::fuzz::one_printable_line;
 
 namespace {
-
-[[noreturn]] void fail(const char* what) {
-  std::fprintf(stderr, "agent_config_fuzz: %s\n", what);
-  std::abort();
-}
-
-bool one_printable_line(const std::string& s) {
-  for (const unsigned char c : s)
-    if (c < 0x20 || c >= 0x7f) return false;
-  return !s.empty();
-}
 
 // The next NUL-terminated piece of `rest`.
 std::string take(std::string_view& rest) {

@@ -20,23 +20,11 @@
 #include <string_view>
 
 #include "proxy/agent/container_state.h"
+#include "tests/fuzz/fuzz_check.h"
 
 using namespace gdrproxy::proxy;
-
-namespace {
-
-[[noreturn]] void fail(const char* what) {
-  std::fprintf(stderr, "container_state_fuzz: %s\n", what);
-  std::abort();
-}
-
-bool one_printable_line(const std::string& s) {
-  for (const unsigned char c : s)
-    if (c < 0x20 || c >= 0x7f) return false;
-  return !s.empty();
-}
-
-}  // namespace
+using gdrproxy::fuzz::fail;
+using gdrproxy::fuzz::one_printable_line;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;

@@ -17,15 +17,12 @@
 #include <string>
 
 #include "harness/doctor/elf_dynamic.h"
+#include "tests/fuzz/fuzz_check.h"
 
 using namespace gdrproxy::doctor;
+using gdrproxy::fuzz::fail;
 
 namespace {
-
-[[noreturn]] void fail(const char* what) {
-  std::fprintf(stderr, "elf_dynamic_fuzz: %s\n", what);
-  std::abort();
-}
 
 void no_nul(const std::string& s) {
   if (s.find('\0') != std::string::npos) fail("a string holds a NUL");

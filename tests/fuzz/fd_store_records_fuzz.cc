@@ -17,17 +17,10 @@
 #include <string_view>
 
 #include "proxy/agent/fd_store_records.h"
+#include "tests/fuzz/fuzz_check.h"
 
 using namespace gdrproxy::proxy;
-
-namespace {
-
-[[noreturn]] void fail(const char* what) {
-  std::fprintf(stderr, "fd_store_records_fuzz: %s\n", what);
-  std::abort();
-}
-
-}  // namespace
+using gdrproxy::fuzz::fail;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 8) return 0;

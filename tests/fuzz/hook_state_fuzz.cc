@@ -18,21 +18,13 @@
 #include <string_view>
 
 #include "proxy/agent/container_state.h"
+#include "tests/fuzz/fuzz_check.h"
 
 using namespace gdrproxy::proxy;
+using gdrproxy::fuzz::fail;
+using gdrproxy::fuzz::one_printable_line;
 
 namespace {
-
-[[noreturn]] void fail(const char* what) {
-  std::fprintf(stderr, "hook_state_fuzz: %s\n", what);
-  std::abort();
-}
-
-bool one_printable_line(const std::string& s) {
-  for (const unsigned char c : s)
-    if (c < 0x20 || c >= 0x7f) return false;
-  return !s.empty();
-}
 
 void check_name(const std::string& id) {
   const std::string n = container_file_name(id);

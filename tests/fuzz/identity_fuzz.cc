@@ -19,13 +19,11 @@
 #include <string_view>
 
 #include "proxy/engine/process_info.h"
+#include "tests/fuzz/fuzz_check.h"
+
+using gdrproxy::fuzz::fail;
 
 namespace {
-
-[[noreturn]] void fail(const char* what) {
-  std::fprintf(stderr, "identity_fuzz: %s\n", what);
-  std::abort();
-}
 
 // What a well-formed list of numbers must parse to; nullopt when `rest` is not well formed (then
 // only "no crash, no throw" is checked for that field).

@@ -33,16 +33,13 @@
 #include <vector>
 
 #include "proxy/policy/policy.h"
+#include "tests/fuzz/fuzz_check.h"
 
 using namespace gdrproxy::proxy;
+using gdrproxy::fuzz::fail;
 using json = nlohmann::json;
 
 namespace {
-
-[[noreturn]] void fail(const char* what) {
-  std::fprintf(stderr, "policy_fuzz: %s\n", what);
-  std::abort();
-}
 
 constexpr DeviceClass kClasses[] = {DeviceClass::kUverbs, DeviceClass::kRdmaCm,
                                     DeviceClass::kNvidiaFrontend, DeviceClass::kNvidiaUvm,

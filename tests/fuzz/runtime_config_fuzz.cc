@@ -24,15 +24,12 @@
 #include "proxy/devices/device_catalog.h"
 #include "proxy/oci/runtime_config.h"
 #include "proxy/oci/runtime_shim.h"
+#include "tests/fuzz/fuzz_check.h"
 
 using namespace gdrproxy::proxy;
+using gdrproxy::fuzz::fail;
 
 namespace {
-
-[[noreturn]] void fail(const char* what) {
-  std::fprintf(stderr, "runtime_config_fuzz: %s\n", what);
-  std::abort();
-}
 
 std::string take(std::string_view& rest) {
   const size_t end = rest.find('\0');

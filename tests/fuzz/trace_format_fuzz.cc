@@ -23,15 +23,12 @@
 
 #include "proxy/trace/escape.h"
 #include "proxy/trace/trace_record.h"
+#include "tests/fuzz/fuzz_check.h"
 
 using namespace gdrproxy::proxy;
+using gdrproxy::fuzz::fail;
 
 namespace {
-
-[[noreturn]] void fail(const char* what) {
-  std::fprintf(stderr, "trace_format_fuzz: %s\n", what);
-  std::abort();
-}
 
 bool printable_ascii(const std::string& s) {
   for (const char ch : s) {
