@@ -12,33 +12,19 @@
 #include <cerrno>
 
 #include <algorithm>
-#include <cstdarg>
 #include <cstdio>
 #include <utility>
 
 #include "proxy/base/hot_path.h"
 #include "proxy/decode/nvidia_decoder.h"
+#include "proxy/decode/rdma_cm_decoder.h"
 #include "proxy/decode/uverbs_decoder.h"
 #include "proxy/engine/clock.h"
+#include "proxy/engine/line_format.h"
 #include "proxy/policy/dmabuf_provenance.h"
 #include "proxy/trace/escape.h"
 
 namespace gdrproxy::proxy {
-namespace {
-
-[[gnu::format(printf, 2, 3)]] void format_line(std::string& out, const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  va_list again;
-  va_copy(again, ap);
-  const int n = std::vsnprintf(nullptr, 0, fmt, ap);
-  va_end(ap);
-  out.resize(n > 0 ? static_cast<size_t>(n) : 0);
-  if (n > 0) std::vsnprintf(out.data(), out.size() + 1, fmt, again);
-  va_end(again);
-}
-
-}  // namespace
 
 DecodedCall undecoded_call(DeviceClass cls, uint32_t cmd) {
   DecodedCall call;
@@ -52,6 +38,15 @@ DecodedCall undecoded_call(DeviceClass cls, uint32_t cmd) {
 
 CallHandler::CallHandler(CallHandlerSetup setup, CallInputs inputs)
     : setup_(std::move(setup)), in_(inputs) {}
+
+void CallHandler::add_counts(SessionStats& s) const {
+  s.allowed_unread = counts_.allowed_unread;
+  s.trap_copies_used = counts_.trap_copies_used;
+  s.trap_copies_missed = counts_.trap_copies_missed;
+  s.trap_copies_torn = counts_.trap_copies_torn;
+  s.denied = denials_.total();
+  s.repeated_denials = denials_.repeats();
+}
 
 void CallHandler::begin_record(TraceRecord& r, const seccomp_notif& req, const char* syscall,
                                bool who_at_exit) {
@@ -284,6 +279,31 @@ void CallHandler::settle(CallDecision& d, TraceRecord& r, const DeviceNode& node
   if (v.action == Action::kDeny && v.log)
     format_line(d.line, "%s, would deny %s %s: %s", setup_.enforcement.why_not(), node.name.c_str(),
                 printable(r.call.name).c_str(), printable(v.reason).c_str());
+}
+
+std::string CallHandler::observed_write(TraceRecord& r, const DeviceNode& node,
+                                        std::span<const uint8_t> bytes) {
+  std::string line;
+  BufferMemory mem;
+  constexpr uint64_t kAt = 0x10000;
+  mem.map(kAt, std::vector<uint8_t>(bytes.begin(), bytes.end()));
+  r.decision = "observed";
+  if (node.device_class != DeviceClass::kUverbs) {
+    r.call = decode_rdma_cm_write(kAt, bytes.size(), mem);
+    return line;
+  }
+  r.call = decode_uverbs_write(kAt, bytes.size(), mem);
+  const Verdict v = setup_.policy.evaluate(r.call);
+  if (v.action != Action::kDeny) return line;
+  r.decision = "observed (policy would deny: write() commands are not trapped)";
+  r.reason = v.reason;
+  if (denials_.first(r.who.host_tgid, node.name, "write " + r.call.name))
+    format_line(line,
+                "not enforceable: pid %u (ns pid %u) sent %s to %s as write(), which the policy "
+                "denies (%s); write() commands are observed, not trapped",
+                r.who.host_tid, r.who.ns_tid, printable(r.call.name).c_str(), node.name.c_str(),
+                printable(v.reason).c_str());
+  return line;
 }
 
 // The target is the process behind the caller's pidfd (taken from the caller): it must belong to

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -98,11 +99,20 @@ class CallHandler {
   // a target in this sandbox (or its group) that is no runtime's exec helper; else refused.
   CallDecision pidfd_getfd(const seccomp_notif& req);
 
+  // A command its caller wrote to a watched rdma_cm or uverbs fd, seen by the observer at its
+  // exit: decoded into `r` (its caller, fd and device already there) and, for uverbs, judged like
+  // its ioctl encodings. A would-be denial is said (the line returned, once per process, device
+  // and command) and recorded, never enforced: write()s are not trapped (README, Security model).
+  std::string observed_write(TraceRecord& r, const DeviceNode& node,
+                             std::span<const uint8_t> bytes);
+
   // The sandbox's pid namespace and its group's (session.h): where pidfd_getfd is brokered.
   void set_pid_namespace(ino_t ns) { pidns_ = ns; }
   void set_peer_namespaces(std::function<bool(ino_t)> is_peer) { is_peer_ = std::move(is_peer); }
 
   const CallCounts& counts() const { return counts_; }
+  // Its counters and the refusals it counted, into a session's stats.
+  void add_counts(SessionStats& s) const;
   // The refusal lines (one per process, device and reason; repeats counted).
   DenialLog& denials() { return denials_; }
   const DenialLog& denials() const { return denials_; }

@@ -1,19 +1,20 @@
 // A Session: one sandbox's device calls, served from its seccomp listener fds (one for `gdrproxy
-// run`; one per process a runtime starts in a container, for the agent). It owns everything that
-// is that sandbox's: grants, compiled policy, mode, trace sinks, pending results, identities,
-// denial log and counters, and the mutex most of it is touched under (the waiting records have a
-// lock of their own, so results are completed while calls are served). Each listener has a receiver
-// thread blocked in RECV that handles the calls it receives itself (no wake-up of another thread
-// on the way: the fastest round trip a supervisor can make); the session's own loop thread does
-// the rest (results, timers, hang-ups, stats). The ideas not to miss: every notification is
-// answered exactly once, inside an exception boundary, so nothing a tenant sends can leave a
-// caller blocked or take the session (or the engine under it) down; the work that can block on
-// the tenant (path resolution on its filesystems, reads of its memory) runs on the session's own
-// threads, so it can only ever stall that sandbox, and the engine's watchdog answers a call stuck
-// past its deadline (EIO) and marks the session degraded; RECV does not return when the last
-// task using a filter exits, so the loop waits for each listener's hang-up and interrupts its
-// receiver with a signal; a session ends when every listener has hung up and, where it has one,
-// its init process has exited (its pidfd is readable).
+// run`; one per process a runtime starts in a container, for the agent). It keeps the sandbox's
+// threads, listeners and lifetime: a receiver thread per listener blocked in RECV, which has the
+// call handler (call_handler.h) decide each call it receives and carries the decision out (no
+// wake-up of another thread on the way: the fastest round trip a supervisor can make), and the
+// session's own loop thread for the rest (results, timers, hang-ups, stats); the mutex the
+// receivers and the loop touch the sandbox's state under; the trace (session_trace.h), what the
+// kernel judges (kernel_judgement.h) and the deadline watchdog (deadline_watchdog.h). The ideas
+// not to miss: every notification is answered exactly once, inside an exception boundary, so
+// nothing a tenant sends can leave a caller blocked or take the session (or the engine under it)
+// down; the work that can block on the tenant (path resolution on its filesystems, reads of its
+// memory) runs on the session's own threads, so it can only ever stall that sandbox, and the
+// engine's watchdog answers a call stuck past its deadline (EIO) and marks the session degraded;
+// RECV does not return when the last task using a filter exits, so the loop waits for each
+// listener's hang-up and interrupts its receiver with a signal; a session ends when every
+// listener has hung up and, where it has one, its init process has exited (its pidfd is
+// readable).
 #pragma once
 
 #include <linux/seccomp.h>
@@ -25,73 +26,36 @@
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <functional>
 #include <future>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "proxy/base/unique_fd.h"
-#include "proxy/broker/open_broker.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/engine/call_handler.h"
+#include "proxy/engine/deadline_watchdog.h"
 #include "proxy/engine/denial_log.h"
 #include "proxy/engine/engine.h"
 #include "proxy/engine/in_flight.h"
 #include "proxy/engine/kernel_inputs.h"
+#include "proxy/engine/kernel_judgement.h"
 #include "proxy/engine/latency_histogram.h"
-#include "proxy/engine/pending_results.h"
-#include "proxy/engine/proc_fd_dirs.h"
-#include "proxy/engine/process_info.h"
 #include "proxy/engine/received_ids.h"
+#include "proxy/engine/session_config.h"
 #include "proxy/engine/session_stats.h"
+#include "proxy/engine/session_trace.h"
 #include "proxy/observe/exit_event.h"
 #include "proxy/policy/policy.h"
 #include "proxy/sandbox/ioctl_lsm.h"
-#include "proxy/sandbox/kernel_allow.h"
 #include "proxy/trace/json_trace_writer.h"
 #include "proxy/trace/trace_record.h"
 
 namespace gdrproxy::proxy {
-
-struct SessionConfig {
-  std::string name;  // shown in notes: "" for `gdrproxy run`, the container id for the agent
-  Policy policy;
-  Grants grants;
-  Mode mode = Mode::kEnforce;
-  bool trace_text = false;                // text lines on stderr
-  std::optional<std::string> trace_json;  // JSONL file, opened close-on-exec
-  bool quiet = false;                     // no notes on stderr (denial lines stay)
-  // SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP on every listener; nullopt = by CPU count.
-  std::optional<bool> sync_wakeup;
-  // An NVIDIA driver the ABI tables do not know: police NVIDIA calls trace-only rather than
-  // refuse to start in enforce mode.
-  bool allow_unknown_nvidia_driver = false;
-  // > 0: a call not answered within this many ms (its path lookup, or a read of the caller's
-  // memory, blocked on the tenant: a hung FUSE mount) is answered EIO by the engine's watchdog,
-  // and the session is marked degraded (its next calls wait for its thread).
-  // 0: no deadline (`gdrproxy run`: the only tenant can stall only itself).
-  unsigned blocking_deadline_ms = 0;
-  // Perform trapped pidfd_getfd calls whose target is a process of this sandbox (its pid
-  // namespace, set_pid_namespace) with the supervisor's rights, and inject the fd.
-  bool broker_pidfd_getfd = false;
-  // Let the requests this policy allows whatever their parameters run in the kernel, untrapped
-  // (enforce mode without a trace only): the session computes them, the launcher installs them
-  // (`gdrproxy run` only: an OCI profile cannot express them).
-  bool kernel_allow = false;
-  // The BPF LSM ioctl judge (proxy/sandbox/ioctl_lsm.h; `gdrproxy run` only): off; on (refuse
-  // to start where the kernel cannot run it); auto (use it where it can).
-  LsmChoice lsm = LsmChoice::kOff;
-};
-
-// Every NVIDIA GPU node of `catalog` is granted: device objects then need no GPU check.
-bool every_gpu_granted(const DeviceCatalog& catalog, const Grants& grants);
 
 class Session {
  public:
@@ -139,15 +103,15 @@ class Session {
   SessionStats stats();
   const std::string& name() const { return config_.name; }
   const SessionConfig& config() const { return config_; }
-  bool tracing() const { return config_.trace_text || json_out_ != nullptr; }
+  bool tracing() const { return tracing_; }
   // The ioctl requests the filter may let run untrapped (empty unless config.kernel_allow, in
   // enforce mode, without a trace; see proxy/sandbox/kernel_allow.h).
-  const KernelAllowed& kernel_allowed() const { return kernel_allowed_; }
+  const KernelAllowed& kernel_allowed() const { return judgement_.allowed; }
   // With the BPF LSM judge loaded: judges `pid` (the sandbox's first task, before it runs the
   // command) and every task it creates. Does nothing without the judge; throws gdrproxy::Error
   // when the task cannot be marked.
   void judge_in_kernel(pid_t pid);
-  bool judged_in_kernel() const { return ioctl_lsm_ != nullptr; }
+  bool judged_in_kernel() const { return judgement_.lsm != nullptr; }
   // The closing lines of `gdrproxy run`: lost results, failed-closed calls, counts.
   void print_summary(bool with_stats) const;
 
@@ -172,14 +136,12 @@ class Session {
   int answer_continue(uint64_t id);
   int answer_error(uint64_t id, int err);
   int answer_fd(uint64_t id, int srcfd, bool cloexec);
-  bool claim();
   // Claims the call, then sends (timed into the ioctl phases while an ioctl is handled).
   template <typename Send>
   int answer(Send send);
   void note(const std::string& msg) const;
-  // The untrapped requests (kernel_allowed_) and the BPF LSM judge (ioctl_lsm_), per config_.
-  void setup_kernel_judgement();
-  void setup_unread_allow();
+  // The unknown-driver rule, what the kernel judges, the call handler and the trace, per config_.
+  void set_up(std::unique_ptr<JsonTraceWriter> json);
   void add_listener_here(int listener_fd, ReceivedIdPage ids);
   // A taken-over listener's recovery (received_ids.h), on its receiver thread.
   void answer_stranded(Listener& l, std::optional<uint64_t> first);
@@ -193,13 +155,10 @@ class Session {
   void forget_hung_up_listeners();
   void check_end();
   void arm_sweep();
-  void unwatch_fds_of_gone_processes();
-  void arm_watchdog();
-  void watchdog_tick();
   SessionStats stats_here() const;
-  // A call's result (on the loop, without mu_: it touches only its claimed entry and what is the
-  // loop's own) or a watched write (under mu_).
+  // A call's result (on the loop, without mu_) or a watched write (under it).
   void on_exit_event(const gdrproxy_exit_event& e);
+  // The call `req`, inside the exception boundary that answers it whatever happens.
   void handle(const seccomp_notif& req);
   // `sampled`: an ioctl timed in total and phase by phase (its t0 from the precise clock).
   void dispatch(const seccomp_notif& req, uint64_t t0, bool sampled);
@@ -207,53 +166,37 @@ class Session {
   uint64_t record_latency(uint64_t& total_ns, uint64_t t0);
   // Carries out the handler's decision: the line, the answer, the trace record.
   void carry_out(const seccomp_notif& req, CallDecision& d, uint64_t t0);
-  void continue_observed(TraceRecord& r, uint64_t id, pid_t tid, uint64_t t0, bool watch_rdma_cm);
-  void on_cm_write(const gdrproxy_exit_event& e);
-  // The BPF LSM judge's refusals: waited for on the session's loop, each said in one line (once
-  // per process, node and reason) and traced.
-  void arm_lsm_refusals();
-  void say_lsm_refusals();
-  void say_lsm_refusal(const IoctlLsm::Refusal& f);
-  void emit(TraceRecord&& r);
-  static ProcessIdentity identity_at_exit(const gdrproxy_exit_event& e);
 
   Engine& engine_;
   SessionConfig config_;
+  const bool tracing_;  // text lines or a JSON file
   // Held by a receiver while it handles a call and by the loop's handlers that touch what a call
   // does (watched writes, the sweep, stats, the BPF LSM judge's refusals): every member below
-  // that is not said to be the loop's own, an atomic, pending_ or inflight_'s. Results of calls
-  // are completed without it, so the loop's turns under it are short and rare (a watched write,
-  // the sweep each second): a receiver takes it without a wait on almost every call.
+  // that is not said to be the loop's own, an atomic, or the trace's waiting records and
+  // inflight_'s. Results of calls are completed without it, so the loop's turns under it are
+  // short and rare (a watched write, the sweep each second): a receiver takes it without a wait
+  // on almost every call.
   std::mutex mu_;
   // The session's own loop and thread: timers, results, hang-ups, stats.
   boost::asio::io_context io_;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   std::thread thread_;
   // The catalog this session began with (its grants, Landlock rules and LSM tables were made
-  // from it), kept whatever newer one the engine publishes. A node it lacks is looked up by
-  // device() in the engine's live catalog: never granted here.
+  // from it), kept whatever newer one the engine publishes. A node it lacks is looked up in the
+  // engine's live catalog (KernelInputs::device): never granted here.
   const std::shared_ptr<const DeviceCatalog> catalog_held_;
   const DeviceCatalog& catalog_;
+  // "gdrproxy: ", or "gdrproxy: [<container id>] " in the agent: every line says whose it is.
+  const std::string log_prefix_;
   // The kernel's answers to the handler (memory, fds, identities, the open broker, pidfds).
   KernelInputs inputs_;
-  // Decides each call (made once the setup below is known).
-  std::optional<CallHandler> handler_;
-  // "gdrproxy: ", or "gdrproxy: [<container id>] " in the agent: every line says whose it is.
-  std::string log_prefix_;
-  Enforcement enforcement_;  // the mode and the unknown-driver rule
-  KernelAllowed kernel_allowed_;
-  // Requests the policy allows whatever their parameters on a granted node of their class (the
-  // kernel ALLOW's, computed as if the class qualified): when one traps anyway (a class only
-  // partly granted without the BPF LSM judge, an OCI profile that traps every device ioctl), it
-  // is allowed once the fd's node is found granted, without reading its parameters. Sorted.
-  std::vector<uint32_t> unread_uvm_, unread_frontend_;
-  std::unique_ptr<IoctlLsm> ioctl_lsm_;  // the BPF LSM judge, when config_.lsm loaded it
-  std::unique_ptr<boost::asio::posix::stream_descriptor> lsm_refusals_;  // its ring, readable
-  DenialLog lsm_denials_;  // the judge's lines: one per (process, node, reason)
+  Enforcement enforcement_;                  // the mode and the unknown-driver rule
+  KernelJudgement judgement_;                // untrapped requests, the BPF LSM judge
+  std::optional<LsmRefusals> lsm_refusals_;  // the judge's refusals, said and traced
+  std::optional<CallHandler> handler_;       // decides each call
+  std::optional<SessionTrace> trace_;        // sinks, records waiting for results, watched fds
   std::unique_ptr<boost::asio::posix::stream_descriptor> init_;  // pidfd of the init process
   bool init_exited_ = false;
-  ExitObserver* observer_ = nullptr;           // the engine's, when tracing and available
-  std::unique_ptr<JsonTraceWriter> json_out_;  // --trace-json: its own thread writes the file
   std::vector<std::unique_ptr<Listener>> listeners_;  // the loop's; hung-up ones leave it
   bool listened_ = false;                             // a listener was ever added
   // An epoll set of every listener not yet hung up, waiting for no event: the kernel still
@@ -271,27 +214,9 @@ class Session {
   // The notification being handled, shared with the watchdog (on the engine's loop): whichever
   // of the two claims it answers it.
   InFlightCall inflight_;
-  std::atomic<uint64_t> deadline_failures_{0};
-  std::atomic<bool> degraded_{false};
-  std::unique_ptr<boost::asio::steady_timer> watchdog_;  // on the engine's loop
-  DenialLog denials_once_;  // the watchdog's own: one deadline line per process
+  DeadlineWatchdog watchdog_;
   boost::asio::steady_timer sweep_;
-  std::set<pid_t> gone_at_last_sweep_;  // tids with a pending result that had exited then
-  // Records waiting for their result (a returned call's result waits in the ring until a drain,
-  // some ms), by the low half of their registration's cookie (the session's id, id_, the high
-  // half). Not under mu_: the loop completes them while the receivers serve.
-  PendingResults pending_;
-  // Writes waiting record `w` without its result, its note saying why; frees the entry. False
-  // if its result claimed it first.
-  bool write_without_result(const PendingResults::Waiting& w, std::string note);
-  void give_up_unreported_results();
-  std::set<uint64_t> unreported_at_last_sweep_;  // seqs of waiting records found unarmed then
-  uint64_t cookie_of(uint32_t index) const { return (uint64_t{id_} << 32) | index; }
   uint32_t id_ = 0;  // the engine's (Engine::attach)
-  // Fds whose writes the observer watches, with their class, recorded when their open returned.
-  // The loop's (results, the sweep, stats).
-  std::map<std::pair<uint32_t, uint32_t>, DeviceClass> watched_fds_;
-  static constexpr size_t kMaxWatchedFds = 65536;
   SessionStats stats_;
   LatencyHistogram latency_;
 };

@@ -4,6 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
+
+#include "proxy/sandbox/ioctl_lsm.h"
+#include "proxy/sandbox/kernel_allow.h"
 
 namespace gdrproxy::proxy {
 
@@ -55,5 +60,19 @@ struct SessionStats {
   // struct's atomics (deadline_failures, degraded) are current, the rest read 0.
   bool stuck = false;
 };
+
+// What `gdrproxy run`'s closing lines say besides the counters.
+struct SummaryFacts {
+  const std::string& log_prefix;
+  bool quiet = false, tracing = false;
+  bool observed = false;                // an observer completed traced calls
+  uint64_t trace_records_dropped = 0;   // records the JSON file did not take in time
+  std::string trace_json;               // its path
+  std::optional<IoctlLsm::Counts> lsm;  // the BPF LSM judge's, when loaded
+  const KernelAllowed& kernel_allowed;  // the requests let run untrapped
+};
+
+// The closing lines: lost results, failed-closed calls, counts (all of them `with_stats`).
+void print_summary(const SessionStats& s, const SummaryFacts& f, bool with_stats);
 
 }  // namespace gdrproxy::proxy

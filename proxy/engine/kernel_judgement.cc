@@ -1,0 +1,166 @@
+#include "proxy/engine/kernel_judgement.h"
+
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "proxy/base/error.h"
+#include "proxy/base/unique_fd.h"
+#include "proxy/engine/call_handler.h"
+#include "proxy/engine/line_format.h"
+#include "proxy/trace/escape.h"
+
+namespace gdrproxy::proxy {
+namespace {
+
+// Whether every node of a device class is granted, and whether any is (one pass). A class with
+// no catalogued node has neither: its driver may register later, and a node of it must then trap
+// (and be refused), not meet requests let run untrapped.
+struct ClassGrants {
+  bool all = true, any = false;
+};
+ClassGrants class_grants(const DeviceCatalog& catalog, const Grants& grants, DeviceClass cls) {
+  ClassGrants g;
+  bool seen = false;
+  for (const DeviceNode& n : catalog.nodes()) {
+    if (n.device_class != cls) continue;
+    seen = true;
+    const bool granted = grants.granted(n);
+    g.all = g.all && granted;
+    g.any = g.any || granted;
+  }
+  g.all = g.all && seen;
+  return g;
+}
+
+void unread_allow(const KernelJudgementFacts& f, KernelJudgement& j) {
+  if (f.mode != Mode::kEnforce || f.tracing || !f.nvidia_enforced || !f.nvidia_abi) return;
+  // The fd's node is checked granted before this applies, so every class qualifies.
+  KernelAllowFacts facts;
+  facts.nvidia_abi = f.nvidia_abi;
+  facts.nvidia_frontend_any_granted = facts.nvidia_uvm_any_granted = true;
+  facts.judged_per_device = true;
+  KernelAllowed unconditional = kernel_allowed_ioctls(f.policy, facts);
+  j.unread_uvm = std::move(unconditional.uvm_requests);
+  j.unread_frontend = std::move(unconditional.frontend_requests);
+  std::sort(j.unread_uvm.begin(), j.unread_uvm.end());
+  std::sort(j.unread_frontend.begin(), j.unread_frontend.end());
+}
+
+}  // namespace
+
+bool every_gpu_granted(const DeviceCatalog& catalog, const Grants& grants) {
+  for (const DeviceNode& n : catalog.nodes())
+    if (n.device_class == DeviceClass::kNvidiaFrontend && n.name != "nvidiactl" &&
+        !grants.granted(n))
+      return false;
+  return true;
+}
+
+KernelJudgement kernel_judgement(const KernelJudgementFacts& f, std::string& note) {
+  KernelJudgement j;
+  const bool untrapped_ok =
+      f.kernel_allow && f.mode == Mode::kEnforce && !f.tracing && f.nvidia_enforced;
+  KernelAllowFacts facts;
+  if (untrapped_ok) {
+    facts.nvidia_abi = f.nvidia_abi;
+    const ClassGrants frontend = class_grants(f.catalog, f.grants, DeviceClass::kNvidiaFrontend);
+    const ClassGrants uvm = class_grants(f.catalog, f.grants, DeviceClass::kNvidiaUvm);
+    facts.nvidia_frontend_all_granted = frontend.all;
+    facts.nvidia_frontend_any_granted = frontend.any;
+    facts.nvidia_uvm_all_granted = uvm.all;
+    facts.nvidia_uvm_any_granted = uvm.any;
+  }
+  if (f.lsm != LsmChoice::kOff) {
+    // With the judge, requests may run untrapped on some granted nodes of a class; without it
+    // (below) only where every node of the class is granted. Without untrapped requests (a
+    // trace, trace mode) it still refuses every ioctl on an ungranted node in the kernel.
+    KernelAllowFacts judged = facts;
+    judged.judged_per_device = true;
+    KernelAllowed untrapped;
+    if (untrapped_ok) untrapped = kernel_allowed_ioctls(f.policy, judged);
+    std::string why;
+    j.lsm = IoctlLsm::load(ioctl_lsm_tables(f.catalog, f.grants, untrapped), why);
+    if (j.lsm) {
+      j.allowed = std::move(untrapped);
+      return j;
+    }
+    if (f.lsm == LsmChoice::kOn) throw Error("--lsm on: " + why);
+    note = "--lsm auto: " + why + "; device ioctls are judged by gdrproxy alone";
+  }
+  if (untrapped_ok) j.allowed = kernel_allowed_ioctls(f.policy, facts);
+  unread_allow(f, j);
+  return j;
+}
+
+std::string lsm_refusal(const IoctlLsm::Refusal& f, const DeviceNode* node, DenialLog& said,
+                        TraceRecord& r) {
+  const std::string number = std::to_string(major(f.rdev)) + ":" + std::to_string(minor(f.rdev));
+  const std::string device = node ? node->name : "char device " + number;
+  std::string reason;
+  switch (f.why) {
+    case IoctlLsm::Refusal::Why::kUngranted:
+      reason = "device " + device + " is not granted";
+      break;
+    case IoctlLsm::Refusal::Why::kUnknownMinor:
+      reason =
+          "char device " + number + " belongs to a guarded driver but is no device gdrproxy knows";
+      break;
+    case IoctlLsm::Refusal::Why::kNotAllowedHere:
+      reason =
+          "the request runs untrapped only on the granted devices the policy allows it on, "
+          "not on " +
+          device;
+      break;
+  }
+  std::string line;
+  r.call = undecoded_call(node ? node->device_class : DeviceClass::kUnknown, f.request);
+  if (said.first(static_cast<uint32_t>(f.tgid), device, reason))
+    format_line(line,
+                "denied %s on %s by pid %d (ns pid %d, %s) in the kernel (BPF LSM): %s -> EPERM",
+                r.call.name.c_str(), node ? node->path.c_str() : number.c_str(), f.tid, f.ns_tid,
+                printable(f.comm).c_str(), printable(reason).c_str());
+  r.who.host_tid = static_cast<uint32_t>(f.tid);
+  r.who.host_tgid = static_cast<uint32_t>(f.tgid);
+  r.who.ns_tid = static_cast<uint32_t>(f.ns_tid);
+  r.who.comm = f.comm;
+  r.syscall = "ioctl";
+  r.device = device;
+  r.decision = "deny";
+  r.ret = -1;
+  r.err = EPERM;
+  r.reason = reason;
+  r.note = "refused in the kernel by the BPF LSM judge; the fd is not known";
+  return line;
+}
+
+LsmRefusals::LsmRefusals(boost::asio::io_context& loop, IoctlLsm& lsm, std::mutex& mu,
+                         const CallerFiles& files, Say say)
+    : lsm_(lsm), mu_(mu), files_(files), say_(std::move(say)), ring_(loop) {
+  UniqueFd ring(::dup(lsm.refusals_fd()));
+  if (!ring) throw_errno("BPF LSM: the refusals' ring", errno);
+  ring_.assign(ring.release());
+  arm();
+}
+
+void LsmRefusals::arm() {
+  ring_.async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                   [this](const boost::system::error_code& ec) {
+                     if (ec) return;
+                     std::lock_guard<std::mutex> lock(mu_);
+                     take();
+                     arm();
+                   });
+}
+
+void LsmRefusals::take() {
+  lsm_.take_refusals([this](const IoctlLsm::Refusal& f) {
+    TraceRecord r;
+    const std::string line = lsm_refusal(f, files_.device(f.rdev), said_, r);
+    say_(line, std::move(r));
+  });
+}
+
+}  // namespace gdrproxy::proxy

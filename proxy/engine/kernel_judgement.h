@@ -1,0 +1,87 @@
+// What the kernel judges for a session so that its receivers need not: the ioctl requests the
+// filter lets run untrapped (proxy/sandbox/kernel_allow.h), the BPF LSM judge of ioctls by device
+// number (proxy/sandbox/ioctl_lsm.h), and, when such a request traps anyway, the set the call
+// handler allows without reading its parameters. The idea not to miss: an untrapped request never
+// meets the supervisor's device check, so it qualifies only where that check could not refuse it
+// (every node of its class granted, or the LSM judge refusing it on the others), and only in
+// enforce mode without a trace, where nothing is recorded of it; the unread set is the same
+// computed as if every class qualified, because the handler checks the fd's node first.
+#pragma once
+
+#include <sys/types.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "proxy/abi/nvidia_abi.h"
+#include "proxy/devices/device_catalog.h"
+#include "proxy/engine/call_inputs.h"
+#include "proxy/engine/denial_log.h"
+#include "proxy/policy/policy.h"
+#include "proxy/sandbox/ioctl_lsm.h"
+#include "proxy/sandbox/kernel_allow.h"
+#include "proxy/trace/trace_record.h"
+
+namespace gdrproxy::proxy {
+
+struct KernelJudgementFacts {
+  const DeviceCatalog& catalog;
+  const Grants& grants;
+  const Policy& policy;
+  const NvidiaDriverAbi* nvidia_abi = nullptr;  // the tables NVIDIA calls are named with
+  bool kernel_allow = false;                    // the session's config asks for untrapped requests
+  LsmChoice lsm = LsmChoice::kOff;
+  Mode mode = Mode::kEnforce;
+  bool tracing = false;
+  bool nvidia_enforced = true;  // the unknown-driver rule (proxy/policy/enforcement.h)
+};
+
+struct KernelJudgement {
+  KernelAllowed allowed;          // the requests the filter lets run untrapped
+  std::unique_ptr<IoctlLsm> lsm;  // the BPF LSM judge, when loaded
+  // Allowed by the handler without a read when they trap anyway, on a granted node of their
+  // class (sorted; empty with the LSM judge, which refuses them on the other nodes itself).
+  std::vector<uint32_t> unread_uvm, unread_frontend;
+};
+
+// Throws gdrproxy::Error with --lsm on where the kernel cannot run the judge; with --lsm auto,
+// `note` says why it goes on without.
+KernelJudgement kernel_judgement(const KernelJudgementFacts& f, std::string& note);
+
+// Every NVIDIA GPU node of `catalog` is granted: device objects then need no GPU check.
+bool every_gpu_granted(const DeviceCatalog& catalog, const Grants& grants);
+
+// A refusal of the BPF LSM judge, said as the supervisor's own are: its line (returned; empty
+// when `said` has said it for that process, node and reason) and its record `r` (but its
+// sequence number and time). The caller already has its EPERM, so the line follows the call.
+std::string lsm_refusal(const IoctlLsm::Refusal& f, const DeviceNode* node, DenialLog& said,
+                        TraceRecord& r);
+
+// The BPF LSM judge's refusals, waited for on a session's loop: each wake-up takes what the ring
+// holds, under the session's mutex, and hands each refusal's line and record to `say`.
+class LsmRefusals {
+ public:
+  using Say = std::function<void(const std::string& line, TraceRecord&& r)>;
+  LsmRefusals(boost::asio::io_context& loop, IoctlLsm& lsm, std::mutex& mu,
+              const CallerFiles& files, Say say);
+  // What the ring holds now (the sweep's turn, should a wake-up be skipped; after the loop
+  // stopped), under the caller's lock.
+  void take();
+  void cancel() { ring_.cancel(); }
+
+ private:
+  void arm();
+  IoctlLsm& lsm_;
+  std::mutex& mu_;
+  const CallerFiles& files_;
+  const Say say_;
+  boost::asio::posix::stream_descriptor ring_;
+  DenialLog said_;  // one line per (process, node, reason)
+};
+
+}  // namespace gdrproxy::proxy

@@ -1,0 +1,46 @@
+// What a session is given: its name, policy, grants, mode, trace sinks and the choices that
+// decide what it may do (deadline, pidfd_getfd brokering, requests the kernel lets run, the BPF
+// LSM judge). The idea not to miss: the session derives everything else from this and the engine
+// (session_setup.h); nothing here changes once it serves.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "proxy/devices/device_catalog.h"
+#include "proxy/policy/policy.h"
+#include "proxy/sandbox/ioctl_lsm.h"
+
+namespace gdrproxy::proxy {
+
+struct SessionConfig {
+  std::string name;  // shown in notes: "" for `gdrproxy run`, the container id for the agent
+  Policy policy;
+  Grants grants;
+  Mode mode = Mode::kEnforce;
+  bool trace_text = false;                // text lines on stderr
+  std::optional<std::string> trace_json;  // JSONL file, opened close-on-exec
+  bool quiet = false;                     // no notes on stderr (denial lines stay)
+  // SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP on every listener; nullopt = by CPU count.
+  std::optional<bool> sync_wakeup;
+  // An NVIDIA driver the ABI tables do not know: police NVIDIA calls trace-only rather than
+  // refuse to start in enforce mode.
+  bool allow_unknown_nvidia_driver = false;
+  // > 0: a call not answered within this many ms (its path lookup, or a read of the caller's
+  // memory, blocked on the tenant: a hung FUSE mount) is answered EIO by the engine's watchdog,
+  // and the session is marked degraded (its next calls wait for its thread).
+  // 0: no deadline (`gdrproxy run`: the only tenant can stall only itself).
+  unsigned blocking_deadline_ms = 0;
+  // Perform trapped pidfd_getfd calls whose target is a process of this sandbox (its pid
+  // namespace, set_pid_namespace) with the supervisor's rights, and inject the fd.
+  bool broker_pidfd_getfd = false;
+  // Let the requests this policy allows whatever their parameters run in the kernel, untrapped
+  // (enforce mode without a trace only): the session computes them, the launcher installs them
+  // (`gdrproxy run` only: an OCI profile cannot express them).
+  bool kernel_allow = false;
+  // The BPF LSM ioctl judge (proxy/sandbox/ioctl_lsm.h; `gdrproxy run` only): off; on (refuse
+  // to start where the kernel cannot run it); auto (use it where it can).
+  LsmChoice lsm = LsmChoice::kOff;
+};
+
+}  // namespace gdrproxy::proxy
