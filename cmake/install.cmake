@@ -44,8 +44,9 @@ endforeach()
 install(FILES ${GDRPROXY_BASH_COMPLETION} DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions)
 install(DIRECTORY configs/policy configs/netns configs/agent configs/allowlists
         DESTINATION ${CMAKE_INSTALL_DATADIR}/gdrproxy)
-install(FILES README.md docs/ARCHITECTURE.md docs/SECURITY.md docs/PERFORMANCE.md
-        DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# The README beside docs/, as in the checkout, so that its links into docs/ lead there.
+install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs FILES_MATCHING PATTERN "*.md")
 install(DIRECTORY deploy/kubernetes DESTINATION ${CMAKE_INSTALL_DOCDIR}/deploy)
 
 # The Debian package: `cpack -G DEB` in the build directory (configure with

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Runs every gdrproxy example the README and the `--help` texts print, and checks each one.
+"""Runs every gdrproxy example the README, the docs pages and the `--help` texts print, and
+checks each one.
 
-The examples are extracted, never copied: every line of a ```sh block of README.md that runs
-gdrproxy (after `&&`, continuation lines joined, comments dropped), and every "Example:" line of
-every subcommand's --help, found by walking the subcommand tree. An example this test has no
+The examples are extracted, never copied: every line of a ```sh block of README.md or of
+docs/*.md that runs gdrproxy (after `&&`, continuation lines joined, comments dropped), and every
+"Example:" line of every subcommand's --help, found by walking the subcommand tree. An example this test has no
 environment for fails the test, so a new example cannot go unchecked.
 
 Environments (all private, nothing of the host is changed):
@@ -36,6 +37,7 @@ Environments (all private, nothing of the host is changed):
 
 usage: examples_test.py GDRPROXY SOURCE_DIR
 """
+import glob
 import json
 import os
 import re
@@ -48,7 +50,7 @@ import tempfile
 GP = os.path.realpath(sys.argv[1]) if len(sys.argv) > 1 else ""
 SRC = os.path.realpath(sys.argv[2]) if len(sys.argv) > 2 else ""
 failures = []
-ROOTFS = "@ROOTFS@"  # what the README's <rootfs> placeholder becomes until an environment sets it
+ROOTFS = "@ROOTFS@"  # what a documented <rootfs> placeholder becomes until an environment sets it
 
 
 def fail(example, why):
@@ -73,7 +75,8 @@ def gdrproxy_words(segment):
     return None
 
 
-def readme_examples(path):
+def markdown_examples(path):
+    where = os.path.relpath(path, SRC)
     out, block, pending = [], None, ""
     for line in open(path, encoding="utf-8"):
         line = line.rstrip("\n")
@@ -98,7 +101,7 @@ def readme_examples(path):
         text = " ".join(shlex.quote(t) if t not in (">", "&&", "|") else t for t in tokens)
         for seg in text.split(" && "):
             if gdrproxy_words(seg):
-                out.append(("README.md", seg.strip()))
+                out.append((where, seg.strip()))
     return out
 
 
@@ -391,7 +394,9 @@ def main():
         sys.exit(1 if failures else 0)
 
     examples, texts = [], set()
-    for where, ex in readme_examples(os.path.join(SRC, "README.md")) + help_examples():
+    pages = [os.path.join(SRC, "README.md")] + sorted(glob.glob(os.path.join(SRC, "docs", "*.md")))
+    documented = [e for page in pages for e in markdown_examples(page)]
+    for where, ex in documented + help_examples():
         # A parent's --help repeats its subcommands' descriptions: check each example once.
         if ex not in texts:
             texts.add(ex)
