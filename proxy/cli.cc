@@ -151,7 +151,7 @@ void add_agent(CLI::App& app, int& exit_code) {
   agent->add_option("--ctl-socket", opts->ctl_socket, "Control socket (`gdrproxy agent ctl`)")
       ->capture_default_str();
   agent->add_option("--config", *config,
-                    "Agent config (JSON: container rules; see docs/ARCHITECTURE.md). Default: "
+                    "Agent config (JSON: container rules; see docs/CONTAINERS.md). Default: "
                     "every container gets no device");
   agent->add_option("--trace-dir", *trace_dir,
                     "Directory for per-container JSONL traces (rules with \"trace\": true)");

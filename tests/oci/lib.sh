@@ -78,9 +78,9 @@ docker() { timeout "${OCI_DOCKER_TIMEOUT:-60}" /usr/bin/docker "$@"; }
 
 # oci_dockerd RUNTIME_JSON [RUNTIME]: Debian's dockerd (docker.io) with everything under $WORK
 # (data and exec roots, socket, pid file, $WORK/dockerd.log), no bridge, no iptables, the vfs
-# storage driver, and the documented daemon.json entry (README "Docker"): runtime "gdrproxy", the
-# path RUNTIME (default: a link $WORK/gdrproxy-runtime to $GP), RUNTIME_JSON as its
-# --gdrproxy-config runtime argument.
+# storage driver, and the documented daemon.json entry (docs/CONTAINERS.md, "Docker and
+# containerd"): runtime "gdrproxy", the path RUNTIME (default: a link $WORK/gdrproxy-runtime to
+# $GP), RUNTIME_JSON as its --gdrproxy-config runtime argument.
 # containerd inherits dockerd's environment, and its shims theirs: GDRPROXY_RUNTIME_CONFIG names
 # the same file for a runtime containerd calls without arguments of its own (`ctr run
 # --runc-binary`). Exports DOCKER_HOST, sets DOCKERD_PID; fails unless dockerd answers within
