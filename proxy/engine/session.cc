@@ -558,14 +558,8 @@ GDRPROXY_HOT void Session::dispatch(const seccomp_notif& req, uint64_t t0, bool 
       CallDecision d = handler_->ioctl(std::move(n));
       carry_out(req, d, t0);
       if (!sampled) return;
-      const uint64_t total = record_latency(stats_.ns_ioctl, t0);
       ++stats_.ioctl_phase_samples;
-      // What the phases above did not account for is the trace's (records, sinks, observer).
-      IoctlPhases& p = stats_.ioctl_ns;
-      const uint64_t accounted = (p.lookup - before.lookup) + (p.memory - before.memory) +
-                                 (p.decode - before.decode) + (p.policy - before.policy) +
-                                 (p.answer - before.answer);
-      p.trace += total > accounted ? total - accounted : 0;
+      charge_trace(stats_.ioctl_ns, before, record_latency(stats_.ns_ioctl, t0));
       return;
     }
     case SYS_open:

@@ -23,6 +23,15 @@ struct IoctlPhases {
   uint64_t lookup = 0, memory = 0, decode = 0, policy = 0, answer = 0, trace = 0;
 };
 
+// Charges to `p.trace` what a timed call's `total_ns` spent beyond the phases it added to `p`
+// since `before`: the trace's share (records, sinks, observer).
+inline void charge_trace(IoctlPhases& p, const IoctlPhases& before, uint64_t total_ns) {
+  const uint64_t accounted = (p.lookup - before.lookup) + (p.memory - before.memory) +
+                             (p.decode - before.decode) + (p.policy - before.policy) +
+                             (p.answer - before.answer);
+  p.trace += total_ns > accounted ? total_ns - accounted : 0;
+}
+
 // What the call handler counts (call_handler.h).
 struct CallCounts {
   uint64_t allowed_unread = 0;  // trapped ioctls allowed without reading their parameters
