@@ -197,6 +197,7 @@ class Agent {
       log("trap copies unavailable (" + why +
           "): every trapped ioctl's fd and argument are looked up by the agent");
     reattach();
+    watch_holder();
     // Rails a container's poststop never gave back (a runtime killed, a failed hook).
     if (restore_rails_of_gone_containers(opts_.rail_state_dir,
                                          [this](const std::string& line) { log(line); }) != 0)
@@ -382,13 +383,16 @@ class Agent {
     }
     // One fd-store entry per process, with the pidfd checked here (the holder drops it when the
     // process exits); one from the store is there already. Copies, put once the session has the
-    // listener: the holder must not keep alive a listener that no session serves.
+    // listener: the holder must not keep alive a listener that no session serves. The client
+    // keeps them too, for a holder that has to be replaced.
     std::array<UniqueFd, 3> copies;
-    if (store_ && !stored)
+    if (store_)
       for (size_t i = 0; const int f : {listener.get(), pidfd.get(), ids.fd()})
         copies[i++].reset(::fcntl(f, F_DUPFD_CLOEXEC, 0));
     const auto keep = [&] {
-      if (copies[0]) store_->put(json, copies[0].get(), copies[1].get(), copies[2].get());
+      if (copies[0] && copies[1] && copies[2] &&
+          !store_->keep(id, json, std::move(copies), stored != nullptr))
+        check_holder();
     };
     // ...and to its bundle: the bundle's config.json must hand its listener to this agent, with
     // the metadata the rules will match on.
@@ -517,10 +521,33 @@ class Agent {
     log("container " + id + " ended: " + std::to_string(s.ioctls) + " ioctl, " +
         std::to_string(s.opens) + " open, " + std::to_string(s.denied) + " denied" + lat);
     // Its fd-store entries went when their processes exited: the holder drops them itself.
+    if (store_) store_->forget_copies_of(id);
     containers_.erase(it);
     if (draining_ && containers_.empty()) {
       log("drained: the last container ended, stopping");
       engine_.io().stop();
+    }
+  }
+
+  // The fd-store holder, checked each second: one that was killed is replaced, with every live
+  // process's entry, so that the next restart of the agent still finds them.
+  void watch_holder() {
+    if (!store_) return;
+    holder_timer_.expires_after(std::chrono::seconds(1));
+    holder_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec) return;
+      check_holder();
+      watch_holder();
+    });
+  }
+  void check_holder() {
+    try {
+      if (const auto n = store_->replace_holder_if_gone())
+        log("fd store " + store_->path() + ": its holder was gone: a new one keeps the " +
+            std::to_string(*n) + " live process(es) again");
+    } catch (const std::exception& e) {
+      log("fd store " + store_->path() + ": its holder is gone and no new one starts (" + e.what() +
+          "); tried again in 1 s");
     }
   }
 
@@ -644,6 +671,7 @@ class Agent {
   std::mutex groups_mu_;
   std::multimap<std::string, std::pair<std::string, ino_t>> group_members_;
   std::optional<FdStoreClient> store_;
+  asio::steady_timer holder_timer_{engine_.io()};
   bool draining_ = false;  // `ctl drain`: no new container or process; stop when none is left
 };
 

@@ -164,12 +164,9 @@ struct Kept {
   }
 }
 
-}  // namespace
-
-FdStoreClient FdStoreClient::connect_or_start(const std::string& path) {
-  if (connect_to(path)) return FdStoreClient(path);
-  // Start a holder: bind here (so the socket exists when we return), then hand the listening
-  // socket to a double-forked process that keeps no other fd of ours.
+// Starts a holder at `path`: binds here (so the socket exists when we return), then hands the
+// listening socket to a double-forked process that keeps no other fd of ours.
+void start_holder(const std::string& path) {
   ::unlink(path.c_str());
   const sockaddr_un a = address_of(path);
   UniqueFd l(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
@@ -206,6 +203,12 @@ FdStoreClient FdStoreClient::connect_or_start(const std::string& path) {
   l.reset();
   int st;
   ::waitpid(p, &st, 0);
+}
+
+}  // namespace
+
+FdStoreClient FdStoreClient::connect_or_start(const std::string& path) {
+  if (!connect_to(path)) start_holder(path);
   return FdStoreClient(path);
 }
 
@@ -231,11 +234,49 @@ std::vector<StoredListener> FdStoreClient::take_all() const {
   return out;
 }
 
-void FdStoreClient::put(const std::string& state_json, int listener_fd, int pidfd,
-                        int ids_fd) const {
-  const UniqueFd s = connect_to(path_);
-  if (!s) return;
-  send_packet(s.get(), put_request(state_json), {listener_fd, pidfd, ids_fd});
+bool FdStoreClient::keep(const std::string& id, const std::string& state_json,
+                         std::array<UniqueFd, 3> fds, bool in_holder) {
+  forget_exited();
+  bool answered = true;
+  if (!in_holder) {
+    const UniqueFd s = connect_to(path_);
+    answered = s && send_packet(s.get(), put_request(state_json),
+                                {fds[0].get(), fds[1].get(), fds[2].get()});
+  }
+  copies_.push_back(Copy{id, state_json, std::move(fds)});
+  return answered;
+}
+
+void FdStoreClient::forget_copies_of(const std::string& id) {
+  std::erase_if(copies_, [&id](const Copy& c) { return c.id == id; });
+}
+
+// A process's pidfd is readable once it has exited.
+void FdStoreClient::forget_exited() {
+  std::vector<pollfd> p;
+  p.reserve(copies_.size());
+  for (const Copy& c : copies_) p.push_back(pollfd{c.fds[1].get(), POLLIN, 0});
+  if (p.empty() || ::poll(p.data(), p.size(), 0) <= 0) return;
+  std::vector<Copy> live;
+  live.reserve(copies_.size());
+  for (size_t i = 0; i < copies_.size(); ++i)
+    if (p[i].revents == 0) live.push_back(std::move(copies_[i]));
+  copies_ = std::move(live);
+}
+
+std::optional<size_t> FdStoreClient::replace_holder_if_gone() {
+  // A connection closed at once: the holder reads its end and goes on.
+  if (connect_to(path_)) return std::nullopt;
+  forget_exited();
+  start_holder(path_);
+  size_t n = 0;
+  for (const Copy& c : copies_) {
+    const UniqueFd s = connect_to(path_);
+    if (s && send_packet(s.get(), put_request(c.state_json),
+                         {c.fds[0].get(), c.fds[1].get(), c.fds[2].get()}))
+      ++n;
+  }
+  return n;
 }
 
 void FdStoreClient::forget(uint64_t key) const {

@@ -9,6 +9,9 @@
 // when the process exits or its listener hangs up, so an entry never outlives its process. While
 // no agent runs, the holder's copy keeps the listener attached: trapped calls wait for the next
 // agent instead of failing with ENOSYS (the trade the operator opts into with --fd-store).
+// The agent keeps its own copies of what it put (FdStoreClient::keep), so that a holder that is
+// killed while the agent runs is replaced, with every live process's entry, within a second
+// (replace_holder_if_gone): otherwise the next agent restart would lose every container.
 // Protocol on the holder's socket (AF_UNIX seqpacket, root only), one request per connection:
 //   "PUT\n<state json>" with SCM_RIGHTS [listener, pidfd, received-id page]: keep them;
 //   "FORGET <key>\n": close entry <key>'s fds (a re-attach that failed);
@@ -16,7 +19,9 @@
 //   closes the connection; it keeps them (the next agent may die too).
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,7 +45,18 @@ class FdStoreClient {
 
   // Every entry the holder keeps.
   std::vector<StoredListener> take_all() const;
-  void put(const std::string& state_json, int listener_fd, int pidfd, int ids_fd) const;
+  // Keeps container `id`'s process entry here (`fds`: copies of its listener, pidfd and
+  // received-id page, now this client's) and, unless `in_holder` (re-attached from it), puts it
+  // in the holder. Copies of processes that have exited are closed first. False when no holder
+  // answered (replace_holder_if_gone then starts one).
+  bool keep(const std::string& id, const std::string& state_json, std::array<UniqueFd, 3> fds,
+            bool in_holder);
+  // Closes the copies kept for container `id` (its session ended: its processes are gone).
+  void forget_copies_of(const std::string& id);
+  // When no holder answers at the path (it was killed), starts a new one and puts in it every
+  // kept entry whose process is alive; how many. nullopt when the holder answered. Throws
+  // gdrproxy::Error when no holder can be started.
+  std::optional<size_t> replace_holder_if_gone();
   void forget(uint64_t key) const;
   // A holder of a build before issue 29 names no entry: it closes every listener of container
   // `id` it keeps ("DROP\n<id>"), so that one refused is not kept waiting for ever.
@@ -48,8 +64,14 @@ class FdStoreClient {
   const std::string& path() const { return path_; }
 
  private:
+  struct Copy {
+    std::string id, state_json;
+    std::array<UniqueFd, 3> fds;  // listener, pidfd, received-id page
+  };
   explicit FdStoreClient(std::string path) : path_(std::move(path)) {}
+  void forget_exited();
   std::string path_;
+  std::vector<Copy> copies_;
 };
 
 }  // namespace gdrproxy::proxy

@@ -508,6 +508,36 @@ case_restart_keeps_init_when_an_exec_exited() {
   ((after == 1)) || fail "the fd store kept $after listeners after two restarts, not the init's alone"
 }
 
+case_killed_holder_replaced_with_its_entries() {
+  # The fd-store holder is SIGKILLed while the agent runs. The agent must start a new holder and
+  # put every live process's entry in it again: otherwise the next agent restart finds an empty
+  # store and the container loses its listener (its calls then fail with ENOSYS for ever).
+  local c i old new=
+  with_fd_store
+  start_agent --fd-store "$STORE"
+  touch "$WORK/hold"
+  in_container team-a-16 runc-init -- sh -c "while [ -e $WORK/hold ]; do sleep 0.1; done; $(probe uverbs0)" >"$WORK/init.out" 2>&1 &
+  c=$!
+  for i in $(seq 50); do grep -q "container team-a-16: process" "$WORK/agent.log" && break; sleep 0.1; done
+  old=$(holder_pid)
+  [[ -n $old ]] || fail "no holder runs"
+  kill -KILL "$old"
+  for i in $(seq 30); do
+    new=$(holder_pid)
+    [[ -n $new && $new != "$old" ]] && break
+    sleep 0.1
+  done
+  [[ -n $new && $new != "$old" ]] || fail "the killed holder was not replaced within 3 s"
+  expect_in "$WORK/agent.log" "its holder was gone: a new one keeps the 1 live process(es) again"
+  kill_and_restart_agent 1
+  expect_in "$WORK/agent.log" "1 process(es) kept"
+  rm "$WORK/hold"
+  gone_within 10 $c || fail "the init did not finish"
+  wait $c
+  expect_line "$WORK/init.out" "uverbs0-open" " OK ioctl="
+  expect_in "$WORK/agent.log" "container team-a-16: re-attached from the fd store"
+}
+
 case_drain_stops_after_the_last_container() {
   # `ctl drain ID` keeps a container's running processes served but lets no new one join it;
   # `ctl drain` takes no new container and stops the agent (exit 0) when the last one ends.
