@@ -9,9 +9,8 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 
-#include <cerrno>
-
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <utility>
 

@@ -34,8 +34,9 @@ namespace gdrproxy::proxy::fakes {
 
 namespace fs = std::filesystem;
 
-// A made-up host: /dev of symlinks (each name to a distinct real character device, so the real
-// catalog scan finds them and each has a device number of its own) and /proc for dma-buf fds.
+// A made-up host: /dev of symlinks (each name to a distinct character device every Linux /dev
+// has, containers' included, so the real catalog scan finds them and each has a device number of
+// its own) and /proc for dma-buf fds.
 class FakeHost {
  public:
   FakeHost() {
@@ -47,7 +48,7 @@ class FakeHost {
     link("dev/infiniband/uverbs0", "/dev/null");
     link("dev/infiniband/uverbs1", "/dev/urandom");
     link("dev/infiniband/rdma_cm", "/dev/random");
-    link("dev/nvidiactl", "/dev/kmsg");
+    link("dev/nvidiactl", "/dev/ptmx");
     link("dev/nvidia0", "/dev/zero");
     link("dev/nvidia1", "/dev/full");
     link("dev/nvidia-uvm", "/dev/tty");
