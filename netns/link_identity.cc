@@ -87,13 +87,19 @@ int on_nsid(nl_msg* msg, void* arg) {
   return NL_OK;
 }
 
-// Sends `msg` and hands every reply to `fn`.
-void exchange(nl_sock* sock, nl_msg* msg, nl_recvmsg_msg_cb_t fn, void* arg, const char* what) {
-  if (int rc = nl_send_auto(sock, msg); rc < 0) throw_nl(what, rc);
+// Sends `msg` and hands every reply to `fn`; libnl's error, 0 when none (-NLE_DUMP_INTR: a dump
+// the kernel marked interrupted, read to its end).
+int exchange_rc(nl_sock* sock, nl_msg* msg, nl_recvmsg_msg_cb_t fn, void* arg) {
+  if (int rc = nl_send_auto(sock, msg); rc < 0) return rc;
   NlPtr<nl_cb, nl_cb_put> cb(nl_cb_clone(nl_socket_get_cb(sock)));
   if (!cb) throw Error("cannot allocate a netlink callback");
   nl_cb_set(cb.get(), NL_CB_VALID, NL_CB_CUSTOM, fn, arg);
-  if (int rc = nl_recvmsgs(sock, cb.get()); rc < 0) throw_nl(what, rc);
+  const int rc = nl_recvmsgs(sock, cb.get());
+  return rc < 0 ? rc : 0;
+}
+
+void exchange(nl_sock* sock, nl_msg* msg, nl_recvmsg_msg_cb_t fn, void* arg, const char* what) {
+  if (int rc = exchange_rc(sock, msg, fn, arg); rc < 0) throw_nl(what, rc);
 }
 
 }  // namespace
@@ -152,18 +158,27 @@ LinkReader::LinkReader() : self_(NetnsFd::current()) {
 }
 
 std::vector<LinkIdentity> LinkReader::links(std::optional<int> nsid) const {
-  MsgPtr msg(nlmsg_alloc_simple(RTM_GETLINK, NLM_F_DUMP));
-  if (!msg) throw Error("cannot allocate a netlink message");
-  ifinfomsg ifi{};
-  ifi.ifi_family = AF_UNSPEC;
-  if (nlmsg_append(msg.get(), &ifi, sizeof ifi, NLMSG_ALIGNTO) < 0 ||
-      (nsid && nla_put_s32(msg.get(), abi::kTargetNetnsid, *nsid) < 0))
-    throw Error("cannot build a link dump request");
   std::vector<LinkIdentity> out;
-  DumpCtx ctx{&out, nsid};
-  exchange(sock_.get(), msg.get(), on_link, &ctx,
-           nsid ? ("cannot dump the links of nsid " + std::to_string(*nsid)).c_str()
-                : "cannot dump links");
+  // A dump interrupted by a change of the links (another container's rails moving) is read
+  // again, a new request each time.
+  for (int attempt = 1;; ++attempt) {
+    MsgPtr msg(nlmsg_alloc_simple(RTM_GETLINK, NLM_F_DUMP));
+    if (!msg) throw Error("cannot allocate a netlink message");
+    ifinfomsg ifi{};
+    ifi.ifi_family = AF_UNSPEC;
+    if (nlmsg_append(msg.get(), &ifi, sizeof ifi, NLMSG_ALIGNTO) < 0 ||
+        (nsid && nla_put_s32(msg.get(), abi::kTargetNetnsid, *nsid) < 0))
+      throw Error("cannot build a link dump request");
+    out.clear();
+    DumpCtx ctx{&out, nsid};
+    const int rc = exchange_rc(sock_.get(), msg.get(), on_link, &ctx);
+    if (rc == -NLE_DUMP_INTR && attempt < kDumpAttempts) continue;
+    if (rc < 0)
+      throw_nl(
+          nsid ? "cannot dump the links of nsid " + std::to_string(*nsid) : "cannot dump links",
+          rc);
+    break;
+  }
   // A peer in the origin, seen from a link elsewhere, carries the id the origin gives itself.
   const int self = query_nsid(self_.fd());
   for (auto& id : out)

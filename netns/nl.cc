@@ -48,15 +48,20 @@ int on_valid(nl_msg* msg, void* arg) {
 }  // namespace
 
 ObjList NlSocket::dump(int rtm_type, const char* what) const {
-  ObjList out;
-  if (int rc = nl_rtgen_request(get(), rtm_type, AF_UNSPEC, NLM_F_DUMP); rc < 0)
-    throw_nl(std::string("cannot dump ") + what, rc);
-  NlPtr<nl_cb, nl_cb_put> cb(nl_cb_clone(nl_socket_get_cb(get())));
-  if (!cb) throw Error("cannot allocate a netlink callback");
-  nl_cb_set(cb.get(), NL_CB_VALID, NL_CB_CUSTOM, on_valid, &out);
-  if (int rc = nl_recvmsgs(get(), cb.get()); rc < 0)
-    throw_nl(std::string("cannot dump ") + what, rc);
-  return out;
+  // A dump the kernel marks interrupted (the namespace changed while it was read: another
+  // container's rails moving) is read again; libnl has consumed it to its end.
+  for (int attempt = 1;; ++attempt) {
+    ObjList out;
+    if (int rc = nl_rtgen_request(get(), rtm_type, AF_UNSPEC, NLM_F_DUMP); rc < 0)
+      throw_nl(std::string("cannot dump ") + what, rc);
+    NlPtr<nl_cb, nl_cb_put> cb(nl_cb_clone(nl_socket_get_cb(get())));
+    if (!cb) throw Error("cannot allocate a netlink callback");
+    nl_cb_set(cb.get(), NL_CB_VALID, NL_CB_CUSTOM, on_valid, &out);
+    const int rc = nl_recvmsgs(get(), cb.get());
+    if (rc == -NLE_DUMP_INTR && attempt < kDumpAttempts) continue;
+    if (rc < 0) throw_nl(std::string("cannot dump ") + what, rc);
+    return out;
+  }
 }
 
 ObjList NlSocket::addrs() const {

@@ -65,6 +65,11 @@ class NlSocket {
 // libnl error code -> "<what>: <libnl message>" gdrproxy::Error.
 [[noreturn]] void throw_nl(const std::string& what, int nl_error);
 
+// How many times a dump the kernel marks interrupted (NLM_F_DUMP_INTR: the namespace changed
+// while it was read) is read in all before its error is reported: rails of other containers may
+// move at any moment.
+inline constexpr int kDumpAttempts = 20;
+
 // "192.0.2.1/24", "fe80::1/64", "" for null. Prefix always written so parse_addr round-trips.
 std::string addr_to_string(const nl_addr* addr);
 // Parses addr_to_string's output for `family` (AF_INET/AF_INET6). Throws naming the text.
