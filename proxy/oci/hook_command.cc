@@ -82,6 +82,8 @@ std::string journal_dir(const HookArgs& a, const std::string& id) {
 constexpr const char* kOwnerFile = "owner";
 
 // Field 22 of /proc/<pid>/stat (clock ticks after boot): with the pid, it names one process.
+// "" when that process is gone or a zombie (field 3 "Z"): a zombie never runs again and has
+// left its namespaces, though it keeps its pid and start time until it is reaped.
 std::string process_start_time(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -89,8 +91,10 @@ std::string process_start_time(pid_t pid) {
   if (paren == std::string::npos) return {};
   std::istringstream fields(stat.substr(paren + 2));
   std::string f;
-  for (int i = 3; i <= 22 && (fields >> f); ++i)
+  for (int i = 3; i <= 22 && (fields >> f); ++i) {
+    if (i == 3 && f == "Z") return {};
     if (i == 22) return f;
+  }
   return {};
 }
 
@@ -185,7 +189,7 @@ int create_runtime(const HookArgs& a) {
   const std::string started = process_start_time(st.pid);
   const bool alive = ::syscall(SYS_pidfd_send_signal, pidfd.get(), 0, nullptr, 0) == 0;
   pidfd.reset();
-  if (!ns || !alive) {
+  if (!ns || !alive || started.empty()) {
     throw Error(who + ": cannot open the network namespace of process " + std::to_string(st.pid));
   }
   ::mkdir(a.state_dir.c_str(), 0700);
@@ -325,7 +329,7 @@ int restore_rails_of_gone_containers(const std::string& state_dir,
     std::string started;
     if (!(in >> pid >> started) || pid <= 0) continue;  // not a rail hook's directory
     const std::string name = printable(e.path().filename().string());
-    if (process_start_time(pid) == started) continue;  // still running
+    if (process_start_time(pid) == started) continue;  // still running (a zombie is not)
     const int p = restore_dir(e.path().string());
     problems += p;
     report("container " + name + " is gone (process " + std::to_string(pid) + "): its rails " +
