@@ -26,11 +26,14 @@ void DeadlineWatchdog::arm() {
   // A quarter of the deadline: a stuck call is answered at most 25 % after it.
   const unsigned period = std::max(1u, deadline_ms_ / 4);
   timer_->expires_after(std::chrono::milliseconds(period));
-  timer_->async_wait([this](const boost::system::error_code& ec) {
-    if (ec) return;
-    tick();
-    if (!ended_) arm();
-  });
+  // Cancelling reaches a tick still waiting, not one already queued to run: that one finds this
+  // watchdog destroyed (its session ended on the loop) and leaves it alone.
+  timer_->async_wait(
+      [this, alive = std::weak_ptr<const char>(alive_)](const boost::system::error_code& ec) {
+        if (ec || alive.expired()) return;
+        tick();
+        if (!ended_) arm();
+      });
 }
 
 void DeadlineWatchdog::tick() {

@@ -4,7 +4,9 @@
 // read of the tenant's memory faulting into a hung FUSE server), so the loop answers for it, and
 // exactly one of the two answers each call (InFlightCall's one atomic word); the sandbox's
 // further calls are never received here (a notification RECV cannot be made non-blocking, and the
-// loop could be left blocked in it): they wait for the receiver, that sandbox's own stall.
+// loop could be left blocked in it): they wait for the receiver, that sandbox's own stall. The
+// loop outlives the watchdog: a tick already queued when it is cancelled and destroyed (its
+// session ended on the loop) finds it gone (alive_) and does nothing.
 #pragma once
 
 #include <atomic>
@@ -46,6 +48,8 @@ class DeadlineWatchdog {
   const std::string log_prefix_;
   const std::atomic<bool>& ended_;
   std::unique_ptr<boost::asio::steady_timer> timer_;  // on the engine's loop
+  const std::shared_ptr<const char> alive_ =
+      std::make_shared<const char>();  // ticks hold a weak_ptr
   std::atomic<uint64_t> failures_{0};
   std::atomic<bool> degraded_{false};
   DenialLog said_;  // one deadline line per process
