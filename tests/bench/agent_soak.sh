@@ -274,6 +274,7 @@ lifecycle() {
       failure "$id: create failed ($tries tries): $(tail -c 300 "$out.create" | tr '\n' ' ')"
     fi
     gone "$id" "$cfg"
+    echo "$i $id $(($(ms) - tl)) $rails failed" >>"$WORK/w/$w.done"
     return
   fi
   if ! rt "$cfg" start "$id" >/dev/null 2>"$out.start"; then
@@ -407,6 +408,7 @@ quiet_point() {
 # kill_agent: SIGKILL now, the next incarnation started at once; its restart gap (kill to
 # serving) and what it took back.
 kill_agent() {
+  agent_alive  # a crash just before is not taken for this kill
   local t0 gap prev=$INCARNATION held log f
   # The listeners the holder keeps at the kill (one per live process); the next agent takes back
   # those whose process is still alive when it starts.
@@ -434,6 +436,17 @@ kill_agent() {
   printf 'kill   %6s   agent %2s -> %2s: restart %4d ms; the holder kept %2d listener(s), %2d re-attached, %d rail sweep(s)\n' \
     "$(done_count)" "$prev" "$INCARNATION" "$gap" "$held" "$(grep -c 're-attached from the fd store' "$log")" \
     "$(grep -c 'is gone (process' "$log")" | tee -a "$WORK/events.txt"
+  note_holder
+}
+# agent_alive: an agent that died on its own (a crash: not one of our kills) is a failure, said
+# with how it died; the next one is started, as its service manager would.
+agent_alive() {
+  kill -0 "$AGENT_PID" 2>/dev/null && return 0
+  local st=0 prev=$INCARNATION
+  wait "$AGENT_PID" 2>/dev/null || st=$?
+  failure "agent $prev (pid $AGENT_PID) died on its own at lifecycle $(done_count): exit status $st$( ((st > 128)) && echo " (signal $((st - 128)))"); its log's end: $(tail -n 3 "$WORK/agent.$prev.log" | tr '\n' ' ' | tail -c 400)"
+  start_agent
+  printf 'crash  %6s   agent %2s -> %2s: exit status %s\n' "$(done_count)" "$prev" "$INCARNATION" "$st" | tee -a "$WORK/events.txt"
   note_holder
 }
 kill_holder() {
@@ -476,11 +489,13 @@ while :; do
     kill_holder
     holder_killed=1
   fi
+  agent_alive
   sleep 0.1
 done
 wait "${WORKER_PIDS[@]}"
 WORKER_PIDS=()
 elapsed=$(($(ms) - t_start))
+agent_alive
 
 # --- Survivors: containers alive across one more restart, which also sweeps what is still
 # abandoned; then `ctl list` must name exactly the running containers, and each is served.
