@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "cli/completion.h"
-#include "cli/demo.h"
+#include "demo/demo.h"
 #include "harness/doctor/cli.h"
 #include "netns/cli.h"
 #include "proxy/cli.h"
@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
   gdrproxy::proxy::register_test_helpers(app, exit_code, tail);
   gdrproxy::sysfs::register_commands(app, exit_code);
   gdrproxy::netns::register_commands(app, exit_code);
-  gdrproxy::cli::register_demo(app, exit_code);
+  gdrproxy::demo::register_demo(app, exit_code);
   gdrproxy::doctor::register_commands(app, exit_code);
   gdrproxy::cli::register_completion(app, exit_code);
   try {

@@ -108,7 +108,5 @@ Snapshot snapshot_from_json(const nlohmann::json& j);
 // File helpers: load checks schema and version; both throw gdrproxy::Error with the path in it.
 Snapshot load_snapshot(const std::string& path);
 void save_snapshot(const Snapshot& s, const std::string& path);
-// The snapshot of the example node shipped with gdrproxy (embedded in the binary).
-const std::string& example_snapshot_json();
 
 }  // namespace gdrproxy::sysfs

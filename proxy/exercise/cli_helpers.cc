@@ -10,9 +10,9 @@
 #include <iostream>
 #include <memory>
 
+#include "demo/device_exerciser.h"
+#include "demo/standin_devices.h"
 #include "proxy/exercise/cuda_dmabuf.h"
-#include "proxy/exercise/device_exerciser.h"
-#include "proxy/exercise/standin_devices.h"
 
 namespace gdrproxy::proxy {
 
@@ -25,11 +25,12 @@ void register_test_helpers(CLI::App& app, int& exit_code, const CommandTail& tai
   ex->add_option("paths", *paths)->required();
   ex->callback([kind, paths, &exit_code] {
     if (*kind == "uverbs") {
-      exit_code = exercise_uverbs(paths->at(0), std::cout);
+      exit_code = demo::exercise_uverbs(paths->at(0), std::cout);
     } else if (*kind == "cuda") {
       exit_code = exercise_cuda_dmabuf(paths->at(0), std::cout);
     } else {
-      exit_code = exercise_nvidia(paths->at(0), paths->size() > 1 ? paths->at(1) : "", std::cout);
+      exit_code =
+          demo::exercise_nvidia(paths->at(0), paths->size() > 1 ? paths->at(1) : "", std::cout);
     }
   });
   auto* standin = app.add_subcommand("standin", "Run a command with stand-in device nodes");
@@ -46,7 +47,7 @@ void register_test_helpers(CLI::App& app, int& exit_code, const CommandTail& tai
       return;
     }
     try {
-      enter_standin_dev();
+      demo::enter_standin_dev();
     } catch (const std::exception& e) {
       std::cerr << "gdrproxy standin: " << e.what() << "\n";
       exit_code = 125;

@@ -1,6 +1,6 @@
 #include "proxy/exercise/cuda_dmabuf.h"
 
-#include "proxy/exercise/verbs_request.h"
+#include "demo/verbs_request.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -33,6 +33,8 @@ constexpr int CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD = 1;
 
 namespace gdrproxy::proxy {
 namespace {
+
+using demo::reg_dmabuf_mr;
 
 // Driver API entry points, resolved from libcuda.so.1 by their ABI-versioned symbol names.
 struct CudaApi {

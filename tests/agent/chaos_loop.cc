@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "proxy/exercise/verbs_request.h"
+#include "demo/verbs_request.h"
 
 namespace {
 
@@ -46,7 +46,7 @@ void loop(const char* stopfile, long final_rounds, const char* granted, const ch
           Tally& t) {
   static ib_uverbs_alloc_pd in{};
   thread_local ib_uverbs_alloc_pd_resp out{};
-  gdrproxy::proxy::VerbsRequest r(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE);
+  gdrproxy::demo::VerbsRequest r(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE);
   r.ptr(UVERBS_ATTR_CORE_IN, &in, sizeof in)
       .ptr(UVERBS_ATTR_CORE_OUT, &out, sizeof out)
       .inline_u64(UVERBS_ATTR_WRITE_CMD, IB_USER_VERBS_CMD_ALLOC_PD, 4);

@@ -49,8 +49,8 @@
 #include <thread>
 #include <vector>
 
+#include "demo/verbs_request.h"
 #include "proxy/engine/fd_passing.h"
-#include "proxy/exercise/verbs_request.h"
 
 #ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
 #define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
@@ -72,7 +72,7 @@ int client(long n, const char* path) {
   }
   static ib_uverbs_alloc_pd in{};
   static ib_uverbs_alloc_pd_resp out{};
-  gdrproxy::proxy::VerbsRequest r(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE);
+  gdrproxy::demo::VerbsRequest r(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE);
   r.ptr(UVERBS_ATTR_CORE_IN, &in, sizeof in)
       .ptr(UVERBS_ATTR_CORE_OUT, &out, sizeof out)
       .inline_u64(UVERBS_ATTR_WRITE_CMD, IB_USER_VERBS_CMD_ALLOC_PD, 4);

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "proxy/exercise/verbs_request.h"
+#include "demo/verbs_request.h"
 
 namespace {
 
@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
   const char* denied = argv[3];
   static ib_uverbs_alloc_pd in{};
   static ib_uverbs_alloc_pd_resp out{};
-  gdrproxy::proxy::VerbsRequest r(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE);
+  gdrproxy::demo::VerbsRequest r(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE);
   r.ptr(UVERBS_ATTR_CORE_IN, &in, sizeof in)
       .ptr(UVERBS_ATTR_CORE_OUT, &out, sizeof out)
       .inline_u64(UVERBS_ATTR_WRITE_CMD, IB_USER_VERBS_CMD_ALLOC_PD, 4);

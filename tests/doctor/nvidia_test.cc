@@ -2,6 +2,7 @@
 // with the version the test chooses, and GPU-NIC paths on trees built from the example node.
 #include <gtest/gtest.h>
 
+#include "demo/example_snapshot.h"
 #include "harness/doctor/nvidia.h"
 #include "sysfs/builder.h"
 #include "sysfs/selection.h"
@@ -114,7 +115,7 @@ TEST(NvidiaGdr, DmabufPeermemOrNone) {
 void example_tree(const TempTree& t, const std::vector<std::string>& gpus,
                   const std::vector<std::string>& nics) {
   sysfs::Snapshot s =
-      sysfs::snapshot_from_json(nlohmann::json::parse(sysfs::example_snapshot_json()));
+      sysfs::snapshot_from_json(nlohmann::json::parse(demo::example_snapshot_json()));
   sysfs::SelectionRequest req;
   req.gpus_given = !gpus.empty();
   req.gpus = gpus;

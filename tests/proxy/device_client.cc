@@ -23,12 +23,12 @@
 #include <string>
 #include <vector>
 
+#include "demo/verbs_request.h"
 #include "proxy/abi/uverbs_uapi_newer.h"
-#include "proxy/exercise/verbs_request.h"
 #include "proxy/observe/trap_copy_slot.h"
 
-using gdrproxy::proxy::reg_dmabuf_mr;
-using gdrproxy::proxy::VerbsRequest;
+using gdrproxy::demo::reg_dmabuf_mr;
+using gdrproxy::demo::VerbsRequest;
 
 namespace {
 

@@ -3,14 +3,14 @@
 
 #include <gtest/gtest.h>
 
-#include "sysfs/demo.h"
+#include "demo/example_node.h"
 
-namespace gdrproxy::sysfs {
+namespace gdrproxy::demo {
 namespace {
 
 TEST(Demo, ExampleNodeTable) {
   std::ostringstream out;
-  EXPECT_EQ(demo_example_node(out), 0) << out.str();
+  EXPECT_EQ(example_node(out), 0) << out.str();
   const std::string s = out.str();
   EXPECT_NE(s.find("8 GPUs, 8 RDMA NICs"), std::string::npos) << s;
   EXPECT_NE(s.find("GPUs 0000:0f:00.0 0000:2d:00.0, NICs mlx5_0 mlx5_1"), std::string::npos) << s;
@@ -20,4 +20,4 @@ TEST(Demo, ExampleNodeTable) {
 }
 
 }  // namespace
-}  // namespace gdrproxy::sysfs
+}  // namespace gdrproxy::demo

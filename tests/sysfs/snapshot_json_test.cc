@@ -1,6 +1,7 @@
 // The versioned JSON model: round trip, and clear refusals of bad or newer documents.
 #include <gtest/gtest.h>
 
+#include "demo/example_snapshot.h"
 #include "proxy/base/error.h"
 #include "sysfs/snapshot.h"
 #include "tests/sysfs/test_util.h"
@@ -20,7 +21,7 @@ std::string error_of(const json& j) {
 }
 
 TEST(SnapshotJson, ExampleRoundTrips) {
-  json j = json::parse(example_snapshot_json());
+  json j = json::parse(demo::example_snapshot_json());
   Snapshot s = snapshot_from_json(j);
   EXPECT_EQ(s.pci.size(), 90u);
   EXPECT_EQ(s.ib.size(), 8u);
@@ -31,7 +32,7 @@ TEST(SnapshotJson, ExampleRoundTrips) {
 }
 
 TEST(SnapshotJson, RefusesNewerSchema) {
-  json j = json::parse(example_snapshot_json());
+  json j = json::parse(demo::example_snapshot_json());
   j["version"] = kSnapshotVersion + 1;
   EXPECT_NE(error_of(j).find("newer than this gdrproxy understands"), std::string::npos);
   j["version"] = 1;
@@ -40,30 +41,30 @@ TEST(SnapshotJson, RefusesNewerSchema) {
 }
 
 TEST(SnapshotJson, NamesTheBadField) {
-  json j = json::parse(example_snapshot_json());
+  json j = json::parse(demo::example_snapshot_json());
   j["pci"][3].erase("path");
   EXPECT_NE(
       error_of(j).find("pci[" + j["pci"][3]["bdf"].get<std::string>() + "]: missing field 'path'"),
       std::string::npos);
-  j = json::parse(example_snapshot_json());
+  j = json::parse(demo::example_snapshot_json());
   j["pci"][0]["path"] = "pci0000:07/../../etc/0000:07:01.0";
   EXPECT_NE(error_of(j).find("bad relative path"), std::string::npos);
-  j = json::parse(example_snapshot_json());
+  j = json::parse(demo::example_snapshot_json());
   j["pci"][0]["attrs"]["../x"] = "1";
   EXPECT_NE(error_of(j).find("bad file name"), std::string::npos);
-  j = json::parse(example_snapshot_json());
+  j = json::parse(demo::example_snapshot_json());
   j["infiniband"][0]["pci"] = "0000:ff:00.0";
   EXPECT_NE(error_of(j).find("is not in pci[]"), std::string::npos);
-  j = json::parse(example_snapshot_json());
+  j = json::parse(demo::example_snapshot_json());
   j["infiniband"][0]["ports"][0]["gids"]["4000"] = "fe80::";
   EXPECT_NE(error_of(j).find("index beyond table length"), std::string::npos);
-  j = json::parse(example_snapshot_json());
+  j = json::parse(demo::example_snapshot_json());
   j["pci"][0]["driver"] = "../../../etc";
   EXPECT_NE(error_of(j).find("bad name"), std::string::npos);
-  j = json::parse(example_snapshot_json());
+  j = json::parse(demo::example_snapshot_json());
   j["pci"][0]["child_buses"][0] = "../x";
   EXPECT_NE(error_of(j).find("bad bus name"), std::string::npos);
-  j = json::parse(example_snapshot_json());
+  j = json::parse(demo::example_snapshot_json());
   j["pci"][0]["config"] = "zz";
   EXPECT_NE(error_of(j).find("not a hex string"), std::string::npos);
 }

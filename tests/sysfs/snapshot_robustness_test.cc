@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "demo/example_snapshot.h"
 #include "sysfs/builder.h"
 #include "sysfs/fsio.h"
 #include "sysfs/selection.h"
@@ -27,7 +28,7 @@ void pointers(const json& j, const json::json_pointer& at, std::vector<json::jso
 }
 
 TEST(SnapshotRobustness, RandomMutationsFailCleanly) {
-  const json base = json::parse(example_snapshot_json());
+  const json base = json::parse(demo::example_snapshot_json());
   std::vector<json::json_pointer> all;
   pointers(base, json::json_pointer(), all);
   const json replacements[] = {

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "demo/example_snapshot.h"
 #include "sysfs/fsio.h"
 
 namespace gdrproxy::sysfs::test {
@@ -30,7 +31,7 @@ bool prepare_fixture(const std::string& name, const std::string& out) {
 }
 
 Snapshot example_snapshot() {
-  return snapshot_from_json(nlohmann::json::parse(example_snapshot_json()));
+  return snapshot_from_json(nlohmann::json::parse(demo::example_snapshot_json()));
 }
 
 void write_file(const std::string& path, const std::string& data) {

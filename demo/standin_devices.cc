@@ -1,4 +1,4 @@
-#include "proxy/exercise/standin_devices.h"
+#include "demo/standin_devices.h"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -12,7 +12,7 @@
 #include "proxy/base/error.h"
 #include "proxy/base/unique_fd.h"
 
-namespace gdrproxy::proxy {
+namespace gdrproxy::demo {
 namespace {
 
 namespace fs = std::filesystem;
@@ -102,4 +102,4 @@ void enter_standin_dev() {
   }
 }
 
-}  // namespace gdrproxy::proxy
+}  // namespace gdrproxy::demo

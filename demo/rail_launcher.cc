@@ -1,5 +1,6 @@
-// The rail-launcher demo: stand-in rails in private network namespaces (see demo.h).
-#include "netns/demo.h"
+// The rail-launcher step of the demo: stand-in rails in private network namespaces (see
+// rail_launcher.h).
+#include "demo/rail_launcher.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -30,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "demo/spawn.h"
 #include "netns/link_ops.h"
 #include "netns/netns_fd.h"
 #include "netns/nl.h"
@@ -38,10 +40,11 @@
 #include "proxy/base/error.h"
 #include "proxy/base/unique_fd.h"
 
-namespace gdrproxy::netns {
+namespace gdrproxy::demo {
 namespace {
 
 namespace fs = std::filesystem;
+using namespace gdrproxy::netns;  // the rail launcher's library: this is its demo
 
 struct Rail {
   const char* netdev;
@@ -53,9 +56,10 @@ constexpr unsigned kMtu = 4200;
 constexpr const char* kRouteDst = "198.51.100.0/24";
 constexpr const char* kRouteGateway = "192.0.2.1";
 constexpr const char* kProfile = "multirail";
-constexpr unsigned kCommandLimitS = 10;  // one select/move/restore
-constexpr unsigned kWholeLimitS = 20;    // the whole rail-launcher demo
-constexpr int kSettleMs = 3000;          // a veth reports carrier a moment after it is set up
+constexpr unsigned kWholeLimitS = 20;  // the whole rail-launcher demo
+// One select/move/restore: 10 s at most.
+const SpawnOptions kCommand{.standin = false, .limit_s = 10, .after_line = {}};
+constexpr int kSettleMs = 3000;  // a veth reports carrier a moment after it is set up
 
 std::vector<std::string> rail_names() {
   std::vector<std::string> v;
@@ -67,29 +71,6 @@ std::string join(const std::vector<std::string>& v, const std::string& sep) {
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
   return s;
-}
-
-// Prints the command, runs it and returns its exit status (128+signal if it was killed). It dies
-// with this process and after kCommandLimitS at the latest.
-int run_shown(const std::vector<std::string>& args) {
-  std::cout << "$ " << join(args, " ") << "\n" << std::flush;
-  std::fflush(stdout);
-  pid_t pid = ::fork();
-  if (pid < 0) throw_errno("fork", errno);
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    ::alarm(kCommandLimitS);
-    std::vector<char*> a;
-    for (const auto& s : args) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    ::execv(a[0], a.data());
-    std::perror("exec");
-    ::_exit(127);
-  }
-  int st = 0;
-  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 // IPv6 off in a namespace the demo owns: the rails here carry IPv4 only (RoCE v2 over IPv4), and
@@ -510,7 +491,7 @@ int host_side(const std::string& self, const fs::path& dir) {
   print_lines(rail_view());
   const std::vector<std::string> before = full_state();
 
-  int rc = run_shown({self, "netns", "select", "--sysfs-root", sys.string()});
+  int rc = run_shown({self, "netns", "select", "--sysfs-root", sys.string()}, kCommand);
   if (rc != 0) {
     std::cout << "select exited " << rc << "\n";
     return 1;
@@ -521,7 +502,8 @@ int host_side(const std::string& self, const fs::path& dir) {
   std::cout << "The container: pid " << pid << ", asleep in a network namespace of its own.\n";
   const std::string journal = (dir / "journal.json").string();
   rc = run_shown({self, "netns", "move", "--pid", pid, "--ifaces", join(rail_names(), ","),
-                  "--arp-profile", kProfile, "--journal", journal});
+                  "--arp-profile", kProfile, "--journal", journal},
+                 kCommand);
   if (rc != 0) {
     std::cout << "move exited " << rc << "\n";
     return 1;
@@ -533,7 +515,7 @@ int host_side(const std::string& self, const fs::path& dir) {
   std::cout << "Host namespace now:\n";
   print_lines(rail_view());
 
-  rc = run_shown({self, "netns", "restore", "--journal", journal});
+  rc = run_shown({self, "netns", "restore", "--journal", journal}, kCommand);
   if (rc != 0) {
     std::cout << "restore exited " << rc << "\n";
     return 1;
@@ -561,7 +543,7 @@ int host_side(const std::string& self, const fs::path& dir) {
 
 }  // namespace
 
-int demo_rail_launcher(const std::string& self) {
+int rail_launcher(const std::string& self) {
   char tmpl[] = "/tmp/gdrproxy-demo-netns-XXXXXX";
   if (!::mkdtemp(tmpl)) {
     std::cout << "rail launcher demo: cannot create a directory under /tmp: "
@@ -606,4 +588,4 @@ int demo_rail_launcher(const std::string& self) {
   return WEXITSTATUS(st);
 }
 
-}  // namespace gdrproxy::netns
+}  // namespace gdrproxy::demo

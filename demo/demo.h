@@ -3,6 +3,6 @@
 
 #include <CLI/CLI.hpp>
 
-namespace gdrproxy::cli {
+namespace gdrproxy::demo {
 void register_demo(CLI::App& app, int& exit_code);
 }

@@ -14,7 +14,7 @@
 #include <cstring>
 #include <vector>
 
-namespace gdrproxy::proxy {
+namespace gdrproxy::demo {
 
 class VerbsRequest {
  public:
@@ -87,4 +87,4 @@ inline int reg_dmabuf_mr(int fd, int dmabuf_fd, uint64_t length, uint64_t cmd_hi
       .issue(fd, 0, cmd_high);
 }
 
-}  // namespace gdrproxy::proxy
+}  // namespace gdrproxy::demo

@@ -1,6 +1,6 @@
-#include "proxy/exercise/device_exerciser.h"
+#include "demo/device_exerciser.h"
 
-#include "proxy/exercise/verbs_request.h"
+#include "demo/verbs_request.h"
 
 #include <fcntl.h>
 #include <rdma/ib_user_ioctl_cmds.h>
@@ -17,8 +17,10 @@
 #include "proxy/abi/errno_names.h"
 #include "proxy/base/unique_fd.h"
 
-namespace gdrproxy::proxy {
+namespace gdrproxy::demo {
 namespace {
+
+using proxy::errno_name;
 
 void report(std::ostream& out, const char* what, int rc) {
   out << "  " << what << " -> " << (rc == 0 ? "ok" : errno_name(-rc)) << "\n";
@@ -160,4 +162,4 @@ int exercise_nvidia(const std::string& ctl, const std::string& uvm, std::ostream
   return 0;
 }
 
-}  // namespace gdrproxy::proxy
+}  // namespace gdrproxy::demo

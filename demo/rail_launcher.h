@@ -1,4 +1,4 @@
-// The rail-launcher part of `gdrproxy demo`: the real `gdrproxy netns select`, `move` and
+// The rail-launcher step of `gdrproxy demo`: the real `gdrproxy netns select`, `move` and
 // `restore` commands, run against two stand-in rails.
 //
 // The idea not to miss: everything happens in network namespaces the demo creates and never
@@ -13,11 +13,11 @@
 
 #include <string>
 
-namespace gdrproxy::netns {
+namespace gdrproxy::demo {
 
 // Runs the demo, printing to stdout (the commands it runs write to the same stdout and stderr).
 // `self` is the gdrproxy binary to run the commands with. Returns 0 when every command worked and
 // the host namespace after `restore` is identical to the one before `move`.
-int demo_rail_launcher(const std::string& self);
+int rail_launcher(const std::string& self);
 
-}  // namespace gdrproxy::netns
+}  // namespace gdrproxy::demo

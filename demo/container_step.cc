@@ -3,10 +3,9 @@
 // cgroup), runc hands the listener to a real `gdrproxy agent`, and the container's own trace
 // shows its decoded calls; the node it was not granted, made inside by its number, is refused by
 // the device cgroup. Everything runs in a private mount namespace with stand-in nodes
-// (`gdrproxy standin`), and goes with the step.
-#include "cli/demo_container.h"
+// (standin_devices.h), and goes with the step.
+#include "demo/container_step.h"
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -16,9 +15,10 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "demo/spawn.h"
 #include "proxy/base/program_path.h"
 
-namespace gdrproxy::cli {
+namespace gdrproxy::demo {
 namespace {
 
 namespace fs = std::filesystem;
@@ -51,7 +51,7 @@ json bundle_config(const std::string& self, const fs::path& rootfs) {
                     {"source", self_dir},
                     {"options", {"rbind", "ro"}}});
   const std::string script = self +
-                             " exercise uverbs /dev/infiniband/uverbs0 | sed -n '1,6p'; "
+                             " demo device-calls uverbs /dev/infiniband/uverbs0 | sed -n '1,6p'; "
                              "echo '  ...'; echo '  uverbs1, not granted, made inside by its "
                              "number (231:193) and read:'; mknod /tmp/uverbs1 c 231 193 && "
                              "head -c1 /tmp/uverbs1 2>&1 | sed 's/^/    /'";
@@ -77,7 +77,7 @@ json bundle_config(const std::string& self, const fs::path& rootfs) {
 
 }  // namespace
 
-int demo_container(const std::string& self) {
+int container_step(const std::string& self) {
   const std::string runc = program_path("runc");
   if (::geteuid() != 0 || runc.empty()) {
     std::cout << "skipped: a container needs root and runc (scripts/setup.sh installs runc)\n";
@@ -131,19 +131,10 @@ int demo_container(const std::string& self) {
       "echo '$ gdrproxy trace summarize (the container'\"'\"'s own trace):'\n"
       "'" +
       self + "' trace summarize " + D + "/traces/demo-ctr.jsonl\n";
-  std::cout.flush();
-  std::fflush(stdout);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::execl(self.c_str(), self.c_str(), "standin", "/bin/sh", "-c", script.c_str(),
-            static_cast<char*>(nullptr));
-    std::perror("exec");
-    ::_exit(127);
-  }
-  int st = 0;
-  ::waitpid(pid, &st, 0);
+  const int rc =
+      run_and_wait({"/bin/sh", "-c", script}, {.standin = true, .limit_s = 0, .after_line = {}});
   fs::remove_all(d, ec);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return rc;
 }
 
-}  // namespace gdrproxy::cli
+}  // namespace gdrproxy::demo

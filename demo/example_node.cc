@@ -1,6 +1,6 @@
-// The example-node demo; see demo.h. It runs the same library calls as `gdrproxy sysfs build`,
-// `verify` and `affinity`, on a temporary directory that is always removed.
-#include "sysfs/demo.h"
+// The example-node step of the demo; see example_node.h. It runs the same library calls as
+// `gdrproxy sysfs build`, `verify` and `affinity`, on a temporary directory that is always removed.
+#include "demo/example_node.h"
 
 #include <unistd.h>
 
@@ -9,6 +9,7 @@
 #include <iomanip>
 #include <map>
 
+#include "demo/example_snapshot.h"
 #include "sysfs/builder.h"
 #include "sysfs/fsio.h"
 #include "sysfs/nccl_view.h"
@@ -16,8 +17,10 @@
 #include "sysfs/snapshot.h"
 #include "sysfs/verify.h"
 
-namespace gdrproxy::sysfs {
+namespace gdrproxy::demo {
 namespace {
+
+using namespace gdrproxy::sysfs;  // the synthetic sysfs library: this is its demo
 
 // A temporary directory removed on scope exit.
 class TempDir {
@@ -51,7 +54,7 @@ void print_table(std::ostream& out, const NcclView& v) {
 
 }  // namespace
 
-int demo_example_node(std::ostream& out) {
+int example_node(std::ostream& out) {
   try {
     Snapshot s = snapshot_from_json(nlohmann::json::parse(example_snapshot_json()));
     TempDir tmp;
@@ -112,4 +115,4 @@ int demo_example_node(std::ostream& out) {
   }
 }
 
-}  // namespace gdrproxy::sysfs
+}  // namespace gdrproxy::demo

@@ -3,9 +3,9 @@
 
 #include <string>
 
-namespace gdrproxy::cli {
+namespace gdrproxy::demo {
 
 // Runs the step (root and runc needed; otherwise says why it is skipped) and returns its status.
-int demo_container(const std::string& self);
+int container_step(const std::string& self);
 
-}  // namespace gdrproxy::cli
+}  // namespace gdrproxy::demo
