@@ -14,11 +14,10 @@
 #include "harness/doctor/cli.h"
 #include "netns/cli.h"
 #include "proxy/cli.h"
-#include "proxy/exercise/cli_helpers.h"
 #include "sysfs/cli.h"
 
 int main(int argc, char** argv) {
-  // Everything after the first "--" is the command that `run`/`standin` start: the parser never
+  // Everything after the first "--" is the command that `run`/`runtime` start: the parser never
   // sees it (see proxy::CommandTail).
   // Other subcommands get their "--" as CLI11 reads it.
   std::vector<std::string> own(argv, argv + argc);
@@ -67,7 +66,6 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   gdrproxy::proxy::register_commands(app, exit_code, tail);
-  gdrproxy::proxy::register_test_helpers(app, exit_code, tail);
   gdrproxy::sysfs::register_commands(app, exit_code);
   gdrproxy::netns::register_commands(app, exit_code);
   gdrproxy::demo::register_demo(app, exit_code);

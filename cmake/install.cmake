@@ -1,7 +1,8 @@
 # What `cmake --install` places and what the Debian package (cpack -G DEB) holds. The idea not to
 # miss: an operator's edits to /etc/gdrproxy are never overwritten (an existing config is kept by
 # the install step, and the package marks its configs as conffiles, so dpkg keeps them on upgrade
-# and leaves them until purge); nothing for tests is installed.
+# and leaves them until purge); nothing for tests is installed
+# (the tests' tool, build/gdrproxy-testkit, is not an install target).
 #   bin/gdrproxy, bin/gdrproxy-runtime (a link: the OCI runtime engines call), bin/gdr-loopback-relay
 #   lib/gdrproxy/gdr-harness (+ lib/oci-container.sh), lib/gdrproxy/slurm/gdr_spank.so (the SPANK
 #     plugin's default harness path is /usr/lib/gdrproxy/gdr-harness)

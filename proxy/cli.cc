@@ -1,5 +1,5 @@
-// `gdrproxy run`, `gdrproxy agent` and `gdrproxy trace summarize` (the hidden helpers the demo and
-// tests use are in proxy/exercise/cli_helpers.cc). Each callback parses options and calls into
+// `gdrproxy run`, `gdrproxy agent` and `gdrproxy trace summarize` (the tests' helpers are not
+// here: they are gdrproxy-testkit's, tests/testkit/). Each callback parses options and calls into
 // the library; no behaviour lives here.
 #include "proxy/cli.h"
 

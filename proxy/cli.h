@@ -10,16 +10,16 @@
 namespace gdrproxy::proxy {
 
 // The words after the first "--" of gdrproxy's own command line. main() cuts them off before the
-// option parser runs, so no word of the command a subcommand starts (`run`, `standin`) can ever
+// option parser runs, so no word of the command a subcommand starts (`run`, `runtime`) can ever
 // be read as one of gdrproxy's options, whatever options precede the "--".
 struct CommandTail {
   std::optional<std::vector<std::string>> words;  // nullopt: there was no "--"
 };
 
 // The subcommands that start a command, and so own the words after "--".
-inline const std::vector<std::string> kCommandSubcommands = {"run", "standin", "runtime"};
+inline const std::vector<std::string> kCommandSubcommands = {"run", "runtime"};
 
-// Adds the engine's subcommands (run, trace, and the hidden helpers) to the root app. A
+// Adds the engine's subcommands (run, agent, trace, ...) to the root app. A
 // subcommand's callback stores its process exit status in `exit_code`.
 void register_commands(CLI::App& app, int& exit_code, CommandTail& tail);
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Packs build/gdrproxy and the shared libraries it needs that a GPU machine without a package
+# Packs build/gdrproxy, the tests' tool build/gdrproxy-testkit and the shared libraries they need that a GPU machine without a package
 # manager may lack into DIR (default .gpu-bundle, ignored by git), for tests/gpu/run.sh there.
 #   scripts/gpu-bundle.sh [--perf] [DIR]
 # --perf also packs this machine's perf and its libraries (about 27 MB more), with which
@@ -17,6 +17,8 @@ mkdir -p "$dir/lib"
 cp build/gdrproxy "$dir/"
 # Debug info goes, the symbol table stays: a profile there names gdrproxy's functions.
 strip --strip-debug "$dir/gdrproxy"
+# The tests' tool (stand-in devices, the CUDA probe), for tests/gpu/run.sh.
+cp build/gdrproxy-testkit "$dir/" && strip "$dir/gdrproxy-testkit"
 # The security tests' attack client, for the real-NVIDIA attacks of tests/gpu/run.sh.
 cp build/tests/security/attack_client "$dir/" && strip "$dir/attack_client"
 # The agent tests' runtime stand-in, for tests/gpu/agent_sessions.sh.
@@ -36,6 +38,7 @@ copy_libs() {
     while read -r lib; do cp -L "$lib" "$2/"; done
 }
 copy_libs build/gdrproxy "$dir/lib"
+copy_libs build/gdrproxy-testkit "$dir/lib"
 if ((with_perf)); then
   command -v perf >/dev/null || { echo "gpu-bundle: --perf needs perf here (apt-get install linux-perf)" >&2; exit 1; }
   mkdir -p "$dir/perf/lib"

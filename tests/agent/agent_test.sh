@@ -10,6 +10,7 @@
 # Usage: agent_test.sh GDRPROXY RUNTIME_CLIENT ATTACK_CLIENT CASE   (needs root; 77 = skipped)
 set -uo pipefail
 GP=$(realpath "$1")
+TK=$(dirname "$GP")/gdrproxy-testkit  # the tests' tool: stand-in devices, exercisers
 RC=$(realpath "$2")
 A=$(realpath "$3")
 CASE=$4
@@ -26,7 +27,7 @@ if [[ -z ${GDRPROXY_AGENT_TEST_INNER:-} ]]; then
     fpid=$!
     for i in $(seq 100); do grep -q " $mnt fuse" /proc/mounts && break; sleep 0.05; done
     grep -q " $mnt fuse" /proc/mounts || { echo "FAIL [$CASE]: FUSE did not mount: $(cat "$mnt.log")"; exit 1; }
-    GDRPROXY_AGENT_TEST_INNER=1 HANG_MNT=$mnt timeout -k 5 120 "$GP" standin "$0" "$@"
+    GDRPROXY_AGENT_TEST_INNER=1 HANG_MNT=$mnt timeout -k 5 120 "$TK" standin "$0" "$@"
     rc=$?
     umount -l "$mnt"
     kill -KILL $fpid 2>/dev/null
@@ -34,7 +35,7 @@ if [[ -z ${GDRPROXY_AGENT_TEST_INNER:-} ]]; then
     rm -f "$mnt.log"
     exit $rc
   fi
-  GDRPROXY_AGENT_TEST_INNER=1 exec timeout -k 5 120 "$GP" standin "$0" "$@"
+  GDRPROXY_AGENT_TEST_INNER=1 exec timeout -k 5 120 "$TK" standin "$0" "$@"
 fi
 WORK=$(mktemp -d /tmp/gdrproxy-agent.XXXXXX)
 AGENT_PID=
@@ -148,7 +149,7 @@ case_last_calls_keep_their_results() {
   local i t
   for i in 1 2 3 4 5; do
     # Well-formed uverbs ioctls (the stand-in answers ENOTTY), the last one right before exit.
-    in_container "team-a-last$i" runc-init -- "$GP" exercise uverbs /dev/infiniband/uverbs0 >"$WORK/l$i.out" 2>&1 ||
+    in_container "team-a-last$i" runc-init -- "$TK" exercise uverbs /dev/infiniband/uverbs0 >"$WORK/l$i.out" 2>&1 ||
       { rc=$?; cat "$WORK/l$i.out"; fail "exercise exit $rc"; }
   done
   for i in 1 2 3 4 5; do

@@ -15,6 +15,7 @@
 # GDRPROXY_CHAOS_KILLS sets the number of kills (20).
 set -uo pipefail
 GP=$(realpath "$1")
+TK=$(dirname "$GP")/gdrproxy-testkit  # the tests' tool: stand-in devices, exercisers
 RC=$(realpath "$2")
 LOOP=$(realpath "$3")
 A=$(realpath "$4")
@@ -28,7 +29,7 @@ if [[ $MODE == oci ]]; then
 fi
 # Everything runs inside one stand-in /dev (a private mount namespace), agent and clients alike.
 if [[ -z ${GDRPROXY_CHAOS_TEST_INNER:-} ]]; then
-  GDRPROXY_CHAOS_TEST_INNER=1 exec timeout -k 5 150 "$GP" standin "$0" "$@"
+  GDRPROXY_CHAOS_TEST_INNER=1 exec timeout -k 5 150 "$TK" standin "$0" "$@"
 fi
 # crun refuses a hybrid cgroup hierarchy: inside this private mount namespace /sys/fs/cgroup
 # becomes the plain v2 one (as in oci_runtime_test.sh).

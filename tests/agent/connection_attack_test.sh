@@ -9,6 +9,7 @@
 #        (needs root; runc for idle_connections_do_not_starve_runc; 77 = skipped)
 set -uo pipefail
 GP=$(realpath "$1")
+TK=$(dirname "$GP")/gdrproxy-testkit  # the tests' tool: stand-in devices, exercisers
 RC=$(realpath "$2")
 A=$(realpath "$3")
 BUNDLE=$(realpath "$(dirname "$0")/oci_bundle.py")  # a runc/crun config.json
@@ -19,7 +20,7 @@ if [[ $CASE == idle_connections_do_not_starve_runc ]]; then
 fi
 # Everything runs inside one stand-in /dev (a private mount namespace), agent and clients alike.
 if [[ -z ${GDRPROXY_CONN_TEST_INNER:-} ]]; then
-  GDRPROXY_CONN_TEST_INNER=1 exec timeout -k 5 150 "$GP" standin "$0" "$@"
+  GDRPROXY_CONN_TEST_INNER=1 exec timeout -k 5 150 "$TK" standin "$0" "$@"
 fi
 WORK=$(mktemp -d /tmp/gdrproxy-conn.XXXXXX)
 chmod 755 "$WORK"

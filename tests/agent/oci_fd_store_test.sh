@@ -4,16 +4,17 @@
 # listener per process (the init's, status "creating"; the exec's, "running", from the exec'd
 # process): the store must keep one entry per process and drop the exec's when it exits, so the
 # exec's dead entry never takes the init's with it.
-# Stand-in device nodes (gdrproxy standin) give the container a uverbs0.
+# Stand-in device nodes (gdrproxy-testkit standin) give the container a uverbs0.
 # Usage: oci_fd_store_test.sh GDRPROXY ATTACK_CLIENT   (needs root and runc; 77 = skipped)
 set -uo pipefail
 GP=$(realpath "$1")
+TK=$(dirname "$GP")/gdrproxy-testkit  # the tests' tool: stand-in devices, exercisers
 A=$(realpath "$2")
 BUNDLE=$(realpath "$(dirname "$0")/oci_bundle.py")  # a runc/crun config.json
 [[ $EUID == 0 ]] || { echo "SKIP: needs root"; exit 77; }
 command -v runc >/dev/null || { echo "SKIP: runc is not installed (scripts/setup.sh installs it)"; exit 77; }
 if [[ -z ${GDRPROXY_OCI_TEST_INNER:-} ]]; then
-  GDRPROXY_OCI_TEST_INNER=1 exec timeout -k 5 120 "$GP" standin "$0" "$@"
+  GDRPROXY_OCI_TEST_INNER=1 exec timeout -k 5 120 "$TK" standin "$0" "$@"
 fi
 if [[ $(stat -f -c %T /sys/fs/cgroup) != cgroup2fs ]]; then
   mount -t cgroup2 none /sys/fs/cgroup || { echo "SKIP: cannot mount cgroup2 here"; exit 77; }

@@ -7,10 +7,11 @@
 # keeps them apart (state, grants, traces), because it keys everything by container and host pid,
 # never by the pid a container sees; and each container's device ioctls reach its trace, so the
 # runtimes built the notify rules as the profile meant.
-# Stand-in device nodes (gdrproxy standin) give the containers a uverbs0 and a uverbs1.
+# Stand-in device nodes (gdrproxy-testkit standin) give the containers a uverbs0 and a uverbs1.
 # Usage: oci_runtime_test.sh GDRPROXY ATTACK_CLIENT   (needs root, runc and crun; 77 = skipped)
 set -uo pipefail
 GP=$(realpath "$1")
+TK=$(dirname "$GP")/gdrproxy-testkit  # the tests' tool: stand-in devices, exercisers
 A=$(realpath "$2")
 BENCH=$(realpath "$(dirname "$A")/../bench/ioctl_bench")
 [[ $EUID == 0 ]] || { echo "SKIP: needs root"; exit 77; }
@@ -18,7 +19,7 @@ for rt in runc crun; do
   command -v $rt >/dev/null || { echo "SKIP: $rt is not installed (scripts/setup.sh installs it)"; exit 77; }
 done
 if [[ -z ${GDRPROXY_OCI_TEST_INNER:-} ]]; then
-  GDRPROXY_OCI_TEST_INNER=1 exec timeout -k 5 180 "$GP" standin "$0" "$@"
+  GDRPROXY_OCI_TEST_INNER=1 exec timeout -k 5 180 "$TK" standin "$0" "$@"
 fi
 # This host mounts cgroup v1 controllers with cgroup2 beside them ("hybrid"), which crun refuses:
 # inside this test's private mount namespace /sys/fs/cgroup becomes the plain v2 hierarchy (its

@@ -16,6 +16,7 @@
 # Usage: pidfd_getfd_runtime_test.sh GDRPROXY FD_SHARE CASE [RUNTIME]   (root; 77 = skipped)
 set -uo pipefail
 GP=$(realpath "$1")
+TK=$(dirname "$GP")/gdrproxy-testkit  # the tests' tool: stand-in devices, exercisers
 F=$(realpath "$2")
 BUNDLE=$(realpath "$(dirname "$0")/oci_bundle.py")  # a runc/crun config.json
 CASE=$3
@@ -24,7 +25,7 @@ RT=${4:-runc}
 command -v "$RT" >/dev/null || { echo "SKIP [$CASE]: $RT is not installed"; exit 77; }
 command -v jq >/dev/null || { echo "SKIP [$CASE]: needs jq"; exit 77; }
 if [[ -z ${GDRPROXY_PIDFD_RT_INNER:-} ]]; then
-  GDRPROXY_PIDFD_RT_INNER=1 exec timeout -k 5 240 "$GP" standin "$0" "$@"
+  GDRPROXY_PIDFD_RT_INNER=1 exec timeout -k 5 240 "$TK" standin "$0" "$@"
 fi
 # crun refuses a hybrid cgroup layout: a plain v2 hierarchy in this private mount namespace.
 if [[ $(stat -f -c %T /sys/fs/cgroup) != cgroup2fs ]]; then

@@ -9,7 +9,7 @@ set -euo pipefail
 build=$(realpath "${1:-build}")
 n=${2:-5000}
 if [[ -z ${GDRPROXY_BENCH_INNER:-} ]]; then
-  GDRPROXY_BENCH_INNER=1 exec "$build/gdrproxy" standin "$0" "$@"
+  GDRPROXY_BENCH_INNER=1 exec "$build/gdrproxy-testkit" standin "$0" "$@"
 fi
 work=$(mktemp -d /tmp/gdrproxy-bench.XXXXXX)
 agent_pid=

@@ -14,7 +14,7 @@ build=$(realpath "${1:-build}")
 n=${2:-20}
 command -v runc >/dev/null || { echo "SKIP: runc is not installed (scripts/setup.sh installs it)"; exit 77; }
 if [[ -z ${GDRPROXY_BENCH_INNER:-} ]]; then
-  GDRPROXY_BENCH_INNER=1 exec unshare --net "$build/gdrproxy" standin "$0" "$@"
+  GDRPROXY_BENCH_INNER=1 exec unshare --net "$build/gdrproxy-testkit" standin "$0" "$@"
 fi
 [[ $(stat -f -c %T /sys/fs/cgroup) == cgroup2fs ]] || mount -t cgroup2 none /sys/fs/cgroup
 work=$(mktemp -d /tmp/gdrproxy-start.XXXXXX)

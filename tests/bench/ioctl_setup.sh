@@ -2,12 +2,12 @@
 # What the per-call benches share (sourced by ioctl_latency.sh, ioctl_profile.sh and
 # trap_copy_cost.sh, which set gp to the gdrproxy binary first): the uverbs node the client
 # calls, the prefix every run starts with (the stand-in where the host has no such node,
-# proxy/exercise/standin_devices.h; taskset -c $CPUS where CPUS is set), and whether gdrproxy's
+# gdrproxy-testkit standin, beside gp; taskset -c $CPUS where CPUS is set), and whether gdrproxy's
 # rows can load the trap copies before the command starts (--trap-copy on; the default, auto,
 # loads them beside the command, and the first calls of a run would be measured without them).
 dev=/dev/infiniband/uverbs0
 prefix=()
-[[ -e $dev ]] || prefix=("$gp" standin)
+[[ -e $dev ]] || prefix=("$(dirname "$gp")/gdrproxy-testkit" standin)
 if [[ -n ${CPUS:-} ]]; then prefix=(taskset -c "$CPUS" "${prefix[@]}"); fi
 copies=()
 # An if, not `&&`: as the file's last command a refusal would be its status, and the sourcing

@@ -69,7 +69,7 @@ expect_offered agent gdrproxy ag
 expect_offered completion gdrproxy comp
 expect_offered --socket gdrproxy agent --so
 expect_offered "$(printf '%s\n' move restore select)" gdrproxy netns ""
-expect_offered "" gdrproxy exe   # `exercise` is hidden (the tests' helper): not offered
+expect_offered "" gdrproxy demo de   # the demo's own step (device-calls) is hidden: not offered
 expect_offered "$(printf '%s\n' auto off on)" gdrproxy agent --trap-copy ""
 expect_offered "$(printf '%s\n' auto off on)" gdrproxy agent --trap-copy = "" # --trap-copy=<TAB>
 expect_offered "$(printf '%s\n' enforce trace)" gdrproxy run --mode ""

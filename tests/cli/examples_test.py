@@ -9,7 +9,7 @@ environment for fails the test, so a new example cannot go unchecked.
 
 Environments (all private, nothing of the host is changed):
   engine  `gdrproxy run ...` and `gdrproxy trace ...`, under stand-in device nodes
-          (`gdrproxy standin`). A run example must behave exactly like its command run natively
+          (`gdrproxy-testkit standin`). A run example must behave exactly like its command run natively
           under the same stand-ins: same exit status, same standard output.
   node    `gdrproxy sysfs ...` and `gdrproxy netns ...`, in a private mount and network
           namespace that looks like an HGX node with 16 RoCE rails: the constructed sysfs fixture
@@ -48,6 +48,8 @@ import sys
 import tempfile
 
 GP = os.path.realpath(sys.argv[1]) if len(sys.argv) > 1 else ""
+# The tests' tool (stand-in device nodes), built beside the binary.
+TK = os.path.join(os.path.dirname(GP), "gdrproxy-testkit")
 SRC = os.path.realpath(sys.argv[2]) if len(sys.argv) > 2 else ""
 failures = []
 ROOTFS = "@ROOTFS@"  # what a documented <rootfs> placeholder becomes until an environment sets it
@@ -165,7 +167,7 @@ def environment(words):
 
 
 def run_oci(examples, work):
-    """Runs inside gdrproxy standin (a private mount namespace): the host's sysfs is a
+    """Runs inside gdrproxy-testkit standin (a private mount namespace): the host's sysfs is a
     constructed HGX node's, where the stand-in uverbs0 is mlx5_0, so that prepare's synthetic
     /sys can be built."""
     fixture = os.path.join(work, "hgx")
@@ -221,10 +223,10 @@ def check_oci(where, ex, work):
     ok(label, "profile with its listener, metadata and ioctl notify rules")
 
 
-# ---- the engine environment (runs inside `gdrproxy standin`) --------------------------------
+# ---- the engine environment (runs inside `gdrproxy-testkit standin`) --------------------------------
 
 def run_engine(examples, work):
-    """Runs inside gdrproxy standin: each run example natively and under gdrproxy."""
+    """Runs inside gdrproxy-testkit standin: each run example natively and under gdrproxy."""
     for where, ex in examples:
         words = gdrproxy_words(ex)
         argv = [GP] + words[1:]
@@ -420,12 +422,12 @@ def main():
         os.makedirs(os.path.join(work, "build"))
         os.symlink(GP, os.path.join(work, "build", "gdrproxy"))
         me = os.path.realpath(__file__)
-        for env, cmd in (("engine", [GP, "standin", sys.executable, me, GP, SRC, "--engine"]),
+        for env, cmd in (("engine", [TK, "standin", sys.executable, me, GP, SRC, "--engine"]),
                          ("node", ["unshare", "--mount", "--net", "--propagation", "private",
                                    sys.executable, me, GP, SRC, "--node"]),
                          ("agent", ["unshare", "--mount", "--propagation", "private",
                                     sys.executable, me, GP, SRC, "--agent"]),
-                         ("oci", [GP, "standin", sys.executable, me, GP, SRC, "--oci"])):
+                         ("oci", [TK, "standin", sys.executable, me, GP, SRC, "--oci"])):
             if groups[env]:
                 r = subprocess.run(cmd + [work], env=dict(os.environ, GDRPROXY_EXAMPLES=json.dumps(
                     groups[env])), timeout=900)

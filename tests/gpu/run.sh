@@ -5,12 +5,13 @@
 # (tests/gpu/call_clock.c), compares NCCL's topology dump native vs proxied, and prints a short
 # table last. Run from the repo root on the GPU test machine:
 #   tests/gpu/run.sh [GDRPROXY_BUNDLE_DIR]
-# The bundle (scripts/gpu-bundle.sh makes it here) holds build/gdrproxy and the shared libraries
-# it needs, because that machine has no package manager.
+# The bundle (scripts/gpu-bundle.sh makes it here) holds build/gdrproxy, the tests' tool
+# build/gdrproxy-testkit and the shared libraries they need, because that machine has no package manager.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 bundle=${1:-.gpu-bundle}
 gp=$(realpath "$bundle/gdrproxy")
+tk=$(realpath "$bundle/gdrproxy-testkit")
 bundle_lib=$(realpath "$bundle/lib")
 export LD_LIBRARY_PATH=$bundle_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -41,8 +42,8 @@ check() {
 echo "== checks (enforce mode, default policy)"
 # The CUDA check (gdrproxy's own, libcuda.so.1 loaded at run time) runs with a stand-in NIC so
 # the REG_DMABUF_MR attempts reach a device node.
-"$gp" standin "$gp" run --mode enforce --stats --trace-json "$out/cuda.jsonl" -- \
-  "$gp" exercise cuda /dev/infiniband/uverbs0 \
+"$tk" standin "$gp" run --mode enforce --stats --trace-json "$out/cuda.jsonl" -- \
+  "$tk" exercise cuda /dev/infiniband/uverbs0 \
   >"$out/cuda.out" 2>"$out/cuda.err"
 rc=$?
 cat "$out/cuda.out"

@@ -11,10 +11,11 @@
 # Usage: grant_set_test.sh GDRPROXY SOURCE_DIR   (root; 77 = skipped)
 set -uo pipefail
 GP=$(realpath "$1")
+TK=$(dirname "$GP")/gdrproxy-testkit  # the tests' tool: stand-in devices, exercisers
 SRC=$(realpath "$2")
 [[ $EUID == 0 ]] || { echo "SKIP: needs root"; exit 77; }
 if [[ -z ${GDRPROXY_GRANT_SET_INNER:-} ]]; then
-  GDRPROXY_GRANT_SET_INNER=1 exec timeout -k 5 120 "$GP" standin "$0" "$@"
+  GDRPROXY_GRANT_SET_INNER=1 exec timeout -k 5 120 "$TK" standin "$0" "$@"
 fi
 WORK=$(mktemp -d /tmp/gdrproxy-grantset.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT

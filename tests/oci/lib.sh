@@ -2,12 +2,13 @@
 # Helpers of the OCI tests that run real runc with `gdrproxy agent` on stand-in device nodes
 # (sourced by tests/oci/*_test.sh and tests/bench/{container,docker}_start.sh; the soft-RoCE VM stage's
 # tests/vm/docker.sh sources it for Docker on real rxe devices). The idea not to miss: each
-# test re-executes itself inside `gdrproxy standin` (its own mount namespace, optionally its own
+# test re-executes itself inside `gdrproxy-testkit standin` (its own mount namespace, optionally its own
 # network namespace as the "host"), where a plain cgroup2 hierarchy is mounted for runc's device
 # program; everything it makes lives under $WORK and goes with the EXIT trap.
 
 # oci_enter GP NET SCRIPT ARGS...: skip (77) unless root with runc; outside, re-exec SCRIPT in a
-# stand-in mount namespace (in a fresh network namespace too when NET is "net"); inside, make sure
+# stand-in mount namespace (gdrproxy-testkit standin, beside GP; in a fresh network namespace too
+# when NET is "net"); inside, make sure
 # /sys/fs/cgroup is a cgroup2 hierarchy. OCI_ENTER_TIMEOUT: seconds for the whole script (120).
 oci_enter() {
   local gp=$1 net=$2
@@ -17,7 +18,7 @@ oci_enter() {
   if [[ -z ${GDRPROXY_OCI_TEST_INNER:-} ]]; then
     local -a pre=()
     [[ $net == net ]] && pre=(unshare --net)
-    GDRPROXY_OCI_TEST_INNER=1 exec timeout "${OCI_ENTER_TIMEOUT:-120}" "${pre[@]}" "$gp" standin "$@"
+    GDRPROXY_OCI_TEST_INNER=1 exec timeout "${OCI_ENTER_TIMEOUT:-120}" "${pre[@]}" "$(dirname "$gp")/gdrproxy-testkit" standin "$@"
   fi
   # runc's device guard on cgroup v2 is a BPF program: a plain v2 hierarchy in this private mount
   # namespace is enough (this host may mount v1 controllers beside cgroup2).

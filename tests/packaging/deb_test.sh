@@ -5,6 +5,7 @@
 # nothing; an operator's edit of /etc/gdrproxy/agent.json survives an upgrade and a remove (its
 # configs are conffiles) and goes only with purge; nothing is left after purge. Both places the
 # bash completion the binary prints (`gdrproxy completion bash`) where bash-completion looks.
+# Nothing for tests is in either: no gdrproxy-testkit, and the binary has no test helper.
 # Also `cmake --install` into a DESTDIR twice: the second keeps the edited config.
 # Usage: deb_test.sh BUILD_DIR   (needs cpack and dpkg; 77 = skipped)
 set -uo pipefail
@@ -22,6 +23,8 @@ for f in "$P/bin/gdrproxy" "$P/bin/gdrproxy-runtime" "$P/lib/gdrproxy/gdr-harnes
          "$P/share/bash-completion/completions/gdrproxy"; do
   [[ -e $WORK/dest$f ]] || fail "cmake --install placed no $f"
 done
+testkit=$(find "$WORK/dest" -name 'gdrproxy-testkit*' | head -1)
+[[ -z $testkit ]] || fail "cmake --install placed the tests' tool: $testkit"
 echo '{"version": 1, "containers": [], "comment": "the operator'"'"'s"}' >"$WORK/dest/etc/gdrproxy/agent.json"
 DESTDIR=$WORK/dest cmake --install "$B" >"$WORK/install2.log" 2>&1 || fail "second cmake --install"
 grep -q "the operator's" "$WORK/dest/etc/gdrproxy/agent.json" || fail "cmake --install overwrote the operator's agent.json"
@@ -39,6 +42,11 @@ touch "$R/var/lib/dpkg/status" "$R/var/lib/dpkg/available"
 dp() { dpkg --root="$R" --force-depends --force-not-root --log=/dev/null "$@"; }
 dp -i "$deb" >"$WORK/dpkg.log" 2>&1 || { cat "$WORK/dpkg.log"; fail "dpkg -i"; }
 "$R/usr/bin/gdrproxy" --help >/dev/null || fail "the installed gdrproxy does not run"
+! dpkg-deb -c "$deb" | grep -q testkit || fail "the package holds the tests' tool"
+for helper in standin exercise; do
+  "$R/usr/bin/gdrproxy" "$helper" true >/dev/null 2>&1
+  [[ $? == 2 ]] || fail "the installed gdrproxy knows the tests' helper '$helper'"
+done
 [[ $(readlink "$R/usr/bin/gdrproxy-runtime") == gdrproxy ]] || fail "no gdrproxy-runtime link"
 grep -q "^ExecStart=/usr/bin/gdrproxy agent" "$R/usr/lib/systemd/system/gdrproxy-agent.service" ||
   fail "the unit does not run the installed binary"

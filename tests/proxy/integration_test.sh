@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Integration tests of `gdrproxy run` on this machine's real kernel: real seccomp notification,
-# real Landlock, real opens and ioctls. Devices are stand-ins (gdrproxy standin: real char
+# real Landlock, real opens and ioctls. Devices are stand-ins (gdrproxy-testkit standin: real char
 # devices borrowed under /dev/infiniband/* and /dev/nvidia* names in a private mount namespace).
 # Usage: integration_test.sh GDRPROXY DEVICE_CLIENT CASE
 set -uo pipefail
 GP=$(realpath "$1")
+TK=$(dirname "$GP")/gdrproxy-testkit  # the tests' tool: stand-in devices, exercisers
 CLIENT=$(realpath "$2")
 CASE=$3
 WORK=$(mktemp -d /tmp/gdrproxy-it.XXXXXX)
@@ -15,14 +16,14 @@ fail() { echo "FAIL [$CASE]: $*" >&2; exit 1; }
 expect_in() { grep -qF -- "$2" "$1" || { echo "--- $1:"; cat "$1"; fail "expected '$2' in $1"; }; }
 expect_not_in() { ! grep -qF -- "$2" "$1" || { cat "$1"; fail "did not expect '$2' in $1"; }; }
 # sandboxed [run options...] -- command: runs under stand-in devices and gdrproxy run.
-sandboxed() { timeout -k 5 60 "$GP" standin "$GP" run "$@"; }
+sandboxed() { timeout -k 5 60 "$TK" standin "$GP" run "$@"; }
 # jq_count FILE PYTHON_EXPR: how many JSON-lines records `r` satisfy the expression.
 jq_count() { python3 -c '
 import json, sys
 print(sum(1 for r in map(json.loads, open(sys.argv[1])) if eval(sys.argv[2])))' "$1" "$2"; }
 
 case_granted_open_and_decoded_trace() {
-  sandboxed --grant uverbs0 --stats --trace-json "$WORK/t.jsonl" -- "$GP" exercise uverbs /dev/infiniband/uverbs0 >"$WORK/out" 2>"$WORK/err" || fail "exit $?"
+  sandboxed --grant uverbs0 --stats --trace-json "$WORK/t.jsonl" -- "$TK" exercise uverbs /dev/infiniband/uverbs0 >"$WORK/out" 2>"$WORK/err" || fail "exit $?"
   # --stats splits the ioctls' handling time by phase.
   grep -qE "per ioctl: fd lookup [0-9.]+ us, memory reads [0-9.]+ us, decode [0-9.]+ us, policy [0-9.]+ us, answer [0-9.]+ us, trace [0-9.]+ us" "$WORK/err" ||
     { cat "$WORK/err"; fail "no per-phase handler time"; }
@@ -87,13 +88,13 @@ case_path_tricks_cannot_reach_ungranted_device() {
 
 case_enforce_denies_with_configured_errno() {
   sandboxed --mode enforce --policy "$SRC/configs/policy/deny-reg-mr.json" --trace-json "$WORK/t.jsonl" -- \
-    "$GP" exercise uverbs /dev/infiniband/uverbs0 >"$WORK/out" 2>"$WORK/err"
+    "$TK" exercise uverbs /dev/infiniband/uverbs0 >"$WORK/out" 2>"$WORK/err"
   expect_in "$WORK/out" "INVOKE_WRITE(REG_MR) -> EACCES"
   expect_in "$WORK/out" "INVOKE_WRITE(ALLOC_PD) -> ENOTTY"
   expect_in "$WORK/err" "denied uverbs0 INVOKE_WRITE(REG_MR)"
   [[ $(jq_count "$WORK/t.jsonl" "r['call']=='INVOKE_WRITE(REG_MR)' and r['decision']=='deny' and r['errno']=='EACCES' and 'rule #0' in r['rule']") == 1 ]] || fail "denial not traced"
   # Trace mode observes only: the call runs (the stand-in answers ENOTTY) and the would-be denial is logged.
-  sandboxed --mode trace --policy "$SRC/configs/policy/deny-reg-mr.json" -- "$GP" exercise uverbs /dev/infiniband/uverbs0 >"$WORK/out2" 2>"$WORK/err2"
+  sandboxed --mode trace --policy "$SRC/configs/policy/deny-reg-mr.json" -- "$TK" exercise uverbs /dev/infiniband/uverbs0 >"$WORK/out2" 2>"$WORK/err2"
   expect_in "$WORK/out2" "INVOKE_WRITE(REG_MR) -> ENOTTY"
   expect_in "$WORK/err2" "would deny uverbs0 INVOKE_WRITE(REG_MR)"
 }
@@ -116,7 +117,7 @@ case_trap_copies_judge_as_lookups_do() {
   local tc
   for tc in on off; do
     sandboxed --trap-copy "$tc" --stats --policy "$SRC/configs/policy/deny-reg-mr.json" --trace-json "$WORK/$tc.jsonl" -- \
-      "$GP" exercise uverbs /dev/infiniband/uverbs0 >"$WORK/$tc.out" 2>"$WORK/$tc.err"
+      "$TK" exercise uverbs /dev/infiniband/uverbs0 >"$WORK/$tc.out" 2>"$WORK/$tc.err"
     expect_in "$WORK/$tc.out" "INVOKE_WRITE(REG_MR) -> EACCES"
     expect_in "$WORK/$tc.out" "INVOKE_WRITE(ALLOC_PD) -> ENOTTY"
     expect_in "$WORK/$tc.out" "malformed header (length off by 8) -> EINVAL"
@@ -203,7 +204,7 @@ case_receivers_leave_and_ignore_stray_signals() {
   # each such run must still end (one lost interrupt hangs it until the timeout).
   local i rc p
   for i in $(seq 40); do
-    timeout -k 2 10 "$GP" standin "$GP" run -q -- "$CLIENT" ioctl /dev/infiniband/uverbs0 >"$WORK/out" 2>&1
+    timeout -k 2 10 "$TK" standin "$GP" run -q -- "$CLIENT" ioctl /dev/infiniband/uverbs0 >"$WORK/out" 2>&1
     rc=$?
     ((rc == 0)) || { cat "$WORK/out"; fail "run $i did not end by itself (exit $rc)"; }
   done
@@ -211,7 +212,7 @@ case_receivers_leave_and_ignore_stray_signals() {
   # blocks): a receiver that took that for a caller that died would spin in RECV until the loop
   # saw the hang-up (hundreds of times on a busy 2-CPU guest). One such ENOENT is its last RECV.
   if command -v strace >/dev/null; then
-    "$GP" standin strace -f -qq -e trace=ioctl -e signal=none -o "$WORK/strace" \
+    "$TK" standin strace -f -qq -e trace=ioctl -e signal=none -o "$WORK/strace" \
       "$GP" run -q -- "$CLIENT" ioctl /dev/infiniband/uverbs0 >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "run under strace failed"; }
     local empty
     empty=$(grep -E 'SECCOMP_IOCTL_NOTIF_RECV|0xc0502100' "$WORK/strace" | grep -c ENOENT)
@@ -219,7 +220,7 @@ case_receivers_leave_and_ignore_stray_signals() {
   fi
   # The same signal sent to gdrproxy from outside, while calls are served, fails none of them
   # and stops nothing.
-  "$GP" standin "$GP" run -q --stats -- sh -c "
+  "$TK" standin "$GP" run -q --stats -- sh -c "
     for i in \$(seq 400); do $CLIENT ioctl /dev/infiniband/uverbs0 | grep -q ENOTTY || exit 9; done" \
     >"$WORK/out" 2>"$WORK/err" &
   p=$!
@@ -271,8 +272,8 @@ case_traced_from_a_nested_pid_namespace() {
   # the BPF observer must know callers by the ids gdrproxy sees, not the host's. Before, no
   # result was ever observed there, and a host task that merely had the same number would have
   # been observed instead.
-  timeout -k 5 60 "$GP" standin unshare --pid --fork --mount-proc "$GP" run -q --trace-json "$WORK/t.jsonl" -- \
-    "$GP" exercise uverbs /dev/infiniband/uverbs0 >"$WORK/out" 2>"$WORK/err" || { rc=$?; cat "$WORK/err"; fail "exit $rc"; }
+  timeout -k 5 60 "$TK" standin unshare --pid --fork --mount-proc "$GP" run -q --trace-json "$WORK/t.jsonl" -- \
+    "$TK" exercise uverbs /dev/infiniband/uverbs0 >"$WORK/out" 2>"$WORK/err" || { rc=$?; cat "$WORK/err"; fail "exit $rc"; }
   expect_not_in "$WORK/err" "results of allowed calls will not be shown"
   [[ $(jq_count "$WORK/t.jsonl" "r['call']=='INVOKE_WRITE(ALLOC_PD)' and r['errno']=='ENOTTY' and r.get('note') is None") == 1 ]] ||
     fail "ALLOC_PD's result not observed: $(jq -c 'select(.syscall == "ioctl") | {call, errno, note}' "$WORK/t.jsonl" | head -3)"
@@ -305,7 +306,7 @@ case_ordinary_opens_do_not_trap() {
 }
 
 case_nvidia_calls_are_decoded() {
-  sandboxed --trace-json "$WORK/t.jsonl" -- "$GP" exercise nvidia /dev/nvidiactl /dev/nvidia-uvm >"$WORK/out" 2>&1 || fail "exit $?"
+  sandboxed --trace-json "$WORK/t.jsonl" -- "$TK" exercise nvidia /dev/nvidiactl /dev/nvidia-uvm >"$WORK/out" 2>&1 || fail "exit $?"
   [[ $(jq_count "$WORK/t.jsonl" "r['device']=='nvidiactl' and r['call'].startswith('RM_ALLOC')") == 1 ]] || fail "RM_ALLOC not decoded"
   [[ $(jq_count "$WORK/t.jsonl" "r['device']=='nvidiactl' and r['call'].startswith('RM_CONTROL')") == 1 ]] || fail "RM_CONTROL not decoded"
   [[ $(jq_count "$WORK/t.jsonl" "r['device']=='nvidia-uvm' and r['call']=='UVM_INITIALIZE'") == 1 ]] || fail "UVM_INITIALIZE not decoded"
@@ -317,7 +318,7 @@ case_kernel_allow_runs_only_unconditional_calls() {
   # Enforce mode without a trace: RM_FREE and UVM_INITIALIZE (allowed whatever their parameters)
   # run in the kernel, untrapped; RM_ALLOC and RM_CONTROL (whose parameters name a class and a
   # control) reach gdrproxy.
-  local run=("$GP" exercise nvidia /dev/nvidiactl /dev/nvidia-uvm)
+  local run=("$TK" exercise nvidia /dev/nvidiactl /dev/nvidia-uvm)
   sandboxed --stats -- "${run[@]}" >"$WORK/out" 2>"$WORK/err" || fail "exit $?"
   expect_in "$WORK/out" "RM_FREE -> "
   expect_in "$WORK/err" "notifications: 2 ioctl,"
@@ -344,7 +345,7 @@ case_kernel_allow_runs_only_unconditional_calls() {
   # only: UVM_INITIALIZE runs untrapped, RM_ALLOC/RM_CONTROL are read and judged)...
   expect_in "$WORK/err6" "1 trapped ioctl(s) allowed without reading their parameters"
   # ...but never on the ungranted GPU (an inherited fd of nvidia1), nor unread when traced.
-  timeout -k 5 60 "$GP" standin bash -c 'exec 7<>/dev/nvidia1 && exec "$@"' _ "$GP" run --stats \
+  timeout -k 5 60 "$TK" standin bash -c 'exec 7<>/dev/nvidia1 && exec "$@"' _ "$GP" run --stats \
     --grant nvidiactl,nvidia-uvm,nvidia0 -- "$(dirname "$CLIENT")/../security/attack_client" fdioctl 7 0xc0104629 \
     >"$WORK/out7" 2>"$WORK/err7" || true
   expect_in "$WORK/out7" "fdioctl ERR EACCES"
@@ -370,7 +371,7 @@ case_lsm_judge_starts_or_says_why() {
     expect_in "$WORK/err" "--lsm on: "
     grep -q "BPF LSM" "$WORK/err" || fail "the refusal does not name the BPF LSM"
   fi
-  sandboxed --lsm auto --stats --grant $grant -- "$GP" exercise nvidia /dev/nvidiactl /dev/nvidia-uvm \
+  sandboxed --lsm auto --stats --grant $grant -- "$TK" exercise nvidia /dev/nvidiactl /dev/nvidia-uvm \
     >"$WORK/out2" 2>"$WORK/err2" || fail "--lsm auto exit $?"
   if grep -q "judged in the kernel (BPF LSM)" "$WORK/err2"; then
     expect_in "$WORK/err2" "notifications: 2 ioctl,"
@@ -395,7 +396,7 @@ case_stalled_trace_reader_stalls_no_call() {
   # shellcheck disable=SC2217 # the redirection opens the read end; sleep never reads it
   sleep 120 <"$WORK/fifo" &
   reader=$!
-  timeout -k 5 60 "$GP" standin "$GP" run --trace-json "$WORK/fifo" -- "$bench" client 3000 /dev/infiniband/uverbs0 \
+  timeout -k 5 60 "$TK" standin "$GP" run --trace-json "$WORK/fifo" -- "$bench" client 3000 /dev/infiniband/uverbs0 \
     >"$WORK/out" 2>"$WORK/err" || rc=$?
   kill "$reader" 2>/dev/null
   wait "$reader" 2>/dev/null
@@ -405,7 +406,7 @@ case_stalled_trace_reader_stalls_no_call() {
 }
 
 case_trace_summarize() {
-  sandboxed --trace-json "$WORK/t.jsonl" -- "$GP" exercise uverbs /dev/infiniband/uverbs0 >/dev/null 2>&1
+  sandboxed --trace-json "$WORK/t.jsonl" -- "$TK" exercise uverbs /dev/infiniband/uverbs0 >/dev/null 2>&1
   "$GP" trace summarize "$WORK/t.jsonl" >"$WORK/sum" || fail "summarize failed"
   expect_in "$WORK/sum" "INVOKE_WRITE(REG_MR)"
   grep -E '^uverbs +INVOKE_WRITE\(REG_MR\) +1 +1 +0 ' "$WORK/sum" >/dev/null || { cat "$WORK/sum"; fail "row"; }
@@ -486,11 +487,11 @@ case_unknown_nvidia_driver_is_trace_only() {
   # never denied, and gdrproxy says so.
   local v="NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  999.1.2  Release Build"
   echo '{"version":1,"classes":{"nvidia":{"rules":[{"action":"deny","escape":"RM_ALLOC"}]}}}' >"$WORK/p.json"
-  with_nvidia_version "$v" timeout -k 5 60 "$GP" standin "$GP" run --mode enforce --policy "$WORK/p.json" -- touch "$WORK/ran" 2>"$WORK/err0"
+  with_nvidia_version "$v" timeout -k 5 60 "$TK" standin "$GP" run --mode enforce --policy "$WORK/p.json" -- touch "$WORK/ran" 2>"$WORK/err0"
   [[ $? == 125 && ! -e $WORK/ran ]] || fail "enforce mode started on an unknown driver"
   expect_in "$WORK/err0" "NVIDIA driver 999.1.2 is not in this build's ABI tables (newest known: 580."
   expect_in "$WORK/err0" "--allow-unknown-nvidia-driver"
-  with_nvidia_version "$v" timeout -k 5 60 "$GP" standin "$GP" run --mode enforce --allow-unknown-nvidia-driver --policy "$WORK/p.json" -- "$GP" exercise nvidia /dev/nvidiactl >"$WORK/out" 2>"$WORK/err"
+  with_nvidia_version "$v" timeout -k 5 60 "$TK" standin "$GP" run --mode enforce --allow-unknown-nvidia-driver --policy "$WORK/p.json" -- "$TK" exercise nvidia /dev/nvidiactl >"$WORK/out" 2>"$WORK/err"
   expect_in "$WORK/err" "NVIDIA driver 999.1.2 is not in this build's ABI tables"
   expect_in "$WORK/err" "driver not in the ABI tables, would deny nvidiactl RM_ALLOC"
   expect_in "$WORK/out" "RM_ALLOC(NV01_ROOT_CLIENT) -> EINVAL"   # ran: the stand-in answered
@@ -501,7 +502,7 @@ case_no_nvidia_driver_no_nvidia_note() {
   # is enforced with the newest tables.
   [[ -e /proc/driver/nvidia ]] && { echo "SKIP: a real NVIDIA driver is loaded"; exit 77; }
   echo '{"version":1,"classes":{"nvidia":{"rules":[{"action":"deny","escape":"RM_ALLOC"}]}}}' >"$WORK/p.json"
-  sandboxed --mode enforce --policy "$WORK/p.json" -- "$GP" exercise nvidia /dev/nvidiactl >"$WORK/out" 2>"$WORK/err"
+  sandboxed --mode enforce --policy "$WORK/p.json" -- "$TK" exercise nvidia /dev/nvidiactl >"$WORK/out" 2>"$WORK/err"
   expect_not_in "$WORK/err" "NVIDIA driver"
   expect_not_in "$WORK/err" "ABI tables"
   expect_in "$WORK/out" "RM_ALLOC(NV01_ROOT_CLIENT) -> EPERM"
@@ -568,7 +569,7 @@ case_callers_killed_mid_call() {
 case_cuda_probe_runs_without_cuda() {
   # libcuda.so.1 is loaded at run time: without it the probe says so and exits 2.
   ldconfig -p | grep -q 'libcuda.so.1 ' && { echo "SKIP: CUDA present"; exit 77; }
-  sandboxed -q -- "$GP" exercise cuda /dev/infiniband/uverbs0 >"$WORK/out" 2>&1
+  sandboxed -q -- "$TK" exercise cuda /dev/infiniband/uverbs0 >"$WORK/out" 2>&1
   [[ $? == 2 ]] || fail "expected exit 2"
   expect_in "$WORK/out" "cuda unavailable (libcuda.so.1"
 }

@@ -3,7 +3,7 @@
 // whether an ungranted device was *used* is judged by a probe the seccomp filter never traps
 // (TCGETS): EACCES means the kernel (Landlock) refused the ioctl, anything else (ENOTTY from a
 // stand-in device) means the request reached the driver. sandbox_attacks.sh asserts on these
-// lines; the tests run it on stand-in device nodes (gdrproxy standin).
+// lines; the tests run it on stand-in device nodes (gdrproxy-testkit standin).
 #include <fcntl.h>
 #include <linux/io_uring.h>
 #include <linux/openat2.h>

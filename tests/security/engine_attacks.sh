@@ -2,10 +2,11 @@
 # Attacks on the supervisor itself, as a hostile tenant would make them: bytes it controls (its
 # process names, the paths it opens), the fds it holds, the command line it is given, the policy
 # values an operator could get wrong. Each case names the root cause of issue "close the sandbox
-# boundary" it closes and the layer that stops it. Devices are stand-ins (gdrproxy standin).
+# boundary" it closes and the layer that stops it. Devices are stand-ins (gdrproxy-testkit standin).
 # Usage: engine_attacks.sh GDRPROXY DEVICE_CLIENT CASE
 set -uo pipefail
 GP=$(realpath "$1")
+TK=$(dirname "$GP")/gdrproxy-testkit  # the tests' tool: stand-in devices, exercisers
 CLIENT=$(realpath "$2")
 CASE=$3
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
@@ -15,7 +16,7 @@ trap 'rm -rf "$WORK"' EXIT
 fail() { echo "FAIL [$CASE]: $*" >&2; exit 1; }
 expect_in() { grep -qF -- "$2" "$1" || { echo "--- $1:"; cat "$1"; fail "expected '$2' in $1"; }; }
 expect_not_in() { ! grep -qF -- "$2" "$1" || { cat "$1"; fail "did not expect '$2' in $1"; }; }
-sandboxed() { timeout -k 5 60 "$GP" standin "$GP" run "$@"; }
+sandboxed() { timeout -k 5 60 "$TK" standin "$GP" run "$@"; }
 # A Python program run inside the sandbox: sets its own process name from bytes, then opens
 # uverbs0 and issues one ioctl (ALLOC_PD through INVOKE_WRITE's number is enough to trap).
 hostile_comm_py='
@@ -71,7 +72,7 @@ case_hostile_paths() {
 # would leave the sandbox unsupervised or dead.
 case_trace_reader_goes_away() {
   local rc
-  timeout -k 5 60 "$GP" standin bash -c "'$GP' run --grant uverbs0 --trace -- sh -c 'for i in \$(seq 30); do $CLIENT ioctl /dev/infiniband/uverbs0 >/dev/null; done; exit 5' 2>&1 >/dev/null | head -1 >/dev/null; exit \${PIPESTATUS[0]}"
+  timeout -k 5 60 "$TK" standin bash -c "'$GP' run --grant uverbs0 --trace -- sh -c 'for i in \$(seq 30); do $CLIENT ioctl /dev/infiniband/uverbs0 >/dev/null; done; exit 5' 2>&1 >/dev/null | head -1 >/dev/null; exit \${PIPESTATUS[0]}"
   rc=$?
   [[ $rc == 5 ]] || fail "gdrproxy exited $rc after its trace reader left (expected the command's 5)"
 }
@@ -99,7 +100,7 @@ case_ungranted_fd_ioctl_refused() {
   fi
   for trace in "" "--trace"; do
    for tc in "${copies[@]}"; do
-    timeout -k 5 60 "$GP" standin sh -c "exec 7<>/dev/infiniband/uverbs1; exec '$GP' run --grant uverbs0 $trace $tc -- python3 -c '
+    timeout -k 5 60 "$TK" standin sh -c "exec 7<>/dev/infiniband/uverbs1; exec '$GP' run --grant uverbs0 $trace $tc -- python3 -c '
 import fcntl, errno
 try:
     fcntl.ioctl(7, 0xc0181b01, bytearray(24)); print(\"ran\")
@@ -115,7 +116,7 @@ except OSError as e:
   # The granted device's fd passes the grant check and reaches the policy (which refuses this
   # all-zero header as malformed: EINVAL, not the grant's EACCES).
   for tc in "${copies[@]}"; do
-    timeout -k 5 60 "$GP" standin sh -c "exec 7<>/dev/infiniband/uverbs0; exec '$GP' run --grant uverbs0 $tc -- python3 -c '
+    timeout -k 5 60 "$TK" standin sh -c "exec 7<>/dev/infiniband/uverbs0; exec '$GP' run --grant uverbs0 $tc -- python3 -c '
 import fcntl, errno
 try:
     fcntl.ioctl(7, 0xc0181b01, bytearray(24)); print(\"ran\")

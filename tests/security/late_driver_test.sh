@@ -11,6 +11,7 @@
 # Usage: late_driver_test.sh GDRPROXY CASE   (root; 77 = skipped)
 set -uo pipefail
 GP=$(realpath "$1")
+TK=$(dirname "$GP")/gdrproxy-testkit  # the tests' tool: stand-in devices, exercisers
 CASE=$2
 [[ $EUID == 0 ]] || { echo "SKIP [$CASE]: needs root"; exit 77; }
 WORK=$(mktemp -d /tmp/gdrproxy-late.XXXXXX)
@@ -67,7 +68,7 @@ late() {
   fi
   rm -f "$WORK/ready" "$WORK/go"
   # shellcheck disable=SC2016 # expanded by the inner shell
-  timeout -k 5 60 "$GP" standin sh -c '
+  timeout -k 5 60 "$TK" standin sh -c '
     gp=$0 work=$1 node=$2 mode=$3 how=$4 path=$5 req=$6 no_uvm=$7
     if [ "$no_uvm" = 1 ]; then umount /dev/nvidia-uvm 2>/dev/null; rm -f /dev/nvidia-uvm; fi
     if [ "$mode" = "<>" ]; then exec 7<>"$node"; else exec 7<"$node"; fi

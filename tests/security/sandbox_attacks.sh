@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Attacks on the sandbox boundary of `gdrproxy run`, as a hostile tenant would make them (root,
-# and unprivileged where it matters), on stand-in device nodes (gdrproxy standin). The idea not to
-# miss: each case names the layer that must stop its attack (Landlock, capabilities, the
+# and unprivileged where it matters), on stand-in device nodes (gdrproxy-testkit standin). The
+# idea not to miss: each case names the layer that must stop its attack (Landlock, capabilities, the
 # refusal filter, the broker, the pid namespace) and asserts that layer's own answer, so a case
 # fails when that layer is missing even if another one happens to hold. "Used" means a probe
 # ioctl the filter never traps (TCGETS) reached the driver: EACCES there is the kernel's refusal.
 # Usage: sandbox_attacks.sh GDRPROXY ATTACK_CLIENT CASE     (needs root; 77 = skipped)
 set -uo pipefail
 GP=$(realpath "$1")
+TK=$(dirname "$GP")/gdrproxy-testkit  # the tests' tool: stand-in devices, exercisers
 A=$(realpath "$2")
 CASE=$3
 WORK=$(mktemp -d /tmp/gdrproxy-sec.XXXXXX)
@@ -28,7 +29,7 @@ expect_line() {
 }
 # Not used: the open failed, or it gave an fd on which the kernel refuses every ioctl.
 UNUSABLE='( ERR E[A-Z]+$| OK ioctl=EACCES )'
-sandboxed() { timeout -k 5 60 "$GP" standin "$GP" run "$@"; }
+sandboxed() { timeout -k 5 60 "$TK" standin "$GP" run "$@"; }
 NOBODY="setpriv --reuid 65534 --regid 65534 --clear-groups"
 # The Landlock ABI gdrproxy will use: the kernel's, lowered by GDRPROXY_LANDLOCK_ABI_MAX (which
 # shows here what an older kernel gets).
@@ -138,7 +139,7 @@ case_hardlink_and_rename_of_device_node_refused() {
   # granted in ruled directories (ordinary programs move files between directories), so this is
   # what keeps device nodes from moving; without REFER handled every such move was EXDEV.
   # shellcheck disable=SC2016 # expanded by the inner shell
-  "$GP" standin sh -c '
+  "$TK" standin sh -c '
     set -e
     n=/dev/infiniband/uverbs1
     maj=$((0x$(stat -c %t $n))); min=$((0x$(stat -c %T $n)))
@@ -160,7 +161,7 @@ case_bind_mount_made_outside_gives_no_ioctl() {
   # trapped, so the broker refuses the read-only open too, and io_uring is refused (ENOSYS).
   touch "$WORK/bound"
   # shellcheck disable=SC2016 # expanded by the inner shell
-  "$GP" standin sh -c '
+  "$TK" standin sh -c '
     mount --bind /dev/infiniband/uverbs1 "$2/bound" || exit 9
     exec timeout 60 "$0" run --grant uverbs0 -q -- sh -c "
       $1 open $2/bound rdonly syscall
@@ -191,7 +192,7 @@ case_injected_and_granted_fds_keep_working() {
     $A open /dev/nvidia-uvm rdwr syscall" >"$WORK/out" 2>&1
   [[ $(grep -c ' OK ioctl=' "$WORK/out") == "$n" ]] || { cat "$WORK/out"; fail "a granted open failed"; }
   expect_not_in "$WORK/out" "ioctl=EACCES"
-  sandboxed -q -- "$GP" exercise nvidia /dev/nvidiactl /dev/nvidia-uvm >"$WORK/out2" 2>&1 || { rc=$?; cat "$WORK/out2"; fail "exercise nvidia: exit $rc"; }
+  sandboxed -q -- "$TK" exercise nvidia /dev/nvidiactl /dev/nvidia-uvm >"$WORK/out2" 2>&1 || { rc=$?; cat "$WORK/out2"; fail "exercise nvidia: exit $rc"; }
   expect_not_in "$WORK/out2" "EACCES"
 }
 

@@ -7,6 +7,7 @@
 # Usage: signal_storm_test.sh GDRPROXY OPEN_STORM   (root; 77 = skipped on kernels < 5.19)
 set -uo pipefail
 GP=$(realpath "$1")
+TK=$(dirname "$GP")/gdrproxy-testkit  # the tests' tool: stand-in devices, exercisers
 S=$(realpath "$2")
 [[ $EUID == 0 ]] || { echo "SKIP: needs root"; exit 77; }
 IFS=. read -r major minor _ < <(uname -r)
@@ -16,7 +17,7 @@ IFS=. read -r major minor _ < <(uname -r)
 # trapped): the difference must be exactly N, and N brokered.
 opens() {
   local out
-  out=$(timeout -k 5 120 "$GP" standin "$GP" run --stats -- "$S" /dev/nvidiactl "$1" 2>&1)
+  out=$(timeout -k 5 120 "$TK" standin "$GP" run --stats -- "$S" /dev/nvidiactl "$1" 2>&1)
   echo "$out" >&2
   grep -q "^opened $1 " <<<"$out" || { echo "FAIL: not every open succeeded" >&2; exit 1; }
   sed -n 's/.* ioctl, \([0-9]*\) open (\([0-9]*\) brokered).*/\1 \2/p' <<<"$out"

@@ -11,6 +11,8 @@ repo=${GDRVM_REPO:?GDRVM_REPO not set (run through scripts/rxe-vm.sh)}
 build=${GDRVM_BUILD:-$repo/build}
 out=${GDRVM_OUT:-/run/vmshare}
 gdrproxy=$build/gdrproxy
+# shellcheck disable=SC2034 # used by the scripts that source this one (lsm.sh)
+testkit=$build/gdrproxy-testkit  # the tests' tool (stand-in devices, exercisers)
 default_policy=$repo/configs/policy/default.json
 work=/run/gdrvm
 mkdir -p "$work"

@@ -1,7 +1,7 @@
-# shellcheck shell=bash disable=SC2154 # build, work, gdrproxy, tool_timeout: set by tests/vm/lib.sh
+# shellcheck shell=bash disable=SC2154 # build, work, gdrproxy, testkit, tool_timeout: set by tests/vm/lib.sh
 # The BPF LSM ioctl judge (`gdrproxy run --lsm`), sourced by tests/vm/run-tests.sh. The build
 # machine's kernel refuses BPF LSM programs to every process; this guest boots with lsm=...,bpf
-# (scripts/rxe-vm.sh), so here the judge runs for real. NVIDIA nodes are stand-ins (`gdrproxy
+# (scripts/rxe-vm.sh), so here the judge runs for real. NVIDIA nodes are stand-ins (`gdrproxy-testkit
 # standin`: real char devices with borrowed names, nvidia0 = /dev/urandom, nvidia1 = /dev/kmsg),
 # the tenant is granted nvidiactl, nvidia-uvm and nvidia0 but not nvidia1:
 #   lsm-untrapped: with the judge, RM_FREE and UVM_INITIALIZE run untrapped although a GPU is not
@@ -34,7 +34,7 @@ lsms=$(cat /sys/kernel/security/lsm 2>/dev/null)
 lsm_run() {
   local tag=$1
   shift
-  timeout -k 5 "$tool_timeout" "$gdrproxy" standin bash -c 'exec 7<>"/dev/$0" && exec "$@"' \
+  timeout -k 5 "$tool_timeout" "$testkit" standin bash -c 'exec 7<>"/dev/$0" && exec "$@"' \
     "${LSM_FD_NODE:-nvidia1}" "$gdrproxy" run "$@" >"$work/$tag.out" 2>&1
 }
 if [[ ,$lsms, != *,bpf,* ]]; then
@@ -42,7 +42,7 @@ if [[ ,$lsms, != *,bpf,* ]]; then
 else
   # ---- untrapped requests with a GPU not granted ----
   t0=$(now_ms)
-  nv=("$gdrproxy" exercise nvidia /dev/nvidiactl /dev/nvidia-uvm)
+  nv=("$testkit" exercise nvidia /dev/nvidiactl /dev/nvidia-uvm)
   lsm_run lsm-untrapped --lsm on --stats --grant "$nv_grant" -- "${nv[@]}"
   rc_on=$?
   lsm_run lsm-untrapped-off --stats --grant "$nv_grant" -- "${nv[@]}"

@@ -11,16 +11,17 @@ set -euo pipefail
 build=$(realpath "${1:-build}")
 n=${2:-20000}
 gp=$build/gdrproxy
+tk=$build/gdrproxy-testkit
 bench=$build/tests/bench/ioctl_bench
 rm_free=0xc0104629
 some=nvidiactl,nvidia-uvm,nvidia0
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 measure() {  # command prefix... (under the stand-in nodes)
   for _ in 1 2 3 4 5; do
-    "$gp" standin "$@" "$bench" nvclient "$n" /dev/nvidiactl $rm_free 2>/dev/null
+    "$tk" standin "$@" "$bench" nvclient "$n" /dev/nvidiactl $rm_free 2>/dev/null
   done | median
 }
-if ! why=$("$gp" standin "$gp" run -q --lsm on -- true 2>&1); then
+if ! why=$("$tk" standin "$gp" run -q --lsm on -- true 2>&1); then
   echo "judge_latency: the judge cannot run here: $why" >&2
   exit 77
 fi

@@ -2,20 +2,20 @@
 # Guest side of the pre-read evaluation (tests/bench/preread/run-in-vm.sh): alternating rounds of
 # native calls, the bare supervisor (raw), the supervisor's own lookups (look: what gdrproxy does
 # per call) and one map lookup of the copy made at the filter's entry (pre); each round prints the
-# added latency of look and pre against raw's. The stand-in uverbs node is `gdrproxy standin`'s.
+# added latency of look and pre against raw's. The stand-in uverbs node is `gdrproxy-testkit standin`'s.
 set -uo pipefail
 cd "$(dirname "$0")/../../.." || exit 1
 build=${GDRVM_BUILD:-build}
 n=${PREREAD_CALLS:-3000}
 rounds=${PREREAD_ROUNDS:-6}
-gp=$build/gdrproxy bench=$build/tests/bench/ioctl_bench
+tk=$build/gdrproxy-testkit bench=$build/tests/bench/ioctl_bench
 obj=$build/tests/bench/preread.bpf.o
 client=("$bench" client "$n" /dev/infiniband/uverbs0)
 echo "kernel $(uname -r)"
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-three() { for _ in 1 2 3; do "$gp" standin "$@" 2>/dev/null; done | median; }
+three() { for _ in 1 2 3; do "$tk" standin "$@" 2>/dev/null; done | median; }
 # The copy must be made for every call, or the mode measures nothing.
-check=$("$gp" standin "$bench" raw-pre "$obj" -- "${client[@]}" 2>&1 >/dev/null | tail -1)
+check=$("$tk" standin "$bench" raw-pre "$obj" -- "${client[@]}" 2>&1 >/dev/null | tail -1)
 echo "check: $check"
 [[ $check == *" 0 without the data" ]] || { echo "the pre-read program does not serve every call here"; exit 1; }
 for ((r = 1; r <= rounds; r++)); do

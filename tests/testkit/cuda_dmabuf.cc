@@ -1,4 +1,4 @@
-#include "proxy/exercise/cuda_dmabuf.h"
+#include "tests/testkit/cuda_dmabuf.h"
 
 #include "demo/verbs_request.h"
 
@@ -31,10 +31,11 @@ constexpr int CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = 124;
 constexpr int CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD = 1;
 #endif
 
-namespace gdrproxy::proxy {
+namespace gdrproxy::testkit {
 namespace {
 
 using demo::reg_dmabuf_mr;
+using proxy::errno_name;
 
 // Driver API entry points, resolved from libcuda.so.1 by their ABI-versioned symbol names.
 struct CudaApi {
@@ -131,4 +132,4 @@ int exercise_cuda_dmabuf(const std::string& nic_path, std::ostream& out) {
   return 0;
 }
 
-}  // namespace gdrproxy::proxy
+}  // namespace gdrproxy::testkit
