@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Every relative link of README.md and docs/*.md leads somewhere: the file or directory exists,
-and a #fragment names a heading of the Markdown page it points into (GitHub's anchor rule).
+"""Every relative link of README.md, CHANGELOG.md and docs/*.md leads somewhere: the file or
+directory exists, and a #fragment names a heading of the Markdown page it points into (GitHub's
+anchor rule).
 
 The idea not to miss: the README is a guide that points into docs/, so a page renamed or a
 heading reworded must fail here, not leave a reader at a dead link. Links inside code blocks
@@ -32,7 +33,8 @@ def anchors(path):
     return out
 
 
-pages = [os.path.join(SRC, "README.md")] + sorted(glob.glob(os.path.join(SRC, "docs", "*.md")))
+pages = [os.path.join(SRC, "README.md"), os.path.join(SRC, "CHANGELOG.md")]
+pages += sorted(glob.glob(os.path.join(SRC, "docs", "*.md")))
 broken, checked = [], 0
 for page in pages:
     text = without_fences(open(page, encoding="utf-8").read())
