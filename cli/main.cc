@@ -11,6 +11,7 @@
 
 #include "cli/completion.h"
 #include "demo/demo.h"
+#include "harness/cli.h"
 #include "harness/doctor/cli.h"
 #include "netns/cli.h"
 #include "proxy/cli.h"
@@ -70,6 +71,7 @@ int main(int argc, char** argv) {
   gdrproxy::netns::register_commands(app, exit_code);
   gdrproxy::demo::register_demo(app, exit_code);
   gdrproxy::doctor::register_commands(app, exit_code);
+  gdrproxy::harness::register_commands(app, exit_code);
   gdrproxy::cli::register_completion(app, exit_code);
   try {
     std::vector<char*> args;

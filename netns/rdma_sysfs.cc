@@ -103,13 +103,35 @@ std::vector<RdmaNetdev> enumerate_rdma_netdevs(const std::string& sysfs_root) {
   return out;
 }
 
+std::vector<std::string> verbs_nodes_of_ibdev(const std::string& sysfs_root,
+                                              const std::string& ibdev) {
+  if (ibdev.empty() || ibdev.find('/') != std::string::npos || ibdev[0] == '.') return {};
+  std::vector<std::string> out;
+  std::error_code ec;
+  const fs::path dev = fs::path(sysfs_root) / "class" / "infiniband" / ibdev / "device";
+  if (fs::exists(dev, ec)) {
+    for (const auto& e : entries(dev / "infiniband_verbs"))
+      if (e.filename().string().rfind("uverbs", 0) == 0) out.push_back(e.filename());
+  } else {
+    for (const auto& e : entries(fs::path(sysfs_root) / "class" / "infiniband_verbs")) {
+      if (e.filename().string().rfind("uverbs", 0) != 0) continue;
+      std::ifstream in(e / "ibdev");
+      std::string name;
+      if (std::getline(in, name) && name == ibdev) out.push_back(e.filename());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::vector<std::string> netdevs_of_verbs_node(const std::string& sysfs_root,
                                                const std::string& uverbs) {
   if (uverbs.empty() || uverbs.find('/') != std::string::npos || uverbs[0] == '.') return {};
   std::string ibdev;
-  std::error_code ec;
-  for (const auto& devdir : entries(fs::path(sysfs_root) / "class" / "infiniband"))
-    if (fs::exists(devdir / "device" / "infiniband_verbs" / uverbs, ec)) ibdev = devdir.filename();
+  for (const auto& devdir : entries(fs::path(sysfs_root) / "class" / "infiniband")) {
+    const auto nodes = verbs_nodes_of_ibdev(sysfs_root, devdir.filename());
+    if (std::find(nodes.begin(), nodes.end(), uverbs) != nodes.end()) ibdev = devdir.filename();
+  }
   if (ibdev.empty()) return {};
   std::vector<std::string> out;
   for (const auto& d : enumerate_rdma_netdevs(sysfs_root))

@@ -36,9 +36,17 @@ struct RdmaNetdev {
 // RDMA devices and gives an empty list).
 std::vector<RdmaNetdev> enumerate_rdma_netdevs(const std::string& sysfs_root);
 
-// The netdevs of the RDMA device whose verbs node is `uverbs` ("uverbs0": the device with
-// <root>/class/infiniband/<ibdev>/device/infiniband_verbs/<uverbs>), as enumerate_rdma_netdevs
-// finds them, each once; empty when no device has that node or it has no netdev (InfiniBand).
+// The verbs nodes ("uverbs0") of RDMA device `ibdev`, sorted: those under its bus device
+// (<root>/class/infiniband/<ibdev>/device/infiniband_verbs/), or, for a device on no bus
+// (soft-RoCE: rxe has no device link), the nodes whose <root>/class/infiniband_verbs/<node>/ibdev
+// names it. The one ibdev-to-uverbs lookup of the C++ (the harness's grants, the runtime shim's
+// rails).
+std::vector<std::string> verbs_nodes_of_ibdev(const std::string& sysfs_root,
+                                              const std::string& ibdev);
+
+// The netdevs of the RDMA device whose verbs node is `uverbs` (verbs_nodes_of_ibdev), as
+// enumerate_rdma_netdevs finds them, each once; empty when no device has that node or it has no
+// netdev (InfiniBand).
 std::vector<std::string> netdevs_of_verbs_node(const std::string& sysfs_root,
                                                const std::string& uverbs);
 

@@ -1,8 +1,9 @@
 # shellcheck shell=bash
-# gdr-harness's container path: `gdr-harness run` with GDR_HARNESS_RUNTIME=runc or crun runs CMD
-# as an OCI container of that runtime, served by `gdrproxy agent`, instead of under `gdrproxy run`
-# in namespaces of the harness's own. Sourced by harness/gdr-harness (it needs its say/die,
-# join_csv, GP, PLAN, NODE, RUN_DIR and CTR_NETNS).
+# gdr-harness's container path: `gdr-harness run` with GDR_HARNESS_RUNTIME=runc, crun or podman
+# runs CMD as an OCI container of that runtime, served by `gdrproxy agent`, instead of under
+# `gdrproxy run` in namespaces of the harness's own. Sourced by harness/gdr-harness (it needs its
+# say/die, join_csv, GP, NODE, STATE, RUN_DIR and CTR_NETNS). Removing a container and stopping
+# the agent is `gdrproxy harness` (harness/containers.cc), whoever ends the node's runs.
 #
 # The idea not to miss: the rails are still moved by the harness (`gdrproxy netns move` into the
 # pinned namespace at $CTR_NETNS, journal and teardown unchanged); the container joins that
@@ -228,11 +229,9 @@ oci_bundle() {
     }' -- "$@" | sed "s/\"$token\"/$memlock/g" >"$b/config.json"
 }
 
-# Is the agent the node's runs started alive?
+# Is the agent the node's runs started alive? (agent.pid is an owner file: pid and start time.)
 oci_agent_alive() {
-  local pid start
-  [[ -f $RUN_DIR/agent.pid ]] && read -r pid start <"$RUN_DIR/agent.pid" && [[ $pid =~ ^[0-9]+$ ]] &&
-    [[ $(proc_start_time "$pid") == "$start" ]]
+  [[ -f $RUN_DIR/agent.pid ]] && "$GP" harness owner "$RUN_DIR/agent.pid"
 }
 
 # oci_start_agent GRANTS_CSV: the node's agent on $RUN_DIR/agent.sock granting exactly
@@ -262,7 +261,7 @@ oci_start_agent() {
   "$GP" agent --socket "$OCI_SOCK" --ctl-socket "$RUN_DIR/agent.ctl" --config "$RUN_DIR/agent.json" \
     "${args[@]}" >"$RUN_DIR/agent.log" 2>&1 {RUN_LOCK_FD}>&- &
   local pid=$! i
-  printf '%s %s\n' "$pid" "$(proc_start_time "$pid")" >"$RUN_DIR/agent.pid"
+  "$GP" harness owner "$RUN_DIR/agent.pid" --pid "$pid" || die "gdrproxy agent exited at once (log: $RUN_DIR/agent.log)" 125
   for ((i = 0; i < 100; i++)); do
     grep -q 'gdrproxy agent: serving' "$RUN_DIR/agent.log" 2>/dev/null && return 0
     kill -0 "$pid" 2>/dev/null || break
@@ -333,54 +332,4 @@ oci_prepare_container() {
   [[ -n $grants ]] && OCI_CMD+=(--grant "$grants")
   OCI_CMD+=(-- --root "$(oci_root)" run --bundle "$b" "$(oci_id)")
   say "container $(oci_id) by $rt through the runtime shim (gdrproxy runtime, config $cfg), bundle $b"
-}
-
-# oci_delete_container KEY: container KEY deleted (killed first) with the runtime that made it,
-# its directory removed. Safe to call twice and after a killed run.
-oci_delete_container() {
-  local key=$1 rt dir
-  dir=$(oci_dir "$key")
-  [[ -d $dir ]] || return 0
-  rt=$(cat "$dir/runtime.name" 2>/dev/null || true)
-  if [[ $rt == podman ]] && command -v podman >/dev/null 2>&1; then
-    local -a pm
-    mapfile -t pm < <(oci_podman)
-    if "${pm[@]}" container exists "$(oci_id "$key")" 2>/dev/null; then
-      "${pm[@]}" rm -f -t 0 "$(oci_id "$key")" >/dev/null 2>&1 || true
-      if "${pm[@]}" container exists "$(oci_id "$key")" 2>/dev/null; then
-        say "cannot remove container $(oci_id "$key") (podman rm -f $(oci_id "$key"))"
-        return 1
-      fi
-    fi
-  elif [[ -n $rt && -d $(oci_root "$key") ]] && command -v "$rt" >/dev/null 2>&1; then
-    "$rt" --root "$(oci_root "$key")" delete -f "$(oci_id "$key")" >/dev/null 2>&1 || true
-    if "$rt" --root "$(oci_root "$key")" state "$(oci_id "$key")" >/dev/null 2>&1; then
-      say "cannot delete container $(oci_id "$key") ($rt --root $(oci_root "$key"))"
-      return 1
-    fi
-  fi
-  rm -rf -- "$dir"
-}
-
-# oci_stop_agent: the agent the node's runs started, stopped (SIGTERM, SIGKILL after 5 s).
-oci_stop_agent() {
-  local pid i
-  if oci_agent_alive; then
-    read -r pid _ <"$RUN_DIR/agent.pid"
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < 50; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  rm -f "$RUN_DIR/agent.pid"
-}
-
-# oci_cleanup_all: every container of the node's runs deleted and the agent stopped (teardown).
-oci_cleanup_all() {
-  local dir failed=0
-  for dir in "$RUN_DIR"/ctr-*; do
-    [[ -d $dir ]] || continue
-    oci_delete_container "${dir##*/ctr-}" || failed=1
-  done
-  oci_stop_agent
-  return "$failed"
 }

@@ -107,11 +107,9 @@ json generate_cdi_spec(const CdiOptions& o) {
     ibdevs.push_back(e.path().filename().string());
   std::sort(ibdevs.begin(), ibdevs.end());
   for (const std::string& ib : ibdevs) {
-    std::string uverbs;
-    for (const auto& e : fs::directory_iterator(
-             o.sysfs_root + "/class/infiniband/" + ib + "/device/infiniband_verbs", ec))
-      uverbs = e.path().filename().string();
-    if (uverbs.empty()) continue;  // no verbs interface: nothing a container can use
+    const auto nodes = netns::verbs_nodes_of_ibdev(o.sysfs_root, ib);
+    if (nodes.empty()) continue;  // no verbs interface: nothing a container can use
+    const std::string& uverbs = nodes.back();
     json edits = json::object();
     add_node(edits, "/dev/infiniband/" + uverbs);
     add_node(edits, "/dev/infiniband/rdma_cm");

@@ -31,6 +31,7 @@
 #include "netns/restore.h"
 #include "proxy/agent/container_state.h"
 #include "proxy/base/error.h"
+#include "proxy/base/owner_file.h"
 #include "proxy/base/unique_fd.h"
 #include "proxy/trace/escape.h"
 
@@ -80,23 +81,6 @@ std::string journal_dir(const HookArgs& a, const std::string& id) {
 
 // The file in a container's directory that names its process: "<pid> <start time>\n".
 constexpr const char* kOwnerFile = "owner";
-
-// Field 22 of /proc/<pid>/stat (clock ticks after boot): with the pid, it names one process.
-// "" when that process is gone or a zombie (field 3 "Z"): a zombie never runs again and has
-// left its namespaces, though it keeps its pid and start time until it is reaped.
-std::string process_start_time(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t paren = stat.rfind(')');
-  if (paren == std::string::npos) return {};
-  std::istringstream fields(stat.substr(paren + 2));
-  std::string f;
-  for (int i = 3; i <= 22 && (fields >> f); ++i) {
-    if (i == 3 && f == "Z") return {};
-    if (i == 22) return f;
-  }
-  return {};
-}
 
 // The path the journal names the container's network namespace by, for poststop to find it
 // again: the bundle's own network namespace path when it has one (a pinned namespace outlives
@@ -202,13 +186,10 @@ int create_runtime(const HookArgs& a) {
     throw Error(who + ": " + dir + " is not a directory of ours");
   {
     // Who the rails were moved for, for a later sweep (written whole, then renamed in place).
-    const std::string owner = dir + "/" + kOwnerFile,
-                      tmp = owner + ".tmp" + std::to_string(getpid());
-    std::ofstream out(tmp, std::ios::trunc);
-    out << st.pid << " " << started << "\n";
-    out.close();
-    if (!out || std::rename(tmp.c_str(), owner.c_str()) != 0) {
-      ::unlink(tmp.c_str());
+    const std::string owner = dir + "/" + kOwnerFile;
+    try {
+      write_owner_file(owner, {st.pid, started});
+    } catch (const Error&) {
       throw Error(who + ": cannot write " + owner);
     }
   }
@@ -324,12 +305,11 @@ int restore_rails_of_gone_containers(const std::string& state_dir,
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(state_dir, ec)) {
     if (!e.is_directory(ec) || e.is_symlink(ec)) continue;
-    std::ifstream in(e.path() / kOwnerFile);
-    pid_t pid = 0;
-    std::string started;
-    if (!(in >> pid >> started) || pid <= 0) continue;  // not a rail hook's directory
+    const auto owner = read_owner_file((e.path() / kOwnerFile).string());
+    if (!owner) continue;  // not a rail hook's directory
+    const pid_t pid = owner->pid;
     const std::string name = printable(e.path().filename().string());
-    if (process_start_time(pid) == started) continue;  // still running (a zombie is not)
+    if (owner_alive(*owner)) continue;  // still running (a zombie is not: owner_file.h)
     const int p = restore_dir(e.path().string());
     problems += p;
     report("container " + name + " is gone (process " + std::to_string(pid) + "): its rails " +

@@ -11,9 +11,10 @@ Environments (all private, nothing of the host is changed):
   engine  `gdrproxy run ...` and `gdrproxy trace ...`, under stand-in device nodes
           (`gdrproxy-testkit standin`). A run example must behave exactly like its command run natively
           under the same stand-ins: same exit status, same standard output.
-  node    `gdrproxy sysfs ...` and `gdrproxy netns ...`, in a private mount and network
-          namespace that looks like an HGX node with 16 RoCE rails: the constructed sysfs fixture
-          (tests/fixtures/sysfs, variant roce16) mounted over /sys, tmpfs over /run and /var/lib,
+  node    `gdrproxy sysfs ...`, `gdrproxy netns ...` and `gdrproxy harness ...`, in a private
+          mount and network namespace that looks like an HGX node with 16 RoCE rails: the
+          constructed sysfs fixture (tests/fixtures/sysfs, variant roce16) mounted over /sys,
+          tmpfs over /run and /var/lib,
           a veth pair named rdma0/rdma1 with addresses from 198.51.100.0/24, and a process in its
           own network namespace standing for the container (its pid replaces 4242).
           `<rootfs>` becomes a temporary directory.
@@ -147,7 +148,7 @@ def environment(words):
     sub = words[1:3]
     if sub[:1] in (["run"], ["trace"]):
         return "engine"
-    if sub[:1] in (["sysfs"], ["netns"]):
+    if sub[:1] in (["sysfs"], ["netns"], ["harness"]):
         return "node"
     if sub == ["demo"]:
         return "demo"
@@ -276,6 +277,13 @@ NODE_EXPECT = [  # (subcommand words, exit status, regex on stdout+stderr)
     (["netns", "select"], 0, r"NCCL_IB_HCA==mlx5_0:1,mlx5_1:1|\"rails\": \["),
     (["netns", "move"], 0, r"moved 2 interface\(s\) into pid"),
     (["netns", "restore"], 0, r"rdma0: moved back"),
+    # The harness's verbs on the same node, in the order --help lists them (state on the tmpfs
+    # /run): the plan of rdma0/rdma1, then status, teardown, attach (preparing again), detach.
+    (["harness", "status"], 0, r"identity: node "),
+    (["harness", "prepare"], 0, r"RDMA_PEER_IFACES=rdma0,rdma1"),
+    (["harness", "teardown"], 0, r"torn down"),
+    (["harness", "attach"], 0, r"netns=/run/gdr-harness/\S+/run/netns"),
+    (["harness", "detach"], 0, r"giving the rails back"),
 ]
 
 
