@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "proxy/base/error.h"
+#include "base/error.h"
+#include "base/escape.h"
 #include "proxy/cli.h"
-#include "proxy/trace/escape.h"
 
 namespace gdrproxy::cli {
 namespace {
@@ -30,7 +30,7 @@ std::string literal(const std::string& s, const std::string& what) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
            c == '_' || c == '.' || c == '/' || c == ':' || c == '+' || c == '@';
   });
-  if (!ok) throw Error("cannot write " + what + " " + proxy::printable(s) + " into the script");
+  if (!ok) throw Error("cannot write " + what + " " + gdrproxy::printable(s) + " into the script");
   return s;
 }
 

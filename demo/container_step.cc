@@ -15,8 +15,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "base/program_path.h"
 #include "demo/spawn.h"
-#include "proxy/base/program_path.h"
 
 namespace gdrproxy::demo {
 namespace {

@@ -28,13 +28,13 @@
 #include <string>
 #include <vector>
 
+#include "base/unique_fd.h"
 #include "demo/container_step.h"
 #include "demo/device_exerciser.h"
 #include "demo/example_node.h"
 #include "demo/rail_launcher.h"
 #include "demo/spawn.h"
 #include "demo/standin_devices.h"
-#include "proxy/base/unique_fd.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/sandbox/landlock_guard.h"
 #include "proxy/trace/trace_summary.h"

@@ -14,8 +14,8 @@
 #include <cstring>
 #include <vector>
 
+#include "base/unique_fd.h"
 #include "proxy/abi/errno_names.h"
-#include "proxy/base/unique_fd.h"
 
 namespace gdrproxy::demo {
 namespace {

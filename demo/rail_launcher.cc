@@ -31,14 +31,14 @@
 #include <thread>
 #include <vector>
 
+#include "base/error.h"
+#include "base/unique_fd.h"
 #include "demo/spawn.h"
 #include "netns/link_ops.h"
 #include "netns/netns_fd.h"
 #include "netns/nl.h"
 #include "netns/records.h"
 #include "netns/sysctl.h"
-#include "proxy/base/error.h"
-#include "proxy/base/unique_fd.h"
 
 namespace gdrproxy::demo {
 namespace {

@@ -13,8 +13,8 @@
 #include <exception>
 #include <iostream>
 
+#include "base/unique_fd.h"
 #include "demo/standin_devices.h"
-#include "proxy/base/unique_fd.h"
 
 namespace gdrproxy::demo {
 namespace {

@@ -9,8 +9,8 @@
 #include <cerrno>
 #include <filesystem>
 
-#include "proxy/base/error.h"
-#include "proxy/base/unique_fd.h"
+#include "base/error.h"
+#include "base/unique_fd.h"
 
 namespace gdrproxy::demo {
 namespace {

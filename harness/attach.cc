@@ -12,9 +12,9 @@
 #include <sstream>
 #include <thread>
 
+#include "base/unique_fd.h"
 #include "harness/output.h"
 #include "harness/verbs.h"
-#include "proxy/base/unique_fd.h"
 
 namespace gdrproxy::harness {
 namespace {

@@ -5,10 +5,10 @@
 #include <iostream>
 #include <memory>
 
+#include "base/escape.h"
 #include "harness/output.h"
 #include "harness/run_dir.h"
 #include "harness/verbs.h"
-#include "proxy/trace/escape.h"
 
 namespace gdrproxy::harness {
 namespace {
@@ -148,14 +148,14 @@ void guarded(int& exit_code, Fn fn) {
   try {
     exit_code = fn();
   } catch (const UsageError& e) {
-    std::cerr << kProg << ": " << proxy::printable(e.what()) << " (see " << kProg << " " << e.verb()
-              << " --help)\n";
+    std::cerr << kProg << ": " << gdrproxy::printable(e.what()) << " (see " << kProg << " "
+              << e.verb() << " --help)\n";
     exit_code = 2;
   } catch (const Failure& f) {
-    std::cerr << kProg << ": error: " << proxy::printable(f.what()) << "\n";
+    std::cerr << kProg << ": error: " << gdrproxy::printable(f.what()) << "\n";
     exit_code = f.status();
   } catch (const std::exception& e) {
-    std::cerr << kProg << ": error: " << proxy::printable(e.what()) << "\n";
+    std::cerr << kProg << ": error: " << gdrproxy::printable(e.what()) << "\n";
     exit_code = 1;
   }
 }

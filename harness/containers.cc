@@ -9,11 +9,11 @@
 #include <thread>
 #include <vector>
 
+#include "base/owner_file.h"
+#include "base/program_path.h"
 #include "harness/output.h"
 #include "harness/run_dir.h"
 #include "harness/spawn.h"
-#include "proxy/base/owner_file.h"
-#include "proxy/base/program_path.h"
 
 namespace gdrproxy::harness {
 namespace {

@@ -1,7 +1,7 @@
 // The containers and agent a node's runs left under <state>/run, removed. The idea not to miss:
 // a run's container is found from its own directory (run/ctr-KEY: runtime.name says which
 // runtime made it, runtime/ is runc's or crun's state root) and the agent from run/agent.pid, an
-// owner file (proxy/base/owner_file.h), so a killed run's container and agent are removed by
+// owner file (base/owner_file.h), so a killed run's container and agent are removed by
 // whoever cleans up next (the run's own exit, the last detach, a reclaiming attach, teardown),
 // and a reused pid is never signalled. Making them is `run`'s (harness/lib/oci-container.sh).
 #pragma once

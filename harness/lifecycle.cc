@@ -17,14 +17,14 @@
 #include <optional>
 #include <thread>
 
+#include "base/error.h"
+#include "base/escape.h"
 #include "harness/containers.h"
 #include "harness/output.h"
 #include "harness/spawn.h"
 #include "netns/move.h"
 #include "netns/rdma_sysfs.h"
 #include "netns/restore.h"
-#include "proxy/base/error.h"
-#include "proxy/trace/escape.h"
 
 namespace gdrproxy::harness {
 namespace {
@@ -209,7 +209,7 @@ bool rails_enter(const Context& c, RailsMode mode, const std::string& key, bool 
       } catch (const Failure& f) {
         const std::string lines = capture->text();
         capture.reset();
-        log() << lines << kProg << ": error: " << proxy::printable(f.what()) << "\n";
+        log() << lines << kProg << ": error: " << gdrproxy::printable(f.what()) << "\n";
         throw Failure("cannot reclaim node " + c.id.node + "'s stale state (owners " + named +
                           " are dead); run '" + kProg + " teardown'",
                       125);

@@ -3,7 +3,7 @@
 
 #include <iostream>
 
-#include "proxy/trace/escape.h"
+#include "base/escape.h"
 
 namespace gdrproxy::harness {
 namespace {
@@ -15,7 +15,7 @@ std::ostream& log() {
 }
 
 void say(const std::string& line) {
-  log() << kProg << ": " << proxy::printable(line) << "\n";
+  log() << kProg << ": " << gdrproxy::printable(line) << "\n";
   log().flush();
 }
 

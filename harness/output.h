@@ -1,5 +1,5 @@
 // What the harness prints and how it fails. The idea not to miss: every line goes through
-// printable() (proxy/trace/escape.h, the one escaper), since interface names, node names and
+// printable() (base/escape.h, the one escaper), since interface names, node names and
 // paths come from the system or the launcher; and a failure is an exception carrying the exit
 // status the verb ends with (1 failure, 2 usage, 3 no rail, 125 a run or attach not set up), so
 // the lifecycle code can clean up on the way out and the CLI prints one line.

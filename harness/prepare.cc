@@ -15,11 +15,11 @@
 #include <set>
 #include <sstream>
 
+#include "base/escape.h"
 #include "harness/output.h"
 #include "harness/spawn.h"
 #include "harness/verbs.h"
 #include "netns/select.h"
-#include "proxy/trace/escape.h"
 #include "sysfs/builder.h"
 #include "sysfs/capture.h"
 #include "sysfs/mount_plan.h"
@@ -29,7 +29,7 @@ namespace gdrproxy::harness {
 namespace {
 
 namespace fs = std::filesystem;
-using proxy::printable;
+using gdrproxy::printable;
 
 std::vector<std::string> split_csv(const std::string& s) {
   std::vector<std::string> out;

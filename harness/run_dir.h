@@ -1,5 +1,5 @@
 // Who holds a node's rails, read from <state>/run: one owner file per holder ("<pid> <start
-// time>", proxy/base/owner_file.h): run/owner for a run with one container per node,
+// time>", base/owner_file.h): run/owner for a run with one container per node,
 // run/owners/<key> for each rank's run (rank-N) and each attached Slurm step (step-J.S). The idea
 // not to miss: a holder counts only while its process is alive by pid AND start time and is not
 // a zombie, so a reused pid or a killed step that was not reaped yet holds nothing; and the
@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
+#include "base/owner_file.h"
+#include "base/unique_fd.h"
 #include "harness/identity.h"
-#include "proxy/base/owner_file.h"
-#include "proxy/base/unique_fd.h"
 
 namespace gdrproxy::harness {
 

@@ -11,8 +11,8 @@
 #include <cerrno>
 #include <chrono>
 
+#include "base/unique_fd.h"
 #include "harness/output.h"
-#include "proxy/base/unique_fd.h"
 
 extern char** environ;
 

@@ -6,13 +6,13 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "base/escape.h"
 #include "harness/output.h"
 #include "harness/verbs.h"
-#include "proxy/trace/escape.h"
 
 namespace gdrproxy::harness {
 
-using proxy::printable;
+using gdrproxy::printable;
 
 int status(const Context& c, std::ostream& out) {
   const StatePaths& p = c.id.paths;

@@ -6,10 +6,10 @@
 #include <iostream>
 #include <sstream>
 
+#include "base/error.h"
 #include "netns/move.h"
 #include "netns/restore.h"
 #include "netns/select.h"
-#include "proxy/base/error.h"
 
 namespace gdrproxy::netns {
 namespace {

@@ -7,10 +7,10 @@
 #include <cerrno>
 #include <set>
 
+#include "base/error.h"
 #include "netns/fault.h"
 #include "netns/link_ops.h"
 #include "netns/sysctl.h"
-#include "proxy/base/error.h"
 
 namespace gdrproxy::netns {
 namespace {

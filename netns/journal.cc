@@ -10,8 +10,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "proxy/base/error.h"
-#include "proxy/base/unique_fd.h"
+#include "base/error.h"
+#include "base/unique_fd.h"
 
 namespace gdrproxy::netns {
 namespace {

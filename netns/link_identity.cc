@@ -9,9 +9,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/error.h"
+#include "base/escape.h"
 #include "netns/rtnl_abi.h"
-#include "proxy/base/error.h"
-#include "proxy/trace/escape.h"
 
 namespace gdrproxy::netns {
 namespace {
@@ -109,12 +109,12 @@ bool LinkIdentity::anchored() const {
 }
 
 std::string LinkIdentity::describe() const {
-  std::string s =
-      (kind.empty() ? "device" : proxy::escape_text(kind)) + " ifindex " + std::to_string(ifindex);
-  if (!parent.empty()) s += " parent " + proxy::escape_text(parent);
+  std::string s = (kind.empty() ? "device" : gdrproxy::escape_text(kind)) + " ifindex " +
+                  std::to_string(ifindex);
+  if (!parent.empty()) s += " parent " + gdrproxy::escape_text(parent);
   if (!perm_addr.empty()) s += " permaddr " + perm_addr;
   if (link_ifindex) s += " peer ifindex " + std::to_string(link_ifindex) + " in " + link_netns;
-  if (!name.empty()) s += " name " + proxy::quote_text(name);
+  if (!name.empty()) s += " name " + gdrproxy::quote_text(name);
   if (!mac.empty()) s += " mac " + mac;
   return s;
 }

@@ -5,8 +5,8 @@
 #include <netlink/attr.h>
 #include <netlink/msg.h>
 
+#include "base/error.h"
 #include "netns/rtnl_abi.h"
-#include "proxy/base/error.h"
 
 namespace gdrproxy::netns {
 namespace {

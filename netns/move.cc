@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 
+#include "base/error.h"
 #include "netns/configure.h"
 #include "netns/fault.h"
 #include "netns/guard.h"
@@ -21,7 +22,6 @@
 #include "netns/restore.h"
 #include "netns/soft_roce.h"
 #include "netns/sysctl.h"
-#include "proxy/base/error.h"
 
 namespace gdrproxy::netns {
 namespace {

@@ -15,7 +15,7 @@
 #include <string>
 #include <thread>
 
-#include "proxy/base/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace gdrproxy::netns {
 

@@ -6,7 +6,7 @@
 
 #include <cerrno>
 
-#include "proxy/base/error.h"
+#include "base/error.h"
 
 namespace gdrproxy::netns {
 

@@ -7,7 +7,7 @@
 #include <netlink/utils.h>
 #include <sys/socket.h>
 
-#include "proxy/base/error.h"
+#include "base/error.h"
 
 namespace gdrproxy::netns {
 

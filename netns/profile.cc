@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/error.h"
 #include "netns/sysctl.h"
-#include "proxy/base/error.h"
 
 namespace gdrproxy::netns {
 

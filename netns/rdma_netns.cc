@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <optional>
 
-#include "proxy/base/error.h"
-#include "proxy/trace/escape.h"
+#include "base/error.h"
+#include "base/escape.h"
 
 namespace gdrproxy::netns {
 namespace {
@@ -139,8 +139,9 @@ int return_rdma_devices(const Json& rec, const NetnsFd& host, const NetnsFd* tar
     }
     if (!guid.empty() && guid_text(found->node_guid) != guid) {
       log << "error: " << rail << ": refused RDMA device index " << index << " ("
-          << proxy::quote_text(found->name) << "): its node GUID is " << guid_text(found->node_guid)
-          << ", not the journaled " << guid << " of " << name << "; not touched\n";
+          << gdrproxy::quote_text(found->name) << "): its node GUID is "
+          << guid_text(found->node_guid) << ", not the journaled " << guid << " of " << name
+          << "; not touched\n";
       ++problems;
       continue;
     }
@@ -160,13 +161,13 @@ int return_rdma_devices(const Json& rec, const NetnsFd& host, const NetnsFd* tar
       const int error = rename_rdma_device(*here, index, name, message);
       if (error != 0) {
         log << "error: " << rail << ": RDMA device " << name << " is back as "
-            << proxy::quote_text(found->name)
+            << gdrproxy::quote_text(found->name)
             << " and cannot be renamed back: " << kernel_reason(error, message) << "\n";
         ++problems;
         continue;
       }
       log << rail << ": RDMA device " << name << " renamed back from "
-          << proxy::quote_text(found->name) << "\n";
+          << gdrproxy::quote_text(found->name) << "\n";
     }
   }
   return problems;

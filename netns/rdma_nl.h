@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "base/unique_fd.h"
 #include "netns/netns_fd.h"
-#include "proxy/base/unique_fd.h"
 
 namespace gdrproxy::netns {
 

@@ -7,7 +7,7 @@
 #include <map>
 #include <tuple>
 
-#include "proxy/base/error.h"
+#include "base/error.h"
 
 namespace gdrproxy::netns {
 namespace fs = std::filesystem;

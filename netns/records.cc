@@ -8,7 +8,7 @@
 #include <netlink/errno.h>
 #include <netlink/route/nexthop.h>
 
-#include "proxy/base/error.h"
+#include "base/error.h"
 
 namespace gdrproxy::netns {
 namespace {

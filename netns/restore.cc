@@ -6,14 +6,14 @@
 #include <optional>
 #include <set>
 
+#include "base/error.h"
+#include "base/escape.h"
 #include "netns/configure.h"
 #include "netns/journal.h"
 #include "netns/link_identity.h"
 #include "netns/link_ops.h"
 #include "netns/rdma_netns.h"
 #include "netns/soft_roce.h"
-#include "proxy/base/error.h"
-#include "proxy/trace/escape.h"
 
 namespace gdrproxy::netns {
 namespace {
@@ -78,7 +78,7 @@ int refuse_others(const std::vector<LinkIdentity>& links, const LinkIdentity* re
   int refused = 0;
   for (const auto& l : links) {
     if (l.name != name || (real && l.ifindex == real->ifindex)) continue;
-    log << "error: " << name << ": refused " << l.describe() << " in " << proxy::printable(where)
+    log << "error: " << name << ": refused " << l.describe() << " in " << gdrproxy::printable(where)
         << ": it is not the rail, which is " << want.describe() << "; not touched\n";
     ++refused;
   }
@@ -178,7 +178,7 @@ int bring_back(const Places& p, const Json& rec, std::ostream& log) {
     // The kernel names an interface it takes back "devN" when the old name is taken.
     if (link_is_up(link.get())) set_up(p.hsock, link.get(), false);
     rename_link(p.hsock, link.get(), name);
-    log << name << ": renamed back from " << proxy::quote_text(now) << "\n";
+    log << name << ": renamed back from " << gdrproxy::quote_text(now) << "\n";
   }
   return refused;
 }

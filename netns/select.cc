@@ -8,10 +8,10 @@
 
 #include <netlink/route/link.h>
 
+#include "base/error.h"
 #include "netns/guard.h"
 #include "netns/rdma_nl.h"
 #include "netns/soft_roce.h"
-#include "proxy/base/error.h"
 
 namespace gdrproxy::netns {
 namespace {

@@ -10,8 +10,8 @@
 #include <fstream>
 #include <thread>
 
+#include "base/error.h"
 #include "netns/rdma_nl.h"
-#include "proxy/base/error.h"
 
 namespace gdrproxy::netns {
 namespace {

@@ -6,8 +6,8 @@
 
 #include <cerrno>
 
-#include "proxy/base/error.h"
-#include "proxy/base/unique_fd.h"
+#include "base/error.h"
+#include "base/unique_fd.h"
 
 namespace gdrproxy::netns {
 namespace {

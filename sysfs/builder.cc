@@ -13,8 +13,8 @@
 #include <set>
 #include <thread>
 
-#include "proxy/base/error.h"
-#include "proxy/base/unique_fd.h"
+#include "base/error.h"
+#include "base/unique_fd.h"
 #include "sysfs/bdf.h"
 #include "sysfs/fsio.h"
 

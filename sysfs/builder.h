@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "proxy/base/error.h"
+#include "base/error.h"
 #include "sysfs/selection.h"
 #include "sysfs/snapshot.h"
 

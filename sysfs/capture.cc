@@ -7,7 +7,7 @@
 #include <functional>
 #include <optional>
 
-#include "proxy/base/error.h"
+#include "base/error.h"
 #include "sysfs/bdf.h"
 #include "sysfs/fsio.h"
 

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "proxy/base/error.h"
+#include "base/error.h"
 #include "sysfs/builder.h"
 #include "sysfs/capture.h"
 #include "sysfs/mount_plan.h"

@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "proxy/base/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace gdrproxy::sysfs {
 

@@ -10,8 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "proxy/base/error.h"
-#include "proxy/base/unique_fd.h"
+#include "base/error.h"
+#include "base/unique_fd.h"
 #include "sysfs/builder.h"
 #include "sysfs/fsio.h"
 

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "proxy/base/error.h"
+#include "base/error.h"
 #include "sysfs/bdf.h"
 #include "sysfs/fsio.h"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "proxy/base/error.h"
+#include "base/error.h"
 #include "sysfs/snapshot.h"
 
 namespace gdrproxy::sysfs {

@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "proxy/base/error.h"
+#include "base/error.h"
 
 namespace gdrproxy::sysfs {
 

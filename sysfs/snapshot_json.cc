@@ -3,7 +3,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "proxy/base/error.h"
+#include "base/error.h"
 #include "sysfs/bdf.h"
 #include "sysfs/fsio.h"
 #include "sysfs/snapshot.h"

@@ -11,7 +11,7 @@
 #include <map>
 #include <set>
 
-#include "proxy/base/unique_fd.h"
+#include "base/unique_fd.h"
 #include "sysfs/fsio.h"
 
 namespace gdrproxy::doctor {

@@ -9,7 +9,7 @@
 
 #include <cstring>
 
-#include "proxy/base/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace gdrproxy::doctor {
 namespace {

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <sstream>
 
-#include "proxy/base/unique_fd.h"
+#include "base/unique_fd.h"
 #include "sysfs/fsio.h"
 
 namespace gdrproxy::doctor {

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <set>
 
+#include "base/error.h"
 #include "netns/rdma_nl.h"
-#include "proxy/base/error.h"
 #include "sysfs/fsio.h"
 
 namespace gdrproxy::doctor {

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "proxy/trace/escape.h"
+#include "base/escape.h"
 
 namespace gdrproxy::doctor {
 
@@ -20,10 +20,10 @@ const char* to_string(Status s) {
 }
 
 std::string clean(const std::string& s) {
-  return proxy::printable(s);
+  return gdrproxy::printable(s);
 }
 std::string quote_value(const std::string& s) {
-  return proxy::quote_text(s);
+  return gdrproxy::quote_text(s);
 }
 
 void Report::add(const std::string& id, Status status, const std::string& found,

@@ -3,7 +3,7 @@
 //
 // The idea not to miss: most of what a check prints is chosen by a tenant (environment values,
 // file names inside an image, paths in a process's maps). Every string that enters a Check or the
-// facts goes through proxy::printable() on the way in, so a text line stays one printable line
+// facts goes through gdrproxy::printable() on the way in, so a text line stays one printable line
 // and the JSON writer never meets bytes that are not UTF-8.
 #pragma once
 

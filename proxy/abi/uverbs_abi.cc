@@ -11,8 +11,8 @@
 #include <cstdio>
 #include <string>
 
+#include "base/hot_path.h"
 #include "proxy/abi/uverbs_uapi_newer.h"
-#include "proxy/base/hot_path.h"
 
 namespace gdrproxy::proxy::uverbs {
 namespace {

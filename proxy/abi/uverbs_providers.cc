@@ -15,7 +15,7 @@
 #include <rdma/ib_user_ioctl_verbs.h>
 #include <rdma/mlx5_user_ioctl_cmds.h>
 
-#include "proxy/base/hot_path.h"
+#include "base/hot_path.h"
 
 namespace gdrproxy::proxy::uverbs {
 namespace {

@@ -34,6 +34,10 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "base/error.h"
+#include "base/escape.h"
+#include "base/process_info.h"
+#include "base/unique_fd.h"
 #include "proxy/agent/agent_config.h"
 #include "proxy/agent/bundle_check.h"
 #include "proxy/agent/container_state.h"
@@ -41,15 +45,11 @@
 #include "proxy/agent/handshakes.h"
 #include "proxy/agent/listener_check.h"
 #include "proxy/agent/state_socket.h"
-#include "proxy/base/error.h"
-#include "proxy/base/unique_fd.h"
 #include "proxy/engine/engine.h"
-#include "proxy/engine/process_info.h"
 #include "proxy/engine/received_ids.h"
 #include "proxy/engine/session.h"
 #include "proxy/oci/container_grants.h"
 #include "proxy/oci/hook_command.h"
-#include "proxy/trace/escape.h"
 
 namespace gdrproxy::proxy {
 namespace {

@@ -8,9 +8,9 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "proxy/base/error.h"
+#include "base/error.h"
+#include "base/escape.h"
 #include "proxy/policy/glob.h"
-#include "proxy/trace/escape.h"
 
 namespace gdrproxy::proxy {
 namespace {

@@ -10,8 +10,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "proxy/base/unique_fd.h"
-#include "proxy/trace/escape.h"
+#include "base/escape.h"
+#include "base/unique_fd.h"
 
 namespace gdrproxy::proxy {
 namespace {

@@ -11,8 +11,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "proxy/base/error.h"
-#include "proxy/trace/escape.h"
+#include "base/error.h"
+#include "base/escape.h"
 
 namespace gdrproxy::proxy {
 namespace {

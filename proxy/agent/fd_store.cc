@@ -25,9 +25,9 @@
 #include <stdexcept>
 #include <utility>
 
+#include "base/error.h"
+#include "base/unique_fd.h"
 #include "proxy/agent/fd_store_records.h"
-#include "proxy/base/error.h"
-#include "proxy/base/unique_fd.h"
 #include "proxy/engine/fd_passing.h"
 
 namespace gdrproxy::proxy {

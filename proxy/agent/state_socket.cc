@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "proxy/base/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace gdrproxy::proxy {
 namespace {

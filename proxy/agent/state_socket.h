@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "proxy/base/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace gdrproxy::proxy {
 

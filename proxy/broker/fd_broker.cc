@@ -22,7 +22,7 @@
 #include <sstream>
 #include <vector>
 
-#include "proxy/trace/escape.h"
+#include "base/escape.h"
 
 namespace gdrproxy::proxy {
 namespace {

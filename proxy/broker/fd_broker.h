@@ -27,7 +27,7 @@
 #include <optional>
 #include <string>
 
-#include "proxy/base/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace gdrproxy::proxy {
 

@@ -11,8 +11,8 @@
 #include <cstring>
 #include <optional>
 
-#include "proxy/base/unique_fd.h"
-#include "proxy/engine/process_info.h"
+#include "base/process_info.h"
+#include "base/unique_fd.h"
 
 namespace gdrproxy::proxy {
 namespace {

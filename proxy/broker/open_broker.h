@@ -20,7 +20,7 @@
 #include <optional>
 #include <string>
 
-#include "proxy/base/unique_fd.h"
+#include "base/unique_fd.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/devices/live_catalog.h"
 #include "proxy/mem/process_memory.h"

@@ -1,6 +1,6 @@
 #include "proxy/decode/decoded_call.h"
 
-#include "proxy/base/hot_path.h"
+#include "base/hot_path.h"
 
 namespace gdrproxy::proxy {
 

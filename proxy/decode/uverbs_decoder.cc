@@ -12,10 +12,10 @@
 #include <cstring>
 #include <span>
 
+#include "base/hot_path.h"
 #include "proxy/abi/uverbs_abi.h"
 #include "proxy/abi/uverbs_providers.h"
 #include "proxy/abi/uverbs_uapi_newer.h"
-#include "proxy/base/hot_path.h"
 #include "proxy/decode/format.h"
 
 namespace gdrproxy::proxy {

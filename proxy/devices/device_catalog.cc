@@ -11,9 +11,9 @@
 #include <regex>
 #include <sstream>
 
+#include "base/error.h"
+#include "base/hot_path.h"
 #include "proxy/abi/device_drivers.h"
-#include "proxy/base/error.h"
-#include "proxy/base/hot_path.h"
 #include "proxy/devices/uverbs_provider.h"
 
 namespace gdrproxy::proxy {

@@ -13,9 +13,9 @@
 #include <fstream>
 #include <vector>
 
+#include "base/unique_fd.h"
 #include "proxy/abi/nvidia_abi.h"
 #include "proxy/abi/nvidia_layouts.h"
-#include "proxy/base/unique_fd.h"
 
 namespace gdrproxy::proxy {
 namespace {

@@ -14,14 +14,14 @@
 #include <cstdio>
 #include <utility>
 
-#include "proxy/base/hot_path.h"
+#include "base/escape.h"
+#include "base/hot_path.h"
 #include "proxy/decode/nvidia_decoder.h"
 #include "proxy/decode/rdma_cm_decoder.h"
 #include "proxy/decode/uverbs_decoder.h"
 #include "proxy/engine/clock.h"
 #include "proxy/engine/line_format.h"
 #include "proxy/policy/dmabuf_provenance.h"
-#include "proxy/trace/escape.h"
 
 namespace gdrproxy::proxy {
 

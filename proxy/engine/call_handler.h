@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "base/unique_fd.h"
 #include "proxy/abi/nvidia_abi.h"
-#include "proxy/base/unique_fd.h"
 #include "proxy/decode/decoded_call.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/engine/call_inputs.h"

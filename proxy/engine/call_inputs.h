@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "proxy/base/unique_fd.h"
+#include "base/unique_fd.h"
 #include "proxy/broker/fd_broker.h"
 #include "proxy/broker/open_broker.h"
 #include "proxy/devices/device_catalog.h"

@@ -11,8 +11,8 @@
 #include <chrono>
 #include <system_error>
 
+#include "base/error.h"
 #include "proxy/abi/nvidia_generated.h"
-#include "proxy/base/error.h"
 #include "proxy/engine/session.h"
 
 namespace gdrproxy::proxy {

@@ -8,9 +8,9 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "proxy/base/hot_path.h"
+#include "base/hot_path.h"
+#include "base/process_info.h"
 #include "proxy/engine/engine.h"
-#include "proxy/engine/process_info.h"
 #include "proxy/engine/seccomp_notify.h"
 
 namespace gdrproxy::proxy {

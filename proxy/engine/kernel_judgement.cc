@@ -6,11 +6,11 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "proxy/base/error.h"
-#include "proxy/base/unique_fd.h"
+#include "base/error.h"
+#include "base/escape.h"
+#include "base/unique_fd.h"
 #include "proxy/engine/call_handler.h"
 #include "proxy/engine/line_format.h"
-#include "proxy/trace/escape.h"
 
 namespace gdrproxy::proxy {
 namespace {

@@ -12,7 +12,7 @@
 
 #include <unordered_map>
 
-#include "proxy/base/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace gdrproxy::proxy {
 

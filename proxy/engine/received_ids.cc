@@ -7,7 +7,7 @@
 
 #include <utility>
 
-#include "proxy/base/error.h"
+#include "base/error.h"
 #include "proxy/engine/seccomp_notify.h"
 
 namespace gdrproxy::proxy {

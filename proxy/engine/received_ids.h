@@ -21,7 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "proxy/base/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace gdrproxy::proxy {
 

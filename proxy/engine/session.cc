@@ -25,12 +25,12 @@
 #include <mutex>
 #include <utility>
 
-#include "proxy/base/error.h"
-#include "proxy/base/hot_path.h"
+#include "base/error.h"
+#include "base/escape.h"
+#include "base/hot_path.h"
 #include "proxy/engine/clock.h"
 #include "proxy/engine/seccomp_notify.h"
 #include "proxy/engine/session_setup.h"
-#include "proxy/trace/escape.h"
 
 namespace gdrproxy::proxy {
 namespace {

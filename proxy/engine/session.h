@@ -35,7 +35,7 @@
 #include <thread>
 #include <vector>
 
-#include "proxy/base/unique_fd.h"
+#include "base/unique_fd.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/engine/call_handler.h"
 #include "proxy/engine/deadline_watchdog.h"

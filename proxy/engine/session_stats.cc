@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <string>
 
-#include "proxy/trace/escape.h"
+#include "base/escape.h"
 
 namespace gdrproxy::proxy {
 

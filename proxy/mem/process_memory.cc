@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "proxy/base/hot_path.h"
+#include "base/hot_path.h"
 
 namespace gdrproxy::proxy {
 namespace {

@@ -18,7 +18,7 @@
 #include <system_error>
 #include <thread>
 
-#include "proxy/engine/process_info.h"
+#include "base/process_info.h"
 
 namespace gdrproxy::proxy {
 namespace {

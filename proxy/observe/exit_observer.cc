@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "proxy/engine/process_info.h"
+#include "base/process_info.h"
 #include "proxy/observe/bpf_links.h"
 #include "proxy/observe/syscall_exit_bpf.h"
 

@@ -11,8 +11,8 @@
 #include <cstddef>
 #include <cstring>
 
-#include "proxy/base/hot_path.h"
-#include "proxy/engine/process_info.h"
+#include "base/hot_path.h"
+#include "base/process_info.h"
 #include "proxy/observe/bpf_links.h"
 #include "proxy/observe/trap_copy_bpf.h"
 

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "proxy/base/error.h"
+#include "base/error.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/oci/container_grants.h"
 #include "proxy/oci/oci_device_number.h"

@@ -12,8 +12,8 @@
 
 #include "netns/rdma_sysfs.h"
 
+#include "base/error.h"
 #include "proxy/abi/nvidia_abi.h"
-#include "proxy/base/error.h"
 #include "proxy/devices/nvidia_gpus.h"
 #include "proxy/oci/nvidia_user_files.h"
 

@@ -8,8 +8,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "base/error.h"
 #include "proxy/abi/device_drivers.h"
-#include "proxy/base/error.h"
 
 namespace gdrproxy::proxy {
 namespace {

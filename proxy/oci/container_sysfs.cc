@@ -5,7 +5,7 @@
 
 #include <filesystem>
 
-#include "proxy/base/error.h"
+#include "base/error.h"
 #include "proxy/devices/nvidia_gpus.h"
 #include "sysfs/builder.h"
 #include "sysfs/capture.h"

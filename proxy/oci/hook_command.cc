@@ -24,16 +24,16 @@
 #include <stdexcept>
 #include <thread>
 
+#include "base/error.h"
+#include "base/escape.h"
+#include "base/owner_file.h"
+#include "base/unique_fd.h"
 #include "netns/move.h"
 #include "netns/netns_sysfs.h"
 #include "netns/rdma_nl.h"
 #include "netns/rdma_sysfs.h"
 #include "netns/restore.h"
 #include "proxy/agent/container_state.h"
-#include "proxy/base/error.h"
-#include "proxy/base/owner_file.h"
-#include "proxy/base/unique_fd.h"
-#include "proxy/trace/escape.h"
 
 namespace gdrproxy::proxy {
 namespace {

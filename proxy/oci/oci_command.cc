@@ -7,7 +7,7 @@
 #include <memory>
 #include <sstream>
 
-#include "proxy/base/error.h"
+#include "base/error.h"
 #include "proxy/oci/bundle_prepare.h"
 #include "proxy/oci/cdi_spec.h"
 #include "proxy/oci/profile_compiler.h"

@@ -5,9 +5,9 @@
 
 #include <cstdint>
 
+#include "base/error.h"
+#include "base/escape.h"
 #include "proxy/abi/device_number.h"
-#include "proxy/base/error.h"
-#include "proxy/trace/escape.h"
 
 namespace gdrproxy::proxy {
 namespace {

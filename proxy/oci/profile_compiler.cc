@@ -12,8 +12,8 @@
 #include <set>
 #include <stdexcept>
 
-#include "proxy/base/error.h"
-#include "proxy/base/unique_fd.h"
+#include "base/error.h"
+#include "base/unique_fd.h"
 
 namespace gdrproxy::proxy {
 namespace {

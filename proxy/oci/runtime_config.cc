@@ -5,10 +5,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "proxy/base/error.h"
+#include "base/error.h"
+#include "base/escape.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/oci/oci_device_number.h"
-#include "proxy/trace/escape.h"
 
 namespace gdrproxy::proxy {
 namespace {

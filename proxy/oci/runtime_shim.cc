@@ -13,13 +13,13 @@
 #include <set>
 #include <stdexcept>
 
+#include "base/error.h"
+#include "base/escape.h"
 #include "netns/rdma_sysfs.h"
-#include "proxy/base/error.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/oci/bundle_prepare.h"
 #include "proxy/oci/runtime_config.h"
 #include "proxy/policy/glob.h"
-#include "proxy/trace/escape.h"
 
 namespace gdrproxy::proxy {
 namespace {

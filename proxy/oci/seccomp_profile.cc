@@ -14,9 +14,9 @@
 #include <set>
 #include <stdexcept>
 
-#include "proxy/base/error.h"
-#include "proxy/base/program_path.h"
-#include "proxy/base/unique_fd.h"
+#include "base/error.h"
+#include "base/program_path.h"
+#include "base/unique_fd.h"
 
 namespace gdrproxy::proxy {
 namespace {

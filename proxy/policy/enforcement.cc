@@ -1,6 +1,6 @@
 #include "proxy/policy/enforcement.h"
 
-#include "proxy/base/error.h"
+#include "base/error.h"
 
 namespace gdrproxy::proxy {
 

@@ -5,13 +5,13 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
+#include "base/hot_path.h"
 #include "proxy/abi/errno_names.h"
 #include "proxy/abi/nvidia_abi.h"
 #include "proxy/abi/nvidia_generated.h"
 #include "proxy/abi/uverbs_abi.h"
 #include "proxy/abi/uverbs_providers.h"
-#include "proxy/base/error.h"
-#include "proxy/base/hot_path.h"
 #include "proxy/policy/default_policy.h"
 #include "proxy/policy/glob.h"
 

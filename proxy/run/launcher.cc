@@ -16,8 +16,8 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "proxy/base/error.h"
-#include "proxy/base/unique_fd.h"
+#include "base/error.h"
+#include "base/unique_fd.h"
 #include "proxy/engine/fd_passing.h"
 
 namespace gdrproxy::proxy {

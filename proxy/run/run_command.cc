@@ -17,14 +17,14 @@
 #include <functional>
 #include <stdexcept>
 
-#include "proxy/base/error.h"
-#include "proxy/base/unique_fd.h"
+#include "base/error.h"
+#include "base/escape.h"
+#include "base/unique_fd.h"
 #include "proxy/engine/engine.h"
 #include "proxy/engine/session.h"
 #include "proxy/observe/bpf_links.h"
 #include "proxy/run/launcher.h"
 #include "proxy/sandbox/landlock_guard.h"
-#include "proxy/trace/escape.h"
 
 namespace gdrproxy::proxy {
 namespace {

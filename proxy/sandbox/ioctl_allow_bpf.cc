@@ -8,7 +8,7 @@
 
 #include <cstddef>
 
-#include "proxy/base/error.h"
+#include "base/error.h"
 
 namespace gdrproxy::proxy {
 namespace {

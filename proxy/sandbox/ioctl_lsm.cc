@@ -16,9 +16,9 @@
 #include <fstream>
 #include <set>
 
-#include "proxy/base/error.h"
-#include "proxy/base/unique_fd.h"
-#include "proxy/engine/process_info.h"
+#include "base/error.h"
+#include "base/process_info.h"
+#include "base/unique_fd.h"
 #include "proxy/observe/bpf_links.h"
 #include "proxy/sandbox/ioctl_lsm_bpf.h"
 #include "proxy/sandbox/ioctl_lsm_event.h"

@@ -28,7 +28,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "proxy/base/unique_fd.h"
+#include "base/unique_fd.h"
 
 // Newer than the uapi headers of some build hosts (Debian 12 ships 6.1's).
 #ifndef LANDLOCK_ACCESS_FS_TRUNCATE

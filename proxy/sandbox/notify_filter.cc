@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "proxy/base/error.h"
-#include "proxy/base/unique_fd.h"
+#include "base/error.h"
+#include "base/unique_fd.h"
 #include "proxy/sandbox/ioctl_allow_bpf.h"
 
 namespace gdrproxy::proxy {

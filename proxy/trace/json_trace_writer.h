@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "proxy/base/unique_fd.h"
+#include "base/unique_fd.h"
 #include "proxy/trace/trace_record.h"
 
 namespace gdrproxy::proxy {

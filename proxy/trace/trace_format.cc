@@ -4,8 +4,8 @@
 // json_format.cc.)
 #include <cstdio>
 
+#include "base/escape.h"
 #include "proxy/abi/errno_names.h"
-#include "proxy/trace/escape.h"
 #include "proxy/trace/trace_record.h"
 
 namespace gdrproxy::proxy {

@@ -8,18 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "base/process_info.h"
 #include "proxy/decode/decoded_call.h"
 
 namespace gdrproxy::proxy {
-
-struct ProcessIdentity {
-  uint32_t host_tid = 0;
-  uint32_t host_tgid = 0;
-  uint32_t ns_tid = 0;   // the thread id as the container sees it (last NSpid entry)
-  uint32_t ns_tgid = 0;  // its process id there (last NStgid entry)
-  uint64_t pidns = 0;    // inode of /proc/<tid>/ns/pid
-  std::string comm;
-};
 
 struct TraceRecord {
   uint64_t seq = 0;

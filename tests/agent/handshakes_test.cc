@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "base/unique_fd.h"
 #include "proxy/agent/handshakes.h"
 #include "proxy/agent/listener_check.h"
-#include "proxy/base/unique_fd.h"
 #include "proxy/engine/fd_passing.h"
 #include "proxy/sandbox/notify_filter.h"
 

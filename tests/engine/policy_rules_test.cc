@@ -3,7 +3,7 @@
 // provenance rule, which judges a call's dma-bufs after the policy's verdict.
 #include <gtest/gtest.h>
 
-#include "proxy/base/error.h"
+#include "base/error.h"
 #include "proxy/policy/dmabuf_provenance.h"
 #include "proxy/policy/enforcement.h"
 

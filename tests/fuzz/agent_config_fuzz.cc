@@ -19,8 +19,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/error.h"
 #include "proxy/agent/agent_config.h"
-#include "proxy/base/error.h"
 #include "tests/fuzz/fuzz_check.h"
 
 using namespace gdrproxy::proxy;

@@ -1,5 +1,5 @@
 // libFuzzer target for the caller-identity parser (parse_process_identity, the pure part of
-// read_process_identity in proxy/engine/process_info.cc). Both texts are the tenant's: it
+// read_process_identity in base/process_info.cc). Both texts are the tenant's: it
 // names its threads (comm) and, as root in its own namespaces, shapes what /proc shows.
 //
 // Input: byte 0 is the length of the comm text (clamped to what is there), then comm's bytes,
@@ -18,7 +18,7 @@
 #include <string>
 #include <string_view>
 
-#include "proxy/engine/process_info.h"
+#include "base/process_info.h"
 #include "tests/fuzz/fuzz_check.h"
 
 using gdrproxy::fuzz::fail;
@@ -77,9 +77,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view comm(reinterpret_cast<const char*>(data) + 1, comm_len);
   const std::string_view status(reinterpret_cast<const char*>(data) + 1 + comm_len,
                                 size - 1 - comm_len);
-  gdrproxy::proxy::ProcessIdentity id;
+  gdrproxy::ProcessIdentity id;
   try {
-    id = gdrproxy::proxy::parse_process_identity(status, comm);
+    id = gdrproxy::parse_process_identity(status, comm);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "identity_fuzz: threw %s\n", e.what());
     std::abort();

@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "proxy/base/error.h"
+#include "base/error.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/oci/runtime_config.h"
 #include "proxy/oci/runtime_shim.h"

@@ -1,5 +1,5 @@
 // libFuzzer target for everything that prints tenant bytes: escape_text, quote_text and
-// printable (proxy/trace/escape.h), and format_text/format_json (proxy/trace/trace_record.h) on a
+// printable (base/escape.h), and format_text/format_json (proxy/trace/trace_record.h) on a
 // trace record whose strings (comm, device, call name, arguments, outputs, malformed, reason,
 // note) and numbers all come from the input (FuzzedDataProvider). The tenant chooses its comm and
 // its paths; the decoders render bytes from its memory.
@@ -21,7 +21,7 @@
 #include <optional>
 #include <string>
 
-#include "proxy/trace/escape.h"
+#include "base/escape.h"
 #include "proxy/trace/trace_record.h"
 #include "tests/fuzz/fuzz_check.h"
 

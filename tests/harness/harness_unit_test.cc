@@ -12,12 +12,12 @@
 #include <fstream>
 #include <thread>
 
+#include "base/owner_file.h"
 #include "harness/identity.h"
 #include "harness/output.h"
 #include "harness/plan.h"
 #include "harness/run_dir.h"
 #include "netns/rdma_sysfs.h"
-#include "proxy/base/owner_file.h"
 
 namespace gdrproxy::harness {
 namespace {

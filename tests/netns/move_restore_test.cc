@@ -9,9 +9,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "netns/journal.h"
 #include "netns/profile.h"
-#include "proxy/base/error.h"
 #include "test_env.h"
 
 namespace gdrproxy::netns::test {

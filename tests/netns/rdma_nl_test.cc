@@ -11,7 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "proxy/base/error.h"
+#include "base/error.h"
 
 namespace gdrproxy::netns {
 namespace {

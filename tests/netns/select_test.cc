@@ -8,8 +8,8 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "netns/select.h"
-#include "proxy/base/error.h"
 #include "test_env.h"
 
 namespace gdrproxy::netns::test {

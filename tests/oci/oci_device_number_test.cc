@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 #include <sys/sysmacros.h>
 
-#include "proxy/base/error.h"
+#include "base/error.h"
 
 namespace gdrproxy::proxy {
 namespace {

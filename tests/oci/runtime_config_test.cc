@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "proxy/base/error.h"
+#include "base/error.h"
 #include "proxy/devices/device_catalog.h"
 
 namespace gdrproxy::proxy {

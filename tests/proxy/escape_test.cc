@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "proxy/trace/escape.h"
+#include "base/escape.h"
 #include "proxy/trace/trace_record.h"
 
 namespace gdrproxy::proxy {

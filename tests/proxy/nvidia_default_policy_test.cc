@@ -11,8 +11,8 @@
 #include <optional>
 #include <string>
 
+#include "base/error.h"
 #include "proxy/abi/nvidia_generated.h"
-#include "proxy/base/error.h"
 #include "proxy/decode/nvidia_decoder.h"
 #include "proxy/policy/policy.h"
 #include "tests/proxy/nvidia_capture.h"

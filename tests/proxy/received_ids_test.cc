@@ -22,7 +22,7 @@
 #include <string>
 #include <thread>
 
-#include "proxy/base/error.h"
+#include "base/error.h"
 #include "proxy/engine/fd_passing.h"
 #include "proxy/engine/seccomp_notify.h"
 

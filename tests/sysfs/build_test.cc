@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "proxy/base/error.h"
+#include "base/error.h"
 #include "sysfs/builder.h"
 #include "sysfs/capture.h"
 #include "sysfs/fsio.h"

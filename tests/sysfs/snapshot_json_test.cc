@@ -1,8 +1,8 @@
 // The versioned JSON model: round trip, and clear refusals of bad or newer documents.
 #include <gtest/gtest.h>
 
+#include "base/error.h"
 #include "demo/example_snapshot.h"
-#include "proxy/base/error.h"
 #include "sysfs/snapshot.h"
 #include "tests/sysfs/test_util.h"
 

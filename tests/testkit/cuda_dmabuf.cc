@@ -15,8 +15,8 @@
 #include <fstream>
 #include <vector>
 
+#include "base/unique_fd.h"
 #include "proxy/abi/errno_names.h"
-#include "proxy/base/unique_fd.h"
 
 #if __has_include(<cuda.h>)
 #include <cuda.h>

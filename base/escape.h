@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace gdrproxy::proxy {
+namespace gdrproxy {
 
 // strace style: printable ASCII stays (but `"` and `\` are escaped), \n \r \t as such, every
 // other byte as \xNN. The result is one line of printable ASCII.
@@ -20,4 +20,4 @@ std::string quote_text(std::string_view s);
 // second line of defence that keeps every trace record on one printable line.
 std::string printable(std::string_view s);
 
-}  // namespace gdrproxy::proxy
+}  // namespace gdrproxy

@@ -1,5 +1,5 @@
 // $PATH lookup (see program_path.h).
-#include "proxy/base/program_path.h"
+#include "base/program_path.h"
 
 #include <unistd.h>
 

@@ -1,7 +1,7 @@
 // A caller's identity from /proc. Every byte here is the tenant's (it names its own threads), so
 // nothing is assumed: a missing field leaves its default, a malformed number reads as 0, and the
-// name is taken raw from /proc/<tid>/comm (printing escapes it; see proxy/trace/escape.h).
-#include "proxy/engine/process_info.h"
+// name is taken raw from /proc/<tid>/comm (printing escapes it; see base/escape.h).
+#include "base/process_info.h"
 
 #include <sys/stat.h>
 
@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-namespace gdrproxy::proxy {
+namespace gdrproxy {
 namespace {
 
 // The last number of a whitespace-separated list ("NSpid:\t412\t7" -> 7), 0 if there is none.
@@ -85,4 +85,4 @@ std::string cgroup_of(pid_t pid) {
   return "";
 }
 
-}  // namespace gdrproxy::proxy
+}  // namespace gdrproxy

@@ -1,7 +1,7 @@
 // See escape.h.
-#include "proxy/trace/escape.h"
+#include "base/escape.h"
 
-namespace gdrproxy::proxy {
+namespace gdrproxy {
 
 namespace {
 
@@ -63,4 +63,4 @@ std::string quote_text(std::string_view s) {
   return "\"" + escape_text(s) + "\"";
 }
 
-}  // namespace gdrproxy::proxy
+}  // namespace gdrproxy

@@ -1,5 +1,5 @@
 // Building the shared Error from an errno (see error.h).
-#include "proxy/base/error.h"
+#include "base/error.h"
 
 #include <cstring>
 

@@ -1,6 +1,6 @@
 // See owner_file.h. /proc/<pid>/stat is "pid (comm) state ...": the command name may hold spaces
 // and parentheses, so the fields are counted after the last ')'.
-#include "proxy/base/owner_file.h"
+#include "base/owner_file.h"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 #include <iterator>
 #include <sstream>
 
-#include "proxy/base/error.h"
+#include "base/error.h"
 
 namespace gdrproxy {
 

@@ -10,9 +10,16 @@
 #include <string>
 #include <string_view>
 
-#include "proxy/trace/trace_record.h"
+namespace gdrproxy {
 
-namespace gdrproxy::proxy {
+struct ProcessIdentity {
+  uint32_t host_tid = 0;
+  uint32_t host_tgid = 0;
+  uint32_t ns_tid = 0;   // the thread id as the container sees it (last NSpid entry)
+  uint32_t ns_tgid = 0;  // its process id there (last NStgid entry)
+  uint64_t pidns = 0;    // inode of /proc/<tid>/ns/pid
+  std::string comm;
+};
 
 // Reads /proc/<tid>/status and /proc/<tid>/ns/pid. Fields stay 0/empty when unreadable (the
 // process may be gone).
@@ -35,4 +42,4 @@ ino_t pid_namespace_of(pid_t pid);
 // process is only in v1 hierarchies.
 std::string cgroup_of(pid_t pid);
 
-}  // namespace gdrproxy::proxy
+}  // namespace gdrproxy
