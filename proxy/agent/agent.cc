@@ -48,6 +48,7 @@
 #include "proxy/engine/engine.h"
 #include "proxy/engine/received_ids.h"
 #include "proxy/engine/session.h"
+#include "proxy/engine/session_setup.h"
 #include "proxy/oci/container_grants.h"
 #include "proxy/oci/hook_command.h"
 
@@ -396,7 +397,8 @@ class Agent {
     };
     // ...and to its bundle: the bundle's config.json must hand its listener to this agent, with
     // the metadata the rules will match on.
-    if (!bundle_hands_listener_to(st.state.bundle, opts_.socket, st.metadata, why)) {
+    ProfileUntrapped untrapped;
+    if (!bundle_hands_listener_to(st.state.bundle, opts_.socket, st.metadata, why, &untrapped)) {
       log(who + " refused: " + why + " (its trapped calls fail with ENOSYS)");
       return false;
     }
@@ -414,6 +416,10 @@ class Agent {
         log(who + " refused: it claims container " + id + " but " +
             (pidns != c.pidns ? "lives in another pid namespace" : "comes from another bundle") +
             " (its trapped calls fail with ENOSYS)");
+        return false;
+      }
+      if (!untrapped_agrees(untrapped, c.session->kernel_allowed().requests, why)) {
+        kill_refused(pidfd.get(), who, why);
         return false;
       }
       c.session->add_listener(listener.release(), std::move(ids));
@@ -460,6 +466,18 @@ class Agent {
       cfg.sync_wakeup = opts_.sync_wakeup;
       cfg.blocking_deadline_ms = opts_.blocking_deadline_ms;
       cfg.broker_pidfd_getfd = rule.broker_pidfd_getfd;
+      // What its profile lets run untrapped never reaches this agent: each request must be one
+      // this container's session would allow unread, or the container must not run at all.
+      if (untrapped.unjudged || !untrapped.requests.empty()) {
+        std::string note;
+        const KernelAllowed ours = container_untrapped_ioctls(
+            cfg, engine_.nvidia(), *engine_.live_catalog().refreshed(), note);
+        if (!untrapped_agrees(untrapped, ours.requests, why)) {
+          kill_refused(pidfd.get(), who, why);
+          return false;
+        }
+        cfg.kernel_allow = true;  // its stats then say what runs untrapped
+      }
       c->grants = cfg.grants.all() ? std::vector<std::string>{"(all)"} : cfg.grants.names();
       c->mode = cfg.mode;
       c->session = std::make_unique<Session>(engine_, std::move(cfg));
@@ -499,6 +517,32 @@ class Agent {
              : std::string()));
     containers_[id] = std::move(c);
     return true;
+  }
+
+  // Whether every request `profile` lets run untrapped is in `allowed` (the session's own set);
+  // `why` names the first that is not.
+  static bool untrapped_agrees(const ProfileUntrapped& profile,
+                               const std::vector<uint32_t>& allowed, std::string& why) {
+    if (profile.unjudged) {
+      why = "its profile's " + *profile.unjudged + ", which the agent cannot judge";
+      return false;
+    }
+    for (const uint32_t r : profile.requests)
+      if (!std::binary_search(allowed.begin(), allowed.end(), r)) {
+        char hex[16];
+        std::snprintf(hex, sizeof hex, "0x%x", r);
+        why = std::string("its profile lets ioctl ") + hex +
+              " run untrapped, which its rule's policy, mode and trace do not allow unread";
+        return false;
+      }
+    return true;
+  }
+
+  // A process whose profile lets calls run untrapped that its container may not make: its
+  // listener alone would not stop them, so it is killed (a container's init: the container).
+  void kill_refused(int pidfd, const std::string& who, const std::string& why) {
+    const bool killed = ::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0) == 0;
+    log(who + " refused: " + why + (killed ? " (killed)" : " (could not be killed: it exited)"));
   }
 
   void drop(const std::string& id) {

@@ -28,7 +28,8 @@ bool same_socket(const std::string& a, const std::string& b) {
 }  // namespace
 
 bool bundle_hands_listener_to(const std::string& bundle, const std::string& socket_path,
-                              const std::string& metadata, std::string& why) {
+                              const std::string& metadata, std::string& why,
+                              ProfileUntrapped* untrapped) {
   const std::string path = bundle + "/config.json";
   const std::string shown = printable(path);
   if (bundle.empty() || bundle[0] != '/') {
@@ -87,6 +88,7 @@ bool bundle_hands_listener_to(const std::string& bundle, const std::string& sock
           printable(want) + "\"";
     return false;
   }
+  if (untrapped) *untrapped = profile_untrapped_ioctls(*seccomp);
   return true;
 }
 

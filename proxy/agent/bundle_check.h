@@ -7,13 +7,18 @@
 
 #include <string>
 
+#include "proxy/sandbox/profile_untrapped.h"
+
 namespace gdrproxy::proxy {
 
 // True when <bundle>/config.json is a regular file (no symlink as its last component, at most
 // 4 MiB, valid JSON) whose linux.seccomp.listenerPath is `socket_path` (the same socket by
 // device and inode, however spelt) and whose linux.seccomp.listenerMetadata (absent = "") equals
 // `metadata`. Otherwise false, with `why` naming the bundle and what did not hold.
+// `untrapped` (when given) receives what its profile lets ioctl requests do without a trap
+// (proxy/sandbox/profile_untrapped.h), for the agent to compare with the container's policy.
 bool bundle_hands_listener_to(const std::string& bundle, const std::string& socket_path,
-                              const std::string& metadata, std::string& why);
+                              const std::string& metadata, std::string& why,
+                              ProfileUntrapped* untrapped = nullptr);
 
 }  // namespace gdrproxy::proxy

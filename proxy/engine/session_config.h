@@ -35,8 +35,9 @@ struct SessionConfig {
   // namespace, set_pid_namespace) with the supervisor's rights, and inject the fd.
   bool broker_pidfd_getfd = false;
   // Let the requests this policy allows whatever their parameters run in the kernel, untrapped
-  // (enforce mode without a trace only): the session computes them, the launcher installs them
-  // (`gdrproxy run` only: an OCI profile cannot express them).
+  // (enforce mode without a trace only): the session computes them, the launcher installs them.
+  // For an agent's container the runtime installed them from its profile: set when the profile
+  // holds some, which the agent checked against container_untrapped_ioctls (session_setup.h).
   bool kernel_allow = false;
   // The BPF LSM ioctl judge (proxy/sandbox/ioctl_lsm.h; `gdrproxy run` only): off; on (refuse
   // to start where the kernel cannot run it); auto (use it where it can).

@@ -15,6 +15,7 @@
 #include "proxy/devices/device_catalog.h"
 #include "proxy/oci/container_grants.h"
 #include "proxy/oci/oci_device_number.h"
+#include "proxy/sandbox/profile_untrapped.h"
 
 namespace gdrproxy::proxy {
 namespace {
@@ -61,7 +62,21 @@ std::string prepare_bundle(const std::string& bundle, const PrepareOptions& o) {
                   "; pass --base to replace its profile");
     base = resolve_base_profile(own, p, path);
   }
+  // Requests let run untrapped need a deny-by-default profile (libseccomp refuses a rule of the
+  // default action): an allow-by-default one keeps trapping every device ioctl.
+  std::string untrapped;
+  if (!p.filter.kernel_allowed_ioctls.empty()) {
+    if (base.is_null() || base.value("defaultAction", "") == "SCMP_ACT_ALLOW") {
+      p.filter.kernel_allowed_ioctls.clear();
+      untrapped =
+          ", every device ioctl trapped (the profile allows by default, so it cannot let "
+          "any run untrapped)";
+    }
+  }
   linux["seccomp"] = merge_profile(base, p);
+  if (!p.filter.kernel_allowed_ioctls.empty())
+    untrapped = ", " + std::to_string(profile_untrapped_ioctls(linux["seccomp"]).requests.size()) +
+                " ioctl request(s) untrapped";
 
   // /dev: the granted nodes, and no node of a guarded device that is not granted.
   json devices =
@@ -129,7 +144,7 @@ std::string prepare_bundle(const std::string& bundle, const PrepareOptions& o) {
   }
   return path + ": grants [" + names + "], listener " + p.listener_path + ", " +
          std::to_string(nodes.size()) + " device node(s), " + std::to_string(cgroup.size()) +
-         " device cgroup rule(s)" +
+         " device cgroup rule(s)" + untrapped +
          (o.rails.empty() ? "" : ", " + std::to_string(o.rails.size()) + " rail(s) by hooks") +
          (sys ? ", /sys of " + std::to_string(sys->gpus.size()) + " GPU(s) and " +
                     std::to_string(sys->nics.size()) + " NIC(s) from " + sys->tree + " (" +

@@ -17,7 +17,9 @@ namespace gdrproxy::proxy {
 
 struct PrepareOptions {
   std::vector<std::string> grants;  // device names or /dev paths
-  ProfileOptions profile;           // listener, extra metadata, traps, caps
+  // listener, extra metadata, traps, caps; filter.kernel_allowed_ioctls: the requests to let run
+  // untrapped (host_container_untrapped_ioctls), dropped where the profile allows by default
+  ProfileOptions profile;
   std::optional<std::string> base;  // base profile file; default: the bundle's own seccomp
   std::string dev_root = "/dev";
   // RoCE rails the container gets: createRuntime and poststop hooks (`gdrproxy hook`) that move

@@ -8,11 +8,14 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/escape.h"
+#include "proxy/engine/session_setup.h"
 #include "proxy/oci/bundle_prepare.h"
 #include "proxy/oci/cdi_spec.h"
 #include "proxy/oci/profile_compiler.h"
 #include "proxy/oci/runtime_shim.h"
 #include "proxy/oci/seccomp_profile.h"
+#include "proxy/policy/policy.h"
 
 namespace gdrproxy::proxy {
 namespace {
@@ -141,6 +144,18 @@ void add_oci_commands(CLI::App& app, int& exit_code) {
   prep->add_flag("--allow-plain-rails", *plain, "Rails need not back an RDMA device (test rigs)");
   prep->add_option("--dev-root", *dev_root, "Where the host's device nodes are")
       ->capture_default_str();
+  auto untrapped = std::make_shared<bool>(false);
+  auto policy_file = std::make_shared<std::string>();
+  prep->add_flag(
+      "--kernel-allow", *untrapped,
+      "Let the ioctl requests the policy allows whatever their parameters run untrapped, in the\n"
+      "kernel, as `gdrproxy run` does (most UVM calls, RM_FREE, ...; only on device classes\n"
+      "whose every node is granted). Needs a deny-by-default base profile. The agent checks\n"
+      "them against the container's rule at start: its policy must allow each of them unread and\n"
+      "it must not trace the container, or the container is killed with one line saying why");
+  prep->add_option("--policy", *policy_file,
+                   "The policy --kernel-allow computes with (the agent rule's \"policy\"; default: "
+                   "the built-in one)");
   auto sys = std::make_shared<ContainerSysfsOptions>();
   auto no_sysfs = std::make_shared<bool>(false);
   prep->add_flag("--no-sysfs", *no_sysfs,
@@ -154,31 +169,39 @@ void add_oci_commands(CLI::App& app, int& exit_code) {
   prep->add_option("--proc-root", sys->proc_root,
                    "Where /proc is (the NVIDIA driver's GPU list: a GPU minor's PCI function)")
       ->capture_default_str();
-  prep->callback(
-      [bundle, grant, pa, pmeta, dev_root, rails, rail_profile, plain, sys, no_sysfs, &exit_code] {
-        try {
-          PrepareOptions o;
-          if (*no_sysfs)
-            o.sysfs.reset();
-          else
-            o.sysfs = *sys;
-          o.grants = *grant;
-          o.dev_root = *dev_root;
-          o.rails = *rails;
-          o.rail_profile = *rail_profile;
-          o.allow_plain_rails = *plain;
-          if (!pa->base.empty()) o.base = pa->base;
-          o.profile.listener_path = pa->listener;
-          if (pmeta->count()) o.profile.metadata = pa->metadata;
-          o.profile.caps = docker_default_caps();
-          o.profile.wait_killable_recv = runtime_supports_wait_killable_recv(pa->runtime);
-          std::cout << "gdrproxy oci prepare: " << prepare_bundle(*bundle, o) << "\n";
-          exit_code = 0;
-        } catch (const std::exception& e) {
-          std::cerr << "gdrproxy oci prepare: " << e.what() << "\n";
-          exit_code = 1;
-        }
-      });
+  prep->callback([bundle, grant, pa, pmeta, dev_root, rails, rail_profile, plain, sys, no_sysfs,
+                  untrapped, policy_file, &exit_code] {
+    try {
+      PrepareOptions o;
+      if (*no_sysfs)
+        o.sysfs.reset();
+      else
+        o.sysfs = *sys;
+      o.grants = *grant;
+      o.dev_root = *dev_root;
+      o.rails = *rails;
+      o.rail_profile = *rail_profile;
+      o.allow_plain_rails = *plain;
+      if (!pa->base.empty()) o.base = pa->base;
+      o.profile.listener_path = pa->listener;
+      if (pmeta->count()) o.profile.metadata = pa->metadata;
+      o.profile.caps = docker_default_caps();
+      o.profile.wait_killable_recv = runtime_supports_wait_killable_recv(pa->runtime);
+      if (*untrapped) {
+        const Policy policy =
+            policy_file->empty() ? Policy::builtin_default() : Policy::load_file(*policy_file);
+        std::string note;
+        o.profile.filter.kernel_allowed_ioctls =
+            host_container_untrapped_ioctls(policy, *grant, *dev_root, note);
+        if (!note.empty()) std::cerr << "gdrproxy oci prepare: " << printable(note) << "\n";
+      }
+      std::cout << "gdrproxy oci prepare: " << prepare_bundle(*bundle, o) << "\n";
+      exit_code = 0;
+    } catch (const std::exception& e) {
+      std::cerr << "gdrproxy oci prepare: " << e.what() << "\n";
+      exit_code = 1;
+    }
+  });
   sec->callback([a, meta, &exit_code] {
     a->metadata_set = meta->count() > 0;
     try {

@@ -28,6 +28,11 @@ struct ShimConfig {
   std::string rail_profile = "multirail";
   bool allow_plain_rails = false;             // the netdevs need not back an RDMA device (rigs)
   std::optional<std::string> rail_state_dir;  // the hooks' journals; unset: their default
+  // "kernel_allow": true lets the requests `policy` (a file; unset: the built-in one) allows
+  // whatever their parameters run untrapped, as `oci prepare --kernel-allow` does; the agent's
+  // rule for the container must agree (same policy, no trace) or the agent kills it at start.
+  bool kernel_allow = false;
+  std::optional<std::string> policy;
   bool found = false;
 };
 

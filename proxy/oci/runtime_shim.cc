@@ -17,6 +17,7 @@
 #include "base/escape.h"
 #include "netns/rdma_sysfs.h"
 #include "proxy/devices/device_catalog.h"
+#include "proxy/engine/session_setup.h"
 #include "proxy/oci/bundle_prepare.h"
 #include "proxy/oci/runtime_config.h"
 #include "proxy/policy/glob.h"
@@ -126,6 +127,14 @@ int run_runtime_shim(const ShimOptions& o, const std::vector<std::string>& runti
       p.profile.metadata = config.metadata;
       p.profile.caps = docker_default_caps();
       p.profile.wait_killable_recv = runtime_supports_wait_killable_recv(runtime);
+      if (config.kernel_allow) {
+        const Policy policy =
+            config.policy ? Policy::load_file(*config.policy) : Policy::builtin_default();
+        std::string note;
+        p.profile.filter.kernel_allowed_ioctls =
+            host_container_untrapped_ioctls(policy, asked, "/dev", note);
+        if (!note.empty()) std::fprintf(stderr, "gdrproxy runtime: %s\n", printable(note).c_str());
+      }
       std::fprintf(stderr, "gdrproxy runtime: %s\n",
                    printable(prepare_bundle(call.bundle, p)).c_str());
     }

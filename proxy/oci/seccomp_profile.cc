@@ -17,6 +17,7 @@
 #include "base/error.h"
 #include "base/program_path.h"
 #include "base/unique_fd.h"
+#include "proxy/sandbox/profile_untrapped.h"
 
 namespace gdrproxy::proxy {
 namespace {
@@ -169,10 +170,6 @@ json resolve_base_profile(const json& base, const ProfileOptions& o, const std::
 
 json merge_profile(const json& base_in, const ProfileOptions& o) {
   const json base = base_in.is_null() ? json{{"defaultAction", "SCMP_ACT_ALLOW"}} : base_in;
-  // A runtime compiles the profile with libseccomp, which cannot put an ALLOW of one request
-  // before the trap that covers it: a profile traps every device ioctl.
-  if (!o.filter.kernel_allowed_ioctls.empty())
-    throw Error("seccomp profile: in-kernel ALLOW of ioctls is only for `gdrproxy run`'s filter");
   // pidfd_getfd is always trapped: a base profile that allows it (Podman's) would let two
   // containers of the same uid and capabilities take each other's fds. The agent performs it
   // where the container's rule brokers it (judged as for the caller), and refuses it elsewhere.
@@ -198,7 +195,11 @@ json merge_profile(const json& base_in, const ProfileOptions& o) {
   if (!flags.empty()) out["flags"] = flags;
   out["listenerPath"] = o.listener_path;
   if (o.metadata) out["listenerMetadata"] = *o.metadata;
+  // The requests let run untrapped come first: libseccomp keeps them before the traps that cover
+  // them only as checked there (proxy/sandbox/profile_untrapped.h).
   json syscalls = json::array();
+  for (json& e : untrapped_ioctl_entries(o.filter.kernel_allowed_ioctls, traps, default_action))
+    syscalls.push_back(std::move(e));
   for (const json& e : base.contains("syscalls") ? base["syscalls"] : json::array()) {
     json kept = e;
     kept["names"] = json::array();

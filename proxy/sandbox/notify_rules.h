@@ -30,8 +30,9 @@ struct FilterOptions {
   bool trap_pidfd_getfd = false;
   // Exact ioctl requests (sorted, unique) the kernel lets run without a trap: those the policy
   // allows whatever their parameters on every device that could receive them
-  // (proxy/sandbox/kernel_allow.h). Only the filter `gdrproxy run` installs itself uses it; an
-  // OCI profile cannot order an ALLOW before the trap of the same ioctl (see ioctl_allow_bpf.h).
+  // (proxy/sandbox/kernel_allow.h). `gdrproxy run`'s filter puts them in a cBPF block in front
+  // of libseccomp's program (ioctl_allow_bpf.h); an OCI profile as exact ALLOW rules that
+  // libseccomp orders before the traps (profile_untrapped.h).
   std::vector<uint32_t> kernel_allowed_ioctls;
 };
 

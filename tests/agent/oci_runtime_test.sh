@@ -31,7 +31,7 @@ WORK=$(mktemp -d /tmp/gdrproxy-oci.XXXXXX)
 chmod 755 "$WORK"
 AGENT_PID=
 cleanup() {
-  for c in oci-a oci-b; do
+  for c in oci-a oci-b oci-c; do
     runc --root "$WORK/runc" delete -f $c >/dev/null 2>&1
     crun --root "$WORK/crun" delete -f $c >/dev/null 2>&1
   done
@@ -159,4 +159,27 @@ jq -e -s 'any(.[]; .device == "uverbs1" and .syscall == "ioctl")' "$tb" >/dev/nu
   { cat "$tb"; fail "oci-b's uverbs ioctl was not trapped: the runtime's filter lacks the notify rule"; }
 ! has "$ta" uverbs0 deny || fail "oci-a's trace holds oci-b's call"
 ! has "$tb" uverbs1 deny || fail "oci-b's trace holds oci-a's call"
-echo "PASS: runc and crun containers (both PID 1) kept apart: $(tr '\n' ' ' <"$WORK/a.out" | cut -c1-60)..."
+
+# A profile that lets a request run untrapped which the container's rule does not allow unread
+# (here a uverbs request, which no policy lets skip the agent): the agent cannot stop such calls
+# with its listener, so it kills the container as soon as it reads the profile, and says why.
+bundle oci-c tenant=c runc
+python3 - "$WORK/bundle-oci-c/config.json" <<'PY'
+import json, sys
+path = sys.argv[1]
+c = json.load(open(path))
+c["process"]["args"] = ["sh", "-c", "sleep 3; echo survived"]
+c["linux"]["seccomp"]["syscalls"].insert(0, {"names": ["ioctl"], "action": "SCMP_ACT_ALLOW",
+    "args": [{"index": 1, "value": 0xffffffff, "valueTwo": 0xc0181b01, "op": "SCMP_CMP_MASKED_EQ"}]})
+json.dump(c, open(path, "w"))
+PY
+timeout 20 runc --root "$WORK/runc" run --bundle "$WORK/bundle-oci-c" oci-c >"$WORK/c.out" 2>&1
+c_rc=$?
+# Killed while runc still starts it (runc fails) or just after (137): never 0.
+[[ $c_rc != 0 ]] || { cat "$WORK/c.out"; fail "the container whose profile lets a uverbs ioctl through exited 0"; }
+! grep -q survived "$WORK/c.out" || fail "the container whose profile lets a uverbs ioctl through ran on"
+expect_line "$WORK/agent.log" "container oci-c: process" \
+  "refused: its profile lets ioctl 0xc0181b01 run untrapped, which its rule's policy, mode and trace do not allow unread \(killed\)$"
+
+echo "PASS: runc and crun containers (both PID 1) kept apart: $(tr '\n' ' ' <"$WORK/a.out" | cut -c1-60)...;" \
+  "a profile letting a uverbs ioctl run untrapped: container killed"

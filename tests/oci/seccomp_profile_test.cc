@@ -15,15 +15,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <map>
 
+#include "base/error.h"
 #include "proxy/engine/fd_passing.h"
 #include "proxy/oci/profile_compiler.h"
 #include "proxy/oci/seccomp_profile.h"
+#include "proxy/sandbox/kernel_allow.h"
+#include "proxy/sandbox/profile_untrapped.h"
 
 namespace gdrproxy::proxy {
 namespace {
@@ -237,6 +241,109 @@ TEST(OciSeccomp, WithoutTheRewriteLibseccompWouldDropTheTraps) {
   ASSERT_NE(at, std::string::npos);
   const std::string ioctl_part = pfc.substr(at, pfc.find("# filter for syscall", at + 1) - at);
   EXPECT_EQ(ioctl_part.find("0x7fc00000"), std::string::npos) << ioctl_part;  // no NOTIFY left
+}
+
+// The requests the built-in policy lets run untrapped on a host whose GPUs are all granted, as
+// `oci prepare --kernel-allow` computes them (about a hundred UVM calls and frontend escapes).
+std::vector<uint32_t> builtin_untrapped() {
+  KernelAllowFacts f;
+  f.nvidia_abi = &nvidia_newest_abi();
+  f.nvidia_frontend_all_granted = f.nvidia_uvm_all_granted = true;
+  f.nvidia_frontend_any_granted = f.nvidia_uvm_any_granted = true;
+  return kernel_allowed_ioctls(Policy::builtin_default(), f).requests;
+}
+
+json base_for_child() {
+  json base = docker_base();
+  base["syscalls"].push_back({{"names",
+                               {"write", "close", "exit_group", "exit", "getpid", "sendmsg", "brk",
+                                "mmap", "munmap", "mremap", "futex"}},
+                              {"action", "SCMP_ACT_ALLOW"}});
+  return base;
+}
+
+// The compiled profile, loaded on this kernel, lets exactly the allowed requests run untrapped:
+// each of them runs without a notification, while their neighbours (the same escape with other
+// direction bits, every other UVM number) and the other device calls are still notified. This is
+// what libseccomp's ordering must give (proxy/sandbox/profile_untrapped.h).
+TEST(OciSeccomp, UntrappedRequestsRunInTheKernelAndTheirNeighboursStillTrap) {
+  const std::vector<uint32_t> allowed = builtin_untrapped();
+  ASSERT_GT(allowed.size(), 50u);
+  ProfileOptions o = options();
+  o.filter.kernel_allowed_ioctls = allowed;
+  const json m = merge_profile(resolve_base_profile(base_for_child(), o, "b"), o);
+  // First in the profile, before the base's rules and the traps; a request with an exact trap of
+  // its own (UVM's initialisation) keeps trapping.
+  const std::vector<SyscallRule> traps = notify_rules(o.filter);
+  const std::vector<uint32_t> untrapped = profile_untrapped_ioctls(m).requests;
+  EXPECT_GT(untrapped.size(), allowed.size() - 5);
+  for (size_t i = 0; i < untrapped.size(); ++i)
+    EXPECT_EQ(m["syscalls"][i], untrapped_ioctl_entry(untrapped[i])) << i;
+  for (const uint32_t r : allowed) {
+    if (std::binary_search(untrapped.begin(), untrapped.end(), r)) continue;
+    EXPECT_TRUE(std::any_of(traps.begin(), traps.end(),
+                            [r](const SyscallRule& t) {
+                              return t.arg && t.arg->mask == 0xffffffff && t.arg->value == r;
+                            }))
+        << std::hex << r;
+  }
+  auto trapped = [&](uint32_t r) {
+    if (std::binary_search(untrapped.begin(), untrapped.end(), r)) return false;
+    for (const SyscallRule& t : traps)
+      if (t.syscall == "ioctl" && t.arg && (r & t.arg->mask) == t.arg->value) return true;
+    return false;
+  };
+  std::vector<uint32_t> calls = allowed;
+  for (const uint32_t r : allowed) calls.push_back(r ^ 0x40000000u);  // another direction
+  for (uint32_t r = 0; r < 256; ++r) calls.push_back(r);              // every small (UVM) number
+  calls.push_back(0xc0181b01);                                        // uverbs
+  int want = 0;
+  for (const uint32_t r : calls) want += trapped(r);
+  ASSERT_GT(want, 100);
+  const Observed seen = run_under(m, [&] {
+    const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    for (const uint32_t r : calls) ::ioctl(null, static_cast<unsigned long>(r), nullptr);
+    return std::string("done");
+  });
+  EXPECT_EQ(seen.results, "done");
+  EXPECT_EQ(seen.notified.count(SYS_ioctl) ? seen.notified.at(SYS_ioctl) : 0, want);
+  EXPECT_FALSE(profile_untrapped_ioctls(m).unjudged);
+}
+
+TEST(OciSeccomp, UntrappedRequestsAreRefusedWhereLibseccompCouldNotOrderThem) {
+  // A profile that allows by default cannot hold them.
+  ProfileOptions o = options();
+  o.filter.kernel_allowed_ioctls = {0x21};
+  EXPECT_THROW(merge_profile(json(), o), Error);
+  // A trap whose compared value is the request itself would be checked first (or, of the same
+  // mask, be the same node with two actions, which libseccomp refuses): it keeps trapping.
+  const std::vector<SyscallRule> rules = {{"ioctl", ArgMaskedEq{1, 0xff, 0x21}, 0, "a trap"},
+                                          {"ioctl", ArgMaskedEq{1, 0xffffffff, 0x7ff}, 0, "exact"}};
+  EXPECT_TRUE(untrapped_ioctl_entries({0x21, 0x7ff}, rules, "SCMP_ACT_ERRNO").empty());
+  // A larger value under the same trap sorts before it.
+  EXPECT_EQ(untrapped_ioctl_entries({0x121}, rules, "SCMP_ACT_ERRNO").size(), 1u);
+}
+
+// What the agent reads back: only the exact entries are requests; any other rule that lets ioctl
+// run on a condition of its request is named (the agent refuses such a profile), while the
+// always-true rewrite of a base's ALLOW and rules of other actions are not read.
+TEST(OciSeccomp, AProfilesUntrappedRequestsAreReadBackAndForeignConditionsNamed) {
+  const json m = merge_profile(resolve_base_profile(docker_base(), options(), "b"), options());
+  ProfileUntrapped p = profile_untrapped_ioctls(m);
+  EXPECT_TRUE(p.requests.empty());
+  EXPECT_FALSE(p.unjudged);  // the always-true ALLOW and the NOTIFY rules are not read
+  json foreign = m;
+  foreign["syscalls"].push_back(
+      {{"names", {"ioctl"}},
+       {"action", "SCMP_ACT_ALLOW"},
+       {"args", json::array({{{"index", 1}, {"value", 0xc0181b01}, {"op", "SCMP_CMP_EQ"}}})}});
+  p = profile_untrapped_ioctls(foreign);
+  ASSERT_TRUE(p.unjudged);
+  EXPECT_NE(p.unjudged->find("syscalls["), std::string::npos);
+  json masked = m;  // the exact form, but masking the request's low bits: not ours
+  masked["syscalls"].push_back(untrapped_ioctl_entry(0xc0181b01));
+  masked["syscalls"].back()["args"][0]["value"] = 0xffffff00u;
+  EXPECT_TRUE(profile_untrapped_ioctls(masked).unjudged);
 }
 
 // The runtime's support for WAIT_KILLABLE_RECV is found by the flag's name in its binary (on
