@@ -8,8 +8,8 @@
 #include <set>
 
 #include "base/error.h"
-#include "netns/fault.h"
 #include "netns/link_ops.h"
+#include "netns/steps.h"
 #include "netns/sysctl.h"
 
 namespace gdrproxy::netns {

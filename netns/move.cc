@@ -12,7 +12,6 @@
 
 #include "base/error.h"
 #include "netns/configure.h"
-#include "netns/fault.h"
 #include "netns/guard.h"
 #include "netns/journal.h"
 #include "netns/link_identity.h"
@@ -21,6 +20,7 @@
 #include "netns/rdma_netns.h"
 #include "netns/restore.h"
 #include "netns/soft_roce.h"
+#include "netns/steps.h"
 #include "netns/sysctl.h"
 
 namespace gdrproxy::netns {

@@ -1,11 +1,11 @@
 // Loading and validating ARP profiles (see profile.h).
 #include "netns/profile.h"
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
 #include "base/error.h"
+#include "netns/builtin_profiles.h"
 #include "netns/sysctl.h"
 
 namespace gdrproxy::netns {
@@ -13,11 +13,6 @@ namespace gdrproxy::netns {
 std::vector<std::string> profile_search_dirs(const std::string& explicit_dir) {
   std::vector<std::string> dirs;
   if (!explicit_dir.empty()) dirs.push_back(explicit_dir);
-  if (const char* env = std::getenv("GDRPROXY_CONFIG_DIR"))
-    dirs.push_back(std::string(env) + "/netns");
-#ifdef GDRPROXY_SOURCE_DIR
-  dirs.push_back(std::string(GDRPROXY_SOURCE_DIR) + "/configs/netns");
-#endif
   dirs.push_back("/etc/gdrproxy/netns");
   return dirs;
 }
@@ -66,9 +61,23 @@ ArpProfile load_profile(const std::string& name_or_path, const std::string& expl
       }
     }
     if (path.empty()) {
+      std::string builtin;
+      for (const auto& p : builtin_profiles()) {
+        if (p.name == name_or_path) {
+          Json j;
+          try {
+            j = Json::parse(p.json);
+          } catch (const std::exception& e) {
+            throw Error("built-in ARP profile " + name_or_path + " is not valid JSON: " + e.what());
+          }
+          return profile_from_json(j, "built-in " + name_or_path);
+        }
+        builtin += " " + std::string(p.name);
+      }
       std::string searched;
       for (const auto& dir : profile_search_dirs(explicit_dir)) searched += " " + dir;
-      throw Error("ARP profile '" + name_or_path + "' not found in:" + searched);
+      throw Error("ARP profile '" + name_or_path + "' not found in:" + searched +
+                  ", nor built in (built in:" + builtin + ")");
     }
   }
   std::ifstream in(path);

@@ -26,8 +26,9 @@ struct ArpProfile {
   Json raw;                         // the file as read, kept in the journal
 };
 
-// Directories searched for <name>.json, in order: `explicit_dir` (if not empty),
-// $GDRPROXY_CONFIG_DIR/netns, the source tree's configs/netns, /etc/gdrproxy/netns.
+// Directories searched for <name>.json, in order: `explicit_dir` (if not empty, `--profile-dir`),
+// /etc/gdrproxy/netns. A name none of them has is looked up among the built-in profiles
+// (configs/netns/, embedded: builtin_profiles.h).
 std::vector<std::string> profile_search_dirs(const std::string& explicit_dir);
 // `name_or_path` is a profile name or a path to a .json file.
 ArpProfile load_profile(const std::string& name_or_path, const std::string& explicit_dir);

@@ -71,6 +71,13 @@ void add_run(CLI::App& app, int& exit_code, const CommandTail& tail) {
   run->add_flag("--keep-caps", opts->keep_caps,
                 "Keep every capability in the sandbox (by default those device work does not\n"
                 "need are dropped: CAP_MKNOD, CAP_SYS_RAWIO, CAP_SYS_ADMIN, CAP_SYS_PTRACE, ...)");
+  run->add_option("--landlock-abi", opts->landlock_abi_max,
+                  "Use Landlock only up to ABI N (default: all this kernel has; a larger N is the\n"
+                  "kernel's; 0: no Landlock). What the lower ABI gives up is said at start and\n"
+                  "made up for as on an older kernel (docs/SECURITY.md, \"Per kernel\"): to see\n"
+                  "here what a sandbox gets on an older kernel, or to step around a defect of a\n"
+                  "newer Landlock feature")
+      ->check(CLI::Range(0, 1000));
   run->add_flag("--allow-unknown-nvidia-driver", opts->allow_unknown_nvidia_driver,
                 "With an NVIDIA driver version the ABI tables do not know, run NVIDIA calls\n"
                 "trace-only (named with the newest tables, never denied) instead of refusing\n"

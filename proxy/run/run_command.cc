@@ -44,7 +44,7 @@ LaunchSpec sandbox_spec(const RunOptions& o, const SessionConfig& config,
          ": its uverbs command rules also name the commands' write() encoding, which is never "
          "trapped (that would trap every write): such write()s are reported with --trace or "
          "--trace-json, not denied");
-  spec.landlock = landlock_level();
+  spec.landlock = landlock_level(o.landlock_abi_max);
   switch (o.open_trap) {
     case OpenTrapChoice::kWrite:
       if (spec.landlock.abi < 1)

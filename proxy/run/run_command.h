@@ -34,6 +34,8 @@ struct RunOptions {
   // to start in enforce mode (--allow-unknown-nvidia-driver).
   bool allow_unknown_nvidia_driver = false;
   bool keep_caps = false;  // --keep-caps: keep every capability in the sandbox
+  // --landlock-abi N: use Landlock only up to ABI N (nullopt: all the kernel has).
+  std::optional<int> landlock_abi_max;
   // --broker-pidfd-getfd: processes of the sandbox may take each other's fds with pidfd_getfd
   // (performed by gdrproxy; the sandbox lacks CAP_SYS_PTRACE for it).
   bool broker_pidfd_getfd = false;

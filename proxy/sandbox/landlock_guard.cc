@@ -23,7 +23,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <vector>
@@ -181,18 +180,13 @@ class RuleWriter {
 
 int landlock_abi_version() {
   long v = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
-  int abi = v < 0 ? 0 : static_cast<int>(v);
-  if (const char* cap = std::getenv("GDRPROXY_LANDLOCK_ABI_MAX"); cap && *cap) {
-    char* end = nullptr;
-    const long m = std::strtol(cap, &end, 10);
-    if (end && *end == '\0' && m >= 0 && m < abi) abi = static_cast<int>(m);
-  }
-  return abi;
+  return v < 0 ? 0 : static_cast<int>(v);
 }
 
-LandlockLevel landlock_level() {
+LandlockLevel landlock_level(std::optional<int> abi_max) {
   LandlockLevel l;
   l.abi = landlock_abi_version();
+  if (abi_max && *abi_max >= 0 && *abi_max < l.abi) l.abi = *abi_max;
   l.reparenting = l.abi >= 2;
   l.device_ioctls = l.abi >= 5;
   l.signal_scope = l.abi >= 6;

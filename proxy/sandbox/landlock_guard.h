@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "proxy/devices/device_catalog.h"
@@ -30,10 +31,10 @@ struct LandlockLevel {
 };
 
 // Returns the Landlock ABI version of the running kernel, or 0 when Landlock is unavailable.
-// The environment variable GDRPROXY_LANDLOCK_ABI_MAX lowers it (never raises it): a test hook
-// that shows on a new kernel what gdrproxy does on an old one.
 int landlock_abi_version();
-LandlockLevel landlock_level();
+// What the guard may use: the kernel's ABI, lowered to `abi_max` when given (never raised;
+// `gdrproxy run --landlock-abi`).
+LandlockLevel landlock_level(std::optional<int> abi_max = std::nullopt);
 
 // One line saying what this kernel does *not* guarantee, or "" when the level is complete.
 std::string landlock_shortfall(const LandlockLevel& level);

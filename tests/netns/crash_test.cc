@@ -1,7 +1,7 @@
-// Crash safety: `move` killed after a random step (GDRPROXY_NETNS_FAULT_AFTER, an abrupt _exit
-// with no rollback), sometimes followed by the death of the container namespace, and sometimes
-// by a `restore` that is itself killed part way; the next `restore` must bring the host back
-// exactly, every time.
+// Crash safety: `move` killed after a random step (GDRPROXY_NETNS_FAULT_AFTER of gdrproxy-testkit
+// netns, an abrupt _exit with no rollback), sometimes followed by the death of the container
+// namespace, and sometimes by a `restore` that is itself killed part way; the next `restore`
+// (gdrproxy's own) must bring the host back exactly, every time.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -21,7 +21,7 @@ TEST(CrashSafety, HundredRandomTrialsRestoreTheHostExactly) {
   const std::string original = dump_state(t.host, ifaces);
   const std::string journal = dir.path() + "/j.json";
   auto move = [&](const ScopedNetns& c, const std::string& env) {
-    return sh(t.host.exec() + "env " + env + " " + gdrproxy() + " netns move --netns " + c.path() +
+    return sh(t.host.exec() + "env " + env + " " + testkit() + " netns move --netns " + c.path() +
               " --ifaces " + t.rail_list() + " --journal " + journal);
   };
   auto restore = [&] {
@@ -42,6 +42,19 @@ TEST(CrashSafety, HundredRandomTrialsRestoreTheHostExactly) {
     ASSERT_EQ(settle_to(t.host, ifaces, original), original);
   }
   ASSERT_GE(steps, 4 * 6) << "expected fault points between every step of every rail";
+  // The shipped binary has no fault points: it reads neither variable.
+  {
+    ScopedNetns c("gcc");
+    CmdResult r =
+        sh(t.host.exec() + "env GDRPROXY_NETNS_FAULT_AFTER=1 GDRPROXY_NETNS_TRACE_STEPS=1 " +
+           gdrproxy() + " netns move --netns " + c.path() + " --ifaces " + t.rail_list() +
+           " --journal " + journal);
+    ASSERT_EQ(r.status, 0) << r.out;
+    EXPECT_EQ(r.out.find("step 1:"), std::string::npos) << r.out;
+    ASSERT_EQ(restore().status, 0);
+    std::filesystem::remove(journal + ".done");
+    ASSERT_EQ(settle_to(t.host, ifaces, original), original);
+  }
 
   std::mt19937 rng(std::random_device{}());
   int differences = 0;
@@ -68,7 +81,7 @@ TEST(CrashSafety, HundredRandomTrialsRestoreTheHostExactly) {
       // restore itself crashes part way; the next restore must still get everything right.
       int kr = std::uniform_int_distribution<int>(1, 30)(rng);
       CmdResult first = sh(t.host.exec() + "env GDRPROXY_NETNS_FAULT_AFTER=" + std::to_string(kr) +
-                           " " + gdrproxy() + " netns restore --journal " + journal);
+                           " " + testkit() + " netns restore --journal " + journal);
       EXPECT_TRUE(first.status == 86 || first.status == 0) << first.out;
     }
     CmdResult r = restore();

@@ -187,6 +187,22 @@ TEST(Profiles, ShippedProfilesLoadAndStrictWithoutSourceRoutingIsRefused) {
   EXPECT_THROW(load_profile("no-such-profile", ""), Error);
 }
 
+TEST(Profiles, BuiltInUnlessASearchedDirectoryHasOneOfTheName) {
+  // The shipped profiles are built in as configs/netns has them: no directory of the build
+  // machine is searched for them.
+  for (const char* name : {"multirail", "loose", "none"}) {
+    std::ifstream in(std::string(GDRPROXY_SOURCE_DIR) + "/configs/netns/" + name + ".json");
+    EXPECT_EQ(load_profile(name, "").raw, json::parse(in)) << name;
+  }
+  // A file of the same name in --profile-dir comes first.
+  ScopedDir dir;
+  std::ofstream(dir.path() + "/multirail.json")
+      << R"({"name": "multirail", "sysctls": {"arp_ignore": 1}, "source_routing": null})";
+  const ArpProfile mine = load_profile("multirail", dir.path());
+  EXPECT_FALSE(mine.source_routing);
+  EXPECT_EQ(mine.sysctls.size(), 1u);
+}
+
 class BadInput : public ::testing::Test {
  protected:
   HostTopology t{2};

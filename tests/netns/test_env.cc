@@ -145,6 +145,10 @@ std::string gdrproxy() {
   return GDRPROXY_BIN;
 }
 
+std::string testkit() {
+  return GDRPROXY_TESTKIT;
+}
+
 ScopedDir::ScopedDir() {
   char tmpl[] = "/tmp/gdrproxy-netns-test-XXXXXX";
   if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");

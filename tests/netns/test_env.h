@@ -66,6 +66,9 @@ std::string settle_to(const ScopedNetns& ns, const std::vector<std::string>& ifa
 
 // Path of the gdrproxy binary under test.
 std::string gdrproxy();
+// gdrproxy-testkit: `gdrproxy-testkit netns ...` has the fault points
+// (tests/testkit/netns_steps.h).
+std::string testkit();
 
 // A fresh directory under /tmp removed (recursively) in the destructor.
 class ScopedDir {

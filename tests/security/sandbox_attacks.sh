@@ -31,13 +31,12 @@ expect_line() {
 UNUSABLE='( ERR E[A-Z]+$| OK ioctl=EACCES )'
 sandboxed() { timeout -k 5 60 "$TK" standin "$GP" run "$@"; }
 NOBODY="setpriv --reuid 65534 --regid 65534 --clear-groups"
-# The Landlock ABI gdrproxy will use: the kernel's, lowered by GDRPROXY_LANDLOCK_ABI_MAX (which
-# shows here what an older kernel gets).
+# landlock_abi [MAX]: the Landlock ABI gdrproxy will use: the kernel's, lowered to MAX as
+# `run --landlock-abi MAX` lowers it (which shows here what an older kernel gets).
 landlock_abi() {
-  python3 -c 'import ctypes, os
+  python3 -c 'import ctypes, sys
 abi = max(0, ctypes.CDLL(None).syscall(444, None, 0, 1))
-cap = os.environ.get("GDRPROXY_LANDLOCK_ABI_MAX", "")
-print(min(abi, int(cap)) if cap.isdigit() else abi)'
+print(min(abi, int(sys.argv[1])) if len(sys.argv) > 1 else abi)' "$@"
 }
 need_abi() { (( $(landlock_abi) >= $1 )) || skip "kernel Landlock ABI $(landlock_abi) < $1: $2"; }
 [[ $EUID == 0 ]] || skip "needs root"
@@ -332,7 +331,7 @@ cap_in() { # cap_in FILE SET BIT -> 0 when the capability is in the set
 case_capabilities_dropped() {
   # Attack (root): the root powers device work does not need. Stopped by: the launcher's
   # capability drop (bounding, permitted, effective, inheritable, ambient); run once with
-  # Landlock off (GDRPROXY_LANDLOCK_ABI_MAX=0) so that no other layer answers first.
+  # Landlock off (--landlock-abi 0) so that no other layer answers first.
   caps_attacks -q >"$WORK/out" 2>&1
   for bit in 27 17 21 19 16 2; do  # MKNOD SYS_RAWIO SYS_ADMIN SYS_PTRACE SYS_MODULE DAC_READ_SEARCH
     ! cap_in "$WORK/out" Bnd $bit || { cat "$WORK/out"; fail "capability $bit still in the bounding set"; }
@@ -344,7 +343,7 @@ case_capabilities_dropped() {
   expect_line "$WORK/out" "sethostname" "^sethostname ERR EPERM$"
   expect_line "$WORK/out" "mount" "^mount ERR EPERM$"
   expect_line "$WORK/out" "ptrace" "^ptrace ERR EPERM$"
-  GDRPROXY_LANDLOCK_ABI_MAX=0 caps_attacks >"$WORK/out2" 2>&1
+  caps_attacks --landlock-abi 0 >"$WORK/out2" 2>&1
   expect_in "$WORK/out2" "Landlock unavailable"
   expect_line "$WORK/out2" "mknod" "^mknod ERR EPERM$"
   expect_line "$WORK/out2" "mount" "^mount ERR EPERM$"
@@ -369,13 +368,13 @@ case_old_kernel_guarantees_are_said_and_held() {
   # signal scoping (< 6.12): it says so in one line (silent with -q), traps every open, and
   # refuses the opens the broker cannot police (io_uring, openat2, access mode 3) in the refusal
   # filter (open_by_handle_at is refused on every kernel). On a newer kernel this is shown by lowering the ABI gdrproxy
-  # uses to 4 (GDRPROXY_LANDLOCK_ABI_MAX); on an older one it is what the kernel gives.
+  # uses to 4 (--landlock-abi 4); on an older one it is what the kernel gives.
   local abi
-  abi=$(GDRPROXY_LANDLOCK_ABI_MAX=4 landlock_abi)
+  abi=$(landlock_abi 4)
   (( abi >= 1 )) || skip "no Landlock at all (capabilities_dropped covers Landlock-less runs)"
   # Access mode 3 on an ordinary file shows the refusal is the filter's, not the broker's (which
   # has nothing to refuse there).
-  GDRPROXY_LANDLOCK_ABI_MAX=4 sandboxed --grant uverbs0 --stats -- sh -c "
+  sandboxed --landlock-abi 4 --grant uverbs0 --stats -- sh -c "
     $A open /etc/hostname mode3 syscall
     $A open /dev/infiniband/uverbs1 mode3 io_uring
     cat /etc/hostname /etc/passwd /etc/group >/dev/null" >"$WORK/out" 2>"$WORK/err"
@@ -387,12 +386,13 @@ case_old_kernel_guarantees_are_said_and_held() {
   local n
   n=$(sed -n 's/.* ioctl, \([0-9]*\) open.*/\1/p' "$WORK/err")
   [[ ${n:-0} -gt 5 ]] || { cat "$WORK/err"; fail "every open should be trapped (saw ${n:-none})"; }
-  GDRPROXY_LANDLOCK_ABI_MAX=4 sandboxed -q -- true 2>"$WORK/err3" || fail "exit $?"
+  sandboxed --landlock-abi 4 -q -- true 2>"$WORK/err3" || fail "exit $?"
   [[ ! -s $WORK/err3 ]] || { cat "$WORK/err3"; fail "-q must silence the note"; }
   if (( $(landlock_abi) >= 6 )); then
-    GDRPROXY_LANDLOCK_ABI_MAX=5 sandboxed -- true 2>"$WORK/err2" || fail "exit $?"
+    sandboxed --landlock-abi 5 -- true 2>"$WORK/err2" || fail "exit $?"
     expect_in "$WORK/err2" "sandbox: Landlock ABI 5; no signal scoping (ABI < 6)"
-    sandboxed -- true 2>"$WORK/err4" || fail "exit $?"
+    # The old test hook is no knob of the shipped binary: the environment lowers nothing.
+    GDRPROXY_LANDLOCK_ABI_MAX=4 sandboxed -- true 2>"$WORK/err4" || fail "exit $?"
     expect_not_in "$WORK/err4" "sandbox:"
   fi
 }

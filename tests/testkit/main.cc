@@ -6,6 +6,8 @@
 //   (demo/standin_devices.h) gdrproxy-testkit exercise uverbs PATH       a fixed sequence of uverbs
 //   ioctls on PATH gdrproxy-testkit exercise nvidia CTL [UVM]  NVIDIA frontend (and UVM) ioctls
 //   gdrproxy-testkit exercise cuda NIC          the CUDA dma-buf probe (cuda_dmabuf.h)
+//   gdrproxy-testkit netns move|restore|...      `gdrproxy netns ...` with the fault points and
+//                                                step traces of netns_steps.h
 //
 // The idea not to miss: `standin` owns every word after it (the command and its options, "--"
 // included), so it is dispatched before any option parser sees them.
@@ -22,7 +24,9 @@
 
 #include "demo/device_exerciser.h"
 #include "demo/standin_devices.h"
+#include "netns/cli.h"
 #include "tests/testkit/cuda_dmabuf.h"
+#include "tests/testkit/netns_steps.h"
 
 namespace {
 
@@ -72,6 +76,10 @@ int main(int argc, char** argv) {
           demo::exercise_nvidia(paths->at(0), paths->size() > 1 ? paths->at(1) : "", std::cout);
     }
   });
+  // The rail launcher's own commands (the library's registration, as gdrproxy has them), watched
+  // step by step as the environment asks.
+  gdrproxy::netns::register_commands(app, exit_code);
+  gdrproxy::testkit::watch_netns_steps_from_environment();
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

@@ -19,19 +19,21 @@
 # traps (TCGETS): ENOTTY means the ioctl reached ib_uverbs, EACCES or an error at open means not.
 
 attack=$build/tests/security/attack_client
-# The kernel's Landlock ABI (0: none), lowered like gdrproxy's by GDRPROXY_LANDLOCK_ABI_MAX.
+# The kernel's Landlock ABI (0: none), lowered like gdrproxy's to attack_landlock_abi when the
+# sourcing script sets it (every run below then has `--landlock-abi attack_landlock_abi`).
 ll_abi=$(python3 -c '
-import ctypes, os
+import ctypes, sys
 v = ctypes.CDLL(None, use_errno=True).syscall(444, None, 0, 1)  # landlock_create_ruleset, VERSION
-cap = os.environ.get("GDRPROXY_LANDLOCK_ABI_MAX", "")
-print(max(v, 0) if not cap else min(max(v, 0), int(cap)))')
+print(max(v, 0) if not sys.argv[1] else min(max(v, 0), int(sys.argv[1])))' "${attack_landlock_abi:-}")
+ll_opt=()
+[[ -z ${attack_landlock_abi:-} ]] || ll_opt=(--landlock-abi "$attack_landlock_abi")
 granted=$(uverbs_of rxe0)
 other=$(uverbs_of rxe1)
 # attack_run TAG CMD...: CMD under gdrproxy granted rxe0's node only; output in $work/TAG.out.
 attack_run() {
   local tag=$1
   shift
-  timeout -k 5 "$tool_timeout" "$gdrproxy" run --grant "$granted" "$@" >"$work/$tag.out" 2>&1
+  timeout -k 5 "$tool_timeout" "$gdrproxy" run "${ll_opt[@]}" --grant "$granted" "$@" >"$work/$tag.out" 2>&1
 }
 # attack_result NAME T0 PROBLEM...: one record; PROBLEMs empty means PASS.
 attack_result() {

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# shellcheck disable=SC2154 # work, gdrproxy: set by lib.sh
+# shellcheck disable=SC2154 # work, gdrproxy, testkit: set by lib.sh
 # Exclusive RDMA netns mode (`rdma system set netns exclusive`, what rdma-cni clusters run) with a
 # real soft-RoCE rail, sourced by tests/vm/run-tests.sh (it needs the helpers of lib.sh) before
 # any other check makes a network namespace: the kernel changes the mode only while no namespace
@@ -111,7 +111,7 @@ if ((rn_exclusive)); then
   rn_host_state >"$rn_work/before.txt"
 
   # The move: the device goes with its rail, or the kernel refuses and nothing is left moved.
-  GDRPROXY_NETNS_TRACE_STEPS=1 timeout 60 "$gdrproxy" netns move --netns "$rn_ns" --ifaces rnh0 \
+  GDRPROXY_NETNS_TRACE_STEPS=1 timeout 60 "$testkit" netns move --netns "$rn_ns" --ifaces rnh0 \
     --arp-profile none --journal "$rn_work/j.json" 2>"$rn_work/move.err"
   rc=$?
   sed 's/^/    [move] /' "$rn_work/move.err"
@@ -177,7 +177,7 @@ if ((rn_exclusive)); then
     if [[ -z $step ]]; then
       rn_fail "no traced step for the soft-RoCE device"
     else
-      GDRPROXY_NETNS_FAULT_AFTER=$step timeout 60 "$gdrproxy" netns move --netns "$rn_ns" \
+      GDRPROXY_NETNS_FAULT_AFTER=$step timeout 60 "$testkit" netns move --netns "$rn_ns" \
         --ifaces rnh0 --arp-profile none --journal "$rn_work/k.json" 2>"$rn_work/killed.err"
       rc=$?
       ((rc == 86)) || rn_fail "the move with a fault after step $step exited $rc, not 86"

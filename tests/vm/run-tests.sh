@@ -141,10 +141,9 @@ check_pair ib_send_bw-R 0 cm:18515 "$cm_calls" "ib_send_bw -d rxe1 -R -F -n 100"
 # Once more as on a kernel whose Landlock does not check device ioctls (Debian 12's 6.1 has ABI 2):
 # gdrproxy then traps every open and refuses io_uring, ioctl-only opens and openat2.
 if ((ll_abi >= 5)); then
-  GDRPROXY_LANDLOCK_ABI_MAX=2 attack_tag=-abi2
-  export GDRPROXY_LANDLOCK_ABI_MAX
+  attack_landlock_abi=2 attack_tag=-abi2
   . "$here/attacks.sh"
-  unset GDRPROXY_LANDLOCK_ABI_MAX attack_tag
+  unset attack_landlock_abi attack_tag
 fi
 
 # ---- the BPF LSM ioctl judge (gdrproxy run --lsm) ---------------------------------------------

@@ -7,6 +7,8 @@
 #   tests/bench/netns/bench.sh [path/to/gdrproxy] [iterations]
 set -euo pipefail
 bin=${1:-build/gdrproxy}
+# The tests' tool beside it: `netns move` with GDRPROXY_NETNS_TRACE_STEPS (TRACE=1 below).
+testkit=$(dirname "$bin")/gdrproxy-testkit
 iters=${2:-20}
 rails=8
 tag=$$
@@ -45,7 +47,7 @@ settle() { # the kernel reports operstate UP a moment after link up
   echo "host state differs after restore" >&2; return 1
 }
 original=$(dump)
-[[ -n "${TRACE:-}" ]] && { ip netns exec "$H" env GDRPROXY_NETNS_TRACE_STEPS=1 "$bin" netns move --netns /run/netns/"$C" --ifaces "$list" --journal "$work/t.json"; ip netns exec "$H" env GDRPROXY_NETNS_TRACE_STEPS=1 "$bin" netns restore --journal "$work/t.json"; exit 0; }
+[[ -n "${TRACE:-}" ]] && { ip netns exec "$H" env GDRPROXY_NETNS_TRACE_STEPS=1 "$testkit" netns move --netns /run/netns/"$C" --ifaces "$list" --journal "$work/t.json"; ip netns exec "$H" env GDRPROXY_NETNS_TRACE_STEPS=1 "$testkit" netns restore --journal "$work/t.json"; exit 0; }
 
 # --- gdrproxy ------------------------------------------------------------------------------
 g_move=() g_restore=()
