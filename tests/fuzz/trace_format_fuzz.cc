@@ -26,6 +26,9 @@
 #include "tests/fuzz/fuzz_check.h"
 
 using namespace gdrproxy::proxy;
+using gdrproxy::escape_text;
+using gdrproxy::printable;
+using gdrproxy::quote_text;
 using gdrproxy::fuzz::fail;
 
 namespace {
