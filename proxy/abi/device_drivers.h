@@ -7,7 +7,7 @@
 
 #include <string_view>
 
-#include "proxy/decode/decoded_call.h"
+#include "proxy/abi/device_class.h"
 
 namespace gdrproxy::proxy {
 

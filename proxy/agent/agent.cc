@@ -40,7 +40,6 @@
 #include "base/unique_fd.h"
 #include "proxy/agent/agent_config.h"
 #include "proxy/agent/bundle_check.h"
-#include "proxy/agent/container_state.h"
 #include "proxy/agent/fd_store.h"
 #include "proxy/agent/handshakes.h"
 #include "proxy/agent/listener_check.h"
@@ -50,6 +49,7 @@
 #include "proxy/engine/session.h"
 #include "proxy/engine/session_setup.h"
 #include "proxy/oci/container_grants.h"
+#include "proxy/oci/container_state.h"
 #include "proxy/oci/hook_command.h"
 
 namespace gdrproxy::proxy {

@@ -11,20 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "proxy/abi/device_class.h"
 #include "proxy/abi/nvidia_access.h"  // NvRequires
 
 namespace gdrproxy::proxy {
-
-enum class DeviceClass : uint8_t {
-  kUnknown,
-  kUverbs,          // /dev/infiniband/uverbsN
-  kRdmaCm,          // /dev/infiniband/rdma_cm
-  kNvidiaFrontend,  // /dev/nvidiactl, /dev/nvidiaN (the same escape ABI)
-  kNvidiaUvm,       // /dev/nvidia-uvm, /dev/nvidia-uvm-tools
-  kNvidiaCaps,      // /dev/nvidia-caps/*
-};
-
-const char* device_class_name(DeviceClass c);
 
 struct DecodedField {
   std::string name;

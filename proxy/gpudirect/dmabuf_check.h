@@ -12,13 +12,9 @@
 #include <string>
 #include <vector>
 
-namespace gdrproxy::proxy {
+#include "proxy/gpudirect/dmabuf_verdict.h"
 
-struct DmabufVerdict {
-  bool allowed = false;
-  std::string exporter;  // exp_name from fdinfo, if the fd is a dma-buf
-  std::string reason;    // why it was refused
-};
+namespace gdrproxy::proxy {
 
 DmabufVerdict check_dmabuf_fd(pid_t tid, int fd, const std::vector<std::string>& exporters,
                               const std::string& proc_root = "/proc");

@@ -1,6 +1,6 @@
 // See container_state.h. Every check throws a Refusal whose text is already one printable line;
 // parse_container_process_state is the only place that catches, so no exception leaves it.
-#include "proxy/agent/container_state.h"
+#include "proxy/oci/container_state.h"
 
 #include <boost/uuid/detail/sha1.hpp>
 #include <cstdint>

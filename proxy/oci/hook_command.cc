@@ -33,7 +33,7 @@
 #include "netns/rdma_nl.h"
 #include "netns/rdma_sysfs.h"
 #include "netns/restore.h"
-#include "proxy/agent/container_state.h"
+#include "proxy/oci/container_state.h"
 
 namespace gdrproxy::proxy {
 namespace {

@@ -3,8 +3,8 @@
 // was exported by one of the policy's `dmabuf_exporters` (by default the NVIDIA driver's). The
 // idea not to miss: the rule judges the exporter, and that suffices because every GPU the sandbox
 // can reach is a granted one (broker, Landlock), so an NVIDIA dma-buf in its hands was exported
-// by a granted GPU. What an fd is comes from the mechanism (proxy/gpudirect/dmabuf_check.h); what
-// that means for the call is decided here, after the policy's own verdict.
+// by a granted GPU. What an fd is comes from the mechanism (proxy/gpudirect/dmabuf_check.h, as a
+// DmabufVerdict); what that means for the call is decided here, after the policy's own verdict.
 #pragma once
 
 #include <optional>
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "proxy/decode/decoded_call.h"
-#include "proxy/gpudirect/dmabuf_check.h"
+#include "proxy/gpudirect/dmabuf_verdict.h"
 #include "proxy/policy/policy.h"
 
 namespace gdrproxy::proxy {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "proxy/agent/container_state.h"
+#include "proxy/oci/container_state.h"
 
 namespace gdrproxy::proxy {
 namespace {

@@ -20,8 +20,8 @@
 #include <thread>
 #include <vector>
 
-#include "proxy/agent/container_state.h"
 #include "proxy/agent/state_socket.h"
+#include "proxy/oci/container_state.h"
 
 namespace gdrproxy::proxy {
 namespace {

@@ -1,5 +1,5 @@
 // libFuzzer target for the container process state parser (parse_container_process_state,
-// proxy/agent/container_state.h). The agent parses this for every connection to its listener
+// proxy/oci/container_state.h). The agent parses this for every connection to its listener
 // socket, whoever made it: the JSON and the number of fds that came with it are the sender's.
 //
 // Input: byte 0 mod 4 is the number of fds that arrived, the rest is the JSON.
@@ -19,7 +19,7 @@
 #include <string>
 #include <string_view>
 
-#include "proxy/agent/container_state.h"
+#include "proxy/oci/container_state.h"
 #include "tests/fuzz/fuzz_check.h"
 
 using namespace gdrproxy::proxy;

@@ -1,5 +1,5 @@
 // libFuzzer target for what the rail hooks read on stdin: the runtime's state of a container
-// (parse_runtime_state, proxy/agent/container_state.h), and the file name its id gets for the
+// (parse_runtime_state, proxy/oci/container_state.h), and the file name its id gets for the
 // hook's state directory (container_file_name). The state is written by the runtime, but its id
 // is whatever the container's creator chose.
 //
@@ -17,7 +17,7 @@
 #include <string>
 #include <string_view>
 
-#include "proxy/agent/container_state.h"
+#include "proxy/oci/container_state.h"
 #include "tests/fuzz/fuzz_check.h"
 
 using namespace gdrproxy::proxy;
