@@ -23,8 +23,9 @@
 # state dir is empty. Prints the resource curve (quiet points), each kill and the verdicts.
 # Usage: tests/bench/agent_soak.sh BUILD_DIR [LIFECYCLES [CONCURRENCY [KILL_EVERY]]]
 #   (root, runc; 77 = skipped; defaults 10000, 50, 300; docs/PERFORMANCE.md, "Agent soak")
-# Environment: SOAK_SAMPLE_EVERY (lifecycles between quiet points; LIFECYCLES/20, at least 20),
-# SOAK_WARMUP (lifecycles an agent serves before its baseline; 2 x SAMPLE_EVERY), SOAK_RAIL_SLOTS
+# Environment: SOAK_SAMPLE_EVERY (lifecycles between quiet points; LIFECYCLES/20, at most
+# KILL_EVERY/2 so that each agent is judged, at least 20), SOAK_WARMUP (lifecycles an agent serves
+# before its baseline; SAMPLE_EVERY), SOAK_RAIL_SLOTS
 # (4), SOAK_ROUNDS (client rounds per process; 20), SOAK_HOLDER_KILL_AT (LIFECYCLES/2; 0: never),
 # SOAK_TOLERANCE_PCT (5), SOAK_TIMEOUT (seconds for the whole run; 120 + LIFECYCLES),
 # SOAK_OUT (a directory that receives the logs, the curve sampled each second and what each
@@ -34,8 +35,9 @@ BUILD=$(realpath "${1:?usage: agent_soak.sh BUILD_DIR [LIFECYCLES [CONCURRENCY [
 GP=$BUILD/gdrproxy
 CLIENT=$BUILD/tests/bench/soak_client
 N=${2:-10000} W=${3:-50} KILL_EVERY=${4:-300}
-SAMPLE_EVERY=${SOAK_SAMPLE_EVERY:-$((N / 20 > 20 ? N / 20 : 20))}
-WARMUP=${SOAK_WARMUP:-$((2 * SAMPLE_EVERY))}
+SAMPLE_EVERY=$((N / 20 < KILL_EVERY / 2 ? N / 20 : KILL_EVERY / 2))
+SAMPLE_EVERY=${SOAK_SAMPLE_EVERY:-$((SAMPLE_EVERY > 20 ? SAMPLE_EVERY : 20))}
+WARMUP=${SOAK_WARMUP:-$SAMPLE_EVERY}
 RAIL_SLOTS=${SOAK_RAIL_SLOTS:-4}
 ROUNDS=${SOAK_ROUNDS:-20}
 HOLDER_KILL_AT=${SOAK_HOLDER_KILL_AT:-$((N / 2))}
