@@ -30,6 +30,14 @@ mkdir -p "$dir/tests/bench" && cp build/tests/bench/ioctl_bench "$dir/tests/benc
 gcc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$dir/call_clock.so" tests/gpu/call_clock.c -ldl
 # Debian's runc (needs libseccomp, copied below with gdrproxy's), for tests/gpu/runc_container.sh.
 if command -v runc >/dev/null; then cp "$(command -v runc)" "$dir/"; fi
+# A deny-by-default base profile (every syscall this machine's headers name allowed, as container
+# engines' defaults are built): a container's untrapped requests need one (tests/gpu/runc_container.sh).
+python3 - "$dir/deny-default-base.json" <<'PY'
+import json, re, sys
+names = sorted(set(re.findall(r"#define __NR_(\w+) ", open("/usr/include/x86_64-linux-gnu/asm/unistd_64.h").read())))
+json.dump({"defaultAction": "SCMP_ACT_ERRNO", "defaultErrnoRet": 1,
+           "syscalls": [{"names": names, "action": "SCMP_ACT_ALLOW"}]}, open(sys.argv[1], "w"))
+PY
 # copy_libs BINARY DEST: the shared libraries BINARY needs, except glibc and libstdc++ (those
 # are newer on the GPU image).
 copy_libs() {

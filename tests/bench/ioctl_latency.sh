@@ -13,6 +13,8 @@
 # (--trap-copy on: the default, auto, loads them beside the command, and the first calls of a run
 # would be measured without them); the same modes with --trap-copy off are rows of their own (a
 # binary without the option, or a kernel that refuses the copies, prints "-" there).
+# The agent row runs the client as a container's process of `gdrproxy agent` (agent_call.sh),
+# where BUILD_DIR has runtime_client (tests/agent/, or the GPU bundle's top).
 # Usage: tests/bench/ioctl_latency.sh [BUILD_DIR] [N]
 #   GDRPROXY=PATH   measures another gdrproxy binary
 #   BASELINE=PATH   adds enforce and trace rows of that binary (an older build), for an A/B in
@@ -46,6 +48,15 @@ row epoll "$bench" raw-epoll --
 row enforce "$gp" run -q "${copies[@]}" --sync-wakeup on --mode enforce --
 row trace "$gp" run -q "${copies[@]}" --sync-wakeup on --mode trace --trace-json /dev/null --
 row auto "$gp" run -q "${copies[@]}" --mode enforce --
+# A container's process of the agent (tests/bench/agent_call.sh), where runtime_client is built.
+runtime_client=
+for c in "$build/tests/agent/runtime_client" "$build/runtime_client"; do
+  [[ -x $c ]] && runtime_client=$c && break
+done
+if [[ -n $runtime_client ]]; then
+  row agent "$(dirname "$0")/agent_call.sh" "$gp" "$runtime_client" "${copies[@]}" \
+    --sync-wakeup on --
+fi
 if ((${#copies[@]})); then
   row enforce_nc "$gp" run -q --sync-wakeup on --trap-copy off --mode enforce --
   row trace_nc "$gp" run -q --sync-wakeup on --trap-copy off --mode trace --trace-json /dev/null --
@@ -73,7 +84,7 @@ for name in "${rows[@]}"; do
   med[$name]=$(median <<<"${results[$name]:-}")
   # No number from any round: a table of zeros would pass for a measurement.
   if [[ -z ${med[$name]} ]]; then
-    if [[ $name == *_nc ]]; then
+    if [[ $name == *_nc || ($name == agent && -z $runtime_client) ]]; then
       med[$name]=-  # the binary has no --trap-copy, or the kernel refuses the copies
       continue
     fi
@@ -101,6 +112,7 @@ paired() {
   echo "gdrproxy enforce (decode+policy)|enforce"
   echo "gdrproxy trace (+BPF result)|trace"
   echo "gdrproxy enforce, default wake-up|auto"
+  echo "agent container process, enforce|agent"
   echo "gdrproxy enforce, --trap-copy off|enforce_nc"
   echo "gdrproxy trace, --trap-copy off|trace_nc"
   if [[ -n ${BASELINE:-} ]]; then

@@ -218,6 +218,9 @@ echo "$agent8"
 echo "== a runc container granted one GPU (tests/gpu/runc_container.sh)"
 ctr=$(tests/gpu/runc_container.sh "$bundle" 2>&1 | tee "$out/runc_container.log" | tail -1)
 echo "$ctr"
+echo "== a container's trapped calls with its profile's untrapped requests, next to run's (tests/gpu/container_untrapped.sh)"
+tests/gpu/container_untrapped.sh "$bundle" "$out/untrapped" 2>&1 | tee "$out/container_untrapped.log" | tail -4
+untrapped=$(tail -1 "$out/container_untrapped.log")
 echo "== NVIDIA's tools under run and in a container (tests/gpu/nvidia_tools.sh)"
 OUT=$out tests/gpu/nvidia_tools.sh "$bundle" >"$out/nvidia_tools.log" 2>&1
 grep -E "^FAIL|^line |not in the|^gpu " "$out/nvidia_tools.log" | head -12
@@ -255,6 +258,7 @@ echo "ungranted GPU by device instance, and io_uring, refused: $gpu_grant"
 echo "NCCL topology with the synthetic /sys vs the host's: $sysfs_topo"
 echo "agent: $agent8 (goal <= 1.05)"
 echo "container: $ctr"
+echo "$untrapped"
 echo "$tools"
 echo "$cdi_cuda"
 echo "goals: enforce/native <= 1.02, trace/native <= 1.10"

@@ -13,6 +13,9 @@
 # host directory CTR_OUT bound writable at /out: the checks are then only that runc and the
 # script exit 0, and the last line says how many calls the agent denied (nvidia_tools.sh).
 # CTR_EXTRA_MOUNTS, a JSON list of OCI mounts, is appended to the config's (cdi_cuda.sh).
+# CTR_KERNEL_ALLOW=1 prepares the bundle with `oci prepare --kernel-allow` on the bundle's
+# deny-by-default base (scripts/gpu-bundle.sh): the requests the policy allows unread run
+# untrapped, as under `gdrproxy run`; the agent's "ended" line then counts fewer ioctls.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 repo=$(pwd)
@@ -45,9 +48,12 @@ fi
 mkdir -p "$work/traces"
 grant_json=$(printf '"%s",' nvidiactl nvidia-uvm ${grant_gpus//,/ })
 grant_json="[${grant_json%,}]"
+# A traced container may let nothing run untrapped (a trace records every call).
+trace=true
+[[ -n ${CTR_KERNEL_ALLOW:-} ]] && trace=false
 cat >"$work/agent.json" <<EOF
 {"version": 1, "containers": [{"match": {"id": "gpu-ctr-*"},
-  "grants": $grant_json, "grants_from_metadata": true, "trace": true}]}
+  "grants": $grant_json, "grants_from_metadata": true, "trace": $trace}]}
 EOF
 "$gp" agent --socket "$work/a.sock" --ctl-socket "$work/a.ctl" --config "$work/agent.json" \
   --trace-dir "$work/traces" >"$work/agent.log" 2>&1 &
@@ -106,8 +112,10 @@ json.dump({
 }, open(path, "w"), indent=1)
 PY
 [[ -n ${CTR_OUT:-} ]] && mkdir -p "$r/out"
+untrapped=()
+[[ -n ${CTR_KERNEL_ALLOW:-} ]] && untrapped=(--kernel-allow --base "$(realpath "$bundle/deny-default-base.json")")
 "$gp" oci prepare "$b" --grant "nvidiactl,nvidia-uvm,$grant_gpus" --listener "$work/a.sock" \
-  >"$work/prepare.out" 2>&1 || { cat "$work/prepare.out"; fail "oci prepare failed"; }
+  "${untrapped[@]}" >"$work/prepare.out" 2>&1 || { cat "$work/prepare.out"; fail "oci prepare failed"; }
 cat "$work/prepare.out"
 timeout 300 "$runc" --root "$work/runc" run --bundle "$b" gpu-ctr-1 >"$work/c.out" 2>&1
 rc=$?
