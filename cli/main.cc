@@ -11,8 +11,8 @@
 
 #include "cli/completion.h"
 #include "demo/demo.h"
+#include "doctor/cli.h"
 #include "harness/cli.h"
-#include "harness/doctor/cli.h"
 #include "netns/cli.h"
 #include "proxy/cli.h"
 #include "sysfs/cli.h"

@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <csignal>
 
-#include "harness/doctor/container.h"
+#include "doctor/container.h"
 #include "tests/doctor/fixture.h"
 
 namespace gdrproxy::doctor {

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "harness/doctor/elf_dynamic.h"
+#include "doctor/elf_dynamic.h"
 #include "tests/doctor/fixture.h"
 
 namespace gdrproxy::doctor {

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "harness/doctor/context.h"
-#include "harness/doctor/report.h"
+#include "doctor/context.h"
+#include "doctor/report.h"
 
 namespace gdrproxy::doctor::testing {
 

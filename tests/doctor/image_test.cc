@@ -3,10 +3,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "harness/doctor/image.h"
-#include "harness/doctor/image_versions.h"
-#include "harness/doctor/ld_resolve.h"
-#include "harness/doctor/reference_versions.h"
+#include "doctor/image.h"
+#include "doctor/image_versions.h"
+#include "doctor/ld_resolve.h"
+#include "doctor/reference_versions.h"
 #include "tests/doctor/fixture.h"
 
 namespace gdrproxy::doctor {

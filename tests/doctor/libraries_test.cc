@@ -7,8 +7,8 @@
 #include <chrono>
 #include <csignal>
 
-#include "harness/doctor/libraries.h"
-#include "harness/doctor/probe.h"
+#include "doctor/libraries.h"
+#include "doctor/probe.h"
 #include "tests/doctor/fixture.h"
 
 namespace gdrproxy::doctor {

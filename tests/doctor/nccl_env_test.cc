@@ -1,8 +1,8 @@
 // NCCL environment checks: each made to pass and to fail on a fake sysfs.
 #include <gtest/gtest.h>
 
-#include "harness/doctor/nccl_env.h"
-#include "harness/doctor/nccl_levels.h"
+#include "doctor/nccl_env.h"
+#include "doctor/nccl_levels.h"
 #include "tests/doctor/fixture.h"
 
 namespace gdrproxy::doctor {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "demo/example_snapshot.h"
-#include "harness/doctor/nvidia.h"
+#include "doctor/nvidia.h"
 #include "sysfs/builder.h"
 #include "sysfs/selection.h"
 #include "sysfs/snapshot.h"

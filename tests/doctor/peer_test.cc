@@ -1,7 +1,7 @@
 // --peer: two nodes' facts compared.
 #include <gtest/gtest.h>
 
-#include "harness/doctor/peer.h"
+#include "doctor/peer.h"
 #include "tests/doctor/fixture.h"
 
 namespace gdrproxy::doctor {

@@ -2,7 +2,7 @@
 // machine. (The netlink client's message building and parsing: tests/netns/rdma_nl_test.cc.)
 #include <gtest/gtest.h>
 
-#include "harness/doctor/rdma_netlink.h"
+#include "doctor/rdma_netlink.h"
 #include "tests/doctor/fixture.h"
 
 namespace gdrproxy::doctor {

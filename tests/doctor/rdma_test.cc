@@ -3,7 +3,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#include "harness/doctor/rdma.h"
+#include "doctor/rdma.h"
 #include "tests/doctor/fixture.h"
 
 namespace gdrproxy::doctor {

@@ -1,4 +1,4 @@
-// libFuzzer target for the doctor's ELF dynamic-section reader (harness/doctor/elf_dynamic.h).
+// libFuzzer target for the doctor's ELF dynamic-section reader (doctor/elf_dynamic.h).
 // The bytes are a whole file: an image's library or a file a job has mapped, both chosen by the
 // tenant.
 //
@@ -16,7 +16,7 @@
 #include <span>
 #include <string>
 
-#include "harness/doctor/elf_dynamic.h"
+#include "doctor/elf_dynamic.h"
 #include "tests/fuzz/fuzz_check.h"
 
 using namespace gdrproxy::doctor;

@@ -34,11 +34,11 @@ UNITS = {
     "proxy/run": ["proxy/engine"],
     "proxy/agent": ["proxy/engine", "proxy/oci"],
     "proxy": ["proxy/run", "proxy/agent"],  # proxy/cli.cc: the proxy's commands
+    "doctor": ["netns", "sysfs"],
     "harness": ["netns", "sysfs"],
     "harness/slurm": [],  # the SPANK plugin (C): runs the binary, links nothing of ours
-    "harness/doctor": ["netns", "sysfs"],
     "demo": ["proxy"],
-    "cli": ["demo", "harness", "harness/doctor"],
+    "cli": ["demo", "harness", "doctor"],
 }
 
 # The libraries, and the ones each may link directly (the same rule as the units').
