@@ -46,7 +46,11 @@ if [[ -n ${CTR_SCRIPT:-} ]]; then
 fi
 
 mkdir -p "$work/traces"
-grant_json=$(printf '"%s",' nvidiactl nvidia-uvm ${grant_gpus//,/ })
+# UVM's requests qualify for running untrapped only with every UVM node granted: nvidia-uvm-tools
+# too, as container engines give GPU containers.
+uvm=nvidia-uvm
+[[ -n ${CTR_KERNEL_ALLOW:-} && -e /dev/nvidia-uvm-tools ]] && uvm=nvidia-uvm,nvidia-uvm-tools
+grant_json=$(printf '"%s",' nvidiactl ${uvm//,/ } ${grant_gpus//,/ })
 grant_json="[${grant_json%,}]"
 # A traced container may let nothing run untrapped (a trace records every call).
 trace=true
@@ -114,7 +118,7 @@ PY
 [[ -n ${CTR_OUT:-} ]] && mkdir -p "$r/out"
 untrapped=()
 [[ -n ${CTR_KERNEL_ALLOW:-} ]] && untrapped=(--kernel-allow --base "$(realpath "$bundle/deny-default-base.json")")
-"$gp" oci prepare "$b" --grant "nvidiactl,nvidia-uvm,$grant_gpus" --listener "$work/a.sock" \
+"$gp" oci prepare "$b" --grant "nvidiactl,$uvm,$grant_gpus" --listener "$work/a.sock" \
   "${untrapped[@]}" >"$work/prepare.out" 2>&1 || { cat "$work/prepare.out"; fail "oci prepare failed"; }
 cat "$work/prepare.out"
 timeout 300 "$runc" --root "$work/runc" run --bundle "$b" gpu-ctr-1 >"$work/c.out" 2>&1
