@@ -24,7 +24,7 @@ cp build/tests/security/attack_client "$dir/" && strip "$dir/attack_client"
 # The agent tests' runtime stand-in, for tests/gpu/agent_sessions.sh.
 cp build/tests/agent/runtime_client "$dir/" && strip "$dir/runtime_client"
 # tests/bench/ioctl_latency.sh takes the bundle as its build directory.
-mkdir -p "$dir/tests/bench" && cp build/tests/bench/ioctl_bench "$dir/tests/bench/"
+mkdir -p "$dir/tests/bench" && cp build/tests/bench/ioctl_bench build/tests/bench/soak_client "$dir/tests/bench/"
 # tests/gpu/run.sh's caller-side clock (an LD_PRELOAD library), built here: the GPU machine may
 # have no compiler.
 gcc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$dir/call_clock.so" tests/gpu/call_clock.c -ldl
