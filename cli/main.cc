@@ -54,7 +54,11 @@ int main(int argc, char** argv) {
   const auto& runs = gdrproxy::proxy::kCommandSubcommands;
   const bool runs_command =
       own.size() > 1 && std::find(runs.begin(), runs.end(), own[1]) != runs.end();
-  if (runs_command) {
+  // `harness run [--] CMD...` takes a command too: CMD is the tail, with or without "--".
+  const bool harness_run = own.size() > 2 && own[1] == "harness" && own[2] == "run";
+  if (harness_run && own.size() > 3 && own[3] != "--" && own[3] != "-h" && own[3] != "--help")
+    own.insert(own.begin() + 3, "--");
+  if (runs_command || harness_run) {
     if (auto dd = std::find(own.begin() + 1, own.end(), "--"); dd != own.end()) {
       tail.words.emplace(dd + 1, own.end());
       own.erase(dd, own.end());
@@ -71,7 +75,7 @@ int main(int argc, char** argv) {
   gdrproxy::netns::register_commands(app, exit_code);
   gdrproxy::demo::register_demo(app, exit_code);
   gdrproxy::doctor::register_commands(app, exit_code);
-  gdrproxy::harness::register_commands(app, exit_code);
+  gdrproxy::harness::register_commands(app, exit_code, tail.words);
   gdrproxy::cli::register_completion(app, exit_code);
   try {
     std::vector<char*> args;

@@ -4,8 +4,8 @@
 # and leaves them until purge); nothing for tests is installed
 # (the tests' tool, build/gdrproxy-testkit, is not an install target).
 #   bin/gdrproxy, bin/gdrproxy-runtime (a link: the OCI runtime engines call), bin/gdr-loopback-relay
-#   lib/gdrproxy/gdr-harness (+ lib/oci-container.sh), lib/gdrproxy/slurm/gdr_spank.so (the SPANK
-#     plugin's default harness path is /usr/lib/gdrproxy/gdr-harness)
+#   lib/gdrproxy/gdr-harness (`gdrproxy harness` by another name), lib/gdrproxy/slurm/gdr_spank.so
+#     (the SPANK plugin's default harness path is /usr/lib/gdrproxy/gdr-harness)
 #   /etc/gdrproxy/{agent.json,runtime.json} (no device granted until the operator says so)
 #   lib/systemd/system/gdrproxy-agent.service, share/doc/gdrproxy/, share/gdrproxy/ (profiles,
 #     policies, netns profiles, the NVIDIA allowlist), share/bash-completion/completions/gdrproxy
@@ -15,7 +15,6 @@ set(GDRPROXY_ETC_DIR "/etc/gdrproxy" CACHE PATH "Where the configs go (absolute)
 install(TARGETS gdrproxy gdr-loopback-relay RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(CODE "file(CREATE_LINK gdrproxy \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}/gdrproxy-runtime\" SYMBOLIC)")
 install(PROGRAMS harness/gdr-harness DESTINATION lib/gdrproxy)
-install(FILES harness/lib/oci-container.sh DESTINATION lib/gdrproxy/lib)
 if(TARGET gdr_spank)
   # A plugin slurmstepd loads by the path plugstack.conf names, not a library of the loader's.
   install(TARGETS gdr_spank LIBRARY DESTINATION lib/gdrproxy/slurm)

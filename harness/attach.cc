@@ -1,6 +1,6 @@
 // `attach`, `detach` and `teardown`: the rails for processes another program starts (the Slurm
-// plugin's tasks, a `gdr-harness run`), given back by the last holder, or by teardown after a
-// kill. The work is lifecycle.cc's; this file is the verbs' order and lines.
+// plugin's tasks), given back by the last holder, or by teardown after a kill. The work is
+// lifecycle.cc's; this file is the verbs' order and lines.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -61,12 +61,11 @@ int attach(const Context& c, const AttachArgs& a, std::ostream& out) {
     }
   }
   const Plan plan = load_plan(c.id.paths.plan);
-  const RailsMode mode = a.run && a.key == "node" ? RailsMode::kNode : RailsMode::kShared;
   RunLock lock(c.id);
   lock.acquire();
-  const bool joined = rails_enter(c, mode, a.key, !a.run);
+  const bool joined = rails_enter(c, RailsMode::kShared, a.key, true);
   try {
-    rails_setup(c, plan, mode, a.key, a.owner, joined);
+    rails_setup(c, plan, RailsMode::kShared, a.key, a.owner, joined);
   } catch (...) {
     rails_leave(c, a.key, lock);
     throw;

@@ -17,8 +17,8 @@ constexpr const char* kMainHelp =
     R"(Prepare, attach, inspect and tear down one node of a multi-node NCCL/UCX/NIXL job whose
 RoCE rails are moved into a container's network namespace. Rails are chosen by `gdrproxy netns
 select`, moved by `gdrproxy netns move` (journal first, multirail ARP profile) and given back by
-`gdrproxy netns restore`, all in this process; harness/gdr-harness runs the same verbs (and
-`run`, which starts a command in the node's container). Every verb but status needs root.
+`gdrproxy netns restore`, all in this process; harness/gdr-harness runs the same verbs with the
+same variables and lines. Every verb but status needs root.
 
 Typical two-node session (as root on each node; `gdr-harness` = `gdrproxy harness`):
   nodeA# RDMA_IFACES=ens1f0,ens2f0,ens3f0 gdr-harness prepare
@@ -43,13 +43,22 @@ Environment (each verb's --help says which it reads):
   GDR_HARNESS_BOOTSTRAP_IFACE  bootstrap interface (default: the IPv4 default route's interface)
   GDR_HARNESS_BOOTSTRAP_ADDR   CIDR for the container's own bootstrap link (a macvlan)
   GDR_HARNESS_ARP_PROFILE      ARP profile for the moved rails (default multirail, configs/netns/)
+  INCLUDE_NCCL_TOPO=1          pass the caller's NCCL_TOPO_FILE into CMD (only if the file exists)
+  DEBUG_ALL=1                  NCCL debug logging into files (slower; see `run --help`)
+  GDR_HARNESS_LOG_DIR          where DEBUG_ALL writes NCCL's files (default /tmp)
+  GDR_HARNESS_RUNTIME          run CMD in a podman, runc or crun container through the runtime
+                               shim (gdrproxy runtime) under gdrproxy agent; auto: podman where
+                               installed, else runc, else crun; unset: the harness's namespaces
+  GDR_HARNESS_CONTAINER        node (one container per node, the default) or rank (one per rank)
+  GDR_HARNESS_ROOTFS, GDR_HARNESS_IMAGE, GDR_HARNESS_USER, GDR_HARNESS_PODMAN_RUNTIME,
+  GDR_HARNESS_AGENT_SOCKET     the container's (see `run --help`)
   GDRPROXY                     the gdrproxy named to others (default: this binary)
   Launcher identity (shown in status and the plan): SLURM_PROCID, SLURM_LOCALID, SLURM_NODEID,
   SLURMD_NODENAME; OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_LOCAL_RANK, OMPI_COMM_WORLD_NODE_RANK;
   PMIX_RANK. Without them the host name names the node.
 
-Exit status: 0 success, 1 failure, 2 usage error, 3 prepare selected no rail; 125 attach could
-not set the rails up.
+Exit status: 0 success, 1 failure, 2 usage error, 3 prepare selected no rail; 125 run or attach
+could not set the rails up; run: CMD's own (128+N if a signal N killed it).
 Example: gdrproxy harness status)";
 
 constexpr const char* kPrepareHelp = R"(Choose this node's rails and write the node's plan.
@@ -142,6 +151,99 @@ cannot be given back the journal is kept (status 1; `teardown` tries again).
 
 Example: gdrproxy harness detach --key step-42.0)";
 
+constexpr const char* kRunHelp =
+    R"(Run CMD in a fresh container of this node holding the planned rails.
+
+Usage: gdrproxy harness run [--] CMD [ARGS...]   (or harness/gdr-harness run ...)
+
+What happens:
+  - a new network namespace is made (pinned at <state>/run/netns) and the plan's rails are moved
+    into it by `gdrproxy netns move` with the ARP profile (default multirail: arp_announce 2,
+    arp_ignore 1, arp_filter 1, rp_filter 1, a routing table and a `from <addr>` rule per rail);
+    a rail's soft-RoCE (rxe) device, which the kernel drops when its netdev changes namespace, is
+    made again with the same name in the container's namespace by the move, and on the node by
+    the restore (a line each); the uverbs nodes granted are read after the move;
+  - with GDR_HARNESS_BOOTSTRAP_ADDR=CIDR the container also gets a bootstrap link: a macvlan of
+    the bootstrap interface, named like it, with that address (without it the container has only
+    the rails and lo, and NCCL's socket bootstrap has no interface inside);
+  - CMD runs in that network namespace and a new mount namespace with a /sys of its own (the
+    plan's synthetic sysfs where the node has PCI RDMA devices, its live ports bound from the
+    node's /sys as the Slurm plugin's tasks get it; else a sysfs of the rail namespace); under `gdrproxy run
+    --grant uverbsN,...,rdma_cm` when a rail has an RDMA device, else directly (said on start);
+  - on exit, and on SIGINT/SIGTERM/SIGHUP (forwarded to CMD first), the rails are given back by
+    `gdrproxy netns restore`. If the harness itself is killed, `gdr-harness teardown` does it.
+
+One container per node (the default) or per rank (GDR_HARNESS_CONTAINER=rank, in every rank's
+run; the rank from SLURM_PROCID, OMPI_COMM_WORLD_RANK or PMIX_RANK): the first rank of a node to
+arrive moves the rails and makes the bootstrap link, the others join that network namespace, each
+in a container of its own, and the last to leave gives the rails back.
+
+In a runc or crun container (GDR_HARNESS_RUNTIME=runc|crun) instead of the namespaces above:
+  - the container joins the network namespace holding the rails; its bundle is in
+    <state>/run/ctr-node/bundle (ctr-rank-N per rank) and it is started through the runtime
+    shim, `gdrproxy runtime --config <state>/run/ctr-node/runtime.json --grant ... -- runc run
+    ...`: the shim gives the bundle its devices (the seccomp profile with the agent's listener,
+    /dev nodes of the granted uverbs and rdma_cm only, device cgroup rules, the synthetic /sys,
+    none for a soft-RoCE plan; its line "gdrproxy runtime: ..." says what it did) and then execs
+    the real runtime, named in that config; the harness itself never edits a bundle for devices;
+  - a `gdrproxy agent` started by the node's first run (stopped after its last) grants exactly
+    those devices to the node's containers (gdrh-<node>, or gdrh-<node>-r<rank> per rank), or
+    GDR_HARNESS_AGENT_SOCKET names an operator's agent, whose config then decides; with
+    DEBUG_ALL=1 the agent traces the device calls into $GDR_HARNESS_LOG_DIR/gdrproxy-trace.<node>/;
+  - the root file system is GDR_HARNESS_ROOTFS (an image's unpacked rootfs, read-only), or the
+    host's /usr, /etc and /opt read-only; the working directory is bound read-write and is CMD's;
+    CMD runs as GDR_HARNESS_USER (uid:gid, default 0:0) with a default container's capabilities
+    and the harness's own hard memlock limit as both limits.
+
+In a podman container (GDR_HARNESS_RUNTIME=podman) the same container, made by podman:
+  - `podman run --rm --name gdrh-<node> --network ns:<state>/run/netns --runtime <the shim>`:
+    the network namespace is the node's rail namespace (as above), the shim is a link named
+    gdrproxy-runtime in <state>/run/ctr-node/ with its config as `--runtime-flag
+    gdrproxy-config=...` (podman gives its runtime no environment), and the shim runs
+    GDR_HARNESS_PODMAN_RUNTIME (runc where installed, else crun) after preparing podman's bundle;
+  - the granted devices go in as --device /dev/infiniband/..., from which the shim derives the
+    grant set; the agent knows the container by the metadata line gdr-harness-container=<id>;
+  - the image is GDR_HARNESS_IMAGE (podman's own reference; never pulled: `podman pull` it
+    first), or GDR_HARNESS_ROOTFS (--rootfs), or the host's /usr, /etc, /opt read-only; the root
+    is read-only, the environment, user, capabilities and working directory are runc's; the
+    harness's own nofile/memlock limits (nproc at most kernel.pid_max), no pids limit;
+  - the container is removed when CMD exits, and by `teardown` after a killed run.
+GDR_HARNESS_RUNTIME=auto picks podman where installed, else runc, else crun (said on start);
+unset, CMD runs in the harness's own namespaces under `gdrproxy run` (the default).
+
+CMD's environment is clean except for: PATH HOME USER LOGNAME TERM LANG LC_* TZ, every NCCL_*,
+UCX_*, NIXL_* of the caller, the launcher's SLURM_* OMPI_* PMIX_* PMI_*, and:
+  NCCL_IB_HCA         "=" + the plan's ibdev:port list (exact names); not set when no rail has an
+                      RDMA device (a line says so)
+  NCCL_SOCKET_IFNAME  the bootstrap interface (never a moved rail)
+  NCCL_TOPO_FILE      only with INCLUDE_NCCL_TOPO=1 and an existing file; dropped otherwise
+  DEBUG_ALL=1         NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH,
+                      NCCL_DEBUG_FILE=$GDR_HARNESS_LOG_DIR/nccl-debug.<node>.%h.%p.log,
+                      NCCL_TOPO_DUMP_FILE=$GDR_HARNESS_LOG_DIR/nccl-topo.<node>.xml;
+                      each of them the caller's own value if set. Debug output costs speed.
+  GDR_HARNESS_NODE    this node's name
+The two harness values replace a caller's NCCL_IB_HCA / NCCL_SOCKET_IFNAME (a line says so).
+
+Example: gdrproxy harness run -- ip -br link
+More:
+  gdr-harness run -- all_reduce_perf -b 8 -e 1G -f 2 -g 1
+  DEBUG_ALL=1 NCCL_DEBUG=WARN gdr-harness run -- ./train.sh        # caller's NCCL_DEBUG wins
+  INCLUDE_NCCL_TOPO=1 NCCL_TOPO_FILE=/etc/nccl/topo.xml gdr-harness run -- nixlbench ...
+  GDR_HARNESS_BOOTSTRAP_ADDR=192.0.2.110/24 gdr-harness run -- ping -I eth0 -c1 192.0.2.20
+  GDR_HARNESS_RUNTIME=runc GDR_HARNESS_ROOTFS=/srv/images/nccl-tests gdr-harness run -- all_reduce_perf -g 1
+  GDR_HARNESS_RUNTIME=podman GDR_HARNESS_IMAGE=localhost/nccl-tests gdr-harness run -- all_reduce_perf -g 1
+
+Under an MPI launcher (PMIX_SERVER_URI* set: mpirun's orted, srun) the launcher's 127.0.0.1
+listeners (its PMIx server) are relayed into the container's network namespace by
+gdr-loopback-relay (GDR_LOOPBACK_RELAY, else next to gdrproxy's build or on PATH).
+
+Reads: DEBUG_ALL INCLUDE_NCCL_TOPO NCCL_* UCX_* NIXL_* GDR_HARNESS_STATE GDR_HARNESS_NODE
+GDR_HARNESS_BOOTSTRAP_ADDR GDR_HARNESS_ARP_PROFILE GDR_HARNESS_LOG_DIR GDR_HARNESS_RUNTIME
+GDR_HARNESS_ROOTFS GDR_HARNESS_IMAGE GDR_HARNESS_PODMAN_RUNTIME GDR_HARNESS_AGENT_SOCKET
+GDR_HARNESS_USER GDR_HARNESS_CONTAINER GDRPROXY.
+Exit status: CMD's own (128+N if killed by signal N); 125 if the container cannot be set up;
+1 if CMD succeeded but the rails could not all be given back.)";
+
 // The one error boundary: a verb's failure is one line and its status.
 template <typename Fn>
 void guarded(int& exit_code, Fn fn) {
@@ -160,18 +262,30 @@ void guarded(int& exit_code, Fn fn) {
   }
 }
 
-void check_key(const std::string& key, bool run, const std::string& verb) {
-  if (!valid_key(key) || (key == "node" && !run))
+// "node" is a run's own key (one container per node), never an attached holder's.
+void check_key(const std::string& key, const std::string& verb) {
+  if (!valid_key(key) || key == "node")
     throw UsageError("--key '" + key + "': letters, digits, '.', '_', '-' (and not 'node')", verb);
+}
+
+// A verb: its help's first line as the description the parent lists, the rest as its footer.
+CLI::App* add_verb(CLI::App& parent, const std::string& name, const std::string& help) {
+  const size_t end = help.find('\n');
+  auto* verb = parent.add_subcommand(name, help.substr(0, end));
+  if (end != std::string::npos) verb->footer(help.substr(end + 1));
+  return verb;
 }
 
 }  // namespace
 
-void register_commands(CLI::App& app, int& exit_code) {
-  auto* h = app.add_subcommand("harness", kMainHelp);
+void register_commands(CLI::App& app, int& exit_code,
+                       const std::optional<std::vector<std::string>>& run_tail) {
+  auto* h = app.add_subcommand(
+      "harness", "Multi-node jobs: a node's RoCE rails for its ranks (prepare, run, attach, ...)");
+  h->footer(kMainHelp);
   h->require_subcommand(1);
 
-  auto* prep = h->add_subcommand("prepare", kPrepareHelp);
+  auto* prep = add_verb(*h, "prepare", kPrepareHelp);
   prep->callback([&exit_code] {
     guarded(exit_code, [] {
       const Context c = make_context(process_environment());
@@ -179,7 +293,7 @@ void register_commands(CLI::App& app, int& exit_code) {
     });
   });
 
-  auto* stat = h->add_subcommand("status", kStatusHelp);
+  auto* stat = add_verb(*h, "status", kStatusHelp);
   stat->callback([&exit_code] {
     guarded(exit_code, [] {
       const Identity id = identify(process_environment(), this_host());
@@ -189,21 +303,20 @@ void register_commands(CLI::App& app, int& exit_code) {
     });
   });
 
-  auto* tear = h->add_subcommand("teardown", kTeardownHelp);
+  auto* tear = add_verb(*h, "teardown", kTeardownHelp);
   tear->callback([&exit_code] {
     guarded(exit_code, [] { return teardown(make_context(process_environment())); });
   });
 
   auto args = std::make_shared<AttachArgs>();
   auto owner = std::make_shared<std::string>();
-  auto* att = h->add_subcommand("attach", kAttachHelp);
+  auto* att = add_verb(*h, "attach", kAttachHelp);
   att->add_option("--key", args->key, "The holder's name (step-<job>.<step>)")->required();
   att->add_option("--owner", *owner, "The pid of the process that holds the key")->required();
   att->add_flag("--prepare", args->prepare, "Prepare a node that has no plan first");
-  att->add_flag("--run", args->run, "Held by a `gdr-harness run` (key node or rank-N)")->group("");
   att->callback([&exit_code, args, owner] {
     guarded(exit_code, [&] {
-      check_key(args->key, args->run, "attach");
+      check_key(args->key, "attach");
       if (owner->empty() || owner->find_first_not_of("0123456789") != std::string::npos ||
           (*owner)[0] == '0' || owner->size() > 9)
         throw UsageError("--owner needs the pid of the process that holds the key", "attach");
@@ -212,44 +325,23 @@ void register_commands(CLI::App& app, int& exit_code) {
     });
   });
 
-  // For harness/gdr-harness's `run` (hidden): who this is, and the owner record of its agent.
-  auto* ident = h->add_subcommand("identity", "Print node=, host=, state=, rank= lines");
-  ident->group("");
-  ident->callback([&exit_code] {
-    guarded(exit_code, [] {
-      const Identity id = identify(process_environment(), this_host());
-      std::cout << "node=" << id.node << "\nhost=" << id.host << "\nstate=" << id.paths.state
-                << "\nlauncher=" << id.launcher << "\nrank=" << id.rank
-                << "\nlocal_rank=" << id.local_rank << "\n";
-      return 0;
-    });
-  });
-  auto owner_path = std::make_shared<std::string>();
-  auto owner_pid = std::make_shared<int>(0);
-  auto* own =
-      h->add_subcommand("owner", "Status 0 when FILE names a live process; with --pid, write it");
-  own->group("");
-  own->add_option("file", *owner_path, "An owner file (pid and start time)")->required();
-  own->add_option("--pid", *owner_pid, "Record this process in FILE");
-  own->callback([&exit_code, owner_path, owner_pid] {
+  auto key = std::make_shared<std::string>();
+  auto* det = add_verb(*h, "detach", kDetachHelp);
+  det->add_option("--key", *key, "The holder's name")->required();
+  det->callback([&exit_code, key] {
     guarded(exit_code, [&] {
-      if (*owner_pid == 0) return owner_file_alive(*owner_path) ? 0 : 1;
-      const auto r = owner_record_of(*owner_pid);
-      if (!r) throw Failure("process " + std::to_string(*owner_pid) + " is not alive");
-      write_owner_file(*owner_path, *r);
-      return 0;
+      check_key(*key, "detach");
+      return detach(make_context(process_environment()), *key);
     });
   });
 
-  auto key = std::make_shared<std::string>();
-  auto run = std::make_shared<bool>(false);
-  auto* det = h->add_subcommand("detach", kDetachHelp);
-  det->add_option("--key", *key, "The holder's name")->required();
-  det->add_flag("--run", *run, "Held by a `gdr-harness run` (key node or rank-N)")->group("");
-  det->callback([&exit_code, key, run] {
+  auto* run_cmd = add_verb(*h, "run", kRunHelp);
+  run_cmd->callback([&exit_code, &run_tail] {
     guarded(exit_code, [&] {
-      check_key(*key, *run, "detach");
-      return detach(make_context(process_environment()), *key);
+      const std::vector<std::string> cmd = run_tail.value_or(std::vector<std::string>{});
+      if (cmd.empty())
+        throw UsageError("run needs a command (gdr-harness run -- CMD ARGS...)", "run");
+      return run(make_context(process_environment()), cmd);
     });
   });
 }

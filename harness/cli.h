@@ -4,9 +4,15 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace gdrproxy::harness {
 
-void register_commands(CLI::App& app, int& exit_code);
+// `run_tail`: the words after `harness run [--]` (main.cc takes them off before parsing), read
+// when run's callback runs.
+void register_commands(CLI::App& app, int& exit_code,
+                       const std::optional<std::vector<std::string>>& run_tail);
 
 }  // namespace gdrproxy::harness

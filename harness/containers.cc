@@ -2,6 +2,7 @@
 #include "harness/containers.h"
 
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -83,8 +84,10 @@ void stop_agent(const Identity& id) {
   if (const auto r = read_owner_file(pidfile); r && owner_alive(*r)) {
     ::kill(r->pid, SIGTERM);
     // Until it is reaped, not only dead: whoever looks next must not find it.
-    for (int i = 0; i < 50 && owner_present(*r); ++i)
+    for (int i = 0; i < 50 && owner_present(*r); ++i) {
+      ::waitpid(r->pid, nullptr, WNOHANG);  // reaped here when this process started it
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
     if (owner_alive(*r)) ::kill(r->pid, SIGKILL);
   }
   ::unlink(pidfile.c_str());

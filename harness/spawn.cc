@@ -48,6 +48,9 @@ int run(const Spawn& s, std::string* out, std::string* err) {
   const pid_t pid = ::fork();
   if (pid < 0) return 127;
   if (pid == 0) {
+    sigset_t none;  // a run blocks the signals it forwards; its children get them
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
     const int null = ::open("/dev/null", O_RDWR);
     ::dup2(null, 0);
     if (want_out)

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "harness/lifecycle.h"
 
@@ -21,7 +22,6 @@ struct AttachArgs {
   std::string key;
   pid_t owner = 0;
   bool prepare = false;  // prepare a node without a plan first
-  bool run = false;      // a `gdr-harness run` holds the rails (key "node" or rank-N)
 };
 // Holds the rails for `owner`; prints netns=, env=, sysfs_plan=, uverbs=, gdrproxy= lines.
 int attach(const Context& c, const AttachArgs& a, std::ostream& out);
@@ -30,5 +30,8 @@ int detach(const Context& c, const std::string& key);
 
 // Stops live runs, gives back what dead ones left, removes the state directory.
 int teardown(const Context& c);
+
+// Runs `cmd` in a fresh container of this node holding the plan's rails; CMD's status.
+int run(const Context& c, const std::vector<std::string>& cmd);
 
 }  // namespace gdrproxy::harness

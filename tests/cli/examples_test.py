@@ -284,6 +284,9 @@ NODE_EXPECT = [  # (subcommand words, exit status, regex on stdout+stderr)
     (["harness", "teardown"], 0, r"torn down"),
     (["harness", "attach"], 0, r"netns=/run/gdr-harness/\S+/run/netns"),
     (["harness", "detach"], 0, r"giving the rails back"),
+    # run: rails moved, CMD under `gdrproxy run` with the fixture's uverbs nodes, which this
+    # namespace has no device for (so gdrproxy run refuses, 125), rails given back.
+    (["harness", "run"], 125, r"run --grant uverbs0,uverbs1,rdma_cm(.|\n)*rdma1: moved back"),
 ]
 
 
