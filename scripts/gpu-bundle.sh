@@ -30,6 +30,8 @@ mkdir -p "$dir/tests/bench" && cp build/tests/bench/ioctl_bench build/tests/benc
 gcc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$dir/call_clock.so" tests/gpu/call_clock.c -ldl
 # Debian's runc (needs libseccomp, copied below with gdrproxy's), for tests/gpu/runc_container.sh.
 if command -v runc >/dev/null; then cp "$(command -v runc)" "$dir/"; fi
+# Static busybox, the userland of the soak's containers (tests/oci/lib.sh, OCI_BUSYBOX).
+[[ -x /bin/busybox ]] && cp /bin/busybox "$dir/"
 # A deny-by-default base profile (every syscall this machine's headers name allowed, as container
 # engines' defaults are built): a container's untrapped requests need one (tests/gpu/runc_container.sh).
 python3 - "$dir/deny-default-base.json" <<'PY'

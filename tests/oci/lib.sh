@@ -50,17 +50,18 @@ oci_start_agent() {
 
 # oci_rootfs BUNDLE [DIR...]: BUNDLE/rootfs holding Debian's static busybox as /bin with its
 # applets, and mount points for /proc, /dev, /tmp, /sys, the host's libraries (OCI_LIB_BINDS) and
-# each DIR. The container's userland is busybox alone: the host's /usr is not in it.
+# each DIR. The container's userland is busybox alone: the host's /usr is not in it. OCI_BUSYBOX
+# names another static busybox (a machine without the package: the GPU bundle's).
 oci_rootfs() {
-  local b=$1 applet
+  local b=$1 applet bb=${OCI_BUSYBOX:-/bin/busybox}
   shift
-  [[ -x /bin/busybox ]] && ! ldd /bin/busybox >/dev/null 2>&1 ||
+  [[ -x $bb ]] && ! ldd "$bb" >/dev/null 2>&1 ||
     fail "the test rootfs needs a static /bin/busybox (package busybox-static)"
   mkdir -p "$b/rootfs"
   (cd "$b/rootfs" && mkdir -p bin usr/lib usr/lib64 usr/bin etc proc dev tmp sys "${@#/}" &&
     ln -s usr/lib lib && ln -s usr/lib64 lib64 && ln -s bin sbin) || fail "cannot make $b/rootfs"
-  cp /bin/busybox "$b/rootfs/bin/busybox"
-  for applet in $(/bin/busybox --list); do
+  cp "$bb" "$b/rootfs/bin/busybox"
+  for applet in $("$bb" --list); do
     [[ -e $b/rootfs/bin/$applet ]] || ln -s busybox "$b/rootfs/bin/$applet"
   done
   touch "$b/rootfs/usr/bin/lstopo-no-graphics"
