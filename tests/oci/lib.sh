@@ -68,11 +68,15 @@ oci_rootfs() {
 }
 # The host's libraries, read-only, for the dynamically linked programs a test runs inside (the
 # project's attack and bench clients, hwloc's lstopo-no-graphics, bound at /usr/bin as a file),
-# as OCI mounts in JSON (a Python list literal too).
+# as OCI mounts in JSON (a Python list literal too); lstopo only where the host has it.
 OCI_LIB_BINDS='[{"destination": "/usr/lib", "type": "bind", "source": "/usr/lib", "options": ["rbind", "ro"]},
- {"destination": "/usr/lib64", "type": "bind", "source": "/usr/lib64", "options": ["rbind", "ro"]},
+ {"destination": "/usr/lib64", "type": "bind", "source": "/usr/lib64", "options": ["rbind", "ro"]}'
+if [[ -e /usr/bin/lstopo-no-graphics ]]; then
+  OCI_LIB_BINDS+=',
  {"destination": "/usr/bin/lstopo-no-graphics", "type": "bind", "source": "/usr/bin/lstopo-no-graphics",
-  "options": ["bind", "ro"]}]'
+  "options": ["bind", "ro"]}'
+fi
+OCI_LIB_BINDS+=']'
 export OCI_LIB_BINDS
 
 # The docker CLI of Debian's docker.io (another may stand first in PATH), each call bounded.
