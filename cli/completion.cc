@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/command_failure.h"
 #include "base/error.h"
 #include "base/escape.h"
 #include "proxy/cli.h"
@@ -204,14 +205,11 @@ void register_completion(CLI::App& app, int& exit_code) {
       ->required()
       ->check(CLI::IsMember({"bash"}));
   c->callback([shell, &app, &exit_code] {
-    try {
+    exit_code = run_guarded("gdrproxy completion", 1, [&] {
       if (*shell == "bash") write_bash_completion(app, std::cout);
       std::cout.flush();
-      exit_code = std::cout ? 0 : 1;
-    } catch (const std::exception& e) {
-      std::cerr << "gdrproxy completion: " << e.what() << "\n";
-      exit_code = 1;
-    }
+      return std::cout ? 0 : 1;
+    });
   });
 }
 

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/command_failure.h"
 #include "cli/completion.h"
 #include "demo/demo.h"
 #include "doctor/cli.h"
@@ -87,6 +88,15 @@ int main(int argc, char** argv) {
     const int rc = app.exit(e);
     if (rc == 0) return 0;
     return runs_command ? 125 : 2;
+  } catch (const std::exception& e) {
+    // A failure no subcommand reported itself: still one line, named after the subcommand, and
+    // its failure status (125 where a command would have run, else 1).
+    std::string who = "gdrproxy";
+    for (const CLI::App* sub = &app; !sub->get_subcommands().empty();) {
+      sub = sub->get_subcommands().front();
+      who += " " + sub->get_name();
+    }
+    return gdrproxy::report_failure(who, e, runs_command ? 125 : 1);
   }
   return exit_code;
 }

@@ -4,7 +4,9 @@
 
 #include <iostream>
 #include <memory>
+#include <string>
 
+#include "base/command_failure.h"
 #include "base/escape.h"
 #include "harness/output.h"
 #include "harness/run_dir.h"
@@ -254,11 +256,9 @@ void guarded(int& exit_code, Fn fn) {
               << e.verb() << " --help)\n";
     exit_code = 2;
   } catch (const Failure& f) {
-    std::cerr << kProg << ": error: " << gdrproxy::printable(f.what()) << "\n";
-    exit_code = f.status();
+    exit_code = report_failure(std::string(kProg) + ": error", f, f.status());
   } catch (const std::exception& e) {
-    std::cerr << kProg << ": error: " << gdrproxy::printable(e.what()) << "\n";
-    exit_code = 1;
+    exit_code = report_failure(std::string(kProg) + ": error", e, 1);
   }
 }
 

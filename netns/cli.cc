@@ -6,6 +6,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "base/command_failure.h"
 #include "base/error.h"
 #include "netns/move.h"
 #include "netns/restore.h"
@@ -25,15 +26,7 @@ std::vector<std::string> split_list(const std::string& s) {
 
 template <typename Fn>
 void run_reporting(int& exit_code, Fn fn) {
-  try {
-    exit_code = fn();
-  } catch (const Error& e) {
-    std::cerr << "gdrproxy netns: " << e.what() << "\n";
-    exit_code = 1;
-  } catch (const std::exception& e) {
-    std::cerr << "gdrproxy netns: unexpected error: " << e.what() << "\n";
-    exit_code = 1;
-  }
+  exit_code = run_guarded("gdrproxy netns", 1, fn, OtherExceptions::kUnexpected);
 }
 
 void add_move(CLI::App& netns, int& exit_code) {

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "base/command_failure.h"
 #include "proxy/agent/agent.h"
 #include "proxy/oci/hook_command.h"
 #include "proxy/oci/oci_command.h"
@@ -127,12 +128,7 @@ void add_run(CLI::App& app, int& exit_code, const CommandTail& tail) {
     opts->open_trap = *trap == "write" ? OpenTrapChoice::kWrite
                       : *trap == "all" ? OpenTrapChoice::kAll
                                        : OpenTrapChoice::kAuto;
-    try {
-      exit_code = run_supervised(*opts);
-    } catch (const std::exception& e) {
-      std::cerr << "gdrproxy run: " << e.what() << "\n";
-      exit_code = 125;
-    }
+    exit_code = run_guarded("gdrproxy run", 125, [&] { return run_supervised(*opts); });
   });
 }
 
@@ -233,12 +229,7 @@ void add_agent(CLI::App& app, int& exit_code) {
     if (!config->empty()) opts->config = *config;
     if (!trace_dir->empty()) opts->trace_dir = *trace_dir;
     if (!fd_store->empty()) opts->fd_store = *fd_store;
-    try {
-      exit_code = run_agent(*opts);
-    } catch (const std::exception& e) {
-      std::cerr << "gdrproxy agent: " << e.what() << "\n";
-      exit_code = 1;
-    }
+    exit_code = run_guarded("gdrproxy agent", 1, [&] { return run_agent(*opts); });
   });
 }
 

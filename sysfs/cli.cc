@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "base/command_failure.h"
 #include "base/error.h"
 #include "sysfs/builder.h"
 #include "sysfs/capture.h"
@@ -52,17 +53,15 @@ void register_commands(CLI::App& app, int& exit_code) {
   snap->add_option("--root", snap_root, "File-system root holding sys/ (default /)");
   snap->add_option("-o,--output", snap_out, "Output file ('-' for stdout)")->required();
   snap->callback([&exit_code] {
-    try {
+    exit_code = run_guarded("gdrproxy sysfs snapshot", 1, [&] {
       Snapshot s = capture(snap_root);
       print_notes(s.omissions, "snapshot");
       save_snapshot(s, snap_out);
       std::cerr << "gdrproxy sysfs snapshot: " << s.pci.size() << " PCI functions, " << s.ib.size()
                 << " RDMA devices, " << s.net.size() << " interfaces, " << s.numa.size()
                 << " NUMA nodes, " << s.omissions.size() << " omissions\n";
-    } catch (const std::exception& e) {
-      std::cerr << "gdrproxy sysfs snapshot: " << e.what() << "\n";
-      exit_code = 1;
-    }
+      return 0;
+    });
   });
 
   // build
@@ -78,7 +77,7 @@ void register_commands(CLI::App& app, int& exit_code) {
                   "must be applied before use)");
   build_sel.add(build);
   build->callback([&exit_code, build] {
-    try {
+    exit_code = run_guarded("gdrproxy sysfs build", 1, [&] {
       Snapshot s = load_snapshot(build_snap);
       Selection sel = select(s, build_sel.request(build));
       BuildResult r = build_tree(s, sel, {build_out, build_force, build_live});
@@ -86,10 +85,8 @@ void register_commands(CLI::App& app, int& exit_code) {
       std::cerr << "gdrproxy sysfs build: " << r.path << ": " << sel.gpus.size() << " GPUs, "
                 << sel.ib.size() << " RDMA devices, " << sel.pci.size() << " PCI functions ("
                 << r.dirs << " dirs, " << r.files << " files, " << r.links << " links)\n";
-    } catch (const std::exception& e) {
-      std::cerr << "gdrproxy sysfs build: " << e.what() << "\n";
-      exit_code = 1;
-    }
+      return 0;
+    });
   });
 
   // verify
@@ -117,15 +114,13 @@ void register_commands(CLI::App& app, int& exit_code) {
   plan->add_option("--host-root", plan_host_root, "Root the host paths are under (default /)");
   plan_sel.add(plan);
   plan->callback([&exit_code, plan] {
-    try {
+    exit_code = run_guarded("gdrproxy sysfs mount-plan", 1, [&] {
       Snapshot s = load_snapshot(plan_snap);
       Selection sel = select(s, plan_sel.request(plan));
       MountPlan p = make_mount_plan(s, sel, plan_tree, plan_host_root);
       std::cout << to_json(p).dump(2) << "\n";
-    } catch (const std::exception& e) {
-      std::cerr << "gdrproxy sysfs mount-plan: " << e.what() << "\n";
-      exit_code = 1;
-    }
+      return 0;
+    });
   });
 
   // mount: apply a plan in the current mount namespace
@@ -141,15 +136,13 @@ void register_commands(CLI::App& app, int& exit_code) {
   mnt->add_option("--root", mnt_root,
                   "The container's rootfs (a host path); --at is then resolved inside it");
   mnt->callback([&exit_code] {
-    try {
+    exit_code = run_guarded("gdrproxy sysfs mount", 1, [&] {
       std::ifstream in(mnt_plan);
       if (!in) throw Error("cannot open " + mnt_plan);
       MountPlan p = mount_plan_from_json(nlohmann::json::parse(in));
       if (std::string e = apply_mount_plan(p, mnt_at, mnt_root); !e.empty()) throw Error(e);
-    } catch (const std::exception& e) {
-      std::cerr << "gdrproxy sysfs mount: " << e.what() << "\n";
-      exit_code = 1;
-    }
+      return 0;
+    });
   });
 
   // affinity (NCCL's view of a tree)

@@ -24,6 +24,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "base/command_failure.h"
 #include "base/error.h"
 #include "base/escape.h"
 #include "base/owner_file.h"
@@ -347,12 +348,7 @@ void add_hook_commands(CLI::App& app, int& exit_code) {
       "Example: gdrproxy hook sweep");
   sw->add_option("--state-dir", a->state_dir, "Where journals live")->capture_default_str();
   auto run = [a, &exit_code](int (*fn)(const HookArgs&), const char* name) {
-    try {
-      exit_code = fn(*a);
-    } catch (const std::exception& e) {
-      std::cerr << "gdrproxy hook " << name << ": " << printable(e.what()) << "\n";
-      exit_code = 1;
-    }
+    exit_code = run_guarded(std::string("gdrproxy hook ") + name, 1, [&] { return fn(*a); });
   };
   create->callback([run] { run(create_runtime, "create-runtime"); });
   post->callback([run] { run(poststop, "poststop"); });

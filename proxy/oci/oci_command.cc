@@ -7,6 +7,7 @@
 #include <memory>
 #include <sstream>
 
+#include "base/command_failure.h"
 #include "base/error.h"
 #include "base/escape.h"
 #include "proxy/engine/session_setup.h"
@@ -171,7 +172,7 @@ void add_oci_commands(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   prep->callback([bundle, grant, pa, pmeta, dev_root, rails, rail_profile, plain, sys, no_sysfs,
                   untrapped, policy_file, &exit_code] {
-    try {
+    exit_code = run_guarded("gdrproxy oci prepare", 1, [&] {
       PrepareOptions o;
       if (*no_sysfs)
         o.sysfs.reset();
@@ -196,20 +197,12 @@ void add_oci_commands(CLI::App& app, int& exit_code) {
         if (!note.empty()) std::cerr << "gdrproxy oci prepare: " << printable(note) << "\n";
       }
       std::cout << "gdrproxy oci prepare: " << prepare_bundle(*bundle, o) << "\n";
-      exit_code = 0;
-    } catch (const std::exception& e) {
-      std::cerr << "gdrproxy oci prepare: " << e.what() << "\n";
-      exit_code = 1;
-    }
+      return 0;
+    });
   });
   sec->callback([a, meta, &exit_code] {
     a->metadata_set = meta->count() > 0;
-    try {
-      exit_code = print_profile(*a);
-    } catch (const std::exception& e) {
-      std::cerr << "gdrproxy oci seccomp: " << e.what() << "\n";
-      exit_code = 1;
-    }
+    exit_code = run_guarded("gdrproxy oci seccomp", 1, [&] { return print_profile(*a); });
   });
 }
 
@@ -276,7 +269,7 @@ void add_cdi_command(CLI::App& app, int& exit_code) {
                 "GPUs carry device nodes only (the image brings the driver's libraries, or "
                 "another CDI spec does)");
   gen->callback([o, output, &exit_code] {
-    try {
+    exit_code = run_guarded("gdrproxy cdi generate", 1, [&] {
       const std::string text = generate_cdi_spec(*o).dump(2) + "\n";
       if (output->empty()) {
         std::cout << text;
@@ -286,11 +279,8 @@ void add_cdi_command(CLI::App& app, int& exit_code) {
         if (std::rename(tmp.c_str(), output->c_str()) != 0) throw Error("cannot write " + *output);
         std::cerr << "gdrproxy cdi generate: wrote " << *output << "\n";
       }
-      exit_code = 0;
-    } catch (const std::exception& e) {
-      std::cerr << "gdrproxy cdi generate: " << e.what() << "\n";
-      exit_code = 1;
-    }
+      return 0;
+    });
   });
 }
 
