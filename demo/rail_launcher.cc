@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/lists.h"
 #include "base/unique_fd.h"
 #include "demo/spawn.h"
 #include "netns/link_ops.h"
@@ -65,12 +66,6 @@ std::vector<std::string> rail_names() {
   std::vector<std::string> v;
   for (const auto& r : kRails) v.push_back(r.netdev);
   return v;
-}
-
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
-  return s;
 }
 
 // IPv6 off in a namespace the demo owns: the rails here carry IPv4 only (RoCE v2 over IPv4), and
@@ -501,7 +496,7 @@ int host_side(const std::string& self, const fs::path& dir) {
   const std::string pid = std::to_string(container.pid());
   std::cout << "The container: pid " << pid << ", asleep in a network namespace of its own.\n";
   const std::string journal = (dir / "journal.json").string();
-  rc = run_shown({self, "netns", "move", "--pid", pid, "--ifaces", join(rail_names(), ","),
+  rc = run_shown({self, "netns", "move", "--pid", pid, "--ifaces", join_list(rail_names(), ","),
                   "--arp-profile", kProfile, "--journal", journal},
                  kCommand);
   if (rc != 0) {

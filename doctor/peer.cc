@@ -4,18 +4,13 @@
 #include <fstream>
 #include <set>
 
+#include "base/lists.h"
 #include "doctor/report.h"
 
 namespace gdrproxy::doctor {
 namespace {
 
 using Json = nlohmann::json;
-
-std::string joined(const std::set<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
-  return out;
-}
 
 const Json* member(const Json& j, const char* key) {
   if (!j.is_object()) return nullptr;
@@ -85,12 +80,12 @@ void compare_facts(const Json& mine, const Json& theirs, const std::string& peer
     for (const auto& r : *r2) g2.insert(str(r, "gid_index"));
     if (g1 != g2)
       report.warn("peer.rails",
-                  "same rail count, RoCE v2 GID indices differ: here " + joined(g1) + ", " + them +
-                      " " + joined(g2),
+                  "same rail count, RoCE v2 GID indices differ: here " + join_list(g1) + ", " +
+                      them + " " + join_list(g2),
                   "leave NCCL_IB_GID_INDEX unset (NCCL >= 2.21.5 picks per device)");
     else
       report.pass("peer.rails",
-                  std::to_string(r1->size()) + " rails on both, GID index " + joined(g1));
+                  std::to_string(r1->size()) + " rails on both, GID index " + join_list(g1));
   }
   // HCAs: ports, link layer, rate.
   const auto h1 = hca_ports(member(mine, "hcas")), h2 = hca_ports(member(theirs, "hcas"));
@@ -99,10 +94,10 @@ void compare_facts(const Json& mine, const Json& theirs, const std::string& peer
   else if (h1 == h2)
     report.pass("peer.hcas", std::to_string(h1.size()) + " HCA ports alike");
   else
-    report.warn(
-        "peer.hcas",
-        "only here: " + joined(minus(h1, h2)) + "; only on " + them + ": " + joined(minus(h2, h1)),
-        "use the same NICs, firmware link settings and NCCL_IB_HCA names on every node");
+    report.warn("peer.hcas",
+                "only here: " + join_list(minus(h1, h2)) + "; only on " + them + ": " +
+                    join_list(minus(h2, h1)),
+                "use the same NICs, firmware link settings and NCCL_IB_HCA names on every node");
   // Libraries: the same file names (versions) where both recorded a process.
   const Json* l1 = member(mine, "libraries");
   const Json* l2 = member(theirs, "libraries");
@@ -113,10 +108,10 @@ void compare_facts(const Json& mine, const Json& theirs, const std::string& peer
     const auto f1 = library_files(l1), f2 = library_files(l2);
     const auto a = minus(f1, f2), b = minus(f2, f1);
     if (a.empty() && b.empty())
-      report.pass("peer.libraries", "the same library files: " + joined(f1));
+      report.pass("peer.libraries", "the same library files: " + join_list(f1));
     else
       report.fail("peer.libraries",
-                  "only here: " + joined(a) + "; only on " + them + ": " + joined(b),
+                  "only here: " + join_list(a) + "; only on " + them + ": " + join_list(b),
                   "run one image (the same NCCL, UCX, libfabric, NIXL) on every node");
   }
   // Boot ids: two nodes must differ; the same id under two hostnames is one kernel (the same
@@ -154,7 +149,7 @@ void compare_facts(const Json& mine, const Json& theirs, const std::string& peer
     if (diff.empty())
       report.pass("peer.nccl_env", std::to_string(n1->size()) + " NCCL settings alike");
     else
-      report.warn("peer.nccl_env", "NCCL settings differ: " + joined(diff),
+      report.warn("peer.nccl_env", "NCCL settings differ: " + join_list(diff),
                   "set NCCL_* the same way on every node (the launcher's environment, not "
                   "per-node files)");
   }

@@ -5,19 +5,12 @@
 #include <set>
 
 #include "base/error.h"
+#include "base/lists.h"
 #include "netns/rdma_nl.h"
 #include "sysfs/fsio.h"
 
 namespace gdrproxy::doctor {
-namespace {
-
-std::string joined(const std::set<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
-  return out;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 NldevView query_nldev() {
   NldevView view;
@@ -55,15 +48,16 @@ void compare_nldev(const Context& ctx, const NldevView& view, Report& report) {
   report.facts()["rdma_netns_mode"] = mode;
   if (!only_sysfs.empty())
     report.fail("rdma.netlink",
-                "sysfs shows " + joined(only_sysfs) +
+                "sysfs shows " + join_list(only_sysfs) +
                     " that this network namespace's RDMA netlink does not (netns mode " + mode +
                     ")",
                 "rebuild the synthetic /sys from the granted devices, or in exclusive mode move "
                 "the device here (rdma dev set DEV netns NS)");
   else if (!only_nl.empty())
     report.warn("rdma.netlink",
-                "RDMA netlink has " + joined(only_nl) + " that sysfs does not show (netns mode " +
-                    mode + "): libibverbs will not find them",
+                "RDMA netlink has " + join_list(only_nl) +
+                    " that sysfs does not show (netns mode " + mode +
+                    "): libibverbs will not find them",
                 "include them in the container's sysfs (gdrproxy sysfs build) or drop the grant");
   else
     report.pass("rdma.netlink", std::to_string(in_nl.size()) +

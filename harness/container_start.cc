@@ -17,12 +17,13 @@
 #include <sstream>
 #include <thread>
 
+#include "base/lists.h"
+#include "base/owner_file.h"
+#include "base/program_path.h"
 #include "harness/containers.h"
 #include "harness/output.h"
 #include "harness/run_dir.h"
 #include "harness/spawn.h"
-#include "base/owner_file.h"
-#include "base/program_path.h"
 
 namespace gdrproxy::harness {
 namespace {
@@ -40,21 +41,6 @@ const std::vector<std::string> kCaps = {
 
 bool installed(const std::string& name) {
   return !program_path(name).empty();
-}
-
-std::string join(const std::vector<std::string>& v, const std::string& sep = ",") {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
-  return s;
-}
-
-std::vector<std::string> split_csv(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
 }
 
 // The runtime that does the work under the shim: runc or crun itself, or under podman
@@ -200,7 +186,7 @@ std::string start_agent(const Context& c, const std::string& grants) {
     argv.push_back(tdir);
     say("DEBUG_ALL=1: gdrproxy traces the container's device calls into " + tdir);
   }
-  const Json g = split_csv(grants);
+  const Json g = split_list(grants);
   const std::string id = "gdrh-" + c.id.node;
   const Json config = {{"version", 1},
                        {"containers",
@@ -250,7 +236,7 @@ std::string start_agent(const Context& c, const std::string& grants) {
 std::string write_shim_config(const Context& c, const ContainerRequest& r,
                               const std::string& sock) {
   const std::string path = dir_of(c, r.key) + "/runtime.json", id = container_id(c.id, r.key);
-  const Json g = split_csv(r.grants);
+  const Json g = split_list(r.grants);
   const Json config = {{"version", 1},
                        {"comment", "gdr-harness: container " + id},
                        {"runtime", real_runtime(c.env, r.runtime)},
@@ -296,7 +282,7 @@ std::vector<std::string> podman_command(const Context& c, const ContainerRequest
                      "--cap-drop",
                      "all",
                      "--cap-add",
-                     join(kCaps),
+                     join_list(kCaps),
                      "--security-opt",
                      "no-new-privileges",
                      "--pids-limit=-1",
@@ -317,7 +303,8 @@ std::vector<std::string> podman_command(const Context& c, const ContainerRequest
   a.insert(a.end(), {"--ulimit", "memlock=" + mls + ":" + mls, "--ulimit",
                      "nofile=" + files(nf.rlim_cur) + ":" + files(nf.rlim_max), "--ulimit",
                      "nproc=" + std::to_string(procs) + ":" + std::to_string(procs)});
-  for (const auto& d : split_csv(r.grants)) a.insert(a.end(), {"--device", "/dev/infiniband/" + d});
+  for (const auto& d : split_list(r.grants))
+    a.insert(a.end(), {"--device", "/dev/infiniband/" + d});
   for (const auto& e : r.env) a.insert(a.end(), {"--env", e});
   const std::string here = cwd();
   if (here != "/") a.insert(a.end(), {"--volume", here + ":" + here + ":rw", "--workdir", here});

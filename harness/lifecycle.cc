@@ -19,6 +19,7 @@
 
 #include "base/error.h"
 #include "base/escape.h"
+#include "base/lists.h"
 #include "harness/containers.h"
 #include "harness/output.h"
 #include "harness/spawn.h"
@@ -30,12 +31,6 @@ namespace gdrproxy::harness {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string join(const std::vector<std::string>& v, const std::string& sep = ",") {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
-  return s;
-}
 
 bool exists(const std::string& path) {
   struct stat st {};
@@ -245,7 +240,7 @@ void rails_setup(const Context& c, const Plan& plan, RailsMode mode, const std::
   const auto rec = owner_record_of(owner);
   if (!rec) throw Failure("--owner " + std::to_string(owner) + ": no such process", 125);
   write_owner_file(file, *rec);
-  const std::string rails = join(plan.netdevs());
+  const std::string rails = join_list(plan.netdevs());
   if (joined) {
     say(key_words(key) + " joins node " + c.id.node +
         "'s running container network namespace (rails " + rails + ")");

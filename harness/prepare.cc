@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "base/escape.h"
+#include "base/lists.h"
 #include "harness/output.h"
 #include "harness/spawn.h"
 #include "harness/verbs.h"
@@ -30,21 +31,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using gdrproxy::printable;
-
-std::vector<std::string> split_csv(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-std::string join(const std::vector<std::string>& v, const std::string& sep = ",") {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
-  return s;
-}
 
 // The interface of the IPv4 default route (the first one `ip -4 route show default` lists).
 std::string default_route_iface() {
@@ -103,7 +89,7 @@ void print_summary(const Identity& id, const Plan& plan, const std::string& path
   std::vector<std::string> plain;
   std::set<std::string> gids;
   for (const auto& r : plan.rails) {
-    const std::string v4 = join(r.ipv4);
+    const std::string v4 = join_list(r.ipv4);
     std::snprintf(line, sizeof line, "%-16s %-12s %-5s %-6s %s\n", printable(r.netdev).c_str(),
                   r.ibdev.empty() ? "none" : printable(r.ibdev).c_str(),
                   r.port ? std::to_string(*r.port).c_str() : "-",
@@ -116,11 +102,10 @@ void print_summary(const Identity& id, const Plan& plan, const std::string& path
       gids.insert(r.ibdev + "=" + (r.gid_index ? std::to_string(*r.gid_index) : "none"));
   }
   if (!plain.empty())
-    out << "ibdev: none for " << printable(join(plain))
+    out << "ibdev: none for " << printable(join_list(plain))
         << " (plain rails: no RDMA device backs them)\n";
   out << "GID index per HCA: "
-      << (gids.empty() ? "none (no rail has an RDMA device)"
-                       : printable(join({gids.begin(), gids.end()}, " ")))
+      << (gids.empty() ? "none (no rail has an RDMA device)" : printable(join_list(gids, " ")))
       << "\n";
   if (!plan.nccl_ib_hca.empty())
     out << "NCCL_IB_HCA=" << printable(plan.nccl_ib_hca) << "\n";
@@ -135,7 +120,7 @@ void print_summary(const Identity& id, const Plan& plan, const std::string& path
       << "\n";
   out << "plan: " << printable(path) << "\n";
   out << "Give the other node (copy-paste):\n";
-  out << "RDMA_PEER_IFACES=" << shell_word(join(plan.netdevs())) << "\n";
+  out << "RDMA_PEER_IFACES=" << shell_word(join_list(plan.netdevs())) << "\n";
 }
 
 // `gdrproxy doctor --json` on the prepared node, with the NCCL environment the plan gives runs,
@@ -200,7 +185,7 @@ int prepare(const Context& c, std::ostream& out) {
   }
   say("preparing " + identity_line(id) + "; state " + p.state);
 
-  const auto include = split_csv(env_or(env, "RDMA_IFACES", ""));
+  const auto include = split_list(env_or(env, "RDMA_IFACES", ""));
   for (const auto& n : include)
     if (n.size() > 15 || n.find('/') != std::string::npos ||
         n.find_first_of(" \t\n\r\f\v") != std::string::npos)
@@ -219,15 +204,15 @@ int prepare(const Context& c, std::ostream& out) {
   so.exclude_regex = ex != env.end() ? ex->second : "^eth[0-9]+$";
   so.include = include;
   so.keep_no_ipv4 = !env_true(env, "RDMA_AUTO_SKIP_NO_IPV4");
-  if (peer_set) so.peer = split_csv(env.at("RDMA_PEER_IFACES"));
+  if (peer_set) so.peer = split_list(env.at("RDMA_PEER_IFACES"));
   so.allow_bootstrap = env_true(env, "ALLOW_BOOTSTRAP_RDMA_IFACE");
   so.allow_plain_rails = !include.empty() || env_true(env, "RDMA_PLAIN_RAILS");
   if (so.allow_plain_rails && include.empty())
     say("RDMA_PLAIN_RAILS=1: every netdev here but lo is a candidate rail");
   std::string words = "netns select --json --exclude " + so.exclude_regex;
-  if (!include.empty()) words += " --include " + join(include);
+  if (!include.empty()) words += " --include " + join_list(include);
   if (so.keep_no_ipv4) words += " --keep-no-ipv4";
-  if (so.peer) words += " --peer " + join(*so.peer);
+  if (so.peer) words += " --peer " + join_list(*so.peer);
   if (so.allow_bootstrap) words += " --allow-bootstrap";
   if (so.allow_plain_rails) words += " --allow-plain-rails";
   say("selecting: gdrproxy " + words);
@@ -260,7 +245,7 @@ int prepare(const Context& c, std::ostream& out) {
                       " (the lines above say why each candidate was dropped)",
                   3);
   if (!no_ipv4.empty())
-    throw Failure("rail(s) " + join(no_ipv4) +
+    throw Failure("rail(s) " + join_list(no_ipv4) +
                   ": no IPv4 address (RoCE v2 needs one): give them one, leave them out of "
                   "RDMA_IFACES, or set RDMA_AUTO_SKIP_NO_IPV4=1 to skip them");
   std::string boot = env_or(env, "GDR_HARNESS_BOOTSTRAP_IFACE", "");
@@ -273,7 +258,7 @@ int prepare(const Context& c, std::ostream& out) {
   if (!boot.empty() && ::if_nametoindex(boot.c_str()) == 0)
     throw Failure("GDR_HARNESS_BOOTSTRAP_IFACE: no interface '" + boot +
                   "' in this network namespace");
-  if (!hca.empty()) plan.nccl_ib_hca = "=" + join({hca.begin(), hca.end()});
+  if (!hca.empty()) plan.nccl_ib_hca = "=" + join_list(hca);
   plan.bootstrap_iface = boot;
 
   std::error_code ec;
@@ -287,11 +272,11 @@ int prepare(const Context& c, std::ostream& out) {
   for (const auto& n : ibdevs)
     if (!fs::exists("/sys/class/infiniband/" + n + "/device", ec)) virt.push_back(n);
   if (!virt.empty()) {
-    say(join(virt) +
+    say(join_list(virt) +
         ": no PCI function (soft-RoCE): no synthetic sysfs; the container gets a fresh sysfs of "
         "its own network namespace");
   } else if (!ibdevs.empty()) {
-    const std::string nics = join(ibdevs), dir = p.state + "/sysfs";
+    const std::string nics = join_list(ibdevs), dir = p.state + "/sysfs";
     say("synthetic sysfs for " + nics +
         ": gdrproxy sysfs snapshot / build --live-ports / mount-plan");
     fs::create_directories(dir, ec);

@@ -16,24 +16,19 @@
 #include <fstream>
 #include <iostream>
 
+#include "base/lists.h"
+#include "base/program_path.h"
+#include "base/unique_fd.h"
 #include "harness/container_start.h"
 #include "harness/output.h"
 #include "harness/spawn.h"
 #include "harness/verbs.h"
-#include "base/program_path.h"
-#include "base/unique_fd.h"
 #include "sysfs/mount_plan.h"
 
 namespace gdrproxy::harness {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string join(const std::vector<std::string>& v, const std::string& sep = ",") {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
-  return s;
-}
 
 bool starts_with(const std::string& s, const char* p) {
   return s.rfind(p, 0) == 0;
@@ -221,7 +216,7 @@ int run(const Context& c, const std::vector<std::string>& cmd) {
     // Device grants under gdrproxy run where there are RDMA devices, named after the move (a
     // soft-RoCE rail's device is made again by it and may get another uverbs node).
     const auto nodes = uverbs_grants(plan);
-    const std::string grants = nodes.empty() ? "" : join(nodes) + ",rdma_cm";
+    const std::string grants = nodes.empty() ? "" : join_list(nodes) + ",rdma_cm";
     if (!runtime.empty()) {
       say("CMD runs in a " + runtime +
           " container served by gdrproxy agent, started through the runtime shim (gdrproxy "
@@ -249,7 +244,7 @@ int run(const Context& c, const std::vector<std::string>& cmd) {
         ::sigprocmask(SIG_SETMASK, &old, nullptr);
         ::raise(s);
       }
-    say("running in the container: " + join(cmd, " "));
+    say("running in the container: " + join_list(cmd, " "));
     const pid_t child = ::fork();
     if (child < 0) throw Failure("cannot start CMD", 125);
     if (child == 0) {

@@ -8,21 +8,13 @@
 
 #include "base/command_failure.h"
 #include "base/error.h"
+#include "base/lists.h"
 #include "netns/move.h"
 #include "netns/restore.h"
 #include "netns/select.h"
 
 namespace gdrproxy::netns {
 namespace {
-
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 template <typename Fn>
 void run_reporting(int& exit_code, Fn fn) {
