@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Packs build/gdrproxy, the tests' tool build/gdrproxy-testkit and the shared libraries they need that a GPU machine without a package
-# manager may lack into DIR (default .gpu-bundle, ignored by git), for tests/gpu/run.sh there.
+# Packs build/gdrproxy, the tests' tool build/gdrproxy-testkit and the shared libraries they need
+# that a GPU machine without a package manager may lack into DIR (default .gpu-bundle, ignored by
+# git), for tests/gpu/run.sh there.
 #   scripts/gpu-bundle.sh [--perf] [DIR]
 # --perf also packs this machine's perf and its libraries (about 27 MB more), with which
 # tests/gpu/run.sh profiles the per-call bench there (tests/bench/ioctl_profile.sh).
