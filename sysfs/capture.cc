@@ -248,29 +248,45 @@ class Capturer {
     return best;
   }
 
+  // An entry of a class directory (class/infiniband/<name>, class/net/<name>): the real directory
+  // its link names and the PCI function whose tree holds it (nullptr: none), with the path below
+  // that function. nullopt, and an omission, when the link dangles.
+  struct ClassEntry {
+    std::string link;
+    std::string dir;
+    const PciFunction* function = nullptr;
+    std::string rest;
+  };
+  std::optional<ClassEntry> class_entry(const std::string& cls, const std::string& name) {
+    ClassEntry e;
+    e.link = join(cls, name);
+    auto dir = real_path(e.link);
+    if (!dir) {
+      omit(host_name(e.link) + ": dangling link, left out");
+      return std::nullopt;
+    }
+    e.dir = *dir;
+    e.function = owner_of(e.dir, &e.rest);
+    return e;
+  }
+
   void read_infiniband() {
     std::string cls = join(sys_, "class/infiniband");
-    auto names = list_dir(cls);
-    for (const auto& name : names) {
-      std::string link = join(cls, name);
-      auto dir = real_path(link);
-      if (!dir) {
-        omit(host_name(link) + ": dangling link, left out");
-        continue;
-      }
-      std::string rest;
-      const PciFunction* f = owner_of(*dir, &rest);
-      if (limited_ && (!f || below_unread_function(rest))) continue;  // not asked for
-      if (!f || rest != "infiniband/" + name) {
-        omit(host_name(link) + ": not backed by a PCI function (" + host_name(*dir) +
+    for (const auto& name : list_dir(cls)) {
+      const auto e = class_entry(cls, name);
+      if (!e) continue;
+      const PciFunction* f = e->function;
+      if (limited_ && (!f || below_unread_function(e->rest))) continue;  // not asked for
+      if (!f || e->rest != "infiniband/" + name) {
+        omit(host_name(e->link) + ": not backed by a PCI function (" + host_name(e->dir) +
              "), left out");
         continue;
       }
       IbDevice d;
       d.name = name;
       d.pci = f->bdf;
-      read_attrs(*dir, std::begin(kIbAttrs), std::end(kIbAttrs), d.attrs);
-      read_ports(*dir, d);
+      read_attrs(e->dir, std::begin(kIbAttrs), std::end(kIbAttrs), d.attrs);
+      read_ports(e->dir, d);
       read_uverbs(join(join(sys_, "devices"), f->path), d);
       snap_.ib.push_back(std::move(d));
     }
@@ -356,21 +372,16 @@ class Capturer {
   void read_net() {
     std::string cls = join(sys_, "class/net");
     for (const auto& name : list_dir(cls)) {
-      std::string link = join(cls, name);
-      auto dir = real_path(link);
-      if (!dir) {
-        omit(host_name(link) + ": dangling link, left out");
-        continue;
-      }
-      std::string rest;
-      const PciFunction* f = owner_of(*dir, &rest);
+      const auto e = class_entry(cls, name);
+      if (!e) continue;
+      const PciFunction* f = e->function;
       if (!f) continue;  // virtual interface (lo, veth, bridge): nothing to carry
-      if (limited_ && below_unread_function(rest)) continue;  // not asked for
+      if (limited_ && below_unread_function(e->rest)) continue;  // not asked for
       NetDevice n;
       n.name = name;
       n.pci = f->bdf;
-      n.subpath = rest;
-      read_attrs(*dir, std::begin(kNetAttrs), std::end(kNetAttrs), n.attrs);
+      n.subpath = e->rest;
+      read_attrs(e->dir, std::begin(kNetAttrs), std::end(kNetAttrs), n.attrs);
       snap_.net.push_back(std::move(n));
     }
   }
