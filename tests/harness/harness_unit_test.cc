@@ -1,18 +1,21 @@
 // The harness's pieces without a cluster: the launcher's environment, the plan file, who holds a
-// node's rails (owner files: a live process, a zombie, a reused pid) and the ibdev-to-uverbs
-// lookup on a made-up sysfs tree. The idea not to miss: liveness is tested on real processes of
-// this test (a child left a zombie, a record whose start time is not the pid's), not on stand-ins.
+// node's rails (owner files: a live process, a zombie, a reused pid), the environment a run gives
+// CMD, and the ibdev-to-uverbs lookup on a made-up sysfs tree. The idea not to miss: liveness is
+// tested on real processes of this test (a child left a zombie, a record whose start time is not
+// the pid's), not on stand-ins.
 #include <gtest/gtest.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
 #include "base/owner_file.h"
+#include "harness/command_env.h"
 #include "harness/identity.h"
 #include "harness/output.h"
 #include "harness/plan.h"
@@ -280,6 +283,80 @@ TEST(RunDir, OwnersAreTheRunsAndTheKeysInOrderAndOnlyLiveOnesCount) {
   EXPECT_TRUE(valid_key("step-1.0"));
   EXPECT_FALSE(valid_key("../x"));
   EXPECT_FALSE(valid_key(""));
+}
+
+// ---- CMD's environment -------------------------------------------------------------------------
+
+bool has(const std::vector<std::string>& env, const std::string& entry) {
+  return std::find(env.begin(), env.end(), entry) != env.end();
+}
+bool has_name(const std::vector<std::string>& env, const std::string& name) {
+  return std::any_of(env.begin(), env.end(),
+                     [&](const std::string& e) { return e.rfind(name + "=", 0) == 0; });
+}
+
+TEST(CommandEnvironment, CleanButForTheLaunchersAndTheLibrariesVariablesThenThePlans) {
+  const Plan plan = sample_plan();
+  Capture lines;
+  const auto env = command_environment({{"PATH", "/bin"},
+                                        {"LC_ALL", "C"},
+                                        {"NCCL_ALGO", "Ring"},
+                                        {"UCX_TLS", "rc"},
+                                        {"NIXL_PLUGIN_DIR", "/x"},
+                                        {"SLURM_PROCID", "1"},
+                                        {"PMI_RANK", "1"},
+                                        {"LD_PRELOAD", "/evil.so"},
+                                        {"GDRPROXY", "/gp"},
+                                        {"OTHER_VAR", "1"},
+                                        {"NCCL_IB_HCA", "mlx5_9"},
+                                        {"NCCL_SOCKET_IFNAME", "eth0"},
+                                        {"NCCL_TOPO_FILE", "/etc/topo.xml"}},
+                                       "n1", plan);
+  for (const char* e :
+       {"PATH=/bin", "LC_ALL=C", "NCCL_ALGO=Ring", "UCX_TLS=rc", "NIXL_PLUGIN_DIR=/x",
+        "SLURM_PROCID=1", "PMI_RANK=1", "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1", "NCCL_SOCKET_IFNAME=eth0",
+        "GDR_HARNESS_NODE=n1"})
+    EXPECT_TRUE(has(env, e)) << e;
+  for (const char* n : {"LD_PRELOAD", "GDRPROXY", "OTHER_VAR", "NCCL_TOPO_FILE", "NCCL_DEBUG"})
+    EXPECT_FALSE(has_name(env, n)) << n;
+  EXPECT_EQ(std::count_if(env.begin(), env.end(),
+                          [](const std::string& e) { return e.rfind("NCCL_IB_HCA=", 0) == 0; }),
+            1);
+  // The caller's NCCL_IB_HCA is replaced, and said; its NCCL_SOCKET_IFNAME was the plan's.
+  EXPECT_NE(lines.text().find("the caller's value 'mlx5_9' is replaced by the plan's"),
+            std::string::npos);
+  EXPECT_EQ(lines.text().find("NCCL_SOCKET_IFNAME:"), std::string::npos);
+}
+
+TEST(CommandEnvironment, NoRdmaDeviceNoHcaAndTopologyAndDebugOnlyWhenAsked) {
+  TempDir t;
+  Plan plain = sample_plan();
+  plain.nccl_ib_hca.clear();
+  plain.bootstrap_iface.clear();
+  write(t.path() + "/topo.xml", "<system/>");
+  Capture lines;
+  auto env = command_environment({{"INCLUDE_NCCL_TOPO", "1"},
+                                  {"NCCL_TOPO_FILE", t.path() + "/topo.xml"},
+                                  {"DEBUG_ALL", "1"},
+                                  {"GDR_HARNESS_LOG_DIR", "/logs"},
+                                  {"NCCL_DEBUG", "WARN"}},
+                                 "n1", plain);
+  EXPECT_FALSE(has_name(env, "NCCL_IB_HCA"));
+  EXPECT_FALSE(has_name(env, "NCCL_SOCKET_IFNAME"));
+  EXPECT_NE(lines.text().find("NCCL_IB_HCA not set"), std::string::npos);
+  EXPECT_TRUE(has(env, "NCCL_TOPO_FILE=" + t.path() + "/topo.xml"));
+  EXPECT_TRUE(has(env, "NCCL_DEBUG=WARN"));  // the caller's own value wins
+  EXPECT_FALSE(has(env, "NCCL_DEBUG=INFO"));
+  EXPECT_TRUE(has(env, "NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH"));
+  EXPECT_TRUE(has(env, "NCCL_DEBUG_FILE=/logs/nccl-debug.n1.%h.%p.log"));
+  EXPECT_TRUE(has(env, "NCCL_TOPO_DUMP_FILE=/logs/nccl-topo.n1.xml"));
+  // A topology file that does not exist, or without INCLUDE_NCCL_TOPO=1, stays out.
+  env = command_environment({{"INCLUDE_NCCL_TOPO", "1"}, {"NCCL_TOPO_FILE", t.path() + "/no.xml"}},
+                            "n1", plain);
+  EXPECT_FALSE(has_name(env, "NCCL_TOPO_FILE"));
+  env = command_environment({{"NCCL_TOPO_FILE", t.path() + "/topo.xml"}}, "n1", plain);
+  EXPECT_FALSE(has_name(env, "NCCL_TOPO_FILE"));
+  EXPECT_FALSE(has_name(env, "NCCL_DEBUG_SUBSYS"));
 }
 
 // ---- ibdev to uverbs ---------------------------------------------------------------------------
