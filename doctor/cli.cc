@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 
+#include "base/command_failure.h"
 #include "doctor/doctor.h"
 #include "doctor/reference_versions.h"
 #include "sysfs/fsio.h"
@@ -63,6 +64,42 @@ std::string footer() {
   return f;
 }
 
+// One run of the checks `opts` ask for: the report on stdout and its exit status (2 for an
+// unknown family, as for a usage error).
+int run(const Options& opts) {
+  Context ctx = node_context();
+  ctx.sysfs_root = opts.sysfs_root;
+  ctx.pids = opts.pids;
+  ctx.rootfs = opts.rootfs;
+  ctx.peer = opts.peer;
+  ctx.arp_profile = opts.arp_profile;
+  ctx.arp_profile_dir = opts.profile_dir;
+  if (!ctx.pids.empty()) {
+    const int pid = ctx.pids.front();
+    auto r = sysfs::read_file(ctx.proc_root + "/" + std::to_string(pid) + "/environ");
+    if (r.data) {
+      ctx.env = parse_environ(*r.data);
+      ctx.env_origin = "environ of pid " + std::to_string(pid);
+      auto home = ctx.env.find("HOME");
+      ctx.home = home == ctx.env.end() ? "" : home->second;
+    }
+  }
+  for (const auto& name : opts.only) {
+    bool known = false;
+    for (const auto& f : families()) known = known || name == f.name;
+    if (!known) {
+      std::cerr << "gdrproxy doctor: unknown family " << quote_value(name) << "\n";
+      return 2;
+    }
+  }
+  Report report = run_doctor(ctx, opts.only);
+  if (opts.json)
+    std::cout << report.to_json().dump(2) << "\n";
+  else
+    std::cout << report.to_text();
+  return report.exit_code();
+}
+
 }  // namespace
 
 void register_commands(CLI::App& app, int& exit_code) {
@@ -93,39 +130,9 @@ void register_commands(CLI::App& app, int& exit_code) {
   cmd->add_option("--profile-dir", opts->profile_dir,
                   "Directory searched first for ARP profiles (as `netns move --profile-dir`)");
   cmd->add_option("--only", opts->only, "Run only these families")->delimiter(',');
+  // A check that throws (it should report instead) fails the run as a failure does: status 2.
   cmd->callback([opts, &exit_code] {
-    Context ctx = node_context();
-    ctx.sysfs_root = opts->sysfs_root;
-    ctx.pids = opts->pids;
-    ctx.rootfs = opts->rootfs;
-    ctx.peer = opts->peer;
-    ctx.arp_profile = opts->arp_profile;
-    ctx.arp_profile_dir = opts->profile_dir;
-    if (!ctx.pids.empty()) {
-      const int pid = ctx.pids.front();
-      auto r = sysfs::read_file(ctx.proc_root + "/" + std::to_string(pid) + "/environ");
-      if (r.data) {
-        ctx.env = parse_environ(*r.data);
-        ctx.env_origin = "environ of pid " + std::to_string(pid);
-        auto home = ctx.env.find("HOME");
-        ctx.home = home == ctx.env.end() ? "" : home->second;
-      }
-    }
-    for (const auto& name : opts->only) {
-      bool known = false;
-      for (const auto& f : families()) known = known || name == f.name;
-      if (!known) {
-        std::cerr << "gdrproxy doctor: unknown family " << quote_value(name) << "\n";
-        exit_code = 2;
-        return;
-      }
-    }
-    Report report = run_doctor(ctx, opts->only);
-    if (opts->json)
-      std::cout << report.to_json().dump(2) << "\n";
-    else
-      std::cout << report.to_text();
-    exit_code = report.exit_code();
+    exit_code = run_guarded("gdrproxy doctor", 2, [&] { return run(*opts); });
   });
 }
 
