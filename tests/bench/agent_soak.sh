@@ -281,7 +281,9 @@ lifecycle() {
   fi
   if ! rt "$cfg" start "$id" >/dev/null 2>"$out.start"; then
     t1=$(ms)
-    if grep -q "cannot start a container that has stopped" "$out.start" && kill_during "$t0" "$t1"; then
+    # runc says either, by whether it saw the init gone before or while it started it.
+    if grep -qE "cannot start a container that has stopped|container process is already dead" \
+      "$out.start" && kill_during "$t0" "$t1"; then
       casualty "$id: its init died at a kill during its start (its listener cut at handover, or runc init's trapped open answered EINTR)"
     else
       failure "$id: start failed: $(tail -c 200 "$out.start" | tr '\n' ' ')"
