@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -142,7 +143,17 @@ void unpin_netns(const std::string& pin) {
 // Restores every journal in a container's directory; removes the directory when all are done.
 int restore_dir(const std::string& dir) {
   std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) return 0;  // nothing was moved, or given back
+  // One restorer at a time: a dead container's poststop hook and an agent's sweep may both take
+  // its directory. The second waits, then finds the directory given back and removed.
+  const UniqueFd held(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!held) return 0;  // nothing was moved, or given back
+  while (::flock(held.get(), LOCK_EX) != 0)
+    if (errno != EINTR) throw Error("cannot lock " + printable(dir) + ": " + std::strerror(errno));
+  struct stat now {
+  }, locked{};
+  if (::stat(dir.c_str(), &now) != 0 || ::fstat(held.get(), &locked) != 0 ||
+      now.st_ino != locked.st_ino || now.st_dev != locked.st_dev)
+    return 0;  // given back by the other restorer while this one waited
   // Every hook's journal (a completed restore leaves NAME.journal.done, which restore reads).
   std::set<std::string> journals;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
@@ -311,10 +322,19 @@ int restore_rails_of_gone_containers(const std::string& state_dir,
     const pid_t pid = owner->pid;
     const std::string name = printable(e.path().filename().string());
     if (owner_alive(*owner)) continue;  // still running (a zombie is not: owner_file.h)
-    const int p = restore_dir(e.path().string());
+    // A directory that cannot be given back costs that container only: the agent still starts.
+    int p = 0;
+    std::string why;
+    try {
+      p = restore_dir(e.path().string());
+    } catch (const std::exception& x) {
+      p = 1;
+      why = ": " + printable(x.what());
+    }
     problems += p;
     report("container " + name + " is gone (process " + std::to_string(pid) + "): its rails " +
-           (p == 0 ? "were given back" : "could not all be given back (see above)"));
+           (p == 0 ? "were given back"
+                   : "could not all be given back" + (why.empty() ? " (see above)" : why)));
   }
   return problems;
 }

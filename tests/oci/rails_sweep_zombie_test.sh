@@ -41,4 +41,50 @@ grep -q "container zombie-$$ is gone (process $INIT): its rails were given back"
   { cat "$WORK/sweep.out"; fail "the sweep did not give back the rails of a container whose init is a zombie"; }
 ip link show rail0 >/dev/null 2>&1 || fail "rail0 is not back on the host"
 [[ -z $(ls -A "$WORK/rails" 2>/dev/null) ]] || fail "the journal directory was left behind: $(ls -A "$WORK/rails")"
-echo "PASS: the sweep gave back the rails of a container whose init is an unreaped zombie"
+
+# A second container's poststop hook and a sweep (an agent starting) take its directory at the
+# same moment: both are held at the door while the test holds the directory, then let go
+# together. One gives the rails back; the other must find them given back, not fail on the
+# journal the first renamed (found by the soak: an agent whose start-up sweep threw never served).
+unshare --net sleep 600 &
+INIT2=$!
+for _ in $(seq 50); do [[ $(readlink /proc/"$INIT2"/ns/net) != "$(readlink /proc/self/ns/net)" ]] && break; sleep 0.05; done
+echo "{\"ociVersion\": \"1.0.2\", \"id\": \"race-$$\", \"status\": \"creating\", \"pid\": $INIT2, \"bundle\": \"$WORK\"}" |
+  "$GP" hook create-runtime --rails rail0 --allow-plain-rails --state-dir "$WORK/rails" >"$WORK/hook2.out" 2>&1 ||
+  { cat "$WORK/hook2.out"; fail "the second create-runtime failed"; }
+kill -KILL "$INIT2"
+wait "$INIT2" 2>/dev/null
+dir=$WORK/rails/race-$$
+[[ -d $dir ]] || fail "no journal directory $dir"
+flock "$dir" sleep 1 &
+holder=$!
+sleep 0.2
+"$GP" hook sweep --state-dir "$WORK/rails" >"$WORK/sweep2.out" 2>&1 &
+sweep=$!
+"$GP" hook poststop --id "race-$$" --state-dir "$WORK/rails" >"$WORK/poststop.out" 2>&1 &
+poststop=$!
+wait $holder
+wait $sweep
+sweep_rc=$?
+wait $poststop
+poststop_rc=$?
+((sweep_rc == 0)) || { cat "$WORK/sweep2.out"; fail "the sweep beside a poststop exited $sweep_rc"; }
+((poststop_rc == 0)) || { cat "$WORK/poststop.out"; fail "the poststop beside a sweep exited $poststop_rc"; }
+ip link show rail0 >/dev/null 2>&1 || fail "rail0 is not back on the host after the second container"
+[[ -z $(ls -A "$WORK/rails" 2>/dev/null) ]] || fail "the journal directory was left behind: $(ls -A "$WORK/rails")"
+# A directory the sweep cannot give back (its journal unreadable) costs that container only: an
+# agent still starts, and says so.
+mkdir -p "$WORK/rails/broken-$$"
+echo "4194000 1" >"$WORK/rails/broken-$$/owner"
+echo "{not json" >"$WORK/rails/broken-$$/netns-x.journal"
+"$GP" agent --socket "$WORK/a.sock" --ctl-socket "$WORK/a.ctl" --rail-state-dir "$WORK/rails" \
+  >"$WORK/agent.log" 2>&1 &
+agent=$!
+for _ in $(seq 100); do grep -q "serving " "$WORK/agent.log" && break; sleep 0.05; done
+kill $agent 2>/dev/null
+wait $agent 2>/dev/null
+grep -q "serving " "$WORK/agent.log" || { cat "$WORK/agent.log"; fail "an unreadable journal of a gone container stopped the agent from starting"; }
+grep -q "container broken-$$ is gone (process 4194000): its rails could not all be given back" "$WORK/agent.log" ||
+  { cat "$WORK/agent.log"; fail "the agent did not say which container's rails it could not give back"; }
+echo "PASS: the sweep gave back the rails of a container whose init is an unreaped zombie, beside" \
+  "its poststop; an unreadable journal did not stop the agent from starting"
