@@ -97,8 +97,11 @@ oci_dockerd() {
   [[ -n ${2:-} ]] || ln -sf "$GP" "$rt"
   jq -n --arg p "$rt" --arg c "--gdrproxy-config=$1" \
     '{runtimes: {gdrproxy: {path: $p, runtimeArgs: [$c]}}}' >"$WORK/daemon.json"
+  # --ip-forward=false: dockerd would otherwise turn on this namespace's IPv4 forwarding, which
+  # every link moved in afterwards (a rail given back) inherits: the rig's "host" would differ
+  # from before for a reason of dockerd's, not the hooks'.
   GDRPROXY_RUNTIME_CONFIG=$1 dockerd --data-root "$WORK/data" --exec-root "$WORK/exec" --host "$DOCKER_HOST" \
-    --pidfile "$WORK/dockerd.pid" --iptables=false --ip-masq=false --bridge=none --storage-driver=vfs \
+    --pidfile "$WORK/dockerd.pid" --iptables=false --ip-masq=false --ip-forward=false --bridge=none --storage-driver=vfs \
     --config-file "$WORK/daemon.json" >"$WORK/dockerd.log" 2>&1 &
   DOCKERD_PID=$!
   local i
