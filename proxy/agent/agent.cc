@@ -75,15 +75,23 @@ bool in_initial_pid_namespace() {
   return true;  // a kernel without NSpid has no pid namespaces to be in
 }
 
-// Whether `pid` is a killed process that cannot finish exiting: its main thread a zombie while
-// another thread is blocked in the kernel (a FUSE request its server never answers). Its fds,
-// listening sockets included, stay open until that thread returns; it serves nothing.
+// Whether `pid` is a killed process that cannot finish exiting: a thread of it blocked in the
+// kernel (a FUSE request its server never answers) while its main thread is a zombie, or is that
+// thread itself with SIGKILL pending. Its fds, listening sockets included, stay open until that
+// thread returns; it serves nothing.
 bool killed_but_not_gone(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  const std::string dir = "/proc/" + std::to_string(pid);
+  std::ifstream in(dir + "/stat");
   std::string stat;
   std::getline(in, stat);
   const auto paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
+  if (paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z') return true;
+  // SIGKILL (bit 8 of the masks) pending for the main thread or its process.
+  std::ifstream status(dir + "/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("SigPnd:", 0) == 0 || line.rfind("ShdPnd:", 0) == 0)
+      if (std::strtoull(line.c_str() + 7, nullptr, 16) & (1ULL << (SIGKILL - 1))) return true;
+  return false;
 }
 
 // Binds a root-only stream socket at `path` (mode 0600 in a 0700 directory we create if
@@ -119,11 +127,22 @@ local::acceptor bind_root_only(asio::io_context& io, const std::string& path) {
   a.open(local(), ec);
   if (!ec) a.bind(local::endpoint(path), ec);
   ::umask(old);
-  if (!ec) a.listen(64, ec);
+  // Room for the runtimes that connect while an agent restarts (they wait here; see fd_store.h).
+  if (!ec) a.listen(1024, ec);
   if (ec) throw Error("cannot listen on " + path + ": " + ec.message());
   ::chmod(path.c_str(), 0600);
   return a;
 }
+
+// One process's handover, from a runtime or from the fd store, until a session takes it.
+struct Handover {
+  UniqueFd listener;
+  UniqueFd pidfd;
+  ReceivedIdPage ids;
+  uint64_t key = 0;                  // its fd-store entry (0: none, or an older holder's)
+  bool in_holder = false;            // the fd store keeps it already
+  bool from_previous_agent = false;  // re-attached from the fd store
+};
 
 struct Container {
   std::string id;
@@ -167,13 +186,16 @@ class Agent {
       : opts_(o),
         config_(std::move(config)),
         engine_(DeviceCatalog::scan(o.dev_root)),
-        acceptor_(bind_root_only(engine_.io(), o.socket)),
+        // The control socket first: its check finds an agent that still serves these paths
+        // (the runtime socket may be one the fd store kept for us, which answers while no
+        // agent runs).
         ctl_(bind_root_only(engine_.io(), o.ctl_socket)),
+        store_(o.fd_store ? std::optional(FdStoreClient::connect_or_start(*o.fd_store))
+                          : std::nullopt),
+        acceptor_(open_runtime_socket()),
         signals_(engine_.io(), SIGTERM, SIGINT),
         handshakes_(std::chrono::milliseconds(o.handshake_deadline_ms), o.max_handshakes),
-        ctl_handshakes_(std::chrono::milliseconds(o.handshake_deadline_ms), o.max_handshakes) {
-    if (o.fd_store) store_.emplace(FdStoreClient::connect_or_start(*o.fd_store));
-  }
+        ctl_handshakes_(std::chrono::milliseconds(o.handshake_deadline_ms), o.max_handshakes) {}
 
   ~Agent() {
     ::unlink(opts_.socket.c_str());
@@ -227,6 +249,24 @@ class Agent {
  private:
   void log(const std::string& msg) const {
     if (!opts_.quiet) std::fprintf(stderr, "gdrproxy agent: %s\n", printable(msg).c_str());
+  }
+
+  // The socket runtimes hand listeners over on. With the fd store, the holder keeps a copy: a
+  // killed agent's socket stays bound and listening, so the runtimes that connect until the next
+  // agent starts wait in its backlog (fd_store.h), and the next agent takes it back.
+  local::acceptor open_runtime_socket() {
+    local::acceptor a(engine_.io());
+    if (store_) {
+      if (UniqueFd kept = store_->take_runtime_socket(opts_.socket)) {
+        a.assign(local(), kept.release());
+        log("runtime socket " + opts_.socket + " taken back from the fd store " + store_->path() +
+            " (runtimes that connected while no agent ran are served now)");
+        return a;
+      }
+    }
+    a = bind_root_only(engine_.io(), opts_.socket);
+    if (store_) store_->keep_runtime_socket(a.native_handle(), opts_.socket);
+    return a;
   }
 
   // Serves `acceptor` with `handle` for each connection, on the loop; a handler's exception is
@@ -286,7 +326,9 @@ class Agent {
         });
   }
 
-  // A runtime's whole state: its listener goes to its container's session.
+  // A runtime's whole state: its listener goes to its container's session. It goes to the fd
+  // store first, before anything slow: from there a kill of this agent mid-adoption loses
+  // nothing (the next agent adopts the entry again); a refusal then forgets it.
   void admit(ReceivedState rs, const std::string& who) {
     // Every received fd is ours to close but the listener, which a session takes over.
     std::vector<UniqueFd> fds;
@@ -298,7 +340,55 @@ class Agent {
       log(who + ": " + why);
       return;
     }
-    adopt(*st, fds[st->seccomp_fd_index], rs.json);
+    const std::string process =
+        "container " + st->state.id + ": process " + std::to_string(st->pid);
+    Handover h;
+    h.listener = std::move(fds[st->seccomp_fd_index]);
+    // Bind the session to the process, not to the message: it must exist now.
+    h.pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, st->pid, 0)));
+    if (!h.pidfd) {
+      log(process + " is gone (" + std::strerror(errno) + "): listener closed");
+      return;
+    }
+    // Where its receiver stores each received id: kept with the listener, so that the next agent
+    // can answer what this one had received if it is killed (received_ids.h).
+    try {
+      h.ids = ReceivedIdPage::create();
+    } catch (const std::exception& e) {
+      log(process + ": " + e.what() + ": listener closed");
+      return;
+    }
+    if (store_ && store_->names_entries()) {
+      if (const auto key = store_->put(rs.json, {h.listener.get(), h.pidfd.get(), h.ids.fd()})) {
+        h.key = *key;
+        h.in_holder = true;
+      }
+    }
+    adopt_or_let_go(*st, h, rs.json);
+  }
+
+  // adopt(), letting the handover go when it is refused or adoption fails before a session took
+  // its listener.
+  bool adopt_or_let_go(const ContainerProcessState& st, Handover& h, const std::string& json) {
+    try {
+      if (adopt(st, h, json)) return true;
+    } catch (...) {
+      if (h.listener) let_go(h, st.state.id);
+      throw;
+    }
+    let_go(h, st.state.id);
+    return false;
+  }
+
+  // A listener refused: closed here, and its fd-store entry (this handover's, or the one it
+  // came from) forgotten, so that its process's trapped calls fail rather than wait.
+  void let_go(Handover& h, const std::string& id) {
+    h.listener.reset();
+    if (!h.in_holder) return;
+    if (h.key != 0)
+      store_->forget(h.key);
+    else
+      store_->forget_container_in_older_holder(id);
   }
 
   // The listeners a previous agent left in the fd store: each process comes back as if its
@@ -309,32 +399,52 @@ class Agent {
     std::vector<StoredListener> kept = store_->take_all();
     log("fd store " + store_->path() + ": " + std::to_string(kept.size()) + " process(es) kept");
     for (StoredListener& l : kept) {
-      UniqueFd listener = std::move(l.listener);
+      Handover h;
+      h.listener = std::move(l.listener);
+      h.pidfd = std::move(l.pidfd);
+      h.key = l.key;
+      h.in_holder = true;
+      h.from_previous_agent = true;
       std::string why;
       const auto st = parse_container_process_state(l.state_json, 1, why);
       if (!st) {
         log("fd store: " + why);
-      } else if (adopt(*st, listener, l.state_json, &l)) {
-        log("container " + st->state.id + ": re-attached from the fd store " + store_->path() +
-            " (process " + std::to_string(st->pid) + ")");
+        h.listener.reset();
+        if (h.key != 0) store_->forget(h.key);
         continue;
       }
-      listener.reset();
-      if (l.key != 0)
-        store_->forget(l.key);
-      else if (st)
-        store_->forget_container_in_older_holder(st->state.id);
+      const std::string process =
+          "container " + st->state.id + ": process " + std::to_string(st->pid);
+      if (!h.pidfd) {
+        log(process + ": the fd store kept no pidfd for it (a holder older than this agent): " +
+            "listener closed");
+      } else {
+        try {
+          h.ids = ReceivedIdPage::adopt(std::move(l.ids));
+        } catch (const std::exception& e) {
+          log(process + ": " + e.what() + ": listener closed");
+        }
+        if (h.ids && adopt_or_let_go(*st, h, l.state_json)) {
+          log("container " + st->state.id + ": re-attached from the fd store " + store_->path() +
+              " (process " + std::to_string(st->pid) + ")");
+          continue;
+        }
+        if (h.ids) continue;  // let go already
+      }
+      let_go(h, st->state.id);
     }
   }
 
-  // Gives `listener` to its container's session, made on first sight (`listener` is then empty),
-  // and (from a runtime, `json` its state) puts it in the fd store. `stored`: the fd store's
-  // entry it comes from. False: refused (the caller closes the listener: that container's trapped
-  // calls then fail with ENOSYS).
-  bool adopt(const ContainerProcessState& st, UniqueFd& listener, const std::string& json,
-             StoredListener* stored = nullptr) {
+  // Gives a handed-over process's listener to its container's session, made on first sight
+  // (`h.listener` is then empty). `h` holds the pidfd the process was found by (from a runtime:
+  // opened by its pid on receipt; from the fd store: the one the adopting agent verified, never
+  // its pid looked up again, since the process may have exited while no agent ran and its pid be
+  // another's now) and its received-id page. False: refused (the caller lets it go: that
+  // process's trapped calls then fail with ENOSYS).
+  bool adopt(const ContainerProcessState& st, Handover& h, const std::string& json) {
     const std::string& id = st.state.id;
     const std::string who = "container " + id + ": process " + std::to_string(st.pid);
+    UniqueFd& listener = h.listener;
     // Anything but a seccomp listener would make a session that waits on it for ever; checked
     // for fd-store entries too (a holder of an older agent may have kept one).
     std::string why;
@@ -342,57 +452,29 @@ class Agent {
       log(who + " refused: " + why);
       return false;
     }
-    // Bind the session to the process, not to the message: it must exist now. From the fd
-    // store, through the pidfd the adopting agent verified, never its pid looked up again: the
-    // process may have exited while no agent ran, and its pid be another's now.
-    UniqueFd pidfd;
-    pid_t pid = st.pid;
-    if (stored) {
-      pidfd = std::move(stored->pidfd);
-      if (!pidfd) {
-        log(who + ": the fd store kept no pidfd for it (a holder older than this agent): " +
-            "listener closed");
-        return false;
-      }
-      pid = pid_of_pidfd(pidfd.get());
-      if (pid != st.pid) {
-        log(who + " exited while no agent ran: listener closed");
-        return false;
-      }
-    } else {
-      pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, st.pid, 0)));
-      if (!pidfd) {
-        log(who + " is gone (" + std::strerror(errno) + "): listener closed");
-        return false;
-      }
-    }
+    const char* const gone =
+        h.from_previous_agent ? " exited while no agent ran" : " exited while it was being checked";
+    const pid_t pid = pid_of_pidfd(h.pidfd.get());
     ino_t pidns = 0;
     std::string cgroup;
-    if (!verified_facts(pidfd.get(), pid, pidns, cgroup)) {
-      log(who + (stored ? " exited while no agent ran" : " exited while it was being checked") +
-          ": listener closed");
+    if (pid != st.pid || !verified_facts(h.pidfd.get(), pid, pidns, cgroup)) {
+      log(who + gone + ": listener closed");
       return false;
     }
-    // Where its receiver stores each received id: kept with the listener, so that the next agent
-    // can answer what this one had received if it is killed (received_ids.h).
-    ReceivedIdPage ids;
-    try {
-      ids = stored ? ReceivedIdPage::adopt(std::move(stored->ids)) : ReceivedIdPage::create();
-    } catch (const std::exception& e) {
-      log(who + ": " + e.what() + ": listener closed");
-      return false;
-    }
+    UniqueFd pidfd = std::move(h.pidfd);
+    ReceivedIdPage ids = std::move(h.ids);
     // One fd-store entry per process, with the pidfd checked here (the holder drops it when the
-    // process exits); one from the store is there already. Copies, put once the session has the
-    // listener: the holder must not keep alive a listener that no session serves. The client
-    // keeps them too, for a holder that has to be replaced.
+    // process exits); one put on receipt or from the store is there already. The client keeps
+    // copies too, for a holder that has to be replaced. (Put here only for an older holder,
+    // which names no entry: once the session has the listener, since such an entry could not
+    // be forgotten alone.)
     std::array<UniqueFd, 3> copies;
     if (store_)
       for (size_t i = 0; const int f : {listener.get(), pidfd.get(), ids.fd()})
         copies[i++].reset(::fcntl(f, F_DUPFD_CLOEXEC, 0));
     const auto keep = [&] {
       if (copies[0] && copies[1] && copies[2] &&
-          !store_->keep(id, json, std::move(copies), stored != nullptr))
+          !store_->keep(id, json, std::move(copies), h.in_holder))
         check_holder();
     };
     // ...and to its bundle: the bundle's config.json must hand its listener to this agent, with
@@ -703,8 +785,9 @@ class Agent {
   const AgentOptions& opts_;
   AgentConfig config_;
   Engine engine_;
-  local::acceptor acceptor_;
   local::acceptor ctl_;
+  std::optional<FdStoreClient> store_;
+  local::acceptor acceptor_;
   asio::signal_set signals_;
   // The connections being read, runtimes' and control's apart (neither crowds out the other).
   Handshakes handshakes_;
@@ -714,7 +797,6 @@ class Agent {
   // threads (the peer check), written on the loop.
   std::mutex groups_mu_;
   std::multimap<std::string, std::pair<std::string, ino_t>> group_members_;
-  std::optional<FdStoreClient> store_;
   asio::steady_timer holder_timer_{engine_.io()};
   bool draining_ = false;  // `ctl drain`: no new container or process; stop when none is left
 };

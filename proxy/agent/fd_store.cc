@@ -97,6 +97,24 @@ bool recv_packet(int s, std::string& data, std::array<UniqueFd, kFdsPerEntry>& f
   return true;
 }
 
+// A listening AF_UNIX stream socket (what the agent's runtime socket is).
+bool is_listening_stream(const UniqueFd& fd) {
+  int v = 0;
+  socklen_t len = sizeof v;
+  if (::getsockopt(fd.get(), SOL_SOCKET, SO_ACCEPTCONN, &v, &len) != 0 || v != 1) return false;
+  len = sizeof v;
+  if (::getsockopt(fd.get(), SOL_SOCKET, SO_TYPE, &v, &len) != 0 || v != SOCK_STREAM) return false;
+  len = sizeof v;
+  return ::getsockopt(fd.get(), SOL_SOCKET, SO_DOMAIN, &v, &len) == 0 && v == AF_UNIX;
+}
+
+// The file `path` names now; nullopt when it names none.
+std::optional<SocketName> name_of(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return std::nullopt;
+  return SocketName{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+}
+
 struct Kept {
   std::string json;
   std::array<UniqueFd, kFdsPerEntry> fds;  // listener, pidfd, received-id page
@@ -107,6 +125,10 @@ struct Kept {
 [[noreturn]] void run_holder(int listen_fd) {
   std::map<uint64_t, Kept> kept;
   uint64_t next_key = 1;
+  // The agent's runtime socket, kept listening (never accepted on here) and the file its path
+  // named when it was bound.
+  UniqueFd runtime_socket;
+  SocketName runtime_name;
   const UniqueFd ep(::epoll_create1(EPOLL_CLOEXEC));
   if (!ep) _exit(1);
   epoll_event ev{};
@@ -152,6 +174,15 @@ struct Kept {
           continue;
         }
         kept.emplace(key, Kept{std::move(r.state_json), std::move(fds)});
+        send_packet(c.get(), put_answer(key));
+      } else if (r.kind == HolderRequest::Kind::kSocket && fds[0] && is_listening_stream(fds[0])) {
+        runtime_socket = std::move(fds[0]);
+        runtime_name = r.socket;
+      } else if (r.kind == HolderRequest::Kind::kSocketQuery) {
+        if (runtime_socket)
+          send_packet(c.get(), socket_request(runtime_name), {runtime_socket.get(), -1, -1});
+        else
+          send_packet(c.get(), no_socket_answer());
       } else if (r.kind == HolderRequest::Kind::kForget) {
         const auto it = kept.find(r.key);
         if (it != kept.end()) erase(it);
@@ -208,8 +239,45 @@ void start_holder(const std::string& path) {
 }  // namespace
 
 FdStoreClient FdStoreClient::connect_or_start(const std::string& path) {
-  if (!connect_to(path)) start_holder(path);
-  return FdStoreClient(path);
+  if (connect_to(path)) return FdStoreClient(path, false);
+  start_holder(path);
+  return FdStoreClient(path, true);
+}
+
+UniqueFd FdStoreClient::take_runtime_socket(const std::string& path) {
+  const UniqueFd s = connect_to(path_);
+  std::string data;
+  std::array<UniqueFd, kFdsPerEntry> fds;
+  if (!s || !send_packet(s.get(), socket_query()) || !recv_packet(s.get(), data, fds, 2000))
+    return UniqueFd();  // a holder of an older build answers nothing
+  names_entries_ = true;
+  const HolderRequest r = parse_holder_request(data);
+  if (r.kind != HolderRequest::Kind::kSocket || !fds[0] || !is_listening_stream(fds[0]) ||
+      name_of(path) != r.socket)
+    return UniqueFd();  // none kept, or its path was removed or bound again since
+  socket_copy_.reset(::fcntl(fds[0].get(), F_DUPFD_CLOEXEC, 0));
+  socket_name_ = r.socket;
+  return std::move(fds[0]);
+}
+
+void FdStoreClient::keep_runtime_socket(int fd, const std::string& path) {
+  const auto name = name_of(path);
+  if (!name) return;
+  socket_copy_.reset(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+  socket_name_ = *name;
+  if (!socket_copy_) return;
+  const UniqueFd s = connect_to(path_);
+  if (s) send_packet(s.get(), socket_request(socket_name_), {socket_copy_.get(), -1, -1});
+}
+
+std::optional<uint64_t> FdStoreClient::put(const std::string& state_json,
+                                           const std::array<int, 3>& fds) const {
+  const UniqueFd s = connect_to(path_);
+  if (!s || !send_packet(s.get(), put_request(state_json), fds)) return std::nullopt;
+  std::string data;
+  std::array<UniqueFd, kFdsPerEntry> none;
+  if (!recv_packet(s.get(), data, none, 2000)) return std::nullopt;
+  return parse_put_answer(data);
 }
 
 std::vector<StoredListener> FdStoreClient::take_all() const {
@@ -242,6 +310,8 @@ bool FdStoreClient::keep(const std::string& id, const std::string& state_json,
     const UniqueFd s = connect_to(path_);
     answered = s && send_packet(s.get(), put_request(state_json),
                                 {fds[0].get(), fds[1].get(), fds[2].get()});
+    // The holder answers with the entry's key; not waited for: this entry is never forgotten
+    // by key (its process's exit drops it).
   }
   copies_.push_back(Copy{id, state_json, std::move(fds)});
   return answered;
@@ -269,6 +339,12 @@ std::optional<size_t> FdStoreClient::replace_holder_if_gone() {
   if (connect_to(path_)) return std::nullopt;
   forget_exited();
   start_holder(path_);
+  names_entries_ = true;
+  // The runtime socket first: runtimes that connect meanwhile wait in its backlog again.
+  if (socket_copy_) {
+    const UniqueFd s = connect_to(path_);
+    if (s) send_packet(s.get(), socket_request(socket_name_), {socket_copy_.get(), -1, -1});
+  }
   size_t n = 0;
   for (const Copy& c : copies_) {
     const UniqueFd s = connect_to(path_);

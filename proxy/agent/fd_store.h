@@ -12,11 +12,21 @@
 // The agent keeps its own copies of what it put (FdStoreClient::keep), so that a holder that is
 // killed while the agent runs is replaced, with every live process's entry, within a second
 // (replace_holder_if_gone): otherwise the next agent restart would lose every container.
+// The holder also keeps a copy of the agent's own runtime socket, listening: a killed agent's
+// socket stays bound, so a runtime that connects while no agent runs waits in its backlog (its
+// state and listener queued in the kernel) for the next agent, which takes the socket back,
+// instead of being refused. And the agent puts each handed-over listener in the holder as soon as
+// it has read it, before adopting it (FORGET when it refuses it): a kill during an adoption loses
+// nothing, since the next agent adopts that entry again from the store.
 // Protocol on the holder's socket (AF_UNIX seqpacket, root only), one request per connection:
-//   "PUT\n<state json>" with SCM_RIGHTS [listener, pidfd, received-id page]: keep them;
-//   "FORGET <key>\n": close entry <key>'s fds (a re-attach that failed);
+//   "PUT\n<state json>" with SCM_RIGHTS [listener, pidfd, received-id page]: keep them; the
+//   holder answers "KEPT <key>\n";
+//   "FORGET <key>\n": close entry <key>'s fds (a re-attach that failed, a refused handover);
 //   "GET\n": the holder sends each kept entry as "<key>\n<state json>" + the same three fds, then
-//   closes the connection; it keeps them (the next agent may die too).
+//   closes the connection; it keeps them (the next agent may die too);
+//   "SOCKET <dev> <ino>\n" with SCM_RIGHTS [runtime socket]: keep it (replacing any), bound at a
+//   path that named that file;
+//   "SOCKET?\n": the holder answers with the socket request it keeps and the socket, or "NONE\n".
 #pragma once
 
 #include <array>
@@ -26,6 +36,7 @@
 #include <vector>
 
 #include "base/unique_fd.h"
+#include "proxy/agent/fd_store_records.h"
 
 namespace gdrproxy::proxy {
 
@@ -43,6 +54,19 @@ class FdStoreClient {
   // when none answers. Throws gdrproxy::Error when neither works.
   static FdStoreClient connect_or_start(const std::string& path);
 
+  // The runtime socket the holder keeps, when the file at `path` is still the one it was bound
+  // to (a listening AF_UNIX stream socket); else empty (none kept, the path removed or bound
+  // again, an older holder). Asks first: it also tells whether the holder names entries.
+  UniqueFd take_runtime_socket(const std::string& path);
+  // Puts the agent's runtime socket `fd`, bound at `path`, in the holder, and keeps a copy for a
+  // holder that has to be replaced.
+  void keep_runtime_socket(int fd, const std::string& path);
+  // Whether the holder answers a PUT with its key (one of this build, or one that answered
+  // take_runtime_socket); false for an older holder, whose entries can only be put once adopted.
+  bool names_entries() const { return names_entries_; }
+  // Puts one entry [listener, pidfd, received-id page] in the holder; the key it answered with,
+  // nullopt when none answered (no holder, an older one).
+  std::optional<uint64_t> put(const std::string& state_json, const std::array<int, 3>& fds) const;
   // Every entry the holder keeps.
   std::vector<StoredListener> take_all() const;
   // Keeps container `id`'s process entry here (`fds`: copies of its listener, pidfd and
@@ -68,10 +92,14 @@ class FdStoreClient {
     std::string id, state_json;
     std::array<UniqueFd, 3> fds;  // listener, pidfd, received-id page
   };
-  explicit FdStoreClient(std::string path) : path_(std::move(path)) {}
+  FdStoreClient(std::string path, bool names_entries)
+      : path_(std::move(path)), names_entries_(names_entries) {}
   void forget_exited();
   std::string path_;
+  bool names_entries_;
   std::vector<Copy> copies_;
+  UniqueFd socket_copy_;  // the runtime socket, for a replacement holder
+  SocketName socket_name_;
 };
 
 }  // namespace gdrproxy::proxy

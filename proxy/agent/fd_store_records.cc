@@ -15,6 +15,12 @@ std::optional<uint64_t> parse_key(std::string_view s) {
   return v;
 }
 
+// A whole decimal number, 0..2^64-1, in its canonical form ("0" alone may start with 0).
+std::optional<uint64_t> parse_number(std::string_view s) {
+  if (s == "0") return 0;
+  return parse_key(s);
+}
+
 }  // namespace
 
 std::string put_request(std::string_view state_json) {
@@ -29,9 +35,44 @@ std::string get_request() {
   return "GET\n";
 }
 
+std::string socket_request(SocketName name) {
+  return "SOCKET " + std::to_string(name.dev) + " " + std::to_string(name.ino) + "\n";
+}
+
+std::string socket_query() {
+  return "SOCKET?\n";
+}
+
+std::string put_answer(uint64_t key) {
+  return "KEPT " + std::to_string(key) + "\n";
+}
+
+std::optional<uint64_t> parse_put_answer(std::string_view packet) {
+  if (packet.substr(0, 5) != "KEPT " || packet.size() < 7 || packet.back() != '\n')
+    return std::nullopt;
+  return parse_key(packet.substr(5, packet.size() - 6));
+}
+
+std::string no_socket_answer() {
+  return "NONE\n";
+}
+
 HolderRequest parse_holder_request(std::string_view packet) {
   HolderRequest r;
-  if (packet.substr(0, 4) == "PUT\n") {
+  if (packet == "SOCKET?\n") {
+    r.kind = HolderRequest::Kind::kSocketQuery;
+  } else if (packet.substr(0, 7) == "SOCKET " && packet.size() > 8 && packet.back() == '\n') {
+    const std::string_view rest = packet.substr(7, packet.size() - 8);
+    const size_t sp = rest.find(' ');
+    if (sp != std::string_view::npos) {
+      const auto dev = parse_number(rest.substr(0, sp));
+      const auto ino = parse_number(rest.substr(sp + 1));
+      if (dev && ino) {
+        r.kind = HolderRequest::Kind::kSocket;
+        r.socket = SocketName{*dev, *ino};
+      }
+    }
+  } else if (packet.substr(0, 4) == "PUT\n") {
     r.kind = HolderRequest::Kind::kPut;
     r.state_json = packet.substr(4);
   } else if (packet == "GET\n") {

@@ -11,18 +11,39 @@
 
 namespace gdrproxy::proxy {
 
+// The file a runtime socket's path named when the agent bound it (lstat's st_dev and st_ino): a
+// kept socket is used again only while its path still names that file.
+struct SocketName {
+  uint64_t dev = 0;
+  uint64_t ino = 0;
+  bool operator==(const SocketName&) const = default;
+};
+
 // A request to the holder.
 struct HolderRequest {
-  enum class Kind { kNone, kPut, kForget, kGet } kind = Kind::kNone;
+  enum class Kind { kNone, kPut, kForget, kGet, kSocket, kSocketQuery } kind = Kind::kNone;
   uint64_t key = 0;        // kForget: the entry named
   std::string state_json;  // kPut: the container process state kept with the fds
+  SocketName socket;       // kSocket: the path's file the runtime socket is bound to
 };
 
 std::string put_request(std::string_view state_json);  // "PUT\n<json>"
 std::string forget_request(uint64_t key);              // "FORGET <key>\n"
 std::string get_request();                             // "GET\n"
-// "PUT\n<json>", "FORGET <decimal key, 1..2^64-1>\n" or "GET\n"; anything else is kNone.
+std::string socket_request(SocketName name);           // "SOCKET <dev> <ino>\n"
+std::string socket_query();                            // "SOCKET?\n"
+// "PUT\n<json>", "FORGET <decimal key, 1..2^64-1>\n", "GET\n", "SOCKET <dev> <ino>\n" (decimal,
+// 0..2^64-1) or "SOCKET?\n"; anything else is kNone.
 HolderRequest parse_holder_request(std::string_view packet);
+
+// The holder's answer to a PUT: "KEPT <key>\n", the name to FORGET the entry by. A holder of an
+// older build answers nothing.
+std::string put_answer(uint64_t key);
+std::optional<uint64_t> parse_put_answer(std::string_view packet);
+
+// The holder's answer to "SOCKET?": the socket request it was given (with the socket), or
+// "NONE\n" when it keeps none; parse_holder_request reads the former.
+std::string no_socket_answer();
 
 // An entry the holder sends back: "<key>\n<json>"; a holder of an older build sent the JSON
 // alone (no key: nullopt).

@@ -58,7 +58,9 @@ void Handshakes::add(local::socket socket, Reader read, GiveUp give_up) {
     c->give_up(std::string(c->answering ? "its answer not taken" : "not finished") + " within " +
                std::to_string(deadline_.count()) + " ms: closed");
   });
-  wait_readable(c);
+  // Read at once what the peer has sent already (a runtime writes its whole state before we
+  // accept it): it is then in our hands without a turn of the loop.
+  read_now(c);
 }
 
 void Handshakes::wait_readable(const std::shared_ptr<Conn>& c) {
@@ -69,26 +71,30 @@ void Handshakes::wait_readable(const std::shared_ptr<Conn>& c) {
       c->give_up("waiting for it failed: " + ec.message());
       return;
     }
-    std::optional<std::string> answer;
-    try {
-      answer = c->read(c->socket.native_handle());
-    } catch (const std::exception& e) {
-      close(c->seq);
-      c->give_up(std::string("internal error: ") + e.what());
-      return;
-    }
-    if (!answer) {
-      wait_readable(c);
-      return;
-    }
-    if (answer->empty()) {
-      close(c->seq);
-      return;
-    }
-    c->answer = std::move(*answer);
-    c->answering = true;
-    write_answer(c);
+    read_now(c);
   });
+}
+
+void Handshakes::read_now(const std::shared_ptr<Conn>& c) {
+  std::optional<std::string> answer;
+  try {
+    answer = c->read(c->socket.native_handle());
+  } catch (const std::exception& e) {
+    close(c->seq);
+    c->give_up(std::string("internal error: ") + e.what());
+    return;
+  }
+  if (!answer) {
+    wait_readable(c);
+    return;
+  }
+  if (answer->empty()) {
+    close(c->seq);
+    return;
+  }
+  c->answer = std::move(*answer);
+  c->answering = true;
+  write_answer(c);
 }
 
 // Sent at once as far as the socket takes it (a short answer entirely, so that one given just

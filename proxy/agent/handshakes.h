@@ -21,7 +21,8 @@ namespace gdrproxy::proxy {
 
 class Handshakes {
  public:
-  // Called each time the connection is readable: reads what is there without waiting. nullopt:
+  // Called once when the connection is added and then each time it is readable: reads what is
+  // there without waiting. nullopt:
   // wait for more; a string: done, that answer (may be empty) is written, then it is closed.
   using Reader = std::function<std::optional<std::string>(int fd)>;
   // Called once when the connection is closed unfinished: `why` is one line.
@@ -39,6 +40,7 @@ class Handshakes {
  private:
   struct Conn;
   void wait_readable(const std::shared_ptr<Conn>& c);
+  void read_now(const std::shared_ptr<Conn>& c);
   void write_answer(const std::shared_ptr<Conn>& c);
   void close(uint64_t seq);
 

@@ -539,6 +539,74 @@ case_killed_holder_replaced_with_its_entries() {
   expect_in "$WORK/agent.log" "container team-a-16: re-attached from the fd store"
 }
 
+case_runtime_waits_while_no_agent_runs() {
+  # With --fd-store the holder keeps the agent's runtime socket listening: a runtime that hands a
+  # listener over while no agent runs (between a SIGKILL and the restart) is not refused; its
+  # state waits in the socket's backlog, its process's trapped calls wait, and the next agent
+  # takes the socket back and serves it with its rule's grants.
+  local c i
+  with_fd_store
+  start_agent --fd-store "$STORE"
+  kill -KILL "$AGENT_PID"
+  wait "$AGENT_PID" 2>/dev/null
+  AGENT_PID=
+  cp "$WORK/agent.log" "$WORK/agent.1.log"
+  [[ -S $SOCK ]] || fail "the killed agent's socket is gone"
+  in_container team-a-20 runc-init -- sh -c "$(probe uverbs0); $(probe uverbs1)" >"$WORK/c.out" 2>&1 &
+  c=$!
+  sleep 1
+  kill -0 $c 2>/dev/null || { cat "$WORK/c.out"; fail "the runtime did not wait for the next agent (refused, or its calls failed)"; }
+  start_agent --fd-store "$STORE"
+  gone_within 10 $c || fail "the next agent did not serve the container that came while none ran"
+  wait $c || { rc=$?; cat "$WORK/c.out"; fail "container exit $rc"; }
+  expect_line "$WORK/c.out" "uverbs0-open" " OK ioctl="
+  expect_line "$WORK/c.out" "uverbs1-open" " ERR EACCES$"
+  expect_in "$WORK/agent.log" "runtime socket $SOCK taken back from the fd store"
+  expect_in "$WORK/agent.log" "container team-a-20: process"
+}
+
+case_hung_adoption_killed_keeps_the_listener() {
+  # The agent is SIGKILLed after it has read a runtime's handover and before it has adopted it:
+  # here its read of the container's bundle hangs (the bundle path is on a FUSE mount whose
+  # lookup never answers). The listener went into the fd store on receipt, so the next agent
+  # adopts it from there and serves the process; it is not lost with the killed agent.
+  local c i base holder
+  HB=$HANG_MNT/hang-bundle
+  with_fd_store
+  start_agent --fd-store "$STORE"
+  holder=$(holder_pid)
+  [[ -n $holder ]] || fail "no holder runs"
+  base=$(ls /proc/$holder/fd | wc -l)
+  "$RC" "$SOCK" team-a-21 runc-init --bundle "$HB" -- sh -c "$(probe uverbs0)" >"$WORK/c.out" 2>&1 &
+  c=$!
+  # The holder has the handover (its listener, pidfd and received-id page) while the agent waits
+  # on the bundle.
+  for i in $(seq 100); do (($(ls /proc/$holder/fd | wc -l) >= base + 3)) && break; sleep 0.05; done
+  (($(ls /proc/$holder/fd | wc -l) >= base + 3)) || fail "the handover did not reach the fd store"
+  sleep 0.3
+  expect_not_in "$WORK/agent.log" "container team-a-21: process"
+  # The bundle becomes readable to the next agent (in this test's own mount namespace: the
+  # killed agent's request stays with the FUSE server).
+  umount -l "$HANG_MNT" || fail "cannot unmount the hung FUSE mount here"
+  mkdir -p "$HB"
+  trap 'rm -rf "$HB"; for p in $(pgrep -f -- "--fd-store $STORE"); do kill -KILL "$p"; done 2>/dev/null
+        [[ -n $AGENT_PID ]] && kill -KILL $AGENT_PID 2>/dev/null; rm -rf "$WORK"' EXIT
+  jq -n --arg s "$SOCK" '{ociVersion: "1.2.0", linux: {seccomp: {defaultAction: "SCMP_ACT_ALLOW", listenerPath: $s, listenerMetadata: ""}}}' \
+    >"$HB/config.json"
+  # The killed agent cannot finish exiting (its loop thread waits on the FUSE server): not
+  # waited for; the next agent replaces its control socket.
+  kill -KILL "$AGENT_PID"
+  AGENT_PID=
+  cp "$WORK/agent.log" "$WORK/agent.1.log"
+  start_agent --fd-store "$STORE"
+  for i in $(seq 100); do grep -q "gdrproxy agent: serving" "$WORK/agent.log" && break; sleep 0.05; done
+  expect_in "$WORK/agent.log" "gdrproxy agent: serving"
+  gone_within 10 $c || fail "the process whose adoption was cut short was not served by the next agent"
+  wait $c
+  expect_line "$WORK/c.out" "uverbs0-open" " OK ioctl="
+  expect_in "$WORK/agent.log" "container team-a-21: re-attached from the fd store"
+}
+
 case_drain_stops_after_the_last_container() {
   # `ctl drain ID` keeps a container's running processes served but lets no new one join it;
   # `ctl drain` takes no new container and stops the agent (exit 0) when the last one ends.

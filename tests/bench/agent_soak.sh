@@ -14,10 +14,10 @@
 # agent is a new process: each incarnation is reported); and each container's calls are judged by
 # its own client (exit 0: every call answered, none with ENOSYS, the ungranted node never
 # opened), every wait bounded, a hung one reported with its id.
-# A kill that lands on a listener handover (runc has sent it, the agent has not yet put it in
-# the fd store) costs that process its listener: counted apart as "KNOWN GAP" (see below), only
-# with the evidence; anything else is a failure. A create or exec that finds no agent listening
-# (a restart) is refused by runc and tried again.
+# A kill within the microseconds between the agent accepting a handover and putting it in the fd
+# store costs that process its listener: counted apart as "KNOWN GAP" (see below), only with the
+# evidence; anything else is a failure. A create or exec that finds no agent listening (the
+# holder keeps the socket, so only after the holder too was killed) is retried and counted.
 # At the end: survivors outlive one more restart, `ctl list` names exactly the running
 # containers with their grants, every rail is back on the host exactly as before and the rail
 # state dir is empty. Prints the resource curve (quiet points), each kill and the verdicts.
@@ -202,14 +202,16 @@ done_count() { cat "$WORK"/w/*.done 2>/dev/null | wc -l; }
 # in failures.txt (with the id), the clients' waits in out/ID.*.
 # rails_home K: both rails of slot K are on the host.
 rails_home() { ip link show "r${1}a" >/dev/null 2>&1 && ip link show "r${1}b" >/dev/null 2>&1; }
-# A kill lands on a process's listener handover now and then: runc has sent the listener, and the
-# killed agent had not yet put it in the fd store (it does so at the end of adopting it: about
-# 4 ms here on average, tens of ms under load). That process's listener is gone: its trapped
-# calls fail with ENOSYS (never a hang, never a grant). An init so cut fails at once (runc init's
-# own open of its exec fifo is trapped), so that container never starts; an exec'd process runs
-# without its devices. Such a process is counted apart, as a casualty of a kill, only when the
-# evidence says so: a kill fell within its handover, no agent ever logged taking its listener,
-# and its calls failed with ENOSYS, nothing else. Anything else is a failure.
+# A handover survives a kill: the holder keeps the agent's socket listening (a runtime that
+# connects while no agent runs waits in its backlog) and the agent puts a listener in the fd
+# store as soon as it has read it. What is left: a kill in the microseconds between the agent
+# accepting a connection and that put takes the listener with it (its trapped calls then fail
+# with ENOSYS, never a hang, never a grant: an init so cut fails at once, since runc init's own
+# open of its exec fifo is trapped; an exec'd process runs without its devices), and a call the
+# killed agent had received is answered EINTR (runc init then fails). Such a process is counted
+# apart, as a casualty of a kill ("KNOWN GAP"), only when the evidence says so: a kill fell
+# within its handover, no agent ever logged taking its listener, and its calls failed with
+# ENOSYS, nothing else. Anything else is a failure.
 # kill_during FROM TO: an agent kill (or its restart) fell between these times (ms).
 kill_during() {
   local now

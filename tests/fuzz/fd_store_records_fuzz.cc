@@ -7,7 +7,8 @@
 // A bug is: any crash, sanitizer report, hang or exception; a request or entry parsed from bytes
 // that are not exactly its canonical form (a FORGET whose key is read from "FORGET 012\n" or
 // "FORGET 1x\n" could drop another entry); a request or entry that does not come back as itself
-// (put, forget and get requests, and entries with any key 1..2^64-1 and any state bytes).
+// (put, forget, get and socket requests, put answers, and entries with any key 1..2^64-1 and any
+// state bytes).
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -40,9 +41,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case HolderRequest::Kind::kGet:
         if (get_request() != packet) fail("a get parsed from other bytes");
         break;
+      case HolderRequest::Kind::kSocket:
+        if (socket_request(r.socket) != packet) fail("a socket request parsed from other bytes");
+        break;
+      case HolderRequest::Kind::kSocketQuery:
+        if (socket_query() != packet) fail("a socket query parsed from other bytes");
+        break;
       case HolderRequest::Kind::kNone:
         break;
     }
+    if (const auto k = parse_put_answer(packet); k && (*k == 0 || put_answer(*k) != packet))
+      fail("a put answer parsed from other bytes");
     const HolderEntry e = parse_holder_entry(packet);
     if (e.key ? (*e.key == 0 || holder_entry(*e.key, e.state_json) != packet)
               : e.state_json != packet)
@@ -51,7 +60,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const HolderRequest put = parse_holder_request(put_request(packet));
     if (put.kind != HolderRequest::Kind::kPut || put.state_json != packet) fail("put round trip");
     if (parse_holder_request(get_request()).kind != HolderRequest::Kind::kGet) fail("get");
+    // Any device and inode number (the key and its byte-swap stand in for them).
+    const SocketName name{key, __builtin_bswap64(key)};
+    const HolderRequest sr = parse_holder_request(socket_request(name));
+    if (sr.kind != HolderRequest::Kind::kSocket || !(sr.socket == name)) fail("socket round trip");
+    if (parse_holder_request(socket_query()).kind != HolderRequest::Kind::kSocketQuery)
+      fail("socket query");
+    if (parse_holder_request(no_socket_answer()).kind != HolderRequest::Kind::kNone)
+      fail("no-socket answer taken as a request");
     if (key != 0) {
+      if (parse_put_answer(put_answer(key)) != key) fail("put answer round trip");
       const HolderRequest f = parse_holder_request(forget_request(key));
       if (f.kind != HolderRequest::Kind::kForget || f.key != key) fail("forget round trip");
       const HolderEntry back = parse_holder_entry(holder_entry(key, packet));
