@@ -177,7 +177,9 @@ void add_agent(CLI::App& app, int& exit_code) {
       ->add_option("--handshake-deadline-ms", opts->handshake_deadline_ms,
                    "A connection (a runtime handing over a listener, a `ctl` command) not done by "
                    "then, however it trickles its bytes, is closed; connections are read "
-                   "asynchronously, never holding other runtimes or running containers")
+                   "asynchronously, never holding other runtimes or running containers. A "
+                   "container's bundle (its config.json) not read by then, on a thread of its own, "
+                   "refuses that handover")
       ->capture_default_str()
       ->check(CLI::Range(1u, 600000u));
   agent

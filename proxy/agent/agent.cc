@@ -2,8 +2,9 @@
 // A connection is one runtime handing over one process's listener; it is read asynchronously
 // (handshakes.h: a total deadline, a cap on how many are read at once, the oldest closed for a
 // new one; 64 KiB) and only root may connect, so the loop never waits on a peer. Only a real
-// seccomp listener is taken (listener_check.h). Sessions end when every listener of their
-// container has hung up; the registry then drops them.
+// seccomp listener is taken (listener_check.h), and a container's bundle is read off the loop
+// (bundle_reads.h). Sessions end when every listener of their container has hung up; the
+// registry then drops them.
 #include "proxy/agent/agent.h"
 
 #include <fcntl.h>
@@ -40,6 +41,7 @@
 #include "base/unique_fd.h"
 #include "proxy/agent/agent_config.h"
 #include "proxy/agent/bundle_check.h"
+#include "proxy/agent/bundle_reads.h"
 #include "proxy/agent/fd_store.h"
 #include "proxy/agent/handshakes.h"
 #include "proxy/agent/listener_check.h"
@@ -142,7 +144,14 @@ struct Handover {
   uint64_t key = 0;                  // its fd-store entry (0: none, or an older holder's)
   bool in_holder = false;            // the fd store keeps it already
   bool from_previous_agent = false;  // re-attached from the fd store
+  // What the agent verified of the process through its pidfd.
+  ino_t pidns = 0;
+  std::string cgroup;
 };
+
+// Bundle reads past their deadline (their thread blocked on a filesystem that does not answer)
+// after which handovers are refused at once.
+constexpr size_t kMaxStuckBundleReads = 8;
 
 struct Container {
   std::string id;
@@ -364,20 +373,43 @@ class Agent {
         h.in_holder = true;
       }
     }
-    adopt_or_let_go(*st, h, rs.json);
+    begin_adoption(*st, std::move(h), rs.json);
   }
 
-  // adopt(), letting the handover go when it is refused or adoption fails before a session took
-  // its listener.
-  bool adopt_or_let_go(const ContainerProcessState& st, Handover& h, const std::string& json) {
-    try {
-      if (adopt(st, h, json)) return true;
-    } catch (...) {
-      if (h.listener) let_go(h, st.state.id);
-      throw;
+  // Adopts a handover in two steps: the process is checked now (a seccomp listener, alive, its
+  // pid namespace and cgroup through its pidfd); its bundle is read on a thread of its own
+  // (bundle_reads.h: a hung filesystem must not hold the loop), and the adoption finishes on the
+  // loop with that answer. A refusal at either step lets the handover go.
+  void begin_adoption(const ContainerProcessState& st, Handover handover, const std::string& json) {
+    auto h = std::make_shared<Handover>(std::move(handover));
+    if (!check_process(st, *h)) {
+      let_go(*h, st.state.id);
+      return;
     }
-    let_go(h, st.state.id);
-    return false;
+    const auto finish = [this, st, h, json](BundleReads::Result bundle) {
+      const std::string who = "container " + st.state.id + ": process " + std::to_string(st.pid);
+      try {
+        if (!bundle.ok) {
+          log(who + " refused: " + bundle.why + " (its trapped calls fail with ENOSYS)");
+        } else if (adopt(st, *h, json, bundle.untrapped)) {
+          if (h->from_previous_agent)
+            log("container " + st.state.id + ": re-attached from the fd store " + store_->path() +
+                " (process " + std::to_string(st.pid) + ")");
+          return;
+        }
+      } catch (const std::exception& e) {
+        log(who + ": internal error while adopting it: " + e.what());
+        if (!h->listener) return;  // a session has it
+      }
+      let_go(*h, st.state.id);
+    };
+    try {
+      bundle_reads_.check(st.state.bundle, opts_.socket, st.metadata, finish);
+    } catch (const std::exception& e) {  // no thread could be started
+      log("container " + st.state.id + ": process " + std::to_string(st.pid) +
+          ": its bundle cannot be read (" + e.what() + "): listener closed");
+      let_go(*h, st.state.id);
+    }
   }
 
   // A listener refused: closed here, and its fd-store entry (this handover's, or the one it
@@ -421,46 +453,52 @@ class Agent {
       } else {
         try {
           h.ids = ReceivedIdPage::adopt(std::move(l.ids));
+          begin_adoption(*st, std::move(h), l.state_json);
+          continue;
         } catch (const std::exception& e) {
           log(process + ": " + e.what() + ": listener closed");
         }
-        if (h.ids && adopt_or_let_go(*st, h, l.state_json)) {
-          log("container " + st->state.id + ": re-attached from the fd store " + store_->path() +
-              " (process " + std::to_string(st->pid) + ")");
-          continue;
-        }
-        if (h.ids) continue;  // let go already
       }
       let_go(h, st->state.id);
     }
   }
 
-  // Gives a handed-over process's listener to its container's session, made on first sight
-  // (`h.listener` is then empty). `h` holds the pidfd the process was found by (from a runtime:
-  // opened by its pid on receipt; from the fd store: the one the adopting agent verified, never
-  // its pid looked up again, since the process may have exited while no agent ran and its pid be
-  // another's now) and its received-id page. False: refused (the caller lets it go: that
-  // process's trapped calls then fail with ENOSYS).
-  bool adopt(const ContainerProcessState& st, Handover& h, const std::string& json) {
-    const std::string& id = st.state.id;
-    const std::string who = "container " + id + ": process " + std::to_string(st.pid);
-    UniqueFd& listener = h.listener;
+  // The first step of an adoption: `h` holds the pidfd the process was found by (from a
+  // runtime: opened by its pid on receipt; from the fd store: the one the adopting agent
+  // verified, never its pid looked up again, since the process may have exited while no agent
+  // ran and its pid be another's now); it must be that process, alive, with a seccomp listener.
+  // Fills in what was verified of it. False: refused (said here).
+  bool check_process(const ContainerProcessState& st, Handover& h) {
+    const std::string who = "container " + st.state.id + ": process " + std::to_string(st.pid);
     // Anything but a seccomp listener would make a session that waits on it for ever; checked
     // for fd-store entries too (a holder of an older agent may have kept one).
     std::string why;
-    if (!is_seccomp_listener(listener.get(), why)) {
+    if (!is_seccomp_listener(h.listener.get(), why)) {
       log(who + " refused: " + why);
       return false;
     }
     const char* const gone =
         h.from_previous_agent ? " exited while no agent ran" : " exited while it was being checked";
     const pid_t pid = pid_of_pidfd(h.pidfd.get());
-    ino_t pidns = 0;
-    std::string cgroup;
-    if (pid != st.pid || !verified_facts(h.pidfd.get(), pid, pidns, cgroup)) {
+    if (pid != st.pid || !verified_facts(h.pidfd.get(), pid, h.pidns, h.cgroup)) {
       log(who + gone + ": listener closed");
       return false;
     }
+    return true;
+  }
+
+  // The last step: gives the checked process's listener to its container's session, made on
+  // first sight (`h.listener` is then empty); its bundle has been found to hand its listener to
+  // this agent, its profile letting `untrapped` run without a trap. False: refused (the caller
+  // lets it go: that process's trapped calls then fail with ENOSYS).
+  bool adopt(const ContainerProcessState& st, Handover& h, const std::string& json,
+             const ProfileUntrapped& untrapped) {
+    const std::string& id = st.state.id;
+    const std::string who = "container " + id + ": process " + std::to_string(st.pid);
+    UniqueFd& listener = h.listener;
+    std::string why;
+    const ino_t pidns = h.pidns;
+    const std::string cgroup = h.cgroup;
     UniqueFd pidfd = std::move(h.pidfd);
     ReceivedIdPage ids = std::move(h.ids);
     // One fd-store entry per process, with the pidfd checked here (the holder drops it when the
@@ -477,13 +515,6 @@ class Agent {
           !store_->keep(id, json, std::move(copies), h.in_holder))
         check_holder();
     };
-    // ...and to its bundle: the bundle's config.json must hand its listener to this agent, with
-    // the metadata the rules will match on.
-    ProfileUntrapped untrapped;
-    if (!bundle_hands_listener_to(st.state.bundle, opts_.socket, st.metadata, why, &untrapped)) {
-      log(who + " refused: " + why + " (its trapped calls fail with ENOSYS)");
-      return false;
-    }
     auto it = containers_.find(id);
     if (draining_ || (it != containers_.end() && it->second->draining)) {
       log(who + " refused: " + (draining_ ? "the agent is draining" : "the container is draining") +
@@ -789,6 +820,9 @@ class Agent {
   std::optional<FdStoreClient> store_;
   local::acceptor acceptor_;
   asio::signal_set signals_;
+  // Bundles being read, off the loop: as long as a handshake may take, a few stuck at most.
+  BundleReads bundle_reads_{engine_.io(), std::chrono::milliseconds(opts_.handshake_deadline_ms),
+                            kMaxStuckBundleReads};
   // The connections being read, runtimes' and control's apart (neither crowds out the other).
   Handshakes handshakes_;
   Handshakes ctl_handshakes_;

@@ -573,7 +573,8 @@ case_hung_adoption_killed_keeps_the_listener() {
   local c i base holder
   HB=$HANG_MNT/hang-bundle
   with_fd_store
-  start_agent --fd-store "$STORE"
+  # The bundle read must still be pending when the agent is killed: a deadline far away.
+  start_agent --fd-store "$STORE" --handshake-deadline-ms 60000
   holder=$(holder_pid)
   [[ -n $holder ]] || fail "no holder runs"
   base=$(ls /proc/$holder/fd | wc -l)
@@ -605,6 +606,34 @@ case_hung_adoption_killed_keeps_the_listener() {
   wait $c
   expect_line "$WORK/c.out" "uverbs0-open" " OK ioctl="
   expect_in "$WORK/agent.log" "container team-a-21: re-attached from the fd store"
+}
+
+case_hung_bundle_costs_only_its_handover() {
+  # A runtime names a bundle on a filesystem whose lookups never answer. The agent reads bundles
+  # on threads of their own: meanwhile it adopts and serves another container and answers
+  # `ctl`, and at the deadline it refuses the hung handover (its process's calls fail with
+  # ENOSYS, never hang).
+  local h o i t0 t1
+  start_agent --handshake-deadline-ms 6000
+  "$RC" "$SOCK" team-a-22 runc-init --bundle "$HANG_MNT/hang-b22" -- sh -c "$(probe uverbs0)" >"$WORK/h.out" 2>&1 &
+  h=$!
+  sleep 0.3
+  t0=$(date +%s%N)
+  in_container team-a-23 runc-init -- sh -c "$(probe uverbs0); sleep 2" >"$WORK/ok.out" 2>&1 &
+  o=$!
+  for i in $(seq 80); do grep -q "uverbs0-open" "$WORK/ok.out" && break; sleep 0.05; done
+  timeout 5 "$GP" agent ctl --ctl-socket "$CTL" list >"$WORK/list.out" || fail "ctl list failed or took 5 s"
+  t1=$(date +%s%N)
+  wait $o || { cat "$WORK/ok.out"; fail "the other container exit $?"; }
+  expect_line "$WORK/ok.out" "uverbs0-open" " OK ioctl="
+  expect_in "$WORK/list.out" '"team-a-23"'
+  (((t1 - t0) / 1000000 < 4000)) || fail "the other container and ctl took $(((t1 - t0) / 1000000)) ms: the hung bundle held the agent"
+  kill -0 $h 2>/dev/null || { cat "$WORK/h.out"; fail "the hung container's process did not wait for its adoption"; }
+  gone_within 15 $h || fail "the hung handover was not refused at its deadline"
+  wait $h
+  expect_line "$WORK/h.out" "uverbs0-open" " ERR ENOSYS$"
+  expect_in "$WORK/agent.log" "container team-a-22: process"
+  expect_in "$WORK/agent.log" "was not read within 6000 ms (its filesystem does not answer)"
 }
 
 case_drain_stops_after_the_last_container() {
