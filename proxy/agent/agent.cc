@@ -136,6 +136,11 @@ local::acceptor bind_root_only(asio::io_context& io, const std::string& path) {
   return a;
 }
 
+// How the agent's lines name a handed-over process: "container ID: process PID".
+std::string process_name(const ContainerProcessState& st) {
+  return "container " + st.state.id + ": process " + std::to_string(st.pid);
+}
+
 // One process's handover, from a runtime or from the fd store, until a session takes it.
 struct Handover {
   UniqueFd listener;
@@ -349,8 +354,7 @@ class Agent {
       log(who + ": " + why);
       return;
     }
-    const std::string process =
-        "container " + st->state.id + ": process " + std::to_string(st->pid);
+    const std::string process = process_name(*st);
     Handover h;
     h.listener = std::move(fds[st->seccomp_fd_index]);
     // Bind the session to the process, not to the message: it must exist now.
@@ -387,7 +391,7 @@ class Agent {
       return;
     }
     const auto finish = [this, st, h, json](BundleReads::Result bundle) {
-      const std::string who = "container " + st.state.id + ": process " + std::to_string(st.pid);
+      const std::string who = process_name(st);
       try {
         if (!bundle.ok) {
           log(who + " refused: " + bundle.why + " (its trapped calls fail with ENOSYS)");
@@ -406,8 +410,7 @@ class Agent {
     try {
       bundle_reads_.check(st.state.bundle, opts_.socket, st.metadata, finish);
     } catch (const std::exception& e) {  // no thread could be started
-      log("container " + st.state.id + ": process " + std::to_string(st.pid) +
-          ": its bundle cannot be read (" + e.what() + "): listener closed");
+      log(process_name(st) + ": its bundle cannot be read (" + e.what() + "): listener closed");
       let_go(*h, st.state.id);
     }
   }
@@ -445,8 +448,7 @@ class Agent {
         if (h.key != 0) store_->forget(h.key);
         continue;
       }
-      const std::string process =
-          "container " + st->state.id + ": process " + std::to_string(st->pid);
+      const std::string process = process_name(*st);
       if (!h.pidfd) {
         log(process + ": the fd store kept no pidfd for it (a holder older than this agent): " +
             "listener closed");
@@ -469,7 +471,7 @@ class Agent {
   // ran and its pid be another's now); it must be that process, alive, with a seccomp listener.
   // Fills in what was verified of it. False: refused (said here).
   bool check_process(const ContainerProcessState& st, Handover& h) {
-    const std::string who = "container " + st.state.id + ": process " + std::to_string(st.pid);
+    const std::string who = process_name(st);
     // Anything but a seccomp listener would make a session that waits on it for ever; checked
     // for fd-store entries too (a holder of an older agent may have kept one).
     std::string why;
@@ -494,7 +496,7 @@ class Agent {
   bool adopt(const ContainerProcessState& st, Handover& h, const std::string& json,
              const ProfileUntrapped& untrapped) {
     const std::string& id = st.state.id;
-    const std::string who = "container " + id + ": process " + std::to_string(st.pid);
+    const std::string who = process_name(st);
     UniqueFd& listener = h.listener;
     std::string why;
     const ino_t pidns = h.pidns;
