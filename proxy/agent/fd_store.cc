@@ -265,6 +265,10 @@ void FdStoreClient::keep_runtime_socket(int fd, const std::string& path) {
   if (!name) return;
   socket_copy_.reset(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
   socket_name_ = *name;
+  put_runtime_socket();
+}
+
+void FdStoreClient::put_runtime_socket() const {
   if (!socket_copy_) return;
   const UniqueFd s = connect_to(path_);
   if (s) send_packet(s.get(), socket_request(socket_name_), {socket_copy_.get(), -1, -1});
@@ -341,10 +345,7 @@ std::optional<size_t> FdStoreClient::replace_holder_if_gone() {
   start_holder(path_);
   names_entries_ = true;
   // The runtime socket first: runtimes that connect meanwhile wait in its backlog again.
-  if (socket_copy_) {
-    const UniqueFd s = connect_to(path_);
-    if (s) send_packet(s.get(), socket_request(socket_name_), {socket_copy_.get(), -1, -1});
-  }
+  put_runtime_socket();
   size_t n = 0;
   for (const Copy& c : copies_) {
     const UniqueFd s = connect_to(path_);

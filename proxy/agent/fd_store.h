@@ -95,6 +95,7 @@ class FdStoreClient {
   FdStoreClient(std::string path, bool names_entries)
       : path_(std::move(path)), names_entries_(names_entries) {}
   void forget_exited();
+  void put_runtime_socket() const;  // the kept copy, into the holder
   std::string path_;
   bool names_entries_;
   std::vector<Copy> copies_;
