@@ -308,42 +308,66 @@ class Agent {
   }
 
   // A runtime's connection: read asynchronously until its state is whole, within the handshake
-  // deadline; the loop serves everything else meanwhile.
+  // deadline; the loop serves everything else meanwhile. With the fd store, the connection
+  // itself goes there first and is only peeked at: a kill of this agent before the state is
+  // whole (the runtime's bytes still on their way) leaves it all for the next agent.
   void on_connection(local::socket s) {
+    if (!from_root(s)) return;
+    std::optional<uint64_t> key;
+    if (store_ && store_->names_entries()) key = store_->keep_connection(s.native_handle());
+    read_state(std::move(s), key.value_or(0));
+  }
+
+  // Only root hands over listeners.
+  bool from_root(local::socket& s) {
     const auto cred = peer_credentials(s.native_handle());
-    if (!cred || cred->uid != 0) {
-      log("refused a connection from uid " + (cred ? std::to_string(cred->uid) : "?") + " pid " +
-          (cred ? std::to_string(cred->pid) : "?") + ": only root hands over listeners");
-      return;
-    }
-    const std::string who = "runtime pid " + std::to_string(cred->pid);
-    auto reader = std::make_shared<StateReader>();
+    if (cred && cred->uid == 0) return true;
+    log("refused a connection from uid " + (cred ? std::to_string(cred->uid) : "?") + " pid " +
+        (cred ? std::to_string(cred->pid) : "?") + ": only root hands over listeners");
+    return false;
+  }
+
+  // `conn_key`: the fd store's entry for this connection (0: none; the state is then read, not
+  // peeked); whatever becomes of the state, that entry goes (replaced by the listener's, or
+  // forgotten).
+  void read_state(local::socket s, uint64_t conn_key) {
+    const auto cred = peer_credentials(s.native_handle());
+    const std::string who = "runtime pid " + (cred ? std::to_string(cred->pid) : "?");
+    auto reader = std::make_shared<StateReader>(conn_key != 0);
     handshakes_.add(
         std::move(s),
-        [this, reader, who](int fd) -> std::optional<std::string> {
+        [this, reader, who, conn_key](int fd) -> std::optional<std::string> {
           std::string why;
           switch (reader->read_available(fd, why)) {
             case StateReader::Step::kMore:
               return std::nullopt;
             case StateReader::Step::kFailed:
               log(who + ": " + why);
+              forget_connection(conn_key);
               break;
             case StateReader::Step::kDone:
-              admit(reader->take(), who);
+              admit(reader->take(), who, conn_key);
               break;
           }
           return std::string();
         },
-        [this, who, reader](const std::string& why) {
+        [this, who, reader, conn_key](const std::string& why) {
           log(who + ": its connection (" + std::to_string(reader->bytes()) + " bytes received) " +
               why);
-        });
+          forget_connection(conn_key);
+        },
+        reader->leaves_in_socket());
+  }
+
+  void forget_connection(uint64_t conn_key) {
+    if (conn_key != 0) store_->forget(conn_key);
   }
 
   // A runtime's whole state: its listener goes to its container's session. It goes to the fd
-  // store first, before anything slow: from there a kill of this agent mid-adoption loses
-  // nothing (the next agent adopts the entry again); a refusal then forgets it.
-  void admit(ReceivedState rs, const std::string& who) {
+  // store first, before anything slow (in place of the connection it came on, when that is
+  // there): from there a kill of this agent mid-adoption loses nothing (the next agent adopts
+  // the entry again); a refusal then forgets it.
+  void admit(ReceivedState rs, const std::string& who, uint64_t conn_key) {
     // Every received fd is ours to close but the listener, which a session takes over.
     std::vector<UniqueFd> fds;
     fds.reserve(rs.fds.size());
@@ -352,6 +376,7 @@ class Agent {
     const auto st = parse_container_process_state(rs.json, rs.fds.size(), why);
     if (!st) {
       log(who + ": " + why);
+      forget_connection(conn_key);
       return;
     }
     const std::string process = process_name(*st);
@@ -361,6 +386,7 @@ class Agent {
     h.pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, st->pid, 0)));
     if (!h.pidfd) {
       log(process + " is gone (" + std::strerror(errno) + "): listener closed");
+      forget_connection(conn_key);
       return;
     }
     // Where its receiver stores each received id: kept with the listener, so that the next agent
@@ -369,12 +395,16 @@ class Agent {
       h.ids = ReceivedIdPage::create();
     } catch (const std::exception& e) {
       log(process + ": " + e.what() + ": listener closed");
+      forget_connection(conn_key);
       return;
     }
     if (store_ && store_->names_entries()) {
-      if (const auto key = store_->put(rs.json, {h.listener.get(), h.pidfd.get(), h.ids.fd()})) {
+      if (const auto key =
+              store_->put(rs.json, {h.listener.get(), h.pidfd.get(), h.ids.fd()}, conn_key)) {
         h.key = *key;
         h.in_holder = true;
+      } else {
+        forget_connection(conn_key);
       }
     }
     begin_adoption(*st, std::move(h), rs.json);
@@ -431,9 +461,23 @@ class Agent {
   // dropped from the store, that entry alone (its container's other processes keep theirs).
   void reattach() {
     if (!store_) return;
-    std::vector<StoredListener> kept = store_->take_all();
-    log("fd store " + store_->path() + ": " + std::to_string(kept.size()) + " process(es) kept");
-    for (StoredListener& l : kept) {
+    StoreContents kept = store_->take_all();
+    log("fd store " + store_->path() + ": " + std::to_string(kept.listeners.size()) +
+        " process(es) kept" +
+        (kept.connections.empty()
+             ? std::string()
+             : ", and " + std::to_string(kept.connections.size()) +
+                   " runtime connection(s) whose state was not read whole: read again"));
+    // A connection a previous agent had accepted: its state is read again from its first byte.
+    for (StoredConnection& c : kept.connections) {
+      local::socket s(engine_.io());
+      s.assign(local(), c.conn.release());
+      if (from_root(s))
+        read_state(std::move(s), c.key);
+      else
+        forget_connection(c.key);
+    }
+    for (StoredListener& l : kept.listeners) {
       Handover h;
       h.listener = std::move(l.listener);
       h.pidfd = std::move(l.pidfd);

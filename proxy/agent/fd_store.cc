@@ -35,6 +35,9 @@ namespace {
 
 constexpr size_t kMaxPacket = 70 * 1024;
 constexpr size_t kMaxKept = 65536;
+// Connections are kept only from accept to the end of their read (a handshake deadline), so only
+// agents killed again and again in that window leave many; beyond this they go unprotected.
+constexpr size_t kMaxConns = 1024;
 constexpr size_t kFdsPerEntry = 3;  // listener, pidfd, received-id page
 static_assert(kFdsPerEntry <= kMaxFdsPerMessage);
 
@@ -124,6 +127,10 @@ struct Kept {
 // event's data is 0 for the socket, else an entry's key.
 [[noreturn]] void run_holder(int listen_fd) {
   std::map<uint64_t, Kept> kept;
+  // Runtimes' connections whose state the agent has not read whole yet (it peeks, so the bytes
+  // and the listener stay in them): not watched, since a runtime hangs up as soon as it has sent;
+  // each leaves by the PUT of its state, a FORGET, or the cap.
+  std::map<uint64_t, UniqueFd> conns;
   uint64_t next_key = 1;
   // The agent's runtime socket, kept listening (never accepted on here) and the file its path
   // named when it was bound.
@@ -173,7 +180,13 @@ struct Kept {
           ::epoll_ctl(ep.get(), EPOLL_CTL_DEL, fds[0].get(), nullptr);
           continue;
         }
+        // Its state was read from a kept connection: that one goes as the entry comes.
+        if (r.key != 0) conns.erase(r.key);
         kept.emplace(key, Kept{std::move(r.state_json), std::move(fds)});
+        send_packet(c.get(), put_answer(key));
+      } else if (r.kind == HolderRequest::Kind::kConn && fds[0] && conns.size() < kMaxConns) {
+        const uint64_t key = next_key++;
+        conns.emplace(key, std::move(fds[0]));
         send_packet(c.get(), put_answer(key));
       } else if (r.kind == HolderRequest::Kind::kSocket && fds[0] && is_listening_stream(fds[0])) {
         runtime_socket = std::move(fds[0]);
@@ -186,10 +199,13 @@ struct Kept {
       } else if (r.kind == HolderRequest::Kind::kForget) {
         const auto it = kept.find(r.key);
         if (it != kept.end()) erase(it);
+        conns.erase(r.key);
       } else if (r.kind == HolderRequest::Kind::kGet) {
         for (const auto& [key, k] : kept)
           send_packet(c.get(), holder_entry(key, k.json),
                       {k.fds[0].get(), k.fds[1].get(), k.fds[2].get()});
+        for (const auto& [key, conn] : conns)
+          send_packet(c.get(), holder_conn_entry(key), {conn.get(), -1, -1});
       }
     }
   }
@@ -274,18 +290,33 @@ void FdStoreClient::put_runtime_socket() const {
   if (s) send_packet(s.get(), socket_request(socket_name_), {socket_copy_.get(), -1, -1});
 }
 
-std::optional<uint64_t> FdStoreClient::put(const std::string& state_json,
-                                           const std::array<int, 3>& fds) const {
-  const UniqueFd s = connect_to(path_);
-  if (!s || !send_packet(s.get(), put_request(state_json), fds)) return std::nullopt;
+namespace {
+
+// Sends `request` with `fds` and reads the key the holder answers with; nullopt when none
+// answered (no holder; an older one, which closes the connection on a request it does not know).
+std::optional<uint64_t> request_key(const std::string& path, const std::string& request,
+                                    const std::array<int, kFdsPerEntry>& fds) {
+  const UniqueFd s = connect_to(path);
+  if (!s || !send_packet(s.get(), request, fds)) return std::nullopt;
   std::string data;
   std::array<UniqueFd, kFdsPerEntry> none;
   if (!recv_packet(s.get(), data, none, 2000)) return std::nullopt;
   return parse_put_answer(data);
 }
 
-std::vector<StoredListener> FdStoreClient::take_all() const {
-  std::vector<StoredListener> out;
+}  // namespace
+
+std::optional<uint64_t> FdStoreClient::put(const std::string& state_json,
+                                           const std::array<int, 3>& fds, uint64_t replaces) const {
+  return request_key(path_, put_request(state_json, replaces), fds);
+}
+
+std::optional<uint64_t> FdStoreClient::keep_connection(int conn) const {
+  return request_key(path_, conn_request(), {conn, -1, -1});
+}
+
+StoreContents FdStoreClient::take_all() const {
+  StoreContents out;
   const UniqueFd s = connect_to(path_);
   if (!s) return out;
   if (send_packet(s.get(), get_request())) {
@@ -293,14 +324,18 @@ std::vector<StoredListener> FdStoreClient::take_all() const {
     std::array<UniqueFd, kFdsPerEntry> fds;
     while (recv_packet(s.get(), data, fds, 2000)) {
       if (!fds[0]) continue;
-      StoredListener l;
       HolderEntry e = parse_holder_entry(data);  // from an older holder: no key, pidfd or page
+      if (e.connection) {
+        out.connections.push_back(StoredConnection{*e.key, std::move(fds[0])});
+        continue;
+      }
+      StoredListener l;
       l.key = e.key.value_or(0);
       l.state_json = std::move(e.state_json);
       l.listener = std::move(fds[0]);
       l.pidfd = std::move(fds[1]);
       l.ids = std::move(fds[2]);
-      out.push_back(std::move(l));
+      out.listeners.push_back(std::move(l));
     }
   }
   return out;

@@ -17,7 +17,10 @@
 // state and listener queued in the kernel) for the next agent, which takes the socket back,
 // instead of being refused. And the agent puts each handed-over listener in the holder as soon as
 // it has read it, before adopting it (FORGET when it refuses it): a kill during an adoption loses
-// nothing, since the next agent adopts that entry again from the store.
+// nothing, since the next agent adopts that entry again from the store. Before that, from its
+// accept, the runtime's connection itself is in the holder, and the agent only peeks at it until
+// the state is whole: a kill while the runtime's bytes are on their way leaves them, listener
+// and all, for the next agent, which reads the connection again from its first byte.
 // Protocol on the holder's socket (AF_UNIX seqpacket, root only), one request per connection:
 //   "PUT\n<state json>" with SCM_RIGHTS [listener, pidfd, received-id page]: keep them; the
 //   holder answers "KEPT <key>\n";
@@ -26,7 +29,10 @@
 //   closes the connection; it keeps them (the next agent may die too);
 //   "SOCKET <dev> <ino>\n" with SCM_RIGHTS [runtime socket]: keep it (replacing any), bound at a
 //   path that named that file;
-//   "SOCKET?\n": the holder answers with the socket request it keeps and the socket, or "NONE\n".
+//   "SOCKET?\n": the holder answers with the socket request it keeps and the socket, or "NONE\n";
+//   "CONN\n" with SCM_RIGHTS [a runtime's connection]: keep it, unread; answered "KEPT <key>\n";
+//   GET sends it as "CONN <key>\n" with the connection; "PUT <key>\n<state json>" keeps an entry
+//   and drops connection <key>, whose state that is, in one step.
 #pragma once
 
 #include <array>
@@ -48,6 +54,18 @@ struct StoredListener {
   UniqueFd ids;    // its received-id page; empty from an older holder
 };
 
+// A runtime's connection kept from its accept until its state was read whole: the next agent
+// reads it again from its first byte (nothing was consumed from it).
+struct StoredConnection {
+  uint64_t key = 0;
+  UniqueFd conn;
+};
+
+struct StoreContents {
+  std::vector<StoredListener> listeners;
+  std::vector<StoredConnection> connections;
+};
+
 class FdStoreClient {
  public:
   // Connects to the holder at `path`, starting one (a detached process of this binary's code)
@@ -64,11 +82,16 @@ class FdStoreClient {
   // Whether the holder answers a PUT with its key (one of this build, or one that answered
   // take_runtime_socket); false for an older holder, whose entries can only be put once adopted.
   bool names_entries() const { return names_entries_; }
-  // Puts one entry [listener, pidfd, received-id page] in the holder; the key it answered with,
+  // Puts one entry [listener, pidfd, received-id page] in the holder, dropping connection entry
+  // `replaces` (its state was read from it) in the same step; the key it answered with, nullopt
+  // when none answered (no holder, an older one).
+  std::optional<uint64_t> put(const std::string& state_json, const std::array<int, 3>& fds,
+                              uint64_t replaces = 0) const;
+  // Puts a runtime's accepted connection `conn`, its state not yet read, in the holder; its key,
   // nullopt when none answered (no holder, an older one).
-  std::optional<uint64_t> put(const std::string& state_json, const std::array<int, 3>& fds) const;
-  // Every entry the holder keeps.
-  std::vector<StoredListener> take_all() const;
+  std::optional<uint64_t> keep_connection(int conn) const;
+  // Every entry the holder keeps: listeners and connections.
+  StoreContents take_all() const;
   // Keeps container `id`'s process entry here (`fds`: copies of its listener, pidfd and
   // received-id page, now this client's) and, unless `in_holder` (re-attached from it), puts it
   // in the holder. Copies of processes that have exited are closed first. False when no holder

@@ -23,8 +23,13 @@ std::optional<uint64_t> parse_number(std::string_view s) {
 
 }  // namespace
 
-std::string put_request(std::string_view state_json) {
-  return "PUT\n" + std::string(state_json);
+std::string put_request(std::string_view state_json, uint64_t replaces) {
+  return (replaces != 0 ? "PUT " + std::to_string(replaces) + "\n" : std::string("PUT\n")) +
+         std::string(state_json);
+}
+
+std::string conn_request() {
+  return "CONN\n";
 }
 
 std::string forget_request(uint64_t key) {
@@ -75,6 +80,17 @@ HolderRequest parse_holder_request(std::string_view packet) {
   } else if (packet.substr(0, 4) == "PUT\n") {
     r.kind = HolderRequest::Kind::kPut;
     r.state_json = packet.substr(4);
+  } else if (packet.substr(0, 4) == "PUT ") {
+    const size_t nl = packet.find('\n');
+    if (nl != std::string_view::npos) {
+      if (const auto key = parse_key(packet.substr(4, nl - 4))) {
+        r.kind = HolderRequest::Kind::kPut;
+        r.key = *key;
+        r.state_json = packet.substr(nl + 1);
+      }
+    }
+  } else if (packet == "CONN\n") {
+    r.kind = HolderRequest::Kind::kConn;
   } else if (packet == "GET\n") {
     r.kind = HolderRequest::Kind::kGet;
   } else if (packet.substr(0, 7) == "FORGET " && packet.size() > 8 && packet.back() == '\n') {
@@ -90,8 +106,19 @@ std::string holder_entry(uint64_t key, std::string_view state_json) {
   return std::to_string(key) + "\n" + std::string(state_json);
 }
 
+std::string holder_conn_entry(uint64_t key) {
+  return "CONN " + std::to_string(key) + "\n";
+}
+
 HolderEntry parse_holder_entry(std::string_view packet) {
   HolderEntry e;
+  if (packet.substr(0, 5) == "CONN " && packet.size() > 6 && packet.back() == '\n') {
+    if (const auto key = parse_key(packet.substr(5, packet.size() - 6))) {
+      e.key = key;
+      e.connection = true;
+      return e;
+    }
+  }
   const size_t nl = packet.find('\n');
   if (nl != std::string_view::npos) e.key = parse_key(packet.substr(0, nl));
   e.state_json = e.key ? packet.substr(nl + 1) : packet;

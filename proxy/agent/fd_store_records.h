@@ -21,23 +21,26 @@ struct SocketName {
 
 // A request to the holder.
 struct HolderRequest {
-  enum class Kind { kNone, kPut, kForget, kGet, kSocket, kSocketQuery } kind = Kind::kNone;
-  uint64_t key = 0;        // kForget: the entry named
+  enum class Kind { kNone, kPut, kForget, kGet, kSocket, kSocketQuery, kConn } kind = Kind::kNone;
+  uint64_t key = 0;        // kForget: the entry named; kPut: the connection it replaces, or 0
   std::string state_json;  // kPut: the container process state kept with the fds
   SocketName socket;       // kSocket: the path's file the runtime socket is bound to
 };
 
-std::string put_request(std::string_view state_json);  // "PUT\n<json>"
-std::string forget_request(uint64_t key);              // "FORGET <key>\n"
-std::string get_request();                             // "GET\n"
-std::string socket_request(SocketName name);           // "SOCKET <dev> <ino>\n"
-std::string socket_query();                            // "SOCKET?\n"
-// "PUT\n<json>", "FORGET <decimal key, 1..2^64-1>\n", "GET\n", "SOCKET <dev> <ino>\n" (decimal,
-// 0..2^64-1) or "SOCKET?\n"; anything else is kNone.
+// "PUT\n<json>"; "PUT <replaces>\n<json>" when the state was read from connection entry
+// <replaces> (the holder drops that connection as it keeps the entry: never both, never neither).
+std::string put_request(std::string_view state_json, uint64_t replaces = 0);
+std::string conn_request();                   // "CONN\n"
+std::string forget_request(uint64_t key);     // "FORGET <key>\n"
+std::string get_request();                    // "GET\n"
+std::string socket_request(SocketName name);  // "SOCKET <dev> <ino>\n"
+std::string socket_query();                   // "SOCKET?\n"
+// "PUT\n<json>", "PUT <key>\n<json>", "FORGET <key>\n" (a key: decimal, 1..2^64-1), "GET\n",
+// "SOCKET <dev> <ino>\n" (decimal, 0..2^64-1), "SOCKET?\n" or "CONN\n"; anything else is kNone.
 HolderRequest parse_holder_request(std::string_view packet);
 
-// The holder's answer to a PUT: "KEPT <key>\n", the name to FORGET the entry by. A holder of an
-// older build answers nothing.
+// The holder's answer to a PUT or a CONN: "KEPT <key>\n", the name to FORGET the entry by. A
+// holder of an older build answers nothing (and closes the connection).
 std::string put_answer(uint64_t key);
 std::optional<uint64_t> parse_put_answer(std::string_view packet);
 
@@ -45,14 +48,17 @@ std::optional<uint64_t> parse_put_answer(std::string_view packet);
 // "NONE\n" when it keeps none; parse_holder_request reads the former.
 std::string no_socket_answer();
 
-// An entry the holder sends back: "<key>\n<json>"; a holder of an older build sent the JSON
-// alone (no key: nullopt).
+// An entry the holder sends back: "<key>\n<json>" (a listener); "CONN <key>\n" (a runtime's
+// connection, its state still unread in it); a holder of an older build sent the JSON alone (no
+// key: nullopt).
 struct HolderEntry {
   std::optional<uint64_t> key;
+  bool connection = false;
   std::string state_json;
 };
 
 std::string holder_entry(uint64_t key, std::string_view state_json);
+std::string holder_conn_entry(uint64_t key);
 HolderEntry parse_holder_entry(std::string_view packet);
 
 }  // namespace gdrproxy::proxy

@@ -3,6 +3,8 @@
 // it is erasing it (the socket's close cancels what waits on it).
 #include "proxy/agent/handshakes.h"
 
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <boost/asio/write.hpp>
@@ -15,18 +17,25 @@ namespace gdrproxy::proxy {
 namespace asio = boost::asio;
 using local = asio::local::stream_protocol;
 
+// How long a peeking reader sleeps before it looks again when part of a state is queued.
+constexpr std::chrono::milliseconds kNap{2};
+
 struct Handshakes::Conn {
-  Conn(uint64_t s, local::socket so, Reader r, GiveUp g)
+  Conn(uint64_t s, local::socket so, Reader r, GiveUp g, bool p)
       : seq(s),
         socket(std::move(so)),
         timer(socket.get_executor()),
+        nap(socket.get_executor()),
         read(std::move(r)),
-        give_up(std::move(g)) {}
+        give_up(std::move(g)),
+        peeks(p) {}
   uint64_t seq;
   local::socket socket;
-  asio::steady_timer timer;
+  asio::steady_timer timer;  // the deadline
+  asio::steady_timer nap;    // a peeking reader's wait for more
   Reader read;
   GiveUp give_up;
+  bool peeks;
   std::string answer;
   bool answering = false;
 };
@@ -39,17 +48,19 @@ Handshakes::~Handshakes() {
     boost::system::error_code ec;
     c->socket.close(ec);
     c->timer.cancel();
+    c->nap.cancel();
   }
 }
 
-void Handshakes::add(local::socket socket, Reader read, GiveUp give_up) {
+void Handshakes::add(local::socket socket, Reader read, GiveUp give_up, bool peeks) {
   while (pending_.size() >= cap_) {
     const std::shared_ptr<Conn> oldest = pending_.begin()->second;
     close(oldest->seq);
     oldest->give_up("closed unfinished to make room: " + std::to_string(cap_) +
                     " connections were being read, this one the longest");
   }
-  auto c = std::make_shared<Conn>(next_++, std::move(socket), std::move(read), std::move(give_up));
+  auto c = std::make_shared<Conn>(next_++, std::move(socket), std::move(read), std::move(give_up),
+                                  peeks);
   pending_.emplace(c->seq, c);
   c->timer.expires_after(deadline_);
   c->timer.async_wait([this, c](const boost::system::error_code& ec) {
@@ -63,7 +74,16 @@ void Handshakes::add(local::socket socket, Reader read, GiveUp give_up) {
   read_now(c);
 }
 
-void Handshakes::wait_readable(const std::shared_ptr<Conn>& c) {
+void Handshakes::wait_for_more(const std::shared_ptr<Conn>& c) {
+  int queued = 0;
+  if (c->peeks && ::ioctl(c->socket.native_handle(), SIOCINQ, &queued) == 0 && queued > 0) {
+    // Only a runtime that sends its state in pieces with pauses between them comes here.
+    c->nap.expires_after(kNap);
+    c->nap.async_wait([this, c](const boost::system::error_code& ec) {
+      if (!ec && pending_.contains(c->seq)) read_now(c);
+    });
+    return;
+  }
   c->socket.async_wait(local::socket::wait_read, [this, c](const boost::system::error_code& ec) {
     if (!pending_.contains(c->seq)) return;
     if (ec) {
@@ -85,7 +105,7 @@ void Handshakes::read_now(const std::shared_ptr<Conn>& c) {
     return;
   }
   if (!answer) {
-    wait_readable(c);
+    wait_for_more(c);
     return;
   }
   if (answer->empty()) {
@@ -126,6 +146,7 @@ void Handshakes::close(uint64_t seq) {
   boost::system::error_code ec;
   c->socket.close(ec);
   c->timer.cancel();
+  c->nap.cancel();
 }
 
 }  // namespace gdrproxy::proxy

@@ -33,13 +33,16 @@ class Handshakes {
   Handshakes(const Handshakes&) = delete;
   Handshakes& operator=(const Handshakes&) = delete;
 
-  // Takes `socket` over; `read` and `give_up` run on the loop.
-  void add(boost::asio::local::stream_protocol::socket socket, Reader read, GiveUp give_up);
+  // Takes `socket` over; `read` and `give_up` run on the loop. `peeks`: `read` leaves what it
+  // read queued (MSG_PEEK), so the socket stays readable: while bytes are queued, "wait for
+  // more" is a short sleep rather than a wait for readability, which would return at once.
+  void add(boost::asio::local::stream_protocol::socket socket, Reader read, GiveUp give_up,
+           bool peeks = false);
   size_t pending() const { return pending_.size(); }
 
  private:
   struct Conn;
-  void wait_readable(const std::shared_ptr<Conn>& c);
+  void wait_for_more(const std::shared_ptr<Conn>& c);
   void read_now(const std::shared_ptr<Conn>& c);
   void write_answer(const std::shared_ptr<Conn>& c);
   void close(uint64_t seq);

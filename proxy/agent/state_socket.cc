@@ -63,23 +63,31 @@ StateReader::Step StateReader::read_available(int conn_fd, std::string& why) {
     fds_.clear();  // closes them
     return Step::kFailed;
   };
+  if (leave_in_socket_ && !peek_offset_set_) {
+    // From the first byte, whatever an earlier reader of this connection had peeked.
+    int zero = 0;
+    if (::setsockopt(conn_fd, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof zero) != 0)
+      return failed(errno_text("setsockopt(SO_PEEK_OFF)", errno));
+    peek_offset_set_ = true;
+  }
+  // Room for one byte past the limit, so that a larger state is seen as larger.
+  if (chunk_.empty()) chunk_.resize(kMaxStateBytes + 1);
   for (;;) {
-    // Room for one byte past the limit, so that a larger state is seen as larger.
-    char chunk[16 * 1024];
-    iovec iov{chunk, std::min(sizeof chunk, kMaxStateBytes + 1 - json_.size())};
+    iovec iov{chunk_.data(), kMaxStateBytes + 1 - json_.size()};
     alignas(cmsghdr) char control[CMSG_SPACE(kMaxStateFds * sizeof(int))];
     msghdr m{};
     m.msg_iov = &iov;
     m.msg_iovlen = 1;
     m.msg_control = control;
     m.msg_controllen = sizeof control;
-    const ssize_t n = ::recvmsg(conn_fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    const ssize_t n =
+        ::recvmsg(conn_fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT | (leave_in_socket_ ? MSG_PEEK : 0));
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return Step::kMore;
       return failed(errno_text("recvmsg", errno));
     }
-    json_.append(chunk, static_cast<size_t>(n));
+    json_.append(chunk_.data(), static_cast<size_t>(n));
 
     ReceivedFds arrived;
     take_fds(m, arrived);

@@ -33,6 +33,11 @@ struct ReceivedState {
 // receive_container_state() below.
 class StateReader {
  public:
+  // `leave_in_socket`: peek instead of read (MSG_PEEK from offset 0, SO_PEEK_OFF), so that the
+  // state and its fds stay queued in the connection for another reader should this one die (the
+  // fd store keeps a copy of the connection meanwhile: fd_store.h). kMore then means nothing is
+  // there beyond what was peeked, though the connection stays readable.
+  explicit StateReader(bool leave_in_socket = false) : leave_in_socket_(leave_in_socket) {}
   enum class Step { kMore, kDone, kFailed };
   // Reads everything `conn_fd` has now (recvmsg with MSG_DONTWAIT). kMore: wait until it is
   // readable again; kDone: take() the state; kFailed: `why` is one line and every fd that
@@ -41,8 +46,14 @@ class StateReader {
   // After kDone: the state and its fds (the caller owns them).
   ReceivedState take();
   size_t bytes() const { return json_.size(); }
+  bool leaves_in_socket() const { return leave_in_socket_; }
 
  private:
+  bool leave_in_socket_;
+  bool peek_offset_set_ = false;
+  // One read takes up to a whole state, so that a peek never stops inside a message and
+  // returns its fds twice.
+  std::vector<char> chunk_;
   std::string json_;
   // fds received and not yet handed on: closed with the reader.
   std::vector<UniqueFd> fds_;

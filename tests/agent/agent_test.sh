@@ -608,6 +608,41 @@ case_hung_adoption_killed_keeps_the_listener() {
   expect_in "$WORK/agent.log" "container team-a-21: re-attached from the fd store"
 }
 
+case_killed_while_the_runtime_sends_keeps_the_listener() {
+  # The agent is SIGKILLed after it accepted a runtime's connection and before the state arrived
+  # whole (runc connects and then writes; a runtime may send its state in pieces). The connection
+  # is in the fd store from its accept and the agent only peeks at it: the runtime's bytes,
+  # listener and all, wait there, and the next agent reads the connection again from its first
+  # byte. Here the runtime pauses 1.5 s after connecting and again after its first piece (which
+  # carries the listener): the kill falls in the first pause, the restart in the second.
+  local c i holder base
+  with_fd_store
+  start_agent --fd-store "$STORE"
+  holder=$(holder_pid)
+  [[ -n $holder ]] || fail "no holder runs"
+  base=$(ls /proc/$holder/fd | wc -l)
+  "$RC" "$SOCK" team-a-24 runc-init --pause-ms 1500 -- sh -c "$(probe uverbs0)" >"$WORK/c.out" 2>&1 &
+  c=$!
+  # Killed once the agent has accepted (the holder has one more fd: the connection), or after 0.5 s.
+  for i in $(seq 25); do (($(ls /proc/$holder/fd | wc -l) >= base + 1)) && break; sleep 0.02; done
+  kill -KILL "$AGENT_PID"
+  wait "$AGENT_PID" 2>/dev/null
+  AGENT_PID=
+  cp "$WORK/agent.log" "$WORK/agent.1.log"
+  sleep 1.8
+  kill -0 $c 2>/dev/null || { cat "$WORK/c.out"; fail "the runtime could not send to the killed agent's connection"; }
+  start_agent --fd-store "$STORE"
+  gone_within 10 $c || fail "the next agent did not serve the container whose state was on its way"
+  wait $c || { rc=$?; cat "$WORK/c.out"; fail "container exit $rc"; }
+  expect_line "$WORK/c.out" "uverbs0-open" " OK ioctl="
+  expect_in "$WORK/agent.log" "1 runtime connection(s) whose state was not read whole: read again"
+  expect_in "$WORK/agent.log" "container team-a-24: process"
+  # The connection's entry went with the state's reading: the holder keeps the listener's entry
+  # only until the process exits, and nothing of the connection.
+  for i in $(seq 50); do (($(ls /proc/$holder/fd | wc -l) <= base)) && break; sleep 0.1; done
+  (($(ls /proc/$holder/fd | wc -l) <= base)) || fail "the holder still keeps $(($(ls /proc/$holder/fd | wc -l) - base)) fd(s) of the exited container"
+}
+
 case_hung_bundle_costs_only_its_handover() {
   # A runtime names a bundle on a filesystem whose lookups never answer. The agent reads bundles
   # on threads of their own: meanwhile it adopts and serves another container and answers

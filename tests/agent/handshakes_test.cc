@@ -54,6 +54,40 @@ Handshakes::Reader line_reader(std::shared_ptr<std::string> got, std::string ans
   };
 }
 
+// A reader that peeks leaves its bytes queued, so the socket stays readable: waiting for more
+// must not turn into a busy loop of reads while the peer pauses between pieces.
+TEST(Handshakes, APeekingReaderWaitsForMoreWithoutSpinning) {
+  asio::io_context io;
+  Handshakes h(5000ms, 8);
+  Pair p = make_pair(io);
+  int reads = 0;
+  std::string seen;
+  std::vector<std::string> gave_up;
+  h.add(
+      std::move(p.agent),
+      [&](int fd) -> std::optional<std::string> {
+        ++reads;
+        char buf[64];
+        const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT | MSG_PEEK);
+        if (n > 0) seen.assign(buf, size_t(n));
+        if (seen.find('\n') != std::string::npos) return std::string();
+        return std::nullopt;
+      },
+      [&](const std::string& why) { gave_up.push_back(why); }, true);
+  ASSERT_EQ(::send(p.peer.get(), "part", 4, MSG_NOSIGNAL), 4);
+  asio::steady_timer t(io);
+  t.expires_after(300ms);
+  t.async_wait([&](const boost::system::error_code&) {
+    EXPECT_LE(reads, 300) << "read in a loop while the peer paused";
+    EXPECT_GE(reads, 2);
+    ASSERT_EQ(::send(p.peer.get(), " rest\n", 6, MSG_NOSIGNAL), 6);
+  });
+  io.run_for(1000ms);
+  EXPECT_EQ(seen, "part rest\n");
+  EXPECT_TRUE(gave_up.empty());
+  EXPECT_EQ(h.pending(), 0u);
+}
+
 TEST(Handshakes, ATricklingPeerIsClosedAtTheTotalDeadline) {
   asio::io_context io;
   Handshakes h(300ms, 8);

@@ -5,12 +5,14 @@
 // exec the command, whose device calls the agent now serves. The idea not to miss: this is the
 // protocol only; what the command may do is decided by the agent, from its own config.
 // Usage: runtime_client SOCKET ID runc-init|runc-exec|crun [--metadata M] [--bundle DIR]
-//                       [--pidns] [--trap-pidfd-getfd] -- CMD...
+//                       [--pidns] [--trap-pidfd-getfd] [--pause-ms N] -- CMD...
 //   --bundle DIR        report DIR as the bundle as it is; without it a bundle is made in $TMPDIR
 //                       whose config.json hands the listener to SOCKET with metadata M (as the
 //                       user's bundle would), and removed at the end
 //   --pidns             the command is pid 1 of a new pid namespace, as in a container
 //   --trap-pidfd-getfd  the filter traps pidfd_getfd too (for a brokering agent)
+//   --pause-ms N        pause N ms after connecting, and again after the first piece (a kill of
+//                       the agent while a runtime's bytes are on their way)
 // Exit status: the command's (128+N if killed by signal N); 120 on a setup failure.
 #include <fcntl.h>
 #include <sched.h>
@@ -65,6 +67,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string metadata, bundle;
   bool new_pidns = false, trap_pidfd_getfd = false;
+  int pause_ms = 0;
   size_t dashdash = 0;
   for (size_t i = 3; i < args.size(); ++i) {
     if (args[i] == "--") {
@@ -79,6 +82,8 @@ int main(int argc, char** argv) {
       new_pidns = true;
     } else if (args[i] == "--trap-pidfd-getfd") {
       trap_pidfd_getfd = true;
+    } else if (args[i] == "--pause-ms" && i + 1 < args.size()) {
+      pause_ms = std::atoi(args[++i].c_str());
     } else {
       dashdash = 0;
       break;
@@ -87,7 +92,7 @@ int main(int argc, char** argv) {
   if (args.size() < 5 || dashdash < 3 || dashdash + 1 >= args.size()) {
     std::fprintf(stderr,
                  "usage: runtime_client SOCKET ID runc-init|runc-exec|crun [--metadata M] "
-                 "[--bundle DIR] [--pidns] [--trap-pidfd-getfd] -- CMD...\n");
+                 "[--bundle DIR] [--pidns] [--trap-pidfd-getfd] [--pause-ms N] -- CMD...\n");
     return 2;
   }
   const std::string socket_path = args[0], id = args[1], style = args[2];
@@ -164,7 +169,12 @@ int main(int argc, char** argv) {
   const std::string msg = state_json(style, id, child, metadata, bundle);
   const size_t third = msg.size() / 3;
   const std::string first = msg.substr(0, third);
+  const auto pause = [pause_ms] {
+    if (pause_ms > 0) ::usleep(static_cast<useconds_t>(pause_ms) * 1000);
+  };
+  pause();
   if (!gdrproxy::proxy::send_with_fd(s, first, listener)) return fail("sendmsg");
+  pause();
   for (const std::string& part : {msg.substr(third, third), msg.substr(2 * third)})
     if (::write(s, part.data(), part.size()) != static_cast<ssize_t>(part.size()))
       return fail("write");

@@ -122,6 +122,43 @@ TEST(StateSocket, SplitOverThreeMessagesWithTheFdInTheFirst) {
   EXPECT_EQ(open_fd_count(), before);
 }
 
+// The fd store's case: an agent peeks at a connection, part of the state there, and dies; the
+// next agent reads the same connection from its first byte, the listener with it.
+TEST(StateSocket, PeekingReaderLeavesTheWholeStateForTheNext) {
+  const size_t before = open_fd_count();
+  {
+    Connection c;
+    const std::string text = kState;
+    ASSERT_TRUE(send_part(c.runtime, text.substr(0, 10), {c.listener}));
+    ASSERT_TRUE(send_part(c.runtime, text.substr(10, 100)));
+    std::string why;
+    {
+      StateReader first(true);
+      ASSERT_EQ(first.read_available(c.agent, why), StateReader::Step::kMore) << why;
+      EXPECT_EQ(first.bytes(), 110u);
+      // Nothing new: still kMore, and the fd is not taken a second time.
+      ASSERT_EQ(first.read_available(c.agent, why), StateReader::Step::kMore) << why;
+      EXPECT_EQ(first.bytes(), 110u);
+    }  // dies with the part it peeked
+    ASSERT_TRUE(send_part(c.runtime, text.substr(110)));
+    c.hang_up();
+    StateReader next(true);
+    ASSERT_EQ(next.read_available(c.agent, why), StateReader::Step::kDone) << why;
+    ReceivedState got = next.take();
+    EXPECT_EQ(got.json, text);
+    ASSERT_EQ(got.fds.size(), 1u);
+    EXPECT_TRUE(same_file(got.fds[0], c.listener));
+    close_all(got.fds);
+    // Still there for a plain reader: peeking consumed nothing.
+    ReceivedState again;
+    ASSERT_TRUE(receive_container_state(c.agent, again, why, 5000)) << why;
+    EXPECT_EQ(again.json, text);
+    ASSERT_EQ(again.fds.size(), 1u);
+    close_all(again.fds);
+  }
+  EXPECT_EQ(open_fd_count(), before);
+}
+
 TEST(StateSocket, FdsWithTheSecondMessageWhenTheFirstHadNone) {
   // The kernel may glue a message without fds onto the next one: "first" is the first read
   // that carries fds.

@@ -14,9 +14,9 @@
 # agent is a new process: each incarnation is reported); and each container's calls are judged by
 # its own client (exit 0: every call answered, none with ENOSYS, the ungranted node never
 # opened), every wait bounded, a hung one reported with its id.
-# A kill between the agent accepting a handover and putting it in the fd store (microseconds, or a
-# loop turn when the runtime's bytes arrive after the accept) costs that process its listener: counted apart as "KNOWN GAP" (see below), only with the
-# evidence; anything else is a failure. A create or exec that finds no agent listening (the
+# A kill between the agent accepting a handover and putting the connection in the fd store (one
+# request to the holder) costs that process its listener: counted apart as "KNOWN GAP" (see
+# below), only with the evidence; anything else is a failure. A create or exec that finds no agent listening (the
 # holder keeps the socket, so only after the holder too was killed) is retried and counted.
 # At the end: survivors outlive one more restart, `ctl list` names exactly the running
 # containers with their grants, every rail is back on the host exactly as before and the rail
@@ -203,10 +203,10 @@ done_count() { cat "$WORK"/w/*.done 2>/dev/null | wc -l; }
 # rails_home K: both rails of slot K are on the host.
 rails_home() { ip link show "r${1}a" >/dev/null 2>&1 && ip link show "r${1}b" >/dev/null 2>&1; }
 # A handover survives a kill: the holder keeps the agent's socket listening (a runtime that
-# connects while no agent runs waits in its backlog) and the agent puts a listener in the fd
-# store as soon as it has read it. What is left: a kill between the agent accepting a connection
-# and that put (microseconds, or a loop turn when the bytes come after the accept) takes the
-# listener with it (its trapped calls then fail
+# connects while no agent runs waits in its backlog), the agent puts each accepted connection in
+# the fd store and only peeks at it until the state is whole, then puts the listener in its
+# place. What is left: a kill between the agent accepting a connection and putting it in the
+# store (one request to the holder) takes the listener with it (its trapped calls then fail
 # with ENOSYS, never a hang, never a grant: an init so cut fails at once, since runc init's own
 # open of its exec fifo is trapped; an exec'd process runs without its devices), and a call the
 # killed agent had received is answered EINTR (runc init then fails). Such a process is counted

@@ -7,8 +7,8 @@
 // A bug is: any crash, sanitizer report, hang or exception; a request or entry parsed from bytes
 // that are not exactly its canonical form (a FORGET whose key is read from "FORGET 012\n" or
 // "FORGET 1x\n" could drop another entry); a request or entry that does not come back as itself
-// (put, forget, get and socket requests, put answers, and entries with any key 1..2^64-1 and any
-// state bytes).
+// (put, replacing put, conn, forget, get and socket requests, put answers, and listener and
+// connection entries with any key 1..2^64-1 and any state bytes).
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -33,7 +33,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const HolderRequest r = parse_holder_request(packet);
     switch (r.kind) {
       case HolderRequest::Kind::kPut:
-        if (put_request(r.state_json) != packet) fail("a put parsed from other bytes");
+        if (put_request(r.state_json, r.key) != packet) fail("a put parsed from other bytes");
+        break;
+      case HolderRequest::Kind::kConn:
+        if (conn_request() != packet) fail("a conn request parsed from other bytes");
         break;
       case HolderRequest::Kind::kForget:
         if (r.key == 0 || forget_request(r.key) != packet) fail("a forget parsed from other bytes");
@@ -53,12 +56,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (const auto k = parse_put_answer(packet); k && (*k == 0 || put_answer(*k) != packet))
       fail("a put answer parsed from other bytes");
     const HolderEntry e = parse_holder_entry(packet);
-    if (e.key ? (*e.key == 0 || holder_entry(*e.key, e.state_json) != packet)
-              : e.state_json != packet)
+    if (e.connection ? (!e.key || *e.key == 0 || holder_conn_entry(*e.key) != packet)
+        : e.key      ? (*e.key == 0 || holder_entry(*e.key, e.state_json) != packet)
+                     : e.state_json != packet)
       fail("an entry parsed from other bytes");
     // What is sent comes back as itself.
     const HolderRequest put = parse_holder_request(put_request(packet));
-    if (put.kind != HolderRequest::Kind::kPut || put.state_json != packet) fail("put round trip");
+    if (put.kind != HolderRequest::Kind::kPut || put.key != 0 || put.state_json != packet)
+      fail("put round trip");
+    if (parse_holder_request(conn_request()).kind != HolderRequest::Kind::kConn) fail("conn");
     if (parse_holder_request(get_request()).kind != HolderRequest::Kind::kGet) fail("get");
     // Any device and inode number (the key and its byte-swap stand in for them).
     const SocketName name{key, __builtin_bswap64(key)};
@@ -73,7 +79,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const HolderRequest f = parse_holder_request(forget_request(key));
       if (f.kind != HolderRequest::Kind::kForget || f.key != key) fail("forget round trip");
       const HolderEntry back = parse_holder_entry(holder_entry(key, packet));
-      if (back.key != key || back.state_json != packet) fail("entry round trip");
+      if (back.key != key || back.connection || back.state_json != packet) fail("entry round trip");
+      const HolderEntry conn = parse_holder_entry(holder_conn_entry(key));
+      if (conn.key != key || !conn.connection) fail("conn entry round trip");
+      const HolderRequest rp = parse_holder_request(put_request(packet, key));
+      if (rp.kind != HolderRequest::Kind::kPut || rp.key != key || rp.state_json != packet)
+        fail("replacing put round trip");
     }
   } catch (...) {
     fail("threw");
