@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <array>
 #include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -218,7 +219,6 @@ class Agent {
 
   int run() {
     ::signal(SIGPIPE, SIG_IGN);
-    accept(acceptor_, &Agent::on_connection, "a runtime connection");
     accept(ctl_, &Agent::on_ctl, "a control connection");
     signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
       if (ec) return;
@@ -234,6 +234,7 @@ class Agent {
       log("trap copies unavailable (" + why +
           "): every trapped ioctl's fd and argument are looked up by the agent");
     reattach();
+    serve_runtimes();
     watch_holder();
     // Rails a container's poststop never gave back (a runtime killed, a failed hook).
     if (restore_rails_of_gone_containers(opts_.rail_state_dir,
@@ -290,12 +291,15 @@ class Agent {
     acceptor.async_accept([this, &acceptor, handle, what](const boost::system::error_code& ec,
                                                           local::socket s) {
       if (ec == asio::error::operation_aborted) return;
+      // The runtime socket is served here only while the fd store's holder does not accept on it.
+      const auto wanted = [this, &acceptor] { return &acceptor != &acceptor_ || self_accepting_; };
       if (ec) {
         log(std::string("cannot accept ") + what + ": " + ec.message() + " (retrying in 100 ms)");
         auto t = std::make_shared<asio::steady_timer>(engine_.io(), std::chrono::milliseconds(100));
-        t->async_wait([this, t, &acceptor, handle, what](const boost::system::error_code& e) {
-          if (!e) accept(acceptor, handle, what);
-        });
+        t->async_wait(
+            [this, t, &acceptor, handle, what, wanted](const boost::system::error_code& e) {
+              if (!e && wanted()) accept(acceptor, handle, what);
+            });
         return;
       }
       try {
@@ -303,8 +307,64 @@ class Agent {
       } catch (const std::exception& e) {
         log(std::string("internal error on ") + what + " (closed): " + e.what());
       }
-      accept(acceptor, handle, what);
+      if (wanted()) accept(acceptor, handle, what);
     });
+  }
+
+  // Who accepts runtimes: with the fd store, its holder (it keeps each connection from its accept
+  // and sends this agent a copy), so that no handover is ever this agent's alone; without it, or
+  // while no holder that can runs, this agent on its own socket.
+  void serve_runtimes() {
+    if (store_) {
+      if (auto sub = store_->subscribe()) {
+        if (self_accepting_) {
+          self_accepting_ = false;
+          boost::system::error_code ec;
+          acceptor_.cancel(ec);
+          log("fd store " + store_->path() + ": its new holder accepts runtimes for this agent");
+        }
+        subscription_.emplace(engine_.io(), sub->socket.release());
+        if (sub->kept > 0)
+          log("fd store " + store_->path() + ": " + std::to_string(sub->kept) +
+              " runtime connection(s) an earlier agent had not read whole: read again");
+        read_subscription();
+        return;
+      }
+    }
+    if (self_accepting_) return;
+    self_accepting_ = true;
+    accept(acceptor_, &Agent::on_connection, "a runtime connection");
+  }
+
+  // The connections the holder accepted for this agent; when it closes the subscription (it was
+  // killed), this agent accepts on its own until a new holder runs (check_holder).
+  void read_subscription() {
+    subscription_->async_wait(asio::posix::stream_descriptor::wait_read,
+                              [this](const boost::system::error_code& ec) {
+                                if (ec) return;
+                                take_subscribed_connections();
+                              });
+  }
+  void take_subscribed_connections() {
+    for (int i = 0; i < 64; ++i) {  // a bounded share of the loop's turn
+      bool ended = false;
+      auto c = FdStoreClient::next_connection(subscription_->native_handle(), ended);
+      if (ended) {
+        subscription_.reset();
+        log("fd store " + store_->path() + ": its holder stopped accepting runtimes for this " +
+            "agent (it is gone): accepting them here until a new holder runs");
+        serve_runtimes();
+        return;
+      }
+      if (!c) break;
+      local::socket s(engine_.io());
+      s.assign(local(), c->conn.release());
+      if (from_root(s))
+        read_state(std::move(s), c->key);
+      else
+        forget_connection(c->key);
+    }
+    read_subscription();
   }
 
   // A runtime's connection: read asynchronously until its state is whole, within the handshake
@@ -461,23 +521,9 @@ class Agent {
   // dropped from the store, that entry alone (its container's other processes keep theirs).
   void reattach() {
     if (!store_) return;
-    StoreContents kept = store_->take_all();
-    log("fd store " + store_->path() + ": " + std::to_string(kept.listeners.size()) +
-        " process(es) kept" +
-        (kept.connections.empty()
-             ? std::string()
-             : ", and " + std::to_string(kept.connections.size()) +
-                   " runtime connection(s) whose state was not read whole: read again"));
-    // A connection a previous agent had accepted: its state is read again from its first byte.
-    for (StoredConnection& c : kept.connections) {
-      local::socket s(engine_.io());
-      s.assign(local(), c.conn.release());
-      if (from_root(s))
-        read_state(std::move(s), c.key);
-      else
-        forget_connection(c.key);
-    }
-    for (StoredListener& l : kept.listeners) {
+    std::vector<StoredListener> kept = store_->take_all();
+    log("fd store " + store_->path() + ": " + std::to_string(kept.size()) + " process(es) kept");
+    for (StoredListener& l : kept) {
       Handover h;
       h.listener = std::move(l.listener);
       h.pidfd = std::move(l.pidfd);
@@ -745,9 +791,11 @@ class Agent {
   }
   void check_holder() {
     try {
-      if (const auto n = store_->replace_holder_if_gone())
+      if (const auto n = store_->replace_holder_if_gone()) {
         log("fd store " + store_->path() + ": its holder was gone: a new one keeps the " +
             std::to_string(*n) + " live process(es) again");
+        if (!subscription_) serve_runtimes();
+      }
     } catch (const std::exception& e) {
       log("fd store " + store_->path() + ": its holder is gone and no new one starts (" + e.what() +
           "); tried again in 1 s");
@@ -878,6 +926,9 @@ class Agent {
   std::mutex groups_mu_;
   std::multimap<std::string, std::pair<std::string, ino_t>> group_members_;
   asio::steady_timer holder_timer_{engine_.io()};
+  // The holder accepting runtimes for this agent (serve_runtimes), or this agent accepting them.
+  std::optional<asio::posix::stream_descriptor> subscription_;
+  bool self_accepting_ = false;
   bool draining_ = false;  // `ctl drain`: no new container or process; stop when none is left
 };
 

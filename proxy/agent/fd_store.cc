@@ -19,6 +19,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <span>
@@ -123,93 +124,223 @@ struct Kept {
   std::array<UniqueFd, kFdsPerEntry> fds;  // listener, pidfd, received-id page
 };
 
-// The holder: serves its socket and watches its entries until killed. Never returns. An epoll
-// event's data is 0 for the socket, else an entry's key.
-[[noreturn]] void run_holder(int listen_fd) {
-  std::map<uint64_t, Kept> kept;
-  // Runtimes' connections whose state the agent has not read whole yet (it peeks, so the bytes
-  // and the listener stay in them): not watched, since a runtime hangs up as soon as it has sent;
-  // each leaves by the PUT of its state, a FORGET, or the cap.
-  std::map<uint64_t, UniqueFd> conns;
-  uint64_t next_key = 1;
-  // The agent's runtime socket, kept listening (never accepted on here) and the file its path
-  // named when it was bound.
-  UniqueFd runtime_socket;
-  SocketName runtime_name;
-  const UniqueFd ep(::epoll_create1(EPOLL_CLOEXEC));
-  if (!ep) _exit(1);
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.u64 = 0;
-  if (::epoll_ctl(ep.get(), EPOLL_CTL_ADD, listen_fd, &ev) != 0) _exit(1);
-  // The agent holds the same open files: each is taken out of the set by hand, since closing
-  // our copy does not.
-  const auto erase = [&](std::map<uint64_t, Kept>::iterator it) {
-    for (int i = 0; i < 2; ++i)
-      ::epoll_ctl(ep.get(), EPOLL_CTL_DEL, it->second.fds[i].get(), nullptr);
-    kept.erase(it);  // closes its fds
-  };
-  for (;;) {
-    epoll_event events[64];
-    const int n = ::epoll_wait(ep.get(), events, 64, -1);
-    for (int e = 0; e < n; ++e) {
-      if (events[e].data.u64 != 0) {
-        // Its process exited (the pidfd is readable) or no task uses its filter any more.
-        const auto it = kept.find(events[e].data.u64);
-        if (it != kept.end()) erase(it);
-        continue;
-      }
-      const UniqueFd c(::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC));
-      if (!c) continue;
-      ucred cred{};
-      socklen_t len = sizeof cred;
-      std::string data;
-      std::array<UniqueFd, kFdsPerEntry> fds;
-      if (::getsockopt(c.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != 0 ||
-          !recv_packet(c.get(), data, fds, 2000))
-        continue;
-      HolderRequest r = parse_holder_request(data);
-      if (r.kind == HolderRequest::Kind::kPut && fds[2] && kept.size() < kMaxKept) {
-        const uint64_t key = next_key++;
-        epoll_event pe{};
-        pe.data.u64 = key;
-        pe.events = 0;  // the listener: a hang-up is reported whatever is asked
-        if (::epoll_ctl(ep.get(), EPOLL_CTL_ADD, fds[0].get(), &pe) != 0) continue;
-        pe.events = EPOLLIN;  // the pidfd: readable once its process has exited
-        if (::epoll_ctl(ep.get(), EPOLL_CTL_ADD, fds[1].get(), &pe) != 0) {
-          ::epoll_ctl(ep.get(), EPOLL_CTL_DEL, fds[0].get(), nullptr);
-          continue;
-        }
-        // Its state was read from a kept connection: that one goes as the entry comes.
-        if (r.key != 0) conns.erase(r.key);
-        kept.emplace(key, Kept{std::move(r.state_json), std::move(fds)});
-        send_packet(c.get(), put_answer(key));
-      } else if (r.kind == HolderRequest::Kind::kConn && fds[0] && conns.size() < kMaxConns) {
-        const uint64_t key = next_key++;
-        conns.emplace(key, std::move(fds[0]));
-        send_packet(c.get(), put_answer(key));
-      } else if (r.kind == HolderRequest::Kind::kSocket && fds[0] && is_listening_stream(fds[0])) {
-        runtime_socket = std::move(fds[0]);
-        runtime_name = r.socket;
-      } else if (r.kind == HolderRequest::Kind::kSocketQuery) {
-        if (runtime_socket)
-          send_packet(c.get(), socket_request(runtime_name), {runtime_socket.get(), -1, -1});
-        else
-          send_packet(c.get(), no_socket_answer());
-      } else if (r.kind == HolderRequest::Kind::kForget) {
-        const auto it = kept.find(r.key);
-        if (it != kept.end()) erase(it);
-        conns.erase(r.key);
-      } else if (r.kind == HolderRequest::Kind::kGet) {
-        for (const auto& [key, k] : kept)
-          send_packet(c.get(), holder_entry(key, k.json),
-                      {k.fds[0].get(), k.fds[1].get(), k.fds[2].get()});
-        for (const auto& [key, conn] : conns)
-          send_packet(c.get(), holder_conn_entry(key), {conn.get(), -1, -1});
+// The holder: serves its socket, watches its entries and, while an agent subscribes, accepts
+// runtimes on the agent's runtime socket for it; until killed. An epoll event's data is a tag
+// below for the sockets, else an entry's key (keys count up from 1).
+class Holder {
+ public:
+  explicit Holder(int listen_fd) : listen_fd_(listen_fd), ep_(::epoll_create1(EPOLL_CLOEXEC)) {
+    if (!ep_ || !watch(listen_fd_, EPOLLIN, kTagRequests)) _exit(1);
+  }
+
+  [[noreturn]] void run() {
+    for (;;) {
+      epoll_event events[64];
+      const int n = ::epoll_wait(ep_.get(), events, 64, -1);
+      for (int e = 0; e < n; ++e) {
+        const uint64_t tag = events[e].data.u64;
+        if (tag == kTagRequests)
+          serve_request();
+        else if (tag == kTagRuntimes)
+          accept_runtime();
+        else if (tag == kTagSubscriber)
+          subscriber_event(events[e].events);
+        else if (const auto it = kept_.find(tag); it != kept_.end())
+          erase(it);  // its process exited (the pidfd is readable) or its filter is unused
       }
     }
   }
-}
+
+ private:
+  static constexpr uint64_t kTagRequests = 0;
+  static constexpr uint64_t kTagRuntimes = ~uint64_t{0};
+  static constexpr uint64_t kTagSubscriber = ~uint64_t{0} - 1;
+
+  bool watch(int fd, uint32_t events, uint64_t tag, int op = EPOLL_CTL_ADD) {
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.u64 = tag;
+    return ::epoll_ctl(ep_.get(), op, fd, &ev) == 0;
+  }
+  // The agent holds the same open files: each is taken out of the set by hand, since closing our
+  // copy does not.
+  void erase(std::map<uint64_t, Kept>::iterator it) {
+    for (int i = 0; i < 2; ++i)
+      ::epoll_ctl(ep_.get(), EPOLL_CTL_DEL, it->second.fds[i].get(), nullptr);
+    kept_.erase(it);  // closes its fds
+  }
+  void drop_connection(uint64_t key) {
+    if (conns_.erase(key) == 0) return;
+    std::erase(undelivered_, key);
+    update_accepting();
+  }
+
+  void serve_request() {
+    UniqueFd c(::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC));
+    if (!c) return;
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    std::string data;
+    std::array<UniqueFd, kFdsPerEntry> fds;
+    if (::getsockopt(c.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != 0 ||
+        !recv_packet(c.get(), data, fds, 2000))
+      return;
+    HolderRequest r = parse_holder_request(data);
+    switch (r.kind) {
+      case HolderRequest::Kind::kPut:
+        if (fds[2] && kept_.size() < kMaxKept) put(c.get(), std::move(r), std::move(fds));
+        break;
+      case HolderRequest::Kind::kConn:
+        if (fds[0] && conns_.size() < kMaxConns) {
+          const uint64_t key = next_key_++;
+          conns_.emplace(key, std::move(fds[0]));
+          send_packet(c.get(), put_answer(key));
+        }
+        break;
+      case HolderRequest::Kind::kSubscribe:
+        subscribe(std::move(c));
+        break;
+      case HolderRequest::Kind::kSocket:
+        if (fds[0] && is_listening_stream(fds[0])) {
+          if (accepting_) ::epoll_ctl(ep_.get(), EPOLL_CTL_DEL, runtime_socket_.get(), nullptr);
+          accepting_ = false;
+          runtime_socket_ = std::move(fds[0]);
+          runtime_name_ = r.socket;
+          // Accepted without waiting (the agent's copy shares this open file).
+          const int fl = ::fcntl(runtime_socket_.get(), F_GETFL);
+          if (fl >= 0) ::fcntl(runtime_socket_.get(), F_SETFL, fl | O_NONBLOCK);
+          update_accepting();
+        }
+        break;
+      case HolderRequest::Kind::kSocketQuery:
+        if (runtime_socket_)
+          send_packet(c.get(), socket_request(runtime_name_), {runtime_socket_.get(), -1, -1});
+        else
+          send_packet(c.get(), no_socket_answer());
+        break;
+      case HolderRequest::Kind::kForget:
+        if (const auto it = kept_.find(r.key); it != kept_.end()) erase(it);
+        drop_connection(r.key);
+        break;
+      case HolderRequest::Kind::kGet:
+        for (const auto& [key, k] : kept_)
+          send_packet(c.get(), holder_entry(key, k.json),
+                      {k.fds[0].get(), k.fds[1].get(), k.fds[2].get()});
+        break;
+      case HolderRequest::Kind::kNone:
+        break;
+    }
+  }
+
+  void put(int c, HolderRequest r, std::array<UniqueFd, kFdsPerEntry> fds) {
+    const uint64_t key = next_key_++;
+    // The listener: a hang-up is reported whatever is asked; the pidfd: readable once its
+    // process has exited.
+    if (!watch(fds[0].get(), 0, key)) return;
+    if (!watch(fds[1].get(), EPOLLIN, key)) {
+      ::epoll_ctl(ep_.get(), EPOLL_CTL_DEL, fds[0].get(), nullptr);
+      return;
+    }
+    // Its state was read from a kept connection: that one goes as the entry comes.
+    if (r.key != 0) drop_connection(r.key);
+    kept_.emplace(key, Kept{std::move(r.state_json), std::move(fds)});
+    send_packet(c, put_answer(key));
+  }
+
+  // The agent that subscribes gets every connection kept (those accepted for an agent that died
+  // before it had read them, first), then each one as it is accepted. A new subscriber replaces
+  // the old (an agent killed, its successor started).
+  void subscribe(UniqueFd c) {
+    end_subscription();
+    if (!send_packet(c.get(), serving_answer(conns_.size()))) return;
+    if (!watch(c.get(), EPOLLIN | EPOLLRDHUP, kTagSubscriber)) return;
+    subscriber_ = std::move(c);
+    deliver();
+    update_accepting();
+  }
+  void end_subscription() {
+    if (subscriber_) ::epoll_ctl(ep_.get(), EPOLL_CTL_DEL, subscriber_.get(), nullptr);
+    subscriber_.reset();
+    waiting_to_send_ = false;
+    // The next subscriber gets them all: the last one may not have read them.
+    undelivered_.clear();
+    for (const auto& [key, conn] : conns_) undelivered_.push_back(key);
+    update_accepting();
+  }
+  void subscriber_event(uint32_t events) {
+    // The agent never writes on it: anything readable is its end.
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+      end_subscription();
+      return;
+    }
+    deliver();
+    update_accepting();
+  }
+  // Sends what the subscriber has not been sent, without waiting: when its socket is full, goes
+  // on once it is writable again (accepting meanwhile stops, so nothing piles up here).
+  void deliver() {
+    while (subscriber_ && !undelivered_.empty()) {
+      const uint64_t key = undelivered_.front();
+      const auto it = conns_.find(key);
+      if (it != conns_.end()) {
+        if (!send_with_fd(subscriber_.get(), holder_conn_entry(key), it->second.get(),
+                          MSG_NOSIGNAL | MSG_DONTWAIT)) {
+          if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            if (!waiting_to_send_)
+              watch(subscriber_.get(), EPOLLIN | EPOLLRDHUP | EPOLLOUT, kTagSubscriber,
+                    EPOLL_CTL_MOD);
+            waiting_to_send_ = true;
+          } else {
+            end_subscription();
+          }
+          return;
+        }
+      }
+      undelivered_.pop_front();
+    }
+    if (subscriber_ && waiting_to_send_) {
+      watch(subscriber_.get(), EPOLLIN | EPOLLRDHUP, kTagSubscriber, EPOLL_CTL_MOD);
+      waiting_to_send_ = false;
+    }
+  }
+  // Runtimes are accepted here only for a subscriber that has taken all it was sent, and within
+  // the cap; otherwise they wait in the socket's backlog.
+  void update_accepting() {
+    const bool want =
+        runtime_socket_ && subscriber_ && undelivered_.empty() && conns_.size() < kMaxConns;
+    if (want == accepting_) return;
+    if (want ? watch(runtime_socket_.get(), EPOLLIN, kTagRuntimes)
+             : ::epoll_ctl(ep_.get(), EPOLL_CTL_DEL, runtime_socket_.get(), nullptr) == 0)
+      accepting_ = want;
+  }
+  // A runtime's connection: kept here from its accept, so that no agent ever holds one the
+  // holder lacks, and sent to the subscriber.
+  void accept_runtime() {
+    UniqueFd conn(::accept4(runtime_socket_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (!conn) return;
+    const uint64_t key = next_key_++;
+    conns_.emplace(key, std::move(conn));
+    undelivered_.push_back(key);
+    deliver();
+    update_accepting();
+  }
+
+  const int listen_fd_;
+  const UniqueFd ep_;
+  std::map<uint64_t, Kept> kept_;
+  // Runtimes' connections whose state no agent has read whole yet (the agent peeks, so the
+  // bytes and the listener stay in them): not watched, since a runtime hangs up as soon as it
+  // has sent; each leaves by the PUT of its state, a FORGET, or the cap.
+  std::map<uint64_t, UniqueFd> conns_;
+  std::deque<uint64_t> undelivered_;  // connections the subscriber has not been sent
+  uint64_t next_key_ = 1;
+  // The agent's runtime socket, kept listening, and the file its path named when it was bound.
+  UniqueFd runtime_socket_;
+  SocketName runtime_name_;
+  UniqueFd subscriber_;  // the agent's subscription: it is sent the connections
+  bool accepting_ = false;
+  bool waiting_to_send_ = false;
+};
 
 // Starts a holder at `path`: binds here (so the socket exists when we return), then hands the
 // listening socket to a double-forked process that keeps no other fd of ours.
@@ -245,7 +376,7 @@ void start_holder(const std::string& path) {
       r.rlim_cur = r.rlim_max;
       ::setrlimit(RLIMIT_NOFILE, &r);
     }
-    run_holder(3);
+    Holder(3).run();
   }
   l.reset();
   int st;
@@ -311,12 +442,39 @@ std::optional<uint64_t> FdStoreClient::put(const std::string& state_json,
   return request_key(path_, put_request(state_json, replaces), fds);
 }
 
+std::optional<Subscription> FdStoreClient::subscribe() const {
+  UniqueFd s = connect_to(path_);
+  std::string data;
+  std::array<UniqueFd, kFdsPerEntry> none;
+  if (!s || !send_packet(s.get(), subscribe_request()) || !recv_packet(s.get(), data, none, 2000))
+    return std::nullopt;  // an older holder closes the connection
+  const auto kept = parse_serving_answer(data);
+  if (!kept) return std::nullopt;
+  return Subscription{std::move(s), *kept};
+}
+
+std::optional<StoredConnection> FdStoreClient::next_connection(int subscription, bool& ended) {
+  ended = false;
+  pollfd p{subscription, POLLIN, 0};
+  if (::poll(&p, 1, 0) != 1) return std::nullopt;
+  std::string data;
+  std::array<UniqueFd, kFdsPerEntry> fds;
+  // Readable and no packet: the holder closed it.
+  if (!recv_packet(subscription, data, fds, 0)) {
+    ended = true;
+    return std::nullopt;
+  }
+  const HolderEntry e = parse_holder_entry(data);
+  if (!e.connection || !fds[0]) return std::nullopt;
+  return StoredConnection{*e.key, std::move(fds[0])};
+}
+
 std::optional<uint64_t> FdStoreClient::keep_connection(int conn) const {
   return request_key(path_, conn_request(), {conn, -1, -1});
 }
 
-StoreContents FdStoreClient::take_all() const {
-  StoreContents out;
+std::vector<StoredListener> FdStoreClient::take_all() const {
+  std::vector<StoredListener> out;
   const UniqueFd s = connect_to(path_);
   if (!s) return out;
   if (send_packet(s.get(), get_request())) {
@@ -325,17 +483,14 @@ StoreContents FdStoreClient::take_all() const {
     while (recv_packet(s.get(), data, fds, 2000)) {
       if (!fds[0]) continue;
       HolderEntry e = parse_holder_entry(data);  // from an older holder: no key, pidfd or page
-      if (e.connection) {
-        out.connections.push_back(StoredConnection{*e.key, std::move(fds[0])});
-        continue;
-      }
+      if (e.connection) continue;
       StoredListener l;
       l.key = e.key.value_or(0);
       l.state_json = std::move(e.state_json);
       l.listener = std::move(fds[0]);
       l.pidfd = std::move(fds[1]);
       l.ids = std::move(fds[2]);
-      out.listeners.push_back(std::move(l));
+      out.push_back(std::move(l));
     }
   }
   return out;

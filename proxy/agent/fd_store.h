@@ -17,10 +17,11 @@
 // state and listener queued in the kernel) for the next agent, which takes the socket back,
 // instead of being refused. And the agent puts each handed-over listener in the holder as soon as
 // it has read it, before adopting it (FORGET when it refuses it): a kill during an adoption loses
-// nothing, since the next agent adopts that entry again from the store. Before that, from its
-// accept, the runtime's connection itself is in the holder, and the agent only peeks at it until
-// the state is whole: a kill while the runtime's bytes are on their way leaves them, listener
-// and all, for the next agent, which reads the connection again from its first byte.
+// nothing, since the next agent adopts that entry again from the store. Before that, the holder
+// itself accepts the runtime's connection and sends the agent a copy, and the agent only peeks
+// at it until the state is whole: there is no moment at which a handover is the agent's alone,
+// so a kill at any point leaves it (bytes, listener and all) to the next agent, which reads that
+// connection again from its first byte.
 // Protocol on the holder's socket (AF_UNIX seqpacket, root only), one request per connection:
 //   "PUT\n<state json>" with SCM_RIGHTS [listener, pidfd, received-id page]: keep them; the
 //   holder answers "KEPT <key>\n";
@@ -30,9 +31,14 @@
 //   "SOCKET <dev> <ino>\n" with SCM_RIGHTS [runtime socket]: keep it (replacing any), bound at a
 //   path that named that file;
 //   "SOCKET?\n": the holder answers with the socket request it keeps and the socket, or "NONE\n";
-//   "CONN\n" with SCM_RIGHTS [a runtime's connection]: keep it, unread; answered "KEPT <key>\n";
-//   GET sends it as "CONN <key>\n" with the connection; "PUT <key>\n<state json>" keeps an entry
-//   and drops connection <key>, whose state that is, in one step.
+//   "SUBSCRIBE\n": the connection stays open; the holder answers "SERVING <n>\n", sends the n
+//   runtime connections it keeps (accepted for an agent that died before reading them whole),
+//   then accepts runtimes on the runtime socket and sends each as "CONN <key>\n" with its fd,
+//   keeping it until "PUT <key>\n<state json>" (the entry of the state read from it, in one
+//   step) or "FORGET <key>\n". A new subscriber replaces the old; none: runtimes wait in the
+//   backlog;
+//   "CONN\n" with SCM_RIGHTS [a connection the agent accepted itself, with no subscription]:
+//   kept the same way; answered "KEPT <key>\n".
 #pragma once
 
 #include <array>
@@ -54,16 +60,18 @@ struct StoredListener {
   UniqueFd ids;    // its received-id page; empty from an older holder
 };
 
-// A runtime's connection kept from its accept until its state was read whole: the next agent
-// reads it again from its first byte (nothing was consumed from it).
+// A runtime's connection, kept by the holder from its accept until its state was read whole:
+// an agent that dies before leaves it to the next, which reads it again from its first byte
+// (nothing was consumed from it).
 struct StoredConnection {
   uint64_t key = 0;
   UniqueFd conn;
 };
 
-struct StoreContents {
-  std::vector<StoredListener> listeners;
-  std::vector<StoredConnection> connections;
+// The holder accepting runtimes for this agent (SUBSCRIBE).
+struct Subscription {
+  UniqueFd socket;    // each connection comes on it as "CONN <key>\n" with its fd
+  uint64_t kept = 0;  // how many of the first are ones an earlier agent had not read whole
 };
 
 class FdStoreClient {
@@ -90,8 +98,15 @@ class FdStoreClient {
   // Puts a runtime's accepted connection `conn`, its state not yet read, in the holder; its key,
   // nullopt when none answered (no holder, an older one).
   std::optional<uint64_t> keep_connection(int conn) const;
-  // Every entry the holder keeps: listeners and connections.
-  StoreContents take_all() const;
+  // Every listener entry the holder keeps.
+  std::vector<StoredListener> take_all() const;
+  // Has the holder accept runtimes on the runtime socket for this agent and send it each
+  // connection, those it kept from before first; nullopt when it does not (none answers, an
+  // older one). The agent then accepts none itself: no connection is ever the agent's alone.
+  std::optional<Subscription> subscribe() const;
+  // The next connection on a subscription, without waiting; nullopt when none is there (or a
+  // packet that is not one came), with `ended` set when the holder closed it.
+  static std::optional<StoredConnection> next_connection(int subscription, bool& ended);
   // Keeps container `id`'s process entry here (`fds`: copies of its listener, pidfd and
   // received-id page, now this client's) and, unless `in_holder` (re-attached from it), puts it
   // in the holder. Copies of processes that have exited are closed first. False when no holder

@@ -32,6 +32,20 @@ std::string conn_request() {
   return "CONN\n";
 }
 
+std::string subscribe_request() {
+  return "SUBSCRIBE\n";
+}
+
+std::string serving_answer(uint64_t kept) {
+  return "SERVING " + std::to_string(kept) + "\n";
+}
+
+std::optional<uint64_t> parse_serving_answer(std::string_view packet) {
+  if (packet.substr(0, 8) != "SERVING " || packet.size() < 10 || packet.back() != '\n')
+    return std::nullopt;
+  return parse_number(packet.substr(8, packet.size() - 9));
+}
+
 std::string forget_request(uint64_t key) {
   return "FORGET " + std::to_string(key) + "\n";
 }
@@ -91,6 +105,8 @@ HolderRequest parse_holder_request(std::string_view packet) {
     }
   } else if (packet == "CONN\n") {
     r.kind = HolderRequest::Kind::kConn;
+  } else if (packet == "SUBSCRIBE\n") {
+    r.kind = HolderRequest::Kind::kSubscribe;
   } else if (packet == "GET\n") {
     r.kind = HolderRequest::Kind::kGet;
   } else if (packet.substr(0, 7) == "FORGET " && packet.size() > 8 && packet.back() == '\n') {

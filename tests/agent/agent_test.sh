@@ -530,6 +530,13 @@ case_killed_holder_replaced_with_its_entries() {
   done
   [[ -n $new && $new != "$old" ]] || fail "the killed holder was not replaced within 3 s"
   expect_in "$WORK/agent.log" "its holder was gone: a new one keeps the 1 live process(es) again"
+  # The holder accepted runtimes for the agent: the agent accepts them itself while none runs,
+  # and the new holder accepts them for it again; a container created now is served.
+  expect_in "$WORK/agent.log" "its holder stopped accepting runtimes for this agent"
+  expect_in "$WORK/agent.log" "its new holder accepts runtimes for this agent"
+  in_container team-a-25 runc-init -- sh -c "$(probe uverbs0)" >"$WORK/after.out" 2>&1 &
+  gone_within 10 $! || fail "a container created after the holder's replacement was not served"
+  expect_line "$WORK/after.out" "uverbs0-open" " OK ioctl="
   kill_and_restart_agent 1
   expect_in "$WORK/agent.log" "1 process(es) kept"
   rm "$WORK/hold"
@@ -635,12 +642,41 @@ case_killed_while_the_runtime_sends_keeps_the_listener() {
   gone_within 10 $c || fail "the next agent did not serve the container whose state was on its way"
   wait $c || { rc=$?; cat "$WORK/c.out"; fail "container exit $rc"; }
   expect_line "$WORK/c.out" "uverbs0-open" " OK ioctl="
-  expect_in "$WORK/agent.log" "1 runtime connection(s) whose state was not read whole: read again"
+  expect_in "$WORK/agent.log" "1 runtime connection(s) an earlier agent had not read whole: read again"
   expect_in "$WORK/agent.log" "container team-a-24: process"
   # The connection's entry went with the state's reading: the holder keeps the listener's entry
   # only until the process exits, and nothing of the connection.
   for i in $(seq 50); do (($(ls /proc/$holder/fd | wc -l) <= base)) && break; sleep 0.1; done
   (($(ls /proc/$holder/fd | wc -l) <= base)) || fail "the holder still keeps $(($(ls /proc/$holder/fd | wc -l) - base)) fd(s) of the exited container"
+}
+
+case_holder_accepts_for_the_agent() {
+  # With --fd-store the holder, not the agent, accepts runtimes on the runtime socket: it keeps
+  # each connection from its accept and sends the agent a copy, so no handover is ever the
+  # agent's alone (an agent that accepted itself lost the listener when killed between its accept
+  # and its put of the connection in the store). Shown with the agent stopped (SIGSTOP): the
+  # holder still accepts the runtime; the agent is then killed, and the next one is handed that
+  # connection and serves the process.
+  local c i holder base
+  with_fd_store
+  start_agent --fd-store "$STORE"
+  holder=$(holder_pid)
+  [[ -n $holder ]] || fail "no holder runs"
+  base=$(ls /proc/$holder/fd | wc -l)
+  kill -STOP "$AGENT_PID"
+  "$RC" "$SOCK" team-a-26 runc-init -- sh -c "$(probe uverbs0)" >"$WORK/c.out" 2>&1 &
+  c=$!
+  for i in $(seq 100); do (($(ls /proc/$holder/fd | wc -l) >= base + 1)) && break; sleep 0.02; done
+  (($(ls /proc/$holder/fd | wc -l) >= base + 1)) || fail "the holder did not accept the runtime while the agent was stopped"
+  kill -KILL "$AGENT_PID"
+  wait "$AGENT_PID" 2>/dev/null
+  AGENT_PID=
+  cp "$WORK/agent.log" "$WORK/agent.1.log"
+  start_agent --fd-store "$STORE"
+  gone_within 10 $c || fail "the next agent did not serve the process whose connection the holder kept"
+  wait $c || { rc=$?; cat "$WORK/c.out"; fail "container exit $rc"; }
+  expect_line "$WORK/c.out" "uverbs0-open" " OK ioctl="
+  expect_in "$WORK/agent.log" "1 runtime connection(s) an earlier agent had not read whole: read again"
 }
 
 case_hung_bundle_costs_only_its_handover() {

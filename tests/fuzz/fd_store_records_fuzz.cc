@@ -38,6 +38,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case HolderRequest::Kind::kConn:
         if (conn_request() != packet) fail("a conn request parsed from other bytes");
         break;
+      case HolderRequest::Kind::kSubscribe:
+        if (subscribe_request() != packet) fail("a subscribe request parsed from other bytes");
+        break;
       case HolderRequest::Kind::kForget:
         if (r.key == 0 || forget_request(r.key) != packet) fail("a forget parsed from other bytes");
         break;
@@ -55,6 +58,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     if (const auto k = parse_put_answer(packet); k && (*k == 0 || put_answer(*k) != packet))
       fail("a put answer parsed from other bytes");
+    if (const auto n = parse_serving_answer(packet); n && serving_answer(*n) != packet)
+      fail("a serving answer parsed from other bytes");
+    if (parse_serving_answer(serving_answer(key)) != key) fail("serving answer round trip");
+    if (parse_holder_request(subscribe_request()).kind != HolderRequest::Kind::kSubscribe)
+      fail("subscribe");
     const HolderEntry e = parse_holder_entry(packet);
     if (e.connection ? (!e.key || *e.key == 0 || holder_conn_entry(*e.key) != packet)
         : e.key      ? (*e.key == 0 || holder_entry(*e.key, e.state_json) != packet)
