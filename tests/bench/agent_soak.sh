@@ -196,6 +196,18 @@ usage() {
   echo "$rss $(find "/proc/$1/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)" \
     "$(find "/proc/$1/task" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)"
 }
+# settled_usage PID: usage's fields, each the least of three samples 50 ms apart: a request the
+# process is serving at that instant (the agent checks on its holder each second, so the holder
+# has a connection open for a moment) is not a leak, and a leak stays in all three.
+settled_usage() {
+  local i
+  for i in 1 2 3; do
+    usage "$1"
+    sleep 0.05
+  done | awk '$1 == "-" { gone = 1 }
+    { for (f = 1; f <= 3; f++) if (NR == 1 || $f < m[f]) m[f] = $f }
+    END { if (gone || !NR) print "- - -"; else print m[1], m[2], m[3] }'
+}
 ctl_ids() { timeout 5 "$GP" agent ctl --ctl-socket "$CTL" list 2>/dev/null | jq -r .id | sort; }
 done_count() { cat "$WORK"/w/*.done 2>/dev/null | wc -l; }
 
@@ -407,7 +419,7 @@ quiet_point() {
   local a h au hu a0 h0
   read -r _ a a0 <"$WORK/agent.now"
   read -r _ h h0 <"$WORK/holder.now"
-  au=$(usage "$a") hu=$(usage "$h")
+  au=$(settled_usage "$a") hu=$(settled_usage "$h")
   read -r -a au <<<"$au"
   read -r -a hu <<<"$hu"
   printf 'quiet  %6s   agent %2s: rss %6s kB, %4s fds, %3s threads   holder %s: rss %6s kB, %4s fds, %s threads\n' \
