@@ -99,8 +99,9 @@ bool killed_but_not_gone(pid_t pid) {
 
 // Binds a root-only stream socket at `path` (mode 0600 in a 0700 directory we create if
 // missing); a stale socket nobody serves (or only a killed agent that cannot finish exiting) is
-// replaced, a live one is an error.
-local::acceptor bind_root_only(asio::io_context& io, const std::string& path) {
+// replaced (`*replaced_stuck` set), a live one is an error.
+local::acceptor bind_root_only(asio::io_context& io, const std::string& path,
+                               bool* replaced_stuck = nullptr) {
   const auto slash = path.rfind('/');
   if (slash != std::string::npos && slash > 0) {
     const std::string dir = path.substr(0, slash);
@@ -121,6 +122,7 @@ local::acceptor bind_root_only(asio::io_context& io, const std::string& path) {
                    "gdrproxy agent: %s: its agent (pid %d) was killed and cannot finish exiting (a "
                    "thread blocked in the kernel): replaced\n",
                    path.c_str(), server->pid);
+      if (replaced_stuck) *replaced_stuck = true;
     }
     ::unlink(path.c_str());
   }
@@ -204,7 +206,7 @@ class Agent {
         // The control socket first: its check finds an agent that still serves these paths
         // (the runtime socket may be one the fd store kept for us, which answers while no
         // agent runs).
-        ctl_(bind_root_only(engine_.io(), o.ctl_socket)),
+        ctl_(bind_root_only(engine_.io(), o.ctl_socket, &previous_agent_stuck_)),
         store_(o.fd_store ? std::optional(FdStoreClient::connect_or_start(*o.fd_store))
                           : std::nullopt),
         acceptor_(open_runtime_socket()),
@@ -544,7 +546,7 @@ class Agent {
             "listener closed");
       } else {
         try {
-          h.ids = ReceivedIdPage::adopt(std::move(l.ids));
+          h.ids = ReceivedIdPage::adopt(std::move(l.ids), !previous_agent_stuck_);
           begin_adoption(*st, std::move(h), l.state_json);
           continue;
         } catch (const std::exception& e) {
@@ -910,6 +912,10 @@ class Agent {
   const AgentOptions& opts_;
   AgentConfig config_;
   Engine engine_;
+  // The previous agent was killed and cannot finish exiting (a thread of it blocked in the
+  // kernel, most likely inside a call's handling): the calls it had received are then failed,
+  // not handled again (received_ids.h).
+  bool previous_agent_stuck_ = false;
   local::acceptor ctl_;
   std::optional<FdStoreClient> store_;
   local::acceptor acceptor_;

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <utility>
 
 #include "base/error.h"
@@ -45,7 +46,7 @@ ReceivedIdPage ReceivedIdPage::create() {
   return p;
 }
 
-ReceivedIdPage ReceivedIdPage::adopt(UniqueFd memfd) {
+ReceivedIdPage ReceivedIdPage::adopt(UniqueFd memfd, bool handle_again) {
   struct stat st;
   if (!memfd || ::fstat(memfd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
       st.st_size != static_cast<off_t>(kPageBytes))
@@ -55,6 +56,7 @@ ReceivedIdPage ReceivedIdPage::adopt(UniqueFd memfd) {
   p.fd_ = std::move(memfd);
   p.stored_ = p.slot_->load(std::memory_order_relaxed);
   p.recovering_ = true;
+  p.handle_again_ = handle_again;
   return p;
 }
 
@@ -62,7 +64,8 @@ ReceivedIdPage::ReceivedIdPage(ReceivedIdPage&& o) noexcept
     : fd_(std::move(o.fd_)),
       slot_(std::exchange(o.slot_, nullptr)),
       stored_(o.stored_),
-      recovering_(std::exchange(o.recovering_, false)) {}
+      recovering_(std::exchange(o.recovering_, false)),
+      handle_again_(std::exchange(o.handle_again_, false)) {}
 
 ReceivedIdPage& ReceivedIdPage::operator=(ReceivedIdPage&& o) noexcept {
   if (this != &o) {
@@ -71,12 +74,32 @@ ReceivedIdPage& ReceivedIdPage::operator=(ReceivedIdPage&& o) noexcept {
     slot_ = std::exchange(o.slot_, nullptr);
     stored_ = o.stored_;
     recovering_ = std::exchange(o.recovering_, false);
+    handle_again_ = std::exchange(o.handle_again_, false);
   }
   return *this;
 }
 
 ReceivedIdPage::~ReceivedIdPage() {
   if (slot_) ::munmap(slot_, kPageBytes);
+}
+
+std::optional<std::vector<uint64_t>> ReceivedIdPage::take_stranded(int listener_fd,
+                                                                   size_t notif_size) {
+  if (!recovering_ || !handle_again_ || stored_ == 0 || notif_size < sizeof(seccomp_notif) ||
+      notif_size > kRetakenOffset)
+    return std::nullopt;
+  auto* retaken =
+      reinterpret_cast<std::atomic<uint64_t>*>(reinterpret_cast<char*>(slot_) + kRetakenOffset);
+  const auto* n = reinterpret_cast<const seccomp_notif*>(slot_);
+  // A pid of 0: only the id was stored (received()), or the page was zeroed for a RECV that had
+  // not returned.
+  if (n->id != stored_ || n->pid == 0 || retaken->load(std::memory_order_relaxed) == stored_ ||
+      !notif_id_valid(listener_fd, stored_))
+    return std::nullopt;
+  std::vector<uint64_t> copy((notif_size + 7) / 8, 0);
+  std::memcpy(copy.data(), slot_, notif_size);
+  retaken->store(stored_, std::memory_order_relaxed);
+  return copy;
 }
 
 unsigned ReceivedIdPage::probe(int listener_fd) const {

@@ -242,7 +242,10 @@ GDRPROXY_HOT void Session::receive(Listener& l) {
   pthread_sigmask(SIG_SETMASK, &others, nullptr);
   pthread_setname_np(pthread_self(), "gdrproxy-recv");  // for ps, top, perf and gdb
   bool said = false;
-  if (l.ids.recovering()) answer_stranded(l, std::nullopt);
+  if (l.ids.recovering()) {
+    handle_stranded(l);
+    answer_stranded(l, std::nullopt);
+  }
   while (!l.leave.load(std::memory_order_acquire)) {
     try {
       // Zeroed before each RECV, as the kernel requires; as large as the kernel's struct. With a
@@ -294,6 +297,25 @@ GDRPROXY_HOT void Session::receive(Listener& l) {
     }
   }
   l.done.store(true, std::memory_order_release);
+}
+
+// Before the first RECV: the call a killed agent had received on this listener and not answered,
+// handled as if just received (received_ids.h says when that is safe), and said.
+void Session::handle_stranded(Listener& l) {
+  auto copy = l.ids.take_stranded(l.fd.get(), engine_.notif_size());
+  if (!copy) return;
+  auto& req = *reinterpret_cast<seccomp_notif*>(copy->data());
+  note("handling again a call a killed agent had received and not answered: pid " +
+       std::to_string(req.pid) + ", syscall " + std::to_string(req.data.nr));
+  try {
+    std::lock_guard<std::mutex> lock(mu_);
+    nfd_ = l.fd.get();
+    inputs_.set_listener(nfd_);
+    handle(req);
+  } catch (const std::exception& e) {
+    note(std::string("internal error while handling it again (it is answered ") +
+         std::strerror(kStrandedErrno) + "): " + e.what());
+  }
 }
 
 // Before the first RECV (no `first`) and before the first call received is handled: the

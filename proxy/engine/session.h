@@ -144,6 +144,7 @@ class Session {
   void set_up(std::unique_ptr<JsonTraceWriter> json);
   void add_listener_here(int listener_fd, ReceivedIdPage ids);
   // A taken-over listener's recovery (received_ids.h), on its receiver thread.
+  void handle_stranded(Listener& l);
   void answer_stranded(Listener& l, std::optional<uint64_t> first);
   // The receiver's loop: RECV, then the call handled under mu_, until told to leave.
   void receive(Listener& l);

@@ -406,6 +406,42 @@ case_hung_call_answered_after_agent_killed() {
   expect_in "$WORK/agent.log" "was killed and cannot finish exiting"
 }
 
+case_hung_call_handled_again_once_its_agent_is_gone() {
+  # The agent is SIGKILLed while it handles a container's open (its path lookup hangs in a FUSE
+  # mount), and then the mount's connection is aborted, so the killed agent finishes exiting.
+  # The next agent finds the whole call in the received-id page the fd store kept and handles it
+  # again, as if just received: the caller gets the answer its open earns now, not EINTR (here the
+  # mount is gone, so the path cannot be resolved as the caller would and the agent fails closed:
+  # EACCES, said with the lookup's ENOTCONN). Once only: a call whose handling kills its agent is not retried for ever
+  # (ReceivedIdPage.TheStrandedCallIsTakenToBeHandledAgainOnce), and while the killed agent cannot
+  # finish exiting the call is failed instead (hung_call_answered_after_agent_killed).
+  local c i dev
+  with_fd_store
+  start_agent --fd-store "$STORE"
+  in_container team-a-27 runc-init -- sh -c "$A open $HANG_MNT/hang/file rdwr syscall" >"$WORK/c.out" 2>&1 &
+  c=$!
+  for i in $(seq 50); do grep -q "container team-a-27: process" "$WORK/agent.log" && break; sleep 0.1; done
+  sleep 1.5
+  kill -0 $c 2>/dev/null || { cat "$WORK/c.out"; fail "the open did not hang"; }
+  kill -KILL "$AGENT_PID"
+  # The connection's number is the mount's device number.
+  dev=$(stat -c %d "$HANG_MNT" 2>/dev/null)
+  [[ -d /sys/fs/fuse/connections/$dev ]] || mount -t fusectl none /sys/fs/fuse/connections 2>/dev/null
+  [[ -w /sys/fs/fuse/connections/$dev/abort ]] || fail "cannot abort the FUSE connection $dev here"
+  echo 1 >"/sys/fs/fuse/connections/$dev/abort"
+  for i in $(seq 50); do kill -0 "$AGENT_PID" 2>/dev/null || break; wait "$AGENT_PID" 2>/dev/null; sleep 0.1; done
+  kill -0 "$AGENT_PID" 2>/dev/null && fail "the killed agent did not finish exiting once the mount was aborted"
+  AGENT_PID=
+  cp "$WORK/agent.log" "$WORK/agent.1.log"
+  start_agent --fd-store "$STORE"
+  gone_within 10 $c || fail "the open the killed agent had received still waits 10 s after the next agent started"
+  wait $c
+  expect_line "$WORK/c.out" "open-syscall" " ERR EACCES$"
+  expect_in "$WORK/agent.log" "cannot be resolved as the caller would (Transport endpoint is not connected), failed closed -> EACCES"
+  expect_in "$WORK/agent.log" "[team-a-27] handling again a call a killed agent had received and not answered"
+  expect_not_in "$WORK/agent.log" "[team-a-27] answered 1 call(s) a killed agent had received"
+}
+
 case_restart_under_traffic_strands_no_call() {
   # Issue 29 item 4, under load: four processes of a container issue trapped ioctls without a
   # pause while the agent is SIGKILLed and restarted five times; a kill almost always lands on a

@@ -225,7 +225,8 @@ rails_home() { ip link show "r${1}a" >/dev/null 2>&1 && ip link show "r${1}b" >/
 # (its trapped calls then fail
 # with ENOSYS, never a hang, never a grant: an init so cut fails at once, since runc init's own
 # open of its exec fifo is trapped; an exec'd process runs without its devices), and a call the
-# killed agent had received is answered EINTR (runc init then fails). Such a process is counted
+# killed agent had received is handled again by the next (answered EINTR, so that runc init
+# fails, only where it cannot be: received_ids.h). Such a process is counted
 # apart, as a casualty of a kill ("KNOWN GAP"), only when the evidence says so: a kill fell
 # within its handover, no agent ever logged taking its listener, and its calls failed with
 # ENOSYS, nothing else. Anything else is a failure.
@@ -303,7 +304,7 @@ lifecycle() {
     # runc says either, by whether it saw the init gone before or while it started it.
     if grep -qE "cannot start a container that has stopped|container process is already dead" \
       "$out.start" && kill_during "$t0" "$t1"; then
-      casualty "$id: its init died at a kill during its start (its listener cut at handover, or runc init's trapped open answered EINTR)"
+      casualty "$id: its init died at a kill during its start (its listener cut at handover, or a trapped open of runc init's answered EINTR)"
     else
       failure "$id: start failed: $(tail -c 200 "$out.start" | tr '\n' ' ')"
     fi

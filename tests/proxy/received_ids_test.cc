@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -134,6 +135,59 @@ TEST(ReceivedIdPage, ACallReceivedIntoThePageIsAnsweredWithoutAnyStore) {
   EXPECT_EQ(result(c.results.get()), "-1 " + std::to_string(EINTR) + "\n");
   EXPECT_FALSE(notif_id_valid(c.listener.get(), id));
   EXPECT_EQ(dead.recv_buffer(kReceivedIdPageBytes + 1), nullptr);
+}
+
+// The kernel wrote the whole call into the page: the next supervisor takes it to handle again,
+// once. A third one (the second died while handling it) finds it taken and fails it with EINTR;
+// one adopted where the previous supervisor may still be inside the handling never takes it.
+TEST(ReceivedIdPage, TheStrandedCallIsTakenToBeHandledAgainOnce) {
+  Child c;
+  start_child(c, 1, 0);
+  ASSERT_TRUE(c.listener);
+  ReceivedIdPage dead = ReceivedIdPage::create();
+  void* buf = dead.recv_buffer(sizeof(seccomp_notif));
+  ASSERT_NE(buf, nullptr);
+  pollfd p{c.listener.get(), POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 5000), 1);
+  ASSERT_EQ(::ioctl(c.listener.get(), SECCOMP_IOCTL_NOTIF_RECV, buf), 0) << std::strerror(errno);
+  const uint64_t id = static_cast<seccomp_notif*>(buf)->id;  // ... and the receiver is killed
+
+  // Where the previous one may still be inside it: not taken, failed.
+  {
+    ReceivedIdPage stuck = ReceivedIdPage::adopt(dup_of(dead.fd()), false);
+    EXPECT_FALSE(stuck.take_stranded(c.listener.get(), sizeof(seccomp_notif)));
+  }
+  ReceivedIdPage next = ReceivedIdPage::adopt(dup_of(dead.fd()), true);
+  const auto call = next.take_stranded(c.listener.get(), sizeof(seccomp_notif));
+  ASSERT_TRUE(call);
+  const auto& n = *reinterpret_cast<const seccomp_notif*>(call->data());
+  EXPECT_EQ(n.id, id);
+  EXPECT_EQ(n.data.nr, SYS_getppid);
+  // The thread that trapped, one of the child's.
+  EXPECT_TRUE(
+      std::filesystem::exists("/proc/" + std::to_string(c.pid) + "/task/" + std::to_string(n.pid)));
+  // Taken, not answered: it is still the caller's pending call.
+  EXPECT_TRUE(notif_id_valid(c.listener.get(), id));
+
+  // That supervisor dies too while handling it: the next fails it rather than take it again.
+  ReceivedIdPage third = ReceivedIdPage::adopt(dup_of(dead.fd()), true);
+  EXPECT_FALSE(third.take_stranded(c.listener.get(), sizeof(seccomp_notif)));
+  EXPECT_EQ(third.probe(c.listener.get()), 1u);
+  EXPECT_EQ(result(c.results.get()), "-1 " + std::to_string(EINTR) + "\n");
+}
+
+// Only the id was stored (a receiver with a buffer of its own): the call is not known, so it is
+// failed, not handled again.
+TEST(ReceivedIdPage, AStoredIdAloneIsNotHandledAgain) {
+  Child c;
+  start_child(c, 1, 0);
+  ASSERT_TRUE(c.listener);
+  ReceivedIdPage dead = ReceivedIdPage::create();
+  dead.received(recv_one(c.listener.get()));
+  ReceivedIdPage next = ReceivedIdPage::adopt(dup_of(dead.fd()), true);
+  EXPECT_FALSE(next.take_stranded(c.listener.get(), sizeof(seccomp_notif)));
+  EXPECT_EQ(next.probe(c.listener.get()), 1u);
+  EXPECT_EQ(result(c.results.get()), "-1 " + std::to_string(EINTR) + "\n");
 }
 
 TEST(ReceivedIdPage, ACallReceivedButNotYetStoredIsFoundAboveTheStoredOne) {
