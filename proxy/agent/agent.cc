@@ -214,8 +214,12 @@ class Agent {
         handshakes_(std::chrono::milliseconds(o.handshake_deadline_ms), o.max_handshakes),
         ctl_handshakes_(std::chrono::milliseconds(o.handshake_deadline_ms), o.max_handshakes) {}
 
+  // A stop is a restart when the fd store keeps the containers (systemd's restart and an upgrade
+  // send SIGTERM): the runtime socket stays, kept listening by the holder, so that runtimes wait
+  // in its backlog for the next agent as they do after a kill. A drained agent is going away:
+  // its socket goes, and runtimes are refused.
   ~Agent() {
-    ::unlink(opts_.socket.c_str());
+    if (!store_ || draining_) ::unlink(opts_.socket.c_str());
     ::unlink(opts_.ctl_socket.c_str());
   }
 
@@ -226,7 +230,7 @@ class Agent {
       if (ec) return;
       log("stopping on signal " + std::to_string(sig) + ": " + std::to_string(containers_.size()) +
           (store_ ? " container(s) stay in the fd store for the next agent (their trapped calls "
-                    "wait)"
+                    "wait), and so does the runtime socket (runtimes wait in its backlog)"
                   : " container(s) lose their listener (their trapped calls fail with ENOSYS)"));
       engine_.io().stop();
     });

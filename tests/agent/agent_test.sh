@@ -352,6 +352,13 @@ with_fd_store() {
   trap 'for p in $(pgrep -f -- "--fd-store $STORE"); do kill -KILL "$p"; done 2>/dev/null
         [[ -n $AGENT_PID ]] && kill -KILL $AGENT_PID 2>/dev/null; rm -rf "$WORK"' EXIT
 }
+# holder_fds: the holder's open fds, once the agent serves (it subscribes to the holder after its
+# sockets exist: counted before, the subscription would look like a kept connection).
+holder_fds() {
+  local i
+  for i in $(seq 100); do grep -q "gdrproxy agent: serving" "$WORK/agent.log" && break; sleep 0.05; done
+  ls "/proc/$1/fd" | wc -l
+}
 holder_pid() {
   local p
   for p in $(pgrep -f -- "--fd-store $STORE"); do [[ $p != "$AGENT_PID" ]] && echo "$p"; done
@@ -582,20 +589,20 @@ case_killed_holder_replaced_with_its_entries() {
   expect_in "$WORK/agent.log" "container team-a-16: re-attached from the fd store"
 }
 
-case_runtime_waits_while_no_agent_runs() {
-  # With --fd-store the holder keeps the agent's runtime socket listening: a runtime that hands a
-  # listener over while no agent runs (between a SIGKILL and the restart) is not refused; its
-  # state waits in the socket's backlog, its process's trapped calls wait, and the next agent
-  # takes the socket back and serves it with its rule's grants.
-  local c i
+# runtime_waits_across_a_stop SIGNAL ID: the agent (with --fd-store) is stopped by SIGNAL; a
+# runtime that hands container ID's listener over before the next agent starts waits in the
+# socket's backlog (the holder keeps the socket listening), its process's trapped calls wait, and
+# the next agent takes the socket back and serves it with its rule's grants.
+runtime_waits_across_a_stop() {
+  local c
   with_fd_store
   start_agent --fd-store "$STORE"
-  kill -KILL "$AGENT_PID"
+  kill -"$1" "$AGENT_PID"
   wait "$AGENT_PID" 2>/dev/null
   AGENT_PID=
   cp "$WORK/agent.log" "$WORK/agent.1.log"
-  [[ -S $SOCK ]] || fail "the killed agent's socket is gone"
-  in_container team-a-20 runc-init -- sh -c "$(probe uverbs0); $(probe uverbs1)" >"$WORK/c.out" 2>&1 &
+  [[ -S $SOCK ]] || fail "the agent stopped by SIG$1 left no runtime socket"
+  in_container "$2" runc-init -- sh -c "$(probe uverbs0); $(probe uverbs1)" >"$WORK/c.out" 2>&1 &
   c=$!
   sleep 1
   kill -0 $c 2>/dev/null || { cat "$WORK/c.out"; fail "the runtime did not wait for the next agent (refused, or its calls failed)"; }
@@ -605,7 +612,27 @@ case_runtime_waits_while_no_agent_runs() {
   expect_line "$WORK/c.out" "uverbs0-open" " OK ioctl="
   expect_line "$WORK/c.out" "uverbs1-open" " ERR EACCES$"
   expect_in "$WORK/agent.log" "runtime socket $SOCK taken back from the fd store"
-  expect_in "$WORK/agent.log" "container team-a-20: process"
+  expect_in "$WORK/agent.log" "container $2: process"
+}
+
+case_runtime_waits_while_no_agent_runs() {
+  # Between a SIGKILL and the restart, a runtime is not refused.
+  runtime_waits_across_a_stop KILL team-a-20
+}
+
+case_stop_with_fd_store_is_a_restart() {
+  # With --fd-store a SIGTERM (systemd's restart, an upgrade) is a restart, as a kill is: the
+  # runtime socket stays with the holder and a runtime is not refused. A drained agent is going
+  # away: its socket goes.
+  local i
+  runtime_waits_across_a_stop TERM team-a-28
+  expect_in "$WORK/agent.1.log" "and so does the runtime socket (runtimes wait in its backlog)"
+  "$GP" agent ctl --ctl-socket "$CTL" drain >/dev/null || fail "ctl drain failed"
+  for i in $(seq 50); do kill -0 "$AGENT_PID" 2>/dev/null || break; sleep 0.1; done
+  kill -0 "$AGENT_PID" 2>/dev/null && fail "the drained agent did not stop"
+  wait "$AGENT_PID" 2>/dev/null
+  AGENT_PID=
+  [[ ! -e $SOCK ]] || fail "the drained agent left its runtime socket"
 }
 
 case_hung_adoption_killed_keeps_the_listener() {
@@ -620,7 +647,7 @@ case_hung_adoption_killed_keeps_the_listener() {
   start_agent --fd-store "$STORE" --handshake-deadline-ms 60000
   holder=$(holder_pid)
   [[ -n $holder ]] || fail "no holder runs"
-  base=$(ls /proc/$holder/fd | wc -l)
+  base=$(holder_fds "$holder")
   "$RC" "$SOCK" team-a-21 runc-init --bundle "$HB" -- sh -c "$(probe uverbs0)" >"$WORK/c.out" 2>&1 &
   c=$!
   # The holder has the handover (its listener, pidfd and received-id page) while the agent waits
@@ -663,7 +690,7 @@ case_killed_while_the_runtime_sends_keeps_the_listener() {
   start_agent --fd-store "$STORE"
   holder=$(holder_pid)
   [[ -n $holder ]] || fail "no holder runs"
-  base=$(ls /proc/$holder/fd | wc -l)
+  base=$(holder_fds "$holder")
   "$RC" "$SOCK" team-a-24 runc-init --pause-ms 1500 -- sh -c "$(probe uverbs0)" >"$WORK/c.out" 2>&1 &
   c=$!
   # Killed once the agent has accepted (the holder has one more fd: the connection), or after 0.5 s.
@@ -698,7 +725,7 @@ case_holder_accepts_for_the_agent() {
   start_agent --fd-store "$STORE"
   holder=$(holder_pid)
   [[ -n $holder ]] || fail "no holder runs"
-  base=$(ls /proc/$holder/fd | wc -l)
+  base=$(holder_fds "$holder")
   kill -STOP "$AGENT_PID"
   "$RC" "$SOCK" team-a-26 runc-init -- sh -c "$(probe uverbs0)" >"$WORK/c.out" 2>&1 &
   c=$!

@@ -90,6 +90,20 @@ uint64_t recv_one(int listener) {
   return n.id;
 }
 
+// One call received the way a session's receiver does: RECV writes it into the page itself.
+// Its id; 0 on failure (said).
+uint64_t recv_into_page(const ReceivedIdPage& page, int listener) {
+  void* buf = page.recv_buffer(sizeof(seccomp_notif));
+  EXPECT_NE(buf, nullptr);
+  pollfd p{listener, POLLIN, 0};
+  EXPECT_EQ(::poll(&p, 1, 5000), 1);
+  if (!buf || ::ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, buf) != 0) {
+    ADD_FAILURE() << "RECV: " << std::strerror(errno);
+    return 0;
+  }
+  return static_cast<seccomp_notif*>(buf)->id;
+}
+
 std::string result(int fd) {
   pollfd p{fd, POLLIN, 0};
   if (::poll(&p, 1, 5000) != 1) return "(none)";
@@ -124,12 +138,8 @@ TEST(ReceivedIdPage, ACallReceivedIntoThePageIsAnsweredWithoutAnyStore) {
   start_child(c, 1, 0);
   ASSERT_TRUE(c.listener);
   ReceivedIdPage dead = ReceivedIdPage::create();
-  void* buf = dead.recv_buffer(sizeof(seccomp_notif));
-  ASSERT_NE(buf, nullptr);
-  pollfd p{c.listener.get(), POLLIN, 0};
-  ASSERT_EQ(::poll(&p, 1, 5000), 1);
-  ASSERT_EQ(::ioctl(c.listener.get(), SECCOMP_IOCTL_NOTIF_RECV, buf), 0) << std::strerror(errno);
-  const uint64_t id = static_cast<seccomp_notif*>(buf)->id;  // ... and the receiver is killed
+  const uint64_t id = recv_into_page(dead, c.listener.get());  // ... and the receiver is killed
+  ASSERT_NE(id, 0u);
   ReceivedIdPage next = ReceivedIdPage::adopt(dup_of(dead.fd()));
   EXPECT_EQ(next.probe(c.listener.get()), 1u);
   EXPECT_EQ(result(c.results.get()), "-1 " + std::to_string(EINTR) + "\n");
@@ -145,12 +155,8 @@ TEST(ReceivedIdPage, TheStrandedCallIsTakenToBeHandledAgainOnce) {
   start_child(c, 1, 0);
   ASSERT_TRUE(c.listener);
   ReceivedIdPage dead = ReceivedIdPage::create();
-  void* buf = dead.recv_buffer(sizeof(seccomp_notif));
-  ASSERT_NE(buf, nullptr);
-  pollfd p{c.listener.get(), POLLIN, 0};
-  ASSERT_EQ(::poll(&p, 1, 5000), 1);
-  ASSERT_EQ(::ioctl(c.listener.get(), SECCOMP_IOCTL_NOTIF_RECV, buf), 0) << std::strerror(errno);
-  const uint64_t id = static_cast<seccomp_notif*>(buf)->id;  // ... and the receiver is killed
+  const uint64_t id = recv_into_page(dead, c.listener.get());  // ... and the receiver is killed
+  ASSERT_NE(id, 0u);
 
   // Where the previous one may still be inside it: not taken, failed.
   {
