@@ -161,8 +161,10 @@ void add_agent(CLI::App& app, int& exit_code) {
   agent->add_option("--fd-store", *fd_store,
                     "Keep every container's listener in a holder process at this socket (started "
                     "if none runs), so that a restarted agent re-attaches running containers; "
-                    "their trapped calls wait for it meanwhile instead of failing with ENOSYS "
-                    "(a call a killed agent was handling fails with EINTR)");
+                    "their trapped calls wait for it meanwhile instead of failing with ENOSYS (a "
+                    "call a killed agent was handling is handled again by the next). The holder "
+                    "also accepts runtimes for the agent and keeps the runtime socket across a "
+                    "kill or SIGTERM, so runtimes wait for the next agent; `ctl drain` removes it");
   agent->add_option("--dev-root", opts->dev_root, "Where the device nodes are")
       ->capture_default_str();
   agent

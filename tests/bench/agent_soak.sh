@@ -612,11 +612,15 @@ awk '$4 != "-" { if ($4 > r) r = $4; if ($5 > f) f = $5; if ($6 > t) t = $6 } $1
 if [[ -s $WORK/casualties.txt ]]; then
   echo "KNOWN GAP: $(grep -c . "$WORK/casualties.txt") process(es) whose listener handover a kill cut (see the top of this script):"
   sed 's/^/  /' "$WORK/casualties.txt"
-  # The evidence for the first few: what the agents said of the container and its windows.
+  # The evidence for the first few: what the agents said of the container and its windows; and
+  # what they said of handovers they could not read (a line names the runtime's pid, not yet the
+  # container).
   for id in $(grep -o "^${PREFIX}[^:]*" "$WORK/casualties.txt" | sort -u | head -n 5); do
     echo "--- $id: $(cat "$WORK"/w/*.windows | grep -F "$id " | cut -d' ' -f2- | tr '\n' ' ')"
     grep -hE "(container |\[)${id}([]: ]|$)" "$WORK"/agent.*.log | grep -v "denied open" | head -n 10 | sed 's/^/  /'
   done
+  echo "--- handovers not read: $(cat "$WORK"/agent.*.log | grep -cE "agent: runtime pid [0-9]+: ")"
+  grep -hE "agent: runtime pid [0-9]+: " "$WORK"/agent.*.log | head -n 10 | sed 's/^/  /'
 fi
 if [[ -s $WORK/failures.txt ]]; then
   echo "FAIL: $(grep -c . "$WORK/failures.txt") failure(s):"
