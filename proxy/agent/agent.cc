@@ -365,8 +365,8 @@ class Agent {
       if (!c) break;
       local::socket s(engine_.io());
       s.assign(local(), c->conn.release());
-      if (from_root(s))
-        read_state(std::move(s), c->key);
+      if (const auto pid = root_peer(s))
+        read_state(std::move(s), *pid, c->key);
       else
         forget_connection(c->key);
     }
@@ -378,27 +378,27 @@ class Agent {
   // itself goes there first and is only peeked at: a kill of this agent before the state is
   // whole (the runtime's bytes still on their way) leaves it all for the next agent.
   void on_connection(local::socket s) {
-    if (!from_root(s)) return;
+    const auto pid = root_peer(s);
+    if (!pid) return;
     std::optional<uint64_t> key;
     if (store_ && store_->names_entries()) key = store_->keep_connection(s.native_handle());
-    read_state(std::move(s), key.value_or(0));
+    read_state(std::move(s), *pid, key.value_or(0));
   }
 
-  // Only root hands over listeners.
-  bool from_root(local::socket& s) {
+  // Only root hands over listeners: the connecting process's pid when it is root's.
+  std::optional<pid_t> root_peer(local::socket& s) {
     const auto cred = peer_credentials(s.native_handle());
-    if (cred && cred->uid == 0) return true;
+    if (cred && cred->uid == 0) return cred->pid;
     log("refused a connection from uid " + (cred ? std::to_string(cred->uid) : "?") + " pid " +
         (cred ? std::to_string(cred->pid) : "?") + ": only root hands over listeners");
-    return false;
+    return std::nullopt;
   }
 
-  // `conn_key`: the fd store's entry for this connection (0: none; the state is then read, not
-  // peeked); whatever becomes of the state, that entry goes (replaced by the listener's, or
-  // forgotten).
-  void read_state(local::socket s, uint64_t conn_key) {
-    const auto cred = peer_credentials(s.native_handle());
-    const std::string who = "runtime pid " + (cred ? std::to_string(cred->pid) : "?");
+  // `pid`: the runtime's; `conn_key`: the fd store's entry for this connection (0: none; the
+  // state is then read, not peeked); whatever becomes of the state, that entry goes (replaced by
+  // the listener's, or forgotten).
+  void read_state(local::socket s, pid_t pid, uint64_t conn_key) {
+    const std::string who = "runtime pid " + std::to_string(pid);
     auto reader = std::make_shared<StateReader>(conn_key != 0);
     handshakes_.add(
         std::move(s),

@@ -101,6 +101,18 @@ bool recv_packet(int s, std::string& data, std::array<UniqueFd, kFdsPerEntry>& f
   return true;
 }
 
+// One request to the holder at `path` with `fds`, and its answer (with the fds that came with it)
+// within 2 s: the connection, still open (a subscription reads on), or empty when no holder
+// answered (none runs; an older one closes the connection on a request it does not know).
+UniqueFd ask(const std::string& path, const std::string& request,
+             const std::array<int, kFdsPerEntry>& fds, std::string& answer,
+             std::array<UniqueFd, kFdsPerEntry>& answer_fds) {
+  UniqueFd s = connect_to(path);
+  if (!s || !send_packet(s.get(), request, fds) || !recv_packet(s.get(), answer, answer_fds, 2000))
+    s.reset();
+  return s;
+}
+
 // A listening AF_UNIX stream socket (what the agent's runtime socket is).
 bool is_listening_stream(const UniqueFd& fd) {
   int v = 0;
@@ -169,6 +181,11 @@ class Holder {
       ::epoll_ctl(ep_.get(), EPOLL_CTL_DEL, it->second.fds[i].get(), nullptr);
     kept_.erase(it);  // closes its fds
   }
+  uint64_t keep_connection(UniqueFd conn) {
+    const uint64_t key = next_key_++;
+    conns_.emplace(key, std::move(conn));
+    return key;
+  }
   void drop_connection(uint64_t key) {
     if (conns_.erase(key) == 0) return;
     std::erase(undelivered_, key);
@@ -191,11 +208,8 @@ class Holder {
         if (fds[2] && kept_.size() < kMaxKept) put(c.get(), std::move(r), std::move(fds));
         break;
       case HolderRequest::Kind::kConn:
-        if (fds[0] && conns_.size() < kMaxConns) {
-          const uint64_t key = next_key_++;
-          conns_.emplace(key, std::move(fds[0]));
-          send_packet(c.get(), put_answer(key));
-        }
+        if (fds[0] && conns_.size() < kMaxConns)
+          send_packet(c.get(), put_answer(keep_connection(std::move(fds[0]))));
         break;
       case HolderRequest::Kind::kSubscribe:
         subscribe(std::move(c));
@@ -318,9 +332,7 @@ class Holder {
   void accept_runtime() {
     UniqueFd conn(::accept4(runtime_socket_.get(), nullptr, nullptr, SOCK_CLOEXEC));
     if (!conn) return;
-    const uint64_t key = next_key_++;
-    conns_.emplace(key, std::move(conn));
-    undelivered_.push_back(key);
+    undelivered_.push_back(keep_connection(std::move(conn)));
     deliver();
     update_accepting();
   }
@@ -392,10 +404,9 @@ FdStoreClient FdStoreClient::connect_or_start(const std::string& path) {
 }
 
 UniqueFd FdStoreClient::take_runtime_socket(const std::string& path) {
-  const UniqueFd s = connect_to(path_);
   std::string data;
   std::array<UniqueFd, kFdsPerEntry> fds;
-  if (!s || !send_packet(s.get(), socket_query()) || !recv_packet(s.get(), data, fds, 2000))
+  if (!ask(path_, socket_query(), {-1, -1, -1}, data, fds))
     return UniqueFd();  // a holder of an older build answers nothing
   names_entries_ = true;
   const HolderRequest r = parse_holder_request(data);
@@ -424,14 +435,12 @@ void FdStoreClient::put_runtime_socket() const {
 namespace {
 
 // Sends `request` with `fds` and reads the key the holder answers with; nullopt when none
-// answered (no holder; an older one, which closes the connection on a request it does not know).
+// answered.
 std::optional<uint64_t> request_key(const std::string& path, const std::string& request,
                                     const std::array<int, kFdsPerEntry>& fds) {
-  const UniqueFd s = connect_to(path);
-  if (!s || !send_packet(s.get(), request, fds)) return std::nullopt;
   std::string data;
   std::array<UniqueFd, kFdsPerEntry> none;
-  if (!recv_packet(s.get(), data, none, 2000)) return std::nullopt;
+  if (!ask(path, request, fds, data, none)) return std::nullopt;
   return parse_put_answer(data);
 }
 
@@ -443,11 +452,10 @@ std::optional<uint64_t> FdStoreClient::put(const std::string& state_json,
 }
 
 std::optional<Subscription> FdStoreClient::subscribe() const {
-  UniqueFd s = connect_to(path_);
   std::string data;
   std::array<UniqueFd, kFdsPerEntry> none;
-  if (!s || !send_packet(s.get(), subscribe_request()) || !recv_packet(s.get(), data, none, 2000))
-    return std::nullopt;  // an older holder closes the connection
+  UniqueFd s = ask(path_, subscribe_request(), {-1, -1, -1}, data, none);
+  if (!s) return std::nullopt;
   const auto kept = parse_serving_answer(data);
   if (!kept) return std::nullopt;
   return Subscription{std::move(s), *kept};

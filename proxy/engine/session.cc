@@ -288,15 +288,20 @@ GDRPROXY_HOT void Session::receive(Listener& l) {
         if (!page) l.ids.received(req.id);
         if (l.ids.recovering()) answer_stranded(l, req.id);
       }
-      std::lock_guard<std::mutex> lock(mu_);
-      nfd_ = l.fd.get();
-      inputs_.set_listener(nfd_);
-      handle(req);
+      handle_from(l, req);
     } catch (const std::exception& e) {
       note(std::string("internal error in a receiver, serving on: ") + e.what());
     }
   }
   l.done.store(true, std::memory_order_release);
+}
+
+// One call, received on `l`, handled under the session's lock.
+GDRPROXY_HOT void Session::handle_from(Listener& l, seccomp_notif& req) {
+  std::lock_guard<std::mutex> lock(mu_);
+  nfd_ = l.fd.get();
+  inputs_.set_listener(nfd_);
+  handle(req);
 }
 
 // Before the first RECV: the call a killed agent had received on this listener and not answered,
@@ -308,10 +313,7 @@ void Session::handle_stranded(Listener& l) {
   note("handling again a call a killed agent had received and not answered: pid " +
        std::to_string(req.pid) + ", syscall " + std::to_string(req.data.nr));
   try {
-    std::lock_guard<std::mutex> lock(mu_);
-    nfd_ = l.fd.get();
-    inputs_.set_listener(nfd_);
-    handle(req);
+    handle_from(l, req);
   } catch (const std::exception& e) {
     note(std::string("internal error while handling it again (it is answered ") +
          std::strerror(kStrandedErrno) + "): " + e.what());

@@ -143,6 +143,8 @@ class Session {
   // The unknown-driver rule, what the kernel judges, the call handler and the trace, per config_.
   void set_up(std::unique_ptr<JsonTraceWriter> json);
   void add_listener_here(int listener_fd, ReceivedIdPage ids);
+  // One call received on `l`, handled under mu_ (receive and handle_stranded).
+  void handle_from(Listener& l, seccomp_notif& req);
   // A taken-over listener's recovery (received_ids.h), on its receiver thread.
   void handle_stranded(Listener& l);
   void answer_stranded(Listener& l, std::optional<uint64_t> first);
