@@ -24,6 +24,10 @@ TrapCopyChoice trap_copy_choice(const std::string& word) {
                          : TrapCopyChoice::kAuto;
 }
 
+LsmChoice lsm_choice(const std::string& word) {
+  return word == "on" ? LsmChoice::kOn : word == "auto" ? LsmChoice::kAuto : LsmChoice::kOff;
+}
+
 void add_run(CLI::App& app, int& exit_code, const CommandTail& tail) {
   auto* run = app.add_subcommand(
       "run",
@@ -120,7 +124,7 @@ void add_run(CLI::App& app, int& exit_code, const CommandTail& tail) {
   run->callback([opts, mode, trap, sync, kernel_allow, lsm, trap_copy, &tail, &exit_code] {
     opts->kernel_allow = *kernel_allow == "on";
     opts->trap_copy = trap_copy_choice(*trap_copy);
-    opts->lsm = *lsm == "on" ? LsmChoice::kOn : *lsm == "auto" ? LsmChoice::kAuto : LsmChoice::kOff;
+    opts->lsm = lsm_choice(*lsm);
     opts->argv = command_words(opts->argv, tail);
     if (opts->argv.empty()) throw CLI::RequiredError("a command (give it after --)");
     if (*sync != "auto") opts->sync_wakeup = *sync == "on";
@@ -210,6 +214,18 @@ void add_agent(CLI::App& app, int& exit_code) {
                    "judges it without a statx and a process_vm_readv: auto (default), on (refuse "
                    "to start without it) or off")
       ->check(CLI::IsMember({"off", "on", "auto"}));
+  auto agent_lsm = std::make_shared<std::string>("off");
+  agent
+      ->add_option("--lsm", *agent_lsm,
+                   "Judge every container's device ioctls per device in the kernel too, with one "
+                   "BPF LSM program judging each container by its cgroup v2 (needs the BPF LSM "
+                   "active: 'bpf' in /sys/kernel/security/lsm): no ioctl runs on a device the "
+                   "container was not granted, even on an fd it did not open itself, and what its "
+                   "profile lets run untrapped runs only on the granted devices the policy allows "
+                   "it on. off (default), on (refuse to start without it, and refuse a container "
+                   "it cannot judge: no cgroup v2 of its own) or auto (judge where it can; `ctl "
+                   "list` says which containers are judged)")
+      ->check(CLI::IsMember({"off", "on", "auto"}));
   auto* ctl = agent->add_subcommand(
       "ctl",
       "Ask a running agent: list (containers), stats (counts, p50/p99 handler latency), drain\n"
@@ -227,9 +243,10 @@ void add_agent(CLI::App& app, int& exit_code) {
       throw CLI::ValidationError("id", "only drain takes one");
     exit_code = agent_ctl(opts->ctl_socket, id->empty() ? *command : *command + " " + *id);
   });
-  agent->callback([ctl, opts, config, trace_dir, fd_store, agent_trap_copy, &exit_code] {
+  agent->callback([ctl, opts, config, trace_dir, fd_store, agent_trap_copy, agent_lsm, &exit_code] {
     if (ctl->parsed()) return;
     opts->trap_copy = trap_copy_choice(*agent_trap_copy);
+    opts->lsm = lsm_choice(*agent_lsm);
     if (!config->empty()) opts->config = *config;
     if (!trace_dir->empty()) opts->trace_dir = *trace_dir;
     if (!fd_store->empty()) opts->fd_store = *fd_store;

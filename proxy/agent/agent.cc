@@ -161,6 +161,20 @@ struct Handover {
 // after which handovers are refused at once.
 constexpr size_t kMaxStuckBundleReads = 8;
 
+// A container's scope in the agent's BPF LSM judge: its cgroup and tables go with it.
+class JudgedScope {
+ public:
+  JudgedScope(IoctlLsm& lsm, uint32_t number) : lsm_(lsm), number_(number) {}
+  ~JudgedScope() { lsm_.forget_scope(number_); }
+  JudgedScope(const JudgedScope&) = delete;
+  JudgedScope& operator=(const JudgedScope&) = delete;
+  uint32_t number() const { return number_; }
+
+ private:
+  IoctlLsm& lsm_;
+  const uint32_t number_;
+};
+
 struct Container {
   std::string id;
   std::string bundle, status, metadata, rule;
@@ -174,6 +188,10 @@ struct Container {
   bool draining = false;  // `ctl drain ID`: no new process joins; served until its last exits
   std::vector<std::string> grants;
   Mode mode = Mode::kEnforce;
+  // Its scope in the agent's BPF LSM judge, which judges its cgroup (0: not judged in the
+  // kernel, `judged` says why). Declared before the session: forgotten after it stopped.
+  std::unique_ptr<JudgedScope> scope;
+  std::string judged;
   std::unique_ptr<Session> session;
 };
 
@@ -225,6 +243,7 @@ class Agent {
 
   int run() {
     ::signal(SIGPIPE, SIG_IGN);
+    load_judge();  // first: --lsm on without a judge serves nothing
     accept(ctl_, &Agent::on_ctl, "a control connection");
     signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
       if (ec) return;
@@ -476,6 +495,32 @@ class Agent {
     begin_adoption(*st, std::move(h), rs.json);
   }
 
+  // --lsm: the BPF LSM judge, loaded once before any container is adopted.
+  void load_judge() {
+    if (opts_.lsm == LsmChoice::kOff) return;
+    std::string why;
+    judge_ = IoctlLsm::load(why);
+    if (!judge_) {
+      if (opts_.lsm == LsmChoice::kOn) throw Error("--lsm on: " + why);
+      log("--lsm auto: " + why + "; containers' device ioctls are judged by the agent alone");
+      return;
+    }
+    judge_refusals_.emplace(engine_.io(), *judge_, nullptr,
+                            [this](const IoctlLsm::Refusal& f) { say_refusal(f); });
+    log("BPF LSM judge loaded: each container's ioctls are judged in the kernel by its cgroup");
+    sweep_refusals();
+  }
+
+  // A refusal whose wake-up the judge skipped (it wakes once per batch) waits at most a second.
+  void sweep_refusals() {
+    judge_sweep_.expires_after(std::chrono::seconds(1));
+    judge_sweep_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec) return;
+      judge_refusals_->take();
+      sweep_refusals();
+    });
+  }
+
   // Adopts a handover in two steps: the process is checked now (a seccomp listener, alive, its
   // pid namespace and cgroup through its pidfd); its bundle is read on a thread of its own
   // (bundle_reads.h: a hung filesystem must not hold the loop), and the adoption finishes on the
@@ -633,6 +678,14 @@ class Agent {
         kill_refused(pidfd.get(), who, why);
         return false;
       }
+      // The judge judges the container's cgroup and what lies below it: a process elsewhere
+      // would run unjudged (`runc exec --cgroup` may name only a cgroup below it).
+      if (c.scope && cgroup != c.cgroup && cgroup.rfind(c.cgroup + "/", 0) != 0) {
+        kill_refused(pidfd.get(), who,
+                     "it runs in cgroup " + printable(cgroup) + ", outside its container's " +
+                         printable(c.cgroup) + ", where the BPF LSM judge does not judge it");
+        return false;
+      }
       c.session->add_listener(listener.release(), std::move(ids));
       keep();
       ++c.listeners;
@@ -679,16 +732,21 @@ class Agent {
       cfg.broker_pidfd_getfd = rule.broker_pidfd_getfd;
       // What its profile lets run untrapped never reaches this agent: each request must be one
       // this container's session would allow unread, or the container must not run at all.
+      const std::shared_ptr<const DeviceCatalog> catalog = engine_.live_catalog().refreshed();
+      KernelAllowed ours;
       if (untrapped.unjudged || !untrapped.requests.empty()) {
         std::string note;
-        const KernelAllowed ours = container_untrapped_ioctls(
-            cfg, engine_.nvidia(), *engine_.live_catalog().refreshed(), note);
+        ours = container_untrapped_ioctls(cfg, engine_.nvidia(), *catalog, note);
         if (!untrapped_agrees(untrapped, ours.requests, why)) {
           kill_refused(pidfd.get(), who, why);
           return false;
         }
         cfg.kernel_allow = true;  // its stats then say what runs untrapped
       }
+      // Judged in the kernel before its session serves a call (a refusal throws: --lsm on).
+      if (judge_)
+        c->scope =
+            judge_container(cgroup, *catalog, cfg.grants, ours, untrapped.requests, c->judged);
       c->grants = cfg.grants.all() ? std::vector<std::string>{"(all)"} : cfg.grants.names();
       c->mode = cfg.mode;
       c->session = std::make_unique<Session>(engine_, std::move(cfg));
@@ -725,9 +783,58 @@ class Agent {
         g + "], mode " + (c->mode == Mode::kEnforce ? "enforce" : "trace") +
         (rule.broker_pidfd_getfd
              ? ", pidfd_getfd brokered" + (c->group ? " in group " + *c->group : std::string())
-             : std::string()));
+             : std::string()) +
+        (judge_ ? (c->scope ? ", judged in the kernel (BPF LSM) by its cgroup"
+                            : ", not judged in the kernel: " + c->judged)
+                : std::string()));
     containers_[id] = std::move(c);
     return true;
+  }
+
+  // Judges a new container in the kernel: a scope of its own, with tables from its grants and
+  // the requests its profile lets run untrapped (`profile`, each allowed on the granted nodes
+  // of the class `allowed` lists it for), over its cgroup v2, which holds every process of it
+  // (those forked before this too) and every one `runc exec` adds. nullptr, and `why`, when it
+  // cannot be judged; with --lsm on that refuses it (gdrproxy::Error).
+  std::unique_ptr<JudgedScope> judge_container(const std::string& cgroup_path,
+                                               const DeviceCatalog& catalog, const Grants& grants,
+                                               const KernelAllowed& allowed,
+                                               const std::vector<uint32_t>& profile,
+                                               std::string& why) {
+    std::unique_ptr<JudgedScope> scope;
+    try {
+      const std::optional<CgroupV2> cgroup = cgroup_v2(cgroup_path, why);
+      if (!cgroup) throw Error(why);
+      // Only the requests this profile lets through are the judge's; the others trap.
+      const auto in_profile = [&profile](std::vector<uint32_t> v) {
+        std::erase_if(
+            v, [&](uint32_t r) { return !std::binary_search(profile.begin(), profile.end(), r); });
+        return v;
+      };
+      KernelAllowed judged;
+      judged.requests = profile;
+      judged.uvm_requests = in_profile(allowed.uvm_requests);
+      judged.frontend_requests = in_profile(allowed.frontend_requests);
+      const uint32_t number = ++last_scope_;
+      judge_->add_scope(number, ioctl_lsm_tables(catalog, grants, judged));
+      scope = std::make_unique<JudgedScope>(*judge_, number);
+      judge_->judge_cgroup(*cgroup, number);
+      return scope;
+    } catch (const std::exception& e) {
+      why = e.what();
+      if (opts_.lsm == LsmChoice::kOn)
+        throw Error("--lsm on: it cannot be judged in the kernel (" + why + ")");
+      return nullptr;
+    }
+  }
+
+  // A refusal of the judge, said by the session of the container it was made for.
+  void say_refusal(const IoctlLsm::Refusal& f) {
+    for (const auto& [id, c] : containers_)
+      if (c->scope && c->scope->number() == f.scope) {
+        c->session->say_kernel_refusal(f);
+        return;
+      }
   }
 
   // Whether every request `profile` lets run untrapped is in `allowed` (the session's own set);
@@ -759,6 +866,8 @@ class Agent {
   void drop(const std::string& id) {
     auto it = containers_.find(id);
     if (it == containers_.end() || !it->second->session->ended()) return;
+    // What the judge refused for it last is said by its session, before that ends.
+    if (judge_refusals_) judge_refusals_->take();
     // An ended session's thread has nothing left to wait for: it stops at once.
     if (!it->second->session->stop()) return;
     // Its last results may still wait in the observer's ring: taken first, or its last calls
@@ -851,6 +960,7 @@ class Agent {
           j["mode"] = c->mode == Mode::kEnforce ? "enforce" : "trace";
           j["listeners"] = c->listeners;
           j["draining"] = c->draining || draining_;
+          if (judge_) j["judged_in_kernel"] = c->scope ? "cgroup" : c->judged;
         } else {
           const SessionStats s = c->session->stats();
           j["ioctls"] = s.ioctls;
@@ -930,6 +1040,12 @@ class Agent {
   // The connections being read, runtimes' and control's apart (neither crowds out the other).
   Handshakes handshakes_;
   Handshakes ctl_handshakes_;
+  // The BPF LSM judge of every container's ioctls (--lsm), its refusals said by their sessions
+  // (before the containers: each forgets its scope in it when it goes).
+  std::unique_ptr<IoctlLsm> judge_;
+  std::optional<LsmRefusals> judge_refusals_;
+  asio::steady_timer judge_sweep_{engine_.io()};
+  uint32_t last_scope_ = 0;
   std::map<std::string, std::unique_ptr<Container>> containers_;
   // Each pidfd_getfd group's live containers and their pid namespaces: read from the sessions'
   // threads (the peer check), written on the loop.

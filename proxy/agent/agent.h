@@ -12,6 +12,7 @@
 #include <string>
 
 #include "proxy/observe/trap_copy.h"
+#include "proxy/sandbox/ioctl_lsm.h"
 
 namespace gdrproxy::proxy {
 
@@ -41,6 +42,10 @@ struct AgentOptions {
   // Trapped ioctls' devices and arguments copied in their callers' context, for every container
   // (proxy/observe/trap_copy.h).
   TrapCopyChoice trap_copy = TrapCopyChoice::kAuto;
+  // The BPF LSM ioctl judge, one program for every container, each judged by its cgroup v2
+  // (proxy/sandbox/ioctl_lsm.h): off; on (refuse to start without it, and refuse a container it
+  // cannot judge); auto (where the kernel has it).
+  LsmChoice lsm = LsmChoice::kOff;
   // Where the rail hooks keep their journals: rails of containers gone are given back at start.
   std::string rail_state_dir = "/run/gdrproxy";
 };

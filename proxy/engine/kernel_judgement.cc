@@ -82,8 +82,9 @@ KernelJudgement kernel_judgement(const KernelJudgementFacts& f, std::string& not
     KernelAllowed untrapped;
     if (untrapped_ok) untrapped = kernel_allowed_ioctls(f.policy, judged);
     std::string why;
-    j.lsm = IoctlLsm::load(ioctl_lsm_tables(f.catalog, f.grants, untrapped), why);
+    j.lsm = IoctlLsm::load(why);
     if (j.lsm) {
+      j.lsm->add_scope(kSessionScope, ioctl_lsm_tables(f.catalog, f.grants, untrapped));
       j.allowed = std::move(untrapped);
       return j;
     }
@@ -136,9 +137,8 @@ std::string lsm_refusal(const IoctlLsm::Refusal& f, const DeviceNode* node, Deni
   return line;
 }
 
-LsmRefusals::LsmRefusals(boost::asio::io_context& loop, IoctlLsm& lsm, std::mutex& mu,
-                         const CallerFiles& files, Say say)
-    : lsm_(lsm), mu_(mu), files_(files), say_(std::move(say)), ring_(loop) {
+LsmRefusals::LsmRefusals(boost::asio::io_context& loop, IoctlLsm& lsm, std::mutex* mu, Each each)
+    : lsm_(lsm), mu_(mu), each_(std::move(each)), ring_(loop) {
   UniqueFd ring(::dup(lsm.refusals_fd()));
   if (!ring) throw_errno("BPF LSM: the refusals' ring", errno);
   ring_.assign(ring.release());
@@ -149,18 +149,18 @@ void LsmRefusals::arm() {
   ring_.async_wait(boost::asio::posix::stream_descriptor::wait_read,
                    [this](const boost::system::error_code& ec) {
                      if (ec) return;
-                     std::lock_guard<std::mutex> lock(mu_);
-                     take();
+                     if (mu_) {
+                       std::lock_guard<std::mutex> lock(*mu_);
+                       take();
+                     } else {
+                       take();
+                     }
                      arm();
                    });
 }
 
 void LsmRefusals::take() {
-  lsm_.take_refusals([this](const IoctlLsm::Refusal& f) {
-    TraceRecord r;
-    const std::string line = lsm_refusal(f, files_.device(f.rdev), said_, r);
-    say_(line, std::move(r));
-  });
+  lsm_.take_refusals(each_);
 }
 
 }  // namespace gdrproxy::proxy

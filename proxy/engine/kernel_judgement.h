@@ -41,6 +41,9 @@ struct KernelJudgementFacts {
   bool nvidia_enforced = true;  // the unknown-driver rule (proxy/policy/enforcement.h)
 };
 
+// The scope a session's own judge (`run --lsm`) judges its sandbox in (IoctlLsm: one of many).
+constexpr uint32_t kSessionScope = 1;
+
 struct KernelJudgement {
   KernelAllowed allowed;          // the requests the filter lets run untrapped
   std::unique_ptr<IoctlLsm> lsm;  // the BPF LSM judge, when loaded
@@ -62,13 +65,12 @@ bool every_gpu_granted(const DeviceCatalog& catalog, const Grants& grants);
 std::string lsm_refusal(const IoctlLsm::Refusal& f, const DeviceNode* node, DenialLog& said,
                         TraceRecord& r);
 
-// The BPF LSM judge's refusals, waited for on a session's loop: each wake-up takes what the ring
-// holds, under the session's mutex, and hands each refusal's line and record to `say`.
+// The BPF LSM judge's refusals, waited for on a loop: each wake-up takes what the ring holds
+// (under `mu` when given) and hands each refusal to `each`: the session it was made for says it.
 class LsmRefusals {
  public:
-  using Say = std::function<void(const std::string& line, TraceRecord&& r)>;
-  LsmRefusals(boost::asio::io_context& loop, IoctlLsm& lsm, std::mutex& mu,
-              const CallerFiles& files, Say say);
+  using Each = std::function<void(const IoctlLsm::Refusal&)>;
+  LsmRefusals(boost::asio::io_context& loop, IoctlLsm& lsm, std::mutex* mu, Each each);
   // What the ring holds now (the sweep's turn, should a wake-up be skipped; after the loop
   // stopped), under the caller's lock.
   void take();
@@ -77,11 +79,9 @@ class LsmRefusals {
  private:
   void arm();
   IoctlLsm& lsm_;
-  std::mutex& mu_;
-  const CallerFiles& files_;
-  const Say say_;
+  std::mutex* const mu_;
+  const Each each_;
   boost::asio::posix::stream_descriptor ring_;
-  DenialLog said_;  // one line per (process, node, reason)
 };
 
 }  // namespace gdrproxy::proxy

@@ -102,15 +102,8 @@ void Session::set_up(std::unique_ptr<JsonTraceWriter> json) {
   if (!said.empty()) note(said);
   // The judge's refusals are said after the call (the caller has its EPERM already).
   if (judgement_.lsm)
-    lsm_refusals_.emplace(io_, *judgement_.lsm, mu_, inputs_,
-                          [this](const std::string& line, TraceRecord&& r) {
-                            if (!line.empty())
-                              std::fprintf(stderr, "%s%s\n", log_prefix_.c_str(), line.c_str());
-                            if (!tracing_) return;
-                            r.seq = engine_.next_seq();
-                            r.wall_time = wall_seconds();
-                            trace_->emit(std::move(r));
-                          });
+    lsm_refusals_.emplace(io_, *judgement_.lsm, &mu_,
+                          [this](const IoctlLsm::Refusal& f) { say_kernel_refusal_locked(f); });
   ExitObserver* observer = nullptr;
   if (tracing_) {
     std::string why;
@@ -124,8 +117,23 @@ void Session::set_up(std::unique_ptr<JsonTraceWriter> json) {
                  log_prefix_, [&engine = engine_] { return engine.next_seq(); });
 }
 
+void Session::say_kernel_refusal(const IoctlLsm::Refusal& f) {
+  std::lock_guard<std::mutex> lock(mu_);
+  say_kernel_refusal_locked(f);
+}
+
+void Session::say_kernel_refusal_locked(const IoctlLsm::Refusal& f) {
+  TraceRecord r;
+  const std::string line = lsm_refusal(f, inputs_.device(f.rdev), lsm_said_, r);
+  if (!line.empty()) std::fprintf(stderr, "%s%s\n", log_prefix_.c_str(), line.c_str());
+  if (!tracing_) return;
+  r.seq = engine_.next_seq();
+  r.wall_time = wall_seconds();
+  trace_->emit(std::move(r));
+}
+
 void Session::judge_in_kernel(pid_t pid) {
-  if (judgement_.lsm) judgement_.lsm->judge(pid);
+  if (judgement_.lsm) judgement_.lsm->judge_task(pid, kSessionScope);
 }
 
 Session::~Session() {

@@ -112,6 +112,9 @@ class Session {
   // when the task cannot be marked.
   void judge_in_kernel(pid_t pid);
   bool judged_in_kernel() const { return judgement_.lsm != nullptr; }
+  // A refusal the BPF LSM judge made for one of this session's tasks (another's judge: the
+  // agent's, which reads its ring), said in one line and traced as the session's own refusals.
+  void say_kernel_refusal(const IoctlLsm::Refusal& f);
   // The closing lines of `gdrproxy run`: lost results, failed-closed calls, counts.
   void print_summary(bool with_stats) const;
 
@@ -120,6 +123,7 @@ class Session {
   void deliver(std::vector<gdrproxy_exit_event>&& events);
 
  private:
+  void say_kernel_refusal_locked(const IoctlLsm::Refusal& f);  // under mu_
   // One listener and its receiver. The receiver reads `leave` and sets `done`; the rest is the
   // loop's.
   struct Listener {
@@ -196,6 +200,7 @@ class Session {
   Enforcement enforcement_;                  // the mode and the unknown-driver rule
   KernelJudgement judgement_;                // untrapped requests, the BPF LSM judge
   std::optional<LsmRefusals> lsm_refusals_;  // the judge's refusals, said and traced
+  DenialLog lsm_said_;                       // one line per (process, node, reason) of them
   std::optional<CallHandler> handler_;       // decides each call
   std::optional<SessionTrace> trace_;        // sinks, records waiting for results, watched fds
   std::unique_ptr<boost::asio::posix::stream_descriptor> init_;  // pidfd of the init process

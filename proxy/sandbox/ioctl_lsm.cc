@@ -1,6 +1,7 @@
-// Loading the ioctl judge (ioctl_lsm.bpf.c) and filling its tables (see ioctl_lsm.h). The tables
-// are filled before the programs attach, and a sandbox's first task is marked before it runs the
-// command, so no call of the sandbox is ever judged from half-filled tables.
+// Loading the ioctl judge (ioctl_lsm.bpf.c) and filling its tables (see ioctl_lsm.h). A scope's
+// tables are filled before any task is judged in it (its first task marked, its cgroup entered),
+// so no call of a sandbox is ever judged from half-filled tables; a scope's entries are removed
+// only after its cgroups are no longer judged.
 #include "proxy/sandbox/ioctl_lsm.h"
 
 #include <bpf/bpf.h>
@@ -26,7 +27,6 @@
 namespace gdrproxy::proxy {
 namespace {
 
-constexpr uint8_t kJudgeRequests = 1, kRefuseAll = 2;  // as in ioctl_lsm.bpf.c
 constexpr unsigned kMiscMajor = 10;
 
 // The kernel's internal dev_t, as struct inode holds it.
@@ -34,10 +34,26 @@ uint32_t kernel_dev(dev_t d) {
   return (major(d) << 20) | minor(d);
 }
 
-bool update(int map_fd, const void* key, const void* value, std::string& why, const char* map) {
-  if (bpf_map_update_elem(map_fd, key, value, BPF_ANY) == 0) return true;
-  why = std::string("BPF LSM table ") + map + ": " + std::strerror(errno);
-  return false;
+// The program's keys (ioctl_lsm.bpf.c).
+struct ScopeNode {
+  uint32_t scope, rdev;
+};
+struct ScopeRequest {
+  uint32_t scope, request;
+};
+struct ScopeNodeRequest {
+  uint32_t scope, rdev, request;
+};
+
+constexpr uint8_t kOne = 1;
+
+void put(int map_fd, const void* key, const void* value, const char* map) {
+  if (bpf_map_update_elem(map_fd, key, value, BPF_ANY) != 0)
+    throw_errno(std::string("BPF LSM table ") + map, errno);
+}
+
+int map_fd(bpf_object* obj, const char* name) {
+  return bpf_object__find_map_fd_by_name(obj, name);
 }
 
 }  // namespace
@@ -102,22 +118,24 @@ bool bpf_lsm_active(std::string& why) {
   return false;
 }
 
-std::unique_ptr<IoctlLsm> IoctlLsm::load(const IoctlLsmTables& tables, std::string& why) {
+std::unique_ptr<IoctlLsm> IoctlLsm::load(std::string& why) {
   if (!bpf_lsm_active(why)) return nullptr;
   std::unique_ptr<IoctlLsm> l(new IoctlLsm());
   l->obj_ = load_embedded_bpf(kIoctlLsmBpf, kIoctlLsmBpfSize, "BPF LSM program:", why,
                               " (needs CAP_BPF, CAP_PERFMON and CAP_MAC_ADMIN; some kernels "
                               "refuse LSM programs to every process)");
   if (!l->obj_) return nullptr;
-  const int nodes = bpf_object__find_map_fd_by_name(l->obj_, "nodes");
-  const int majors = bpf_object__find_map_fd_by_name(l->obj_, "guarded_majors");
-  const int untrapped = bpf_object__find_map_fd_by_name(l->obj_, "untrapped");
-  const int allowed = bpf_object__find_map_fd_by_name(l->obj_, "allowed");
-  l->sandboxed_fd_ = bpf_object__find_map_fd_by_name(l->obj_, "sandboxed");
-  l->counters_fd_ = bpf_object__find_map_fd_by_name(l->obj_, "counters");
-  const uint8_t judge = kJudgeRequests, refuse = kRefuseAll, one = 1;
+  l->sandboxed_fd_ = map_fd(l->obj_, "sandboxed");
+  l->counters_fd_ = map_fd(l->obj_, "counters");
+  l->cgroups_fd_ = map_fd(l->obj_, "judged_cgroups");
+  l->levels_fd_ = map_fd(l->obj_, "cgroup_levels");
+  l->guarded_nodes_fd_ = map_fd(l->obj_, "guarded_nodes");
+  l->guarded_majors_fd_ = map_fd(l->obj_, "guarded_majors");
+  l->granted_fd_ = map_fd(l->obj_, "granted");
+  l->untrapped_fd_ = map_fd(l->obj_, "untrapped");
+  l->allowed_fd_ = map_fd(l->obj_, "allowed");
   l->ring_ = ring_buffer__new(
-      bpf_object__find_map_fd_by_name(l->obj_, "refusals"),
+      map_fd(l->obj_, "refusals"),
       [](void* ctx, void* data, size_t size) {
         if (size < sizeof(gdrproxy_lsm_refusal)) return 0;
         const auto* e = static_cast<const gdrproxy_lsm_refusal*>(data);
@@ -130,6 +148,7 @@ std::unique_ptr<IoctlLsm> IoctlLsm::load(const IoctlLsmTables& tables, std::stri
         r.why = e->why == GDRPROXY_LSM_UNKNOWN_MINOR ? Refusal::Why::kUnknownMinor
                 : e->why == GDRPROXY_LSM_NOT_HERE    ? Refusal::Why::kNotAllowedHere
                                                      : Refusal::Why::kUngranted;
+        r.scope = e->scope;
         r.comm.assign(e->comm, strnlen(e->comm, sizeof e->comm));
         static_cast<IoctlLsm*>(ctx)->taken_.push_back(std::move(r));
         return 0;
@@ -139,18 +158,7 @@ std::unique_ptr<IoctlLsm> IoctlLsm::load(const IoctlLsmTables& tables, std::stri
     why = std::string("BPF LSM program: the refusals' ring: ") + std::strerror(errno);
     return nullptr;
   }
-  for (const auto& [rdev, granted] : tables.nodes) {
-    const uint32_t k = kernel_dev(rdev);
-    if (!update(nodes, &k, granted ? &judge : &refuse, why, "nodes")) return nullptr;
-  }
-  for (unsigned m : tables.guarded_majors)
-    if (!update(majors, &m, &one, why, "guarded_majors")) return nullptr;
-  for (uint32_t r : tables.untrapped)
-    if (!update(untrapped, &r, &one, why, "untrapped")) return nullptr;
-  for (const auto& [rdev, request] : tables.allowed) {
-    const uint32_t k[2] = {kernel_dev(rdev), request};
-    if (!update(allowed, k, &one, why, "allowed")) return nullptr;
-  }
+  // Judging no one until a scope has tables and tasks: safe to attach at once.
   if (!attach_every_program(l->obj_, true, l->links_, "BPF LSM program:", why)) return nullptr;
   return l;
 }
@@ -161,13 +169,102 @@ IoctlLsm::~IoctlLsm() {
   if (obj_) bpf_object__close(obj_);
 }
 
-void IoctlLsm::judge(pid_t pid) {
+void IoctlLsm::add_scope(uint32_t scope, const IoctlLsmTables& tables) {
+  if (scope == 0 || scopes_.count(scope))
+    throw Error("BPF LSM: scope " + std::to_string(scope) + " is in use");
+  Scope& s = scopes_[scope];
+  try {
+    // Guarded nodes and majors are the host's, whoever is judged: only ever added.
+    for (const auto& [rdev, granted] : tables.nodes) {
+      const uint32_t k = kernel_dev(rdev);
+      put(guarded_nodes_fd_, &k, &kOne, "guarded_nodes");
+      if (!granted) continue;
+      s.granted.push_back(k);
+      const ScopeNode key{scope, k};
+      put(granted_fd_, &key, &kOne, "granted");
+    }
+    for (unsigned m : tables.guarded_majors) put(guarded_majors_fd_, &m, &kOne, "guarded_majors");
+    for (uint32_t r : tables.untrapped) {
+      s.untrapped.push_back(r);
+      const ScopeRequest key{scope, r};
+      put(untrapped_fd_, &key, &kOne, "untrapped");
+    }
+    for (const auto& [rdev, request] : tables.allowed) {
+      s.allowed.emplace_back(kernel_dev(rdev), request);
+      const ScopeNodeRequest key{scope, kernel_dev(rdev), request};
+      put(allowed_fd_, &key, &kOne, "allowed");
+    }
+  } catch (...) {
+    erase_tables(scope, s);
+    scopes_.erase(scope);
+    throw;
+  }
+}
+
+void IoctlLsm::judge_task(pid_t pid, uint32_t scope) {
+  if (!scopes_.count(scope))
+    throw Error("BPF LSM: scope " + std::to_string(scope) + " has no tables");
   const UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   if (!pidfd) throw_errno("BPF LSM: pidfd_open of the sandbox's first task", errno);
   const int fd = pidfd.get();
-  const uint8_t one = 1;
-  if (bpf_map_update_elem(sandboxed_fd_, &fd, &one, BPF_NOEXIST) != 0)
+  if (bpf_map_update_elem(sandboxed_fd_, &fd, &scope, BPF_NOEXIST) != 0)
     throw_errno("BPF LSM: marking the sandbox's first task", errno);
+}
+
+void IoctlLsm::judge_cgroup(const CgroupV2& cgroup, uint32_t scope) {
+  auto it = scopes_.find(scope);
+  if (it == scopes_.end())
+    throw Error("BPF LSM: scope " + std::to_string(scope) + " has no tables");
+  if (cgroup.level == 0 || cgroup.level > kMaxCgroupLevel)
+    throw Error("BPF LSM: a cgroup at level " + std::to_string(cgroup.level) +
+                " cannot be judged (levels 1 to " + std::to_string(kMaxCgroupLevel) + ")");
+  // One scope per cgroup: a cgroup another sandbox is judged in is not taken over.
+  if (bpf_map_update_elem(cgroups_fd_, &cgroup.id, &scope, BPF_NOEXIST) != 0)
+    throw_errno(errno == EEXIST ? "BPF LSM: cgroup " + std::to_string(cgroup.id) +
+                                      " is judged for another sandbox already"
+                                : "BPF LSM: judging cgroup " + std::to_string(cgroup.id),
+                errno);
+  it->second.cgroups.push_back(cgroup);
+  ++cgroups_at_level_[cgroup.level];
+  publish_levels();
+}
+
+void IoctlLsm::forget_scope(uint32_t scope) {
+  auto it = scopes_.find(scope);
+  if (it == scopes_.end()) return;
+  // Its cgroups first: no task is judged in it from the next call on, so no call meets tables
+  // half gone.
+  for (const CgroupV2& c : it->second.cgroups) {
+    bpf_map_delete_elem(cgroups_fd_, &c.id);
+    --cgroups_at_level_[c.level];
+  }
+  publish_levels();
+  erase_tables(scope, it->second);
+  scopes_.erase(it);
+}
+
+void IoctlLsm::erase_tables(uint32_t scope, const Scope& s) {
+  for (uint32_t rdev : s.granted) {
+    const ScopeNode k{scope, rdev};
+    bpf_map_delete_elem(granted_fd_, &k);
+  }
+  for (uint32_t r : s.untrapped) {
+    const ScopeRequest k{scope, r};
+    bpf_map_delete_elem(untrapped_fd_, &k);
+  }
+  for (const auto& [rdev, request] : s.allowed) {
+    const ScopeNodeRequest k{scope, rdev, request};
+    bpf_map_delete_elem(allowed_fd_, &k);
+  }
+}
+
+void IoctlLsm::publish_levels() {
+  uint64_t mask = 0;
+  for (unsigned level = 0; level <= kMaxCgroupLevel; ++level)
+    if (cgroups_at_level_[level] > 0) mask |= uint64_t{1} << level;
+  const uint32_t zero = 0;
+  if (bpf_map_update_elem(levels_fd_, &zero, &mask, BPF_ANY) != 0)
+    throw_errno("BPF LSM: the judged cgroups' levels", errno);
 }
 
 IoctlLsm::Counts IoctlLsm::counts() const {

@@ -1,25 +1,30 @@
-// Device-ioctl judgement in the kernel by a BPF LSM program (gdrproxy run --lsm; the program is
-// ioctl_lsm.bpf.c). The idea not to miss: the seccomp filter sees only a request number, so the
-// requests it lets run untrapped (kernel_allow.h) would run on every fd; with this program loaded
-// they run only on the granted nodes the policy allows them on, and no ioctl at all runs on a
-// node of a guarded driver the sandbox was not granted. That is what lets a sandbox granted some
-// GPUs, not all, skip the trap for the calls the policy allows whatever their parameters.
-// Content-dependent calls still trap: the program never reads the caller's memory. Each refusal
-// is reported after the fact (take_refusals), for the supervisor to say whose call on which node.
-// Mechanism only: which (node, request) pairs are allowed comes from the policy through
+// Device-ioctl judgement in the kernel by a BPF LSM program (gdrproxy run --lsm, gdrproxy agent
+// --lsm; the program is ioctl_lsm.bpf.c). The idea not to miss: the seccomp filter sees only a
+// request number, so the requests it lets run untrapped (kernel_allow.h) would run on every fd;
+// with this program loaded they run only on the granted nodes the policy allows them on, and no
+// ioctl at all runs on a node of a guarded driver the sandbox was not granted. That is what lets a
+// sandbox granted some GPUs, not all, skip the trap for the calls the policy allows whatever their
+// parameters. Content-dependent calls still trap: the program never reads the caller's memory. Each
+// refusal is reported after the fact (take_refusals), for the supervisor to say whose call on which
+// node. One loaded program judges any number of sandboxes, each a "scope" with tables of its own:
+// `run` marks its sandbox's first task, the agent judges each container's cgroup v2. Mechanism
+// only: which (node, request) pairs are allowed comes from the policy through
 // kernel_allowed_ioctls() and the grants.
 #pragma once
 
 #include <sys/types.h>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "base/cgroup_v2.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/sandbox/kernel_allow.h"
 
@@ -51,16 +56,28 @@ bool bpf_lsm_active(std::string& why);
 
 class IoctlLsm {
  public:
-  // Loads and attaches the program with these tables; nullptr and why (one line) when this
+  // Loads and attaches the program, judging no task yet; nullptr and why (one line) when this
   // kernel or these privileges cannot.
-  static std::unique_ptr<IoctlLsm> load(const IoctlLsmTables& tables, std::string& why);
+  static std::unique_ptr<IoctlLsm> load(std::string& why);
   ~IoctlLsm();
   IoctlLsm(const IoctlLsm&) = delete;
   IoctlLsm& operator=(const IoctlLsm&) = delete;
 
-  // Judges `pid` (a task not yet running the command) and every task it creates from now on.
-  // Throws gdrproxy::Error when it cannot be marked.
-  void judge(pid_t pid);
+  // The deepest cgroup level the program looks at: a cgroup below it cannot be judged.
+  static constexpr unsigned kMaxCgroupLevel = 31;
+
+  // Gives `scope` (not 0, not in use) its tables, before any task is judged in it. Throws
+  // gdrproxy::Error when they do not fit (the scope is then left without tables).
+  void add_scope(uint32_t scope, const IoctlLsmTables& tables);
+  // Judges `pid` (a task not yet running the command) and every task it creates from now on in
+  // `scope`. Throws gdrproxy::Error when it cannot be marked.
+  void judge_task(pid_t pid, uint32_t scope);
+  // Judges every task in `cgroup` or below it, now and later, in `scope`. Throws
+  // gdrproxy::Error when it cannot (another scope judges that cgroup; too deep; the map full).
+  void judge_cgroup(const CgroupV2& cgroup, uint32_t scope);
+  // Ends `scope`: its cgroups are no longer judged, its tables go. (A task still marked in it
+  // finds no grant: every ioctl of it on a guarded node is refused.)
+  void forget_scope(uint32_t scope);
 
   struct Counts {
     uint64_t allowed = 0;     // untrapped requests the program let through
@@ -77,7 +94,8 @@ class IoctlLsm {
     dev_t rdev = 0;
     uint32_t request = 0;
     Why why = Why::kUngranted;
-    std::string comm;  // the caller's, raw (the tenant's bytes: escape before printing)
+    uint32_t scope = 0;  // the scope the caller was judged in
+    std::string comm;    // the caller's, raw (the tenant's bytes: escape before printing)
   };
   // Readable (poll) when refusals wait to be taken.
   int refusals_fd() const;
@@ -86,9 +104,21 @@ class IoctlLsm {
 
  private:
   IoctlLsm() = default;
+  // What a scope put in the shared maps, so that forget_scope removes exactly that.
+  struct Scope {
+    std::vector<uint32_t> granted, untrapped;
+    std::vector<std::pair<uint32_t, uint32_t>> allowed;  // (node, request), the kernel's dev_t
+    std::vector<CgroupV2> cgroups;
+  };
+  void erase_tables(uint32_t scope, const Scope& s);
+  void publish_levels();
   bpf_object* obj_ = nullptr;
   std::vector<bpf_link*> links_;
-  int sandboxed_fd_ = -1, counters_fd_ = -1;
+  int sandboxed_fd_ = -1, counters_fd_ = -1, cgroups_fd_ = -1, levels_fd_ = -1;
+  int guarded_nodes_fd_ = -1, guarded_majors_fd_ = -1, granted_fd_ = -1, untrapped_fd_ = -1,
+      allowed_fd_ = -1;
+  std::map<uint32_t, Scope> scopes_;
+  std::array<unsigned, kMaxCgroupLevel + 1> cgroups_at_level_{};
   ring_buffer* ring_ = nullptr;
   std::vector<Refusal> taken_;  // filled by the ring's callback while take_refusals consumes
 };

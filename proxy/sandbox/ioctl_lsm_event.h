@@ -26,6 +26,7 @@ struct gdrproxy_lsm_refusal {
   gpl_u32 ns_tid;  // in the caller's own pid namespace (the sandbox's view)
   gpl_u32 rdev;    // the kernel's encoding: (major << 20) | minor
   gpl_u32 request;
-  gpl_u32 why;  // GDRPROXY_LSM_*
+  gpl_u32 why;    // GDRPROXY_LSM_*
+  gpl_u32 scope;  // the sandbox the caller was judged in (IoctlLsm's scope number)
   char comm[16];
 };

@@ -882,6 +882,31 @@ case_grants_from_metadata_within_the_rule() {
   expect_in "$WORK/agent.log" "its metadata has no gdrproxy-grants line"
 }
 
+case_lsm_choice_where_the_kernel_has_no_bpf_lsm() {
+  # Where the BPF LSM is not active (this machine; the VM stage runs the judge itself:
+  # tests/vm/agent_lsm.sh): --lsm on refuses to start, saying why in one line; --lsm auto serves
+  # containers, judged by the agent alone, and says so; `ctl list` then marks none as judged.
+  if grep -qw bpf /sys/kernel/security/lsm 2>/dev/null; then
+    echo "SKIP [$CASE]: the BPF LSM is active here (tests/vm/agent_lsm.sh covers that)"
+    exit 77
+  fi
+  local rc=0
+  timeout 20 "$GP" agent --socket "$SOCK" --ctl-socket "$CTL" --config "$WORK/agent.json" --lsm on \
+    >"$WORK/on.out" 2>&1 || rc=$?
+  ((rc == 1)) || fail "--lsm on: exit $rc"
+  [[ $(grep -c . "$WORK/on.out") == 1 ]] || { cat "$WORK/on.out"; fail "--lsm on: not one line"; }
+  expect_in "$WORK/on.out" "--lsm on: "
+  expect_in "$WORK/on.out" "BPF LSM"
+  [[ ! -S $SOCK ]] || fail "--lsm on left its socket"
+  start_agent --lsm auto
+  in_container team-a-lsm runc-init -- sh -c "$(probe uverbs0); $(probe uverbs1)" >"$WORK/a.out" 2>&1 || fail "exit $?"
+  expect_line "$WORK/a.out" "uverbs0-open" " OK ioctl="
+  expect_line "$WORK/a.out" "uverbs1-open" " ERR EACCES$"
+  expect_in "$WORK/agent.log" "--lsm auto: "
+  expect_in "$WORK/agent.log" "containers' device ioctls are judged by the agent alone"
+  expect_not_in "$WORK/agent.log" "judged in the kernel (BPF LSM) by its cgroup"
+}
+
 case_bad_config_refused() {
   # A typo in the operator's file never turns into "every device": the agent refuses to start
   # and names the field.

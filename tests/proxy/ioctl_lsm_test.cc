@@ -90,7 +90,7 @@ TEST(IoctlLsm, RefusesToLoadWithOneLineSayingWhyWhereTheKernelCannot) {
   // This checks the refusal path only where the BPF LSM is not usable here; where it is, the
   // judge loads (the VM stage tests that behaviour).
   std::string why;
-  auto l = IoctlLsm::load(IoctlLsmTables{}, why);
+  auto l = IoctlLsm::load(why);
   if (l) {
     EXPECT_TRUE(why.empty() || why.find('\n') == std::string::npos);
     return;

@@ -148,6 +148,8 @@ fi
 
 # ---- the BPF LSM ioctl judge (gdrproxy run --lsm) ---------------------------------------------
 . "$here/lsm.sh"
+# ---- the agent's BPF LSM judge, per container by its cgroup (gdrproxy agent --lsm) -----------
+. "$here/agent_lsm.sh"
 
 # ---- two runc containers, each with its own rail and rxe device, served by one agent ----------
 . "$here/containers.sh"

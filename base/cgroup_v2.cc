@@ -1,0 +1,63 @@
+#include "base/cgroup_v2.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace gdrproxy {
+namespace {
+
+// Where this process's mount namespace has the cgroup2 hierarchy (hybrid hosts: often
+// /sys/fs/cgroup/unified); "" when nowhere.
+std::string cgroup2_mount() {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    // "36 25 0:30 / /sys/fs/cgroup rw,... shared:9 - cgroup2 cgroup2 rw"
+    const size_t dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::istringstream tail(line.substr(dash + 3));
+    std::string fstype;
+    tail >> fstype;
+    if (fstype != "cgroup2") continue;
+    std::istringstream head(line.substr(0, dash));
+    std::string id, parent, devno, root, point;
+    head >> id >> parent >> devno >> root >> point;
+    if (root == "/") return point;  // the hierarchy's root, not a bind of a part of it
+  }
+  return "";
+}
+
+}  // namespace
+
+std::optional<CgroupV2> cgroup_v2(const std::string& path, std::string& why) {
+  if (path.empty() || path[0] != '/' || path.find("/..") != std::string::npos) {
+    why = "no cgroup v2 path (\"" + path + "\")";
+    return std::nullopt;
+  }
+  const std::string mount = cgroup2_mount();
+  if (mount.empty()) {
+    why = "no cgroup2 hierarchy is mounted here";
+    return std::nullopt;
+  }
+  struct stat st {};
+  if (::stat((mount + path).c_str(), &st) != 0) {
+    why = "cgroup " + mount + path + ": " + std::strerror(errno);
+    return std::nullopt;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    why = "cgroup " + mount + path + ": not a directory";
+    return std::nullopt;
+  }
+  CgroupV2 c;
+  c.id = st.st_ino;
+  for (size_t i = 1; i < path.size(); ++i)
+    if (path[i] == '/' && path[i - 1] != '/') ++c.level;
+  if (path.size() > 1 && path.back() != '/') ++c.level;
+  return c;
+}
+
+}  // namespace gdrproxy

@@ -1,0 +1,23 @@
+// A cgroup v2 as the kernel names it to BPF programs: its id (the cgroup directory's inode
+// number, what bpf_get_current_ancestor_cgroup_id returns) and its depth. The idea not to miss:
+// /proc/<pid>/cgroup gives a path relative to the reader's cgroup namespace root, so it is
+// looked up under this process's own cgroup2 mount, and a reader in a cgroup namespace of its
+// own (not the host's) cannot name a cgroup by id this way.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace gdrproxy {
+
+struct CgroupV2 {
+  uint64_t id = 0;
+  unsigned level = 0;  // 0: the hierarchy's root
+};
+
+// The cgroup v2 at `path` ("/system.slice/x.scope", as cgroup_of() gives it) on this process's
+// cgroup2 mount; nullopt and why (one line) when there is no such mount or no such cgroup.
+std::optional<CgroupV2> cgroup_v2(const std::string& path, std::string& why);
+
+}  // namespace gdrproxy
