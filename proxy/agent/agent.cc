@@ -883,7 +883,10 @@ class Agent {
     std::snprintf(lat, sizeof lat, ", handler p50 %.1f us, p99 %.1f us", double(s.p50_ns) / 1e3,
                   double(s.p99_ns) / 1e3);
     log("container " + id + " ended: " + std::to_string(s.ioctls) + " ioctl, " +
-        std::to_string(s.opens) + " open, " + std::to_string(s.denied) + " denied" + lat);
+        std::to_string(s.opens) + " open, " + std::to_string(s.denied) + " denied" +
+        (it->second->scope ? ", " + std::to_string(s.kernel_refused) + " refused in the kernel"
+                           : "") +
+        lat);
     // Its fd-store entries went when their processes exited: the holder drops them itself.
     if (store_) store_->forget_copies_of(id);
     containers_.erase(it);
@@ -967,6 +970,7 @@ class Agent {
           j["opens"] = s.opens;
           j["brokered"] = s.brokered;
           j["denied"] = s.denied;
+          if (c->scope) j["kernel_refused"] = s.kernel_refused;
           j["handler_faults"] = s.handler_faults;
           j["allowed_unread"] = s.allowed_unread;
           j["trap_copies_used"] = s.trap_copies_used;

@@ -123,6 +123,7 @@ void Session::say_kernel_refusal(const IoctlLsm::Refusal& f) {
 }
 
 void Session::say_kernel_refusal_locked(const IoctlLsm::Refusal& f) {
+  ++stats_.kernel_refused;
   TraceRecord r;
   const std::string line = lsm_refusal(f, inputs_.device(f.rdev), lsm_said_, r);
   if (!line.empty()) std::fprintf(stderr, "%s%s\n", log_prefix_.c_str(), line.c_str());

@@ -51,6 +51,8 @@ struct SessionStats {
   IoctlPhases ioctl_ns;
   uint64_t ioctl_phase_samples = 0;
   uint64_t handler_faults = 0;  // notifications failed closed by the exception boundary
+  // Ioctls of its tasks another's BPF LSM judge refused (the agent's: reported to the session).
+  uint64_t kernel_refused = 0;
   uint64_t allowed_unread = 0;  // trapped ioctls allowed without reading their parameters
   // Trapped ioctls judged from their trap copy, those that had none, and of the missed those
   // rewritten while read (CallCounts).

@@ -102,6 +102,7 @@ else
   grep -q "BPF LSM judge loaded" "$f.agent" || p+=("no judge loaded")
   said="\[lsm-judged\] denied IOCTL_0x00005401 on /dev/nvidia1 by pid [1-9][0-9]* (ns pid [1-9][0-9]*, attack_client) in the kernel (BPF LSM): device nvidia1 is not granted -> EPERM"
   grep -q "$said" "$f.agent" || p+=("the refusal was not said in the container's line")
+  grep -q "container lsm-judged ended: .*, 4 refused in the kernel" "$f.agent" || p+=("the ended line does not count 4 refusals in the kernel")
   if ((${#p[@]} == 0)); then
     record agent-lsm-judged PASS $(($(now_ms) - t0)) "TCGETS on an inherited nvidia1 fd refused in the kernel: init, its child, runc exec, a process below its cgroup; not outside"
   else
