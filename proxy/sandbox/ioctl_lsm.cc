@@ -226,10 +226,10 @@ void IoctlLsm::judge_cgroup(const CgroupV2& cgroup, uint32_t scope) {
                 errno);
   it->second.cgroups.push_back(cgroup);
   ++cgroups_at_level_[cgroup.level];
-  publish_levels();
+  if (!publish_levels()) throw_errno("BPF LSM: the judged cgroups' levels", errno);
 }
 
-void IoctlLsm::forget_scope(uint32_t scope) {
+void IoctlLsm::forget_scope(uint32_t scope) noexcept {
   auto it = scopes_.find(scope);
   if (it == scopes_.end()) return;
   // Its cgroups first: no task is judged in it from the next call on, so no call meets tables
@@ -238,7 +238,7 @@ void IoctlLsm::forget_scope(uint32_t scope) {
     bpf_map_delete_elem(cgroups_fd_, &c.id);
     --cgroups_at_level_[c.level];
   }
-  publish_levels();
+  static_cast<void>(publish_levels());  // stale bits only cost lookups that find nothing
   erase_tables(scope, it->second);
   scopes_.erase(it);
 }
@@ -258,13 +258,12 @@ void IoctlLsm::erase_tables(uint32_t scope, const Scope& s) {
   }
 }
 
-void IoctlLsm::publish_levels() {
+bool IoctlLsm::publish_levels() {
   uint64_t mask = 0;
   for (unsigned level = 0; level <= kMaxCgroupLevel; ++level)
     if (cgroups_at_level_[level] > 0) mask |= uint64_t{1} << level;
   const uint32_t zero = 0;
-  if (bpf_map_update_elem(levels_fd_, &zero, &mask, BPF_ANY) != 0)
-    throw_errno("BPF LSM: the judged cgroups' levels", errno);
+  return bpf_map_update_elem(levels_fd_, &zero, &mask, BPF_ANY) == 0;
 }
 
 IoctlLsm::Counts IoctlLsm::counts() const {

@@ -75,9 +75,10 @@ class IoctlLsm {
   // Judges every task in `cgroup` or below it, now and later, in `scope`. Throws
   // gdrproxy::Error when it cannot (another scope judges that cgroup; too deep; the map full).
   void judge_cgroup(const CgroupV2& cgroup, uint32_t scope);
-  // Ends `scope`: its cgroups are no longer judged, its tables go. (A task still marked in it
-  // finds no grant: every ioctl of it on a guarded node is refused.)
-  void forget_scope(uint32_t scope);
+  // Ends `scope` (never throws: owners call it from destructors): its cgroups are no longer
+  // judged, its tables go. (A task still marked in it finds no grant: every ioctl of it on a
+  // guarded node is refused.)
+  void forget_scope(uint32_t scope) noexcept;
 
   struct Counts {
     uint64_t allowed = 0;     // untrapped requests the program let through
@@ -111,7 +112,7 @@ class IoctlLsm {
     std::vector<CgroupV2> cgroups;
   };
   void erase_tables(uint32_t scope, const Scope& s);
-  void publish_levels();
+  bool publish_levels();  // false: the map refused the update (errno)
   bpf_object* obj_ = nullptr;
   std::vector<bpf_link*> links_;
   int sandboxed_fd_ = -1, counters_fd_ = -1, cgroups_fd_ = -1, levels_fd_ = -1;
