@@ -1,11 +1,14 @@
 #include "base/cgroup_v2.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+
+#include "base/unique_fd.h"
 
 namespace gdrproxy {
 namespace {
@@ -32,6 +35,21 @@ std::string cgroup2_mount() {
 }
 
 }  // namespace
+
+bool cgroup_v2_exists(uint64_t id) {
+  const std::string mount = cgroup2_mount();
+  if (mount.empty()) return true;
+  const UniqueFd root(::open(mount.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root) return true;
+  // The kernel's file handle of a kernfs node (FILEID_KERNFS) is its 64-bit id.
+  alignas(file_handle) unsigned char bytes[sizeof(file_handle) + sizeof id]{};
+  auto* handle = reinterpret_cast<file_handle*>(bytes);
+  handle->handle_bytes = sizeof id;
+  handle->handle_type = 0xfe;
+  std::memcpy(handle->f_handle, &id, sizeof id);
+  const UniqueFd dir(::open_by_handle_at(root.get(), handle, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  return dir || errno != ESTALE;
+}
 
 std::optional<CgroupV2> cgroup_v2(const std::string& path, std::string& why) {
   if (path.empty() || path[0] != '/' || path.find("/..") != std::string::npos) {

@@ -20,4 +20,9 @@ struct CgroupV2 {
 // cgroup2 mount; nullopt and why (one line) when there is no such mount or no such cgroup.
 std::optional<CgroupV2> cgroup_v2(const std::string& path, std::string& why);
 
+// Whether the cgroup v2 with this id exists (opened by its id as a file handle on the cgroup2
+// mount; needs CAP_DAC_READ_SEARCH). True when it cannot be told: callers forget what belonged
+// to a cgroup only once it is known gone.
+bool cgroup_v2_exists(uint64_t id);
+
 }  // namespace gdrproxy

@@ -226,6 +226,14 @@ void add_agent(CLI::App& app, int& exit_code) {
                    "it cannot judge: no cgroup v2 of its own) or auto (judge where it can; `ctl "
                    "list` says which containers are judged)")
       ->check(CLI::IsMember({"off", "on", "auto"}));
+  auto agent_lsm_pin = std::make_shared<std::string>();
+  agent->add_option("--lsm-pin", *agent_lsm_pin,
+                    "With --lsm: pin the judge in this directory of a bpffs (e.g. "
+                    "/sys/fs/bpf/gdrproxy), so that it outlives the agent: through a kill or a "
+                    "restart every container stays judged, and the next agent takes the judge "
+                    "over. Containers whose profiles let requests run untrapped on device classes "
+                    "only partly granted (`oci prepare --kernel-allow --lsm-judged`) need it. "
+                    "Unpinned when the agent stops with no container left");
   auto* ctl = agent->add_subcommand(
       "ctl",
       "Ask a running agent: list (containers), stats (counts, p50/p99 handler latency), drain\n"
@@ -243,10 +251,15 @@ void add_agent(CLI::App& app, int& exit_code) {
       throw CLI::ValidationError("id", "only drain takes one");
     exit_code = agent_ctl(opts->ctl_socket, id->empty() ? *command : *command + " " + *id);
   });
-  agent->callback([ctl, opts, config, trace_dir, fd_store, agent_trap_copy, agent_lsm, &exit_code] {
+  agent->callback([ctl, opts, config, trace_dir, fd_store, agent_trap_copy, agent_lsm,
+                   agent_lsm_pin, &exit_code] {
     if (ctl->parsed()) return;
     opts->trap_copy = trap_copy_choice(*agent_trap_copy);
     opts->lsm = lsm_choice(*agent_lsm);
+    if (!agent_lsm_pin->empty()) {
+      if (opts->lsm == LsmChoice::kOff) throw CLI::ValidationError("--lsm-pin", "goes with --lsm");
+      opts->lsm_pin = *agent_lsm_pin;
+    }
     if (!config->empty()) opts->config = *config;
     if (!trace_dir->empty()) opts->trace_dir = *trace_dir;
     if (!fd_store->empty()) opts->fd_store = *fd_store;

@@ -165,7 +165,11 @@ constexpr size_t kMaxStuckBundleReads = 8;
 class JudgedScope {
  public:
   JudgedScope(IoctlLsm& lsm, uint32_t number) : lsm_(lsm), number_(number) {}
-  ~JudgedScope() { lsm_.forget_scope(number_); }
+  ~JudgedScope() {
+    if (!left_to_pins_) lsm_.forget_scope(number_);
+  }
+  // Left judged in the pinned judge when this agent stops (the next one takes it over).
+  void leave_to_pins() { left_to_pins_ = true; }
   JudgedScope(const JudgedScope&) = delete;
   JudgedScope& operator=(const JudgedScope&) = delete;
   uint32_t number() const { return number_; }
@@ -173,6 +177,7 @@ class JudgedScope {
  private:
   IoctlLsm& lsm_;
   const uint32_t number_;
+  bool left_to_pins_ = false;
 };
 
 struct Container {
@@ -282,6 +287,7 @@ class Agent {
       }
       c->session->finish("the agent stopped");
     }
+    release_judge();
     containers_.clear();
     return 0;
   }
@@ -499,7 +505,7 @@ class Agent {
   void load_judge() {
     if (opts_.lsm == LsmChoice::kOff) return;
     std::string why;
-    judge_ = IoctlLsm::load(why);
+    judge_ = opts_.lsm_pin ? IoctlLsm::load_pinned(*opts_.lsm_pin, why) : IoctlLsm::load(why);
     if (!judge_) {
       if (opts_.lsm == LsmChoice::kOn) throw Error("--lsm on: " + why);
       log("--lsm auto: " + why + "; containers' device ioctls are judged by the agent alone");
@@ -507,8 +513,35 @@ class Agent {
     }
     judge_refusals_.emplace(engine_.io(), *judge_, nullptr,
                             [this](const IoctlLsm::Refusal& f) { say_refusal(f); });
-    log("BPF LSM judge loaded: each container's ioctls are judged in the kernel by its cgroup");
+    if (judge_->inherited()) {
+      // The containers an earlier agent judged stay judged until adopted again or gone.
+      last_scope_ = judge_->highest_inherited_scope();
+      log("BPF LSM judge taken over from " + judge_->pinned_at() + ": " +
+          std::to_string(judge_->inherited_cgroups()) +
+          " cgroup(s) an earlier agent judged are judged still");
+    } else {
+      log("BPF LSM judge loaded" +
+          (judge_->pinned_at().empty()
+               ? std::string()
+               : " and pinned at " + judge_->pinned_at() + " (it outlives this agent)") +
+          ": each container's ioctls are judged in the kernel by its cgroup");
+    }
     sweep_refusals();
+  }
+
+  // At the stop: a pinned judge keeps judging the containers that still run (the next agent
+  // takes them over); one that judges nothing more is unpinned, and ends with this agent.
+  void release_judge() {
+    if (!judge_ || judge_->pinned_at().empty()) return;
+    if (containers_.empty() && judge_->inherited_cgroups() == 0) {
+      judge_->unpin();
+      log("BPF LSM judge unpinned from " + judge_->pinned_at() + ": no container left to judge");
+      return;
+    }
+    for (auto& [id, c] : containers_)
+      if (c->scope) c->scope->leave_to_pins();
+    log("BPF LSM judge stays pinned at " + judge_->pinned_at() + ", judging " +
+        std::to_string(containers_.size()) + " container(s) until the next agent takes it over");
   }
 
   // A refusal whose wake-up the judge skipped (it wakes once per batch) waits at most a second.
@@ -517,6 +550,10 @@ class Agent {
     judge_sweep_.async_wait([this](const boost::system::error_code& ec) {
       if (ec) return;
       judge_refusals_->take();
+      if (judge_->inherited_cgroups() > 0)
+        if (const size_t gone = judge_->sweep_inherited())
+          log("BPF LSM judge: " + std::to_string(gone) +
+              " cgroup(s) an earlier agent judged are gone, and forgotten");
       sweep_refusals();
     });
   }
@@ -730,23 +767,58 @@ class Agent {
       cfg.sync_wakeup = opts_.sync_wakeup;
       cfg.blocking_deadline_ms = opts_.blocking_deadline_ms;
       cfg.broker_pidfd_getfd = rule.broker_pidfd_getfd;
+      const std::shared_ptr<const DeviceCatalog> catalog = engine_.live_catalog().refreshed();
+      // Judged in the kernel by its cgroup, before its session serves a call. A pinned judge
+      // (one that outlives this agent) lets its profile run requests untrapped on device classes
+      // only partly granted, as `run --lsm` does.
+      std::optional<CgroupV2> judged_at;
+      if (judge_) {
+        judged_at = cgroup_v2(cgroup, c->judged);
+        if (!judged_at && opts_.lsm == LsmChoice::kOn)
+          throw Error("--lsm on: it cannot be judged in the kernel (" + c->judged + ")");
+      }
+      cfg.judged_per_device = judged_at && !judge_->pinned_at().empty();
+      const bool untrapped_asked = untrapped.unjudged || !untrapped.requests.empty();
+      const auto untrapped_set = [&] {
+        std::string note;
+        return container_untrapped_ioctls(cfg, engine_.nvidia(), *catalog, note);
+      };
+      KernelAllowed ours;
+      if (untrapped_asked) ours = untrapped_set();
+      if (judged_at)
+        c->scope =
+            judge_container(*judged_at, *catalog, cfg.grants, ours, untrapped.requests, c->judged);
+      if (!c->scope && cfg.judged_per_device) {  // not judged after all
+        cfg.judged_per_device = false;
+        if (untrapped_asked) ours = untrapped_set();
+      }
       // What its profile lets run untrapped never reaches this agent: each request must be one
       // this container's session would allow unread, or the container must not run at all.
-      const std::shared_ptr<const DeviceCatalog> catalog = engine_.live_catalog().refreshed();
-      KernelAllowed ours;
-      if (untrapped.unjudged || !untrapped.requests.empty()) {
-        std::string note;
-        ours = container_untrapped_ioctls(cfg, engine_.nvidia(), *catalog, note);
+      if (untrapped_asked) {
         if (!untrapped_agrees(untrapped, ours.requests, why)) {
-          kill_refused(pidfd.get(), who, why);
+          // A profile made for a judged container (`oci prepare --lsm-judged`) says so.
+          std::string unused;
+          SessionConfig judged = cfg;
+          judged.judged_per_device = true;
+          const bool needs_judge =
+              !cfg.judged_per_device &&
+              untrapped_agrees(
+                  untrapped,
+                  [&] {
+                    std::string note;
+                    return container_untrapped_ioctls(judged, engine_.nvidia(), *catalog, note);
+                  }()
+                      .requests,
+                  unused);
+          kill_refused(pidfd.get(), who,
+                       why + (needs_judge ? " (device classes only partly granted need the "
+                                            "agent's pinned BPF LSM judge over the container's "
+                                            "cgroup: agent --lsm on --lsm-pin DIR)"
+                                          : ""));
           return false;
         }
         cfg.kernel_allow = true;  // its stats then say what runs untrapped
       }
-      // Judged in the kernel before its session serves a call (a refusal throws: --lsm on).
-      if (judge_)
-        c->scope =
-            judge_container(cgroup, *catalog, cfg.grants, ours, untrapped.requests, c->judged);
       c->grants = cfg.grants.all() ? std::vector<std::string>{"(all)"} : cfg.grants.names();
       c->mode = cfg.mode;
       c->session = std::make_unique<Session>(engine_, std::move(cfg));
@@ -796,15 +868,12 @@ class Agent {
   // of the class `allowed` lists it for), over its cgroup v2, which holds every process of it
   // (those forked before this too) and every one `runc exec` adds. nullptr, and `why`, when it
   // cannot be judged; with --lsm on that refuses it (gdrproxy::Error).
-  std::unique_ptr<JudgedScope> judge_container(const std::string& cgroup_path,
-                                               const DeviceCatalog& catalog, const Grants& grants,
-                                               const KernelAllowed& allowed,
+  std::unique_ptr<JudgedScope> judge_container(const CgroupV2& cgroup, const DeviceCatalog& catalog,
+                                               const Grants& grants, const KernelAllowed& allowed,
                                                const std::vector<uint32_t>& profile,
                                                std::string& why) {
     std::unique_ptr<JudgedScope> scope;
     try {
-      const std::optional<CgroupV2> cgroup = cgroup_v2(cgroup_path, why);
-      if (!cgroup) throw Error(why);
       // Only the requests this profile lets through are the judge's; the others trap.
       const auto in_profile = [&profile](std::vector<uint32_t> v) {
         std::erase_if(
@@ -818,7 +887,7 @@ class Agent {
       const uint32_t number = ++last_scope_;
       judge_->add_scope(number, ioctl_lsm_tables(catalog, grants, judged));
       scope = std::make_unique<JudgedScope>(*judge_, number);
-      judge_->judge_cgroup(*cgroup, number);
+      judge_->judge_cgroup(cgroup, number);
       return scope;
     } catch (const std::exception& e) {
       why = e.what();

@@ -46,6 +46,10 @@ struct AgentOptions {
   // (proxy/sandbox/ioctl_lsm.h): off; on (refuse to start without it, and refuse a container it
   // cannot judge); auto (where the kernel has it).
   LsmChoice lsm = LsmChoice::kOff;
+  // Pin the judge in this bpffs directory, so that it outlives the agent (a kill, a restart):
+  // containers stay judged meanwhile, and profiles may then let requests run untrapped on
+  // device classes only partly granted (`oci prepare --lsm-judged`).
+  std::optional<std::string> lsm_pin;
   // Where the rail hooks keep their journals: rails of containers gone are given back at start.
   std::string rail_state_dir = "/run/gdrproxy";
 };

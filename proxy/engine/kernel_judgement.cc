@@ -72,6 +72,7 @@ KernelJudgement kernel_judgement(const KernelJudgementFacts& f, std::string& not
     facts.nvidia_frontend_any_granted = frontend.any;
     facts.nvidia_uvm_all_granted = uvm.all;
     facts.nvidia_uvm_any_granted = uvm.any;
+    facts.judged_per_device = f.judged_elsewhere;
   }
   if (f.lsm != LsmChoice::kOff) {
     // With the judge, requests may run untrapped on some granted nodes of a class; without it

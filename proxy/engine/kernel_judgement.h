@@ -38,7 +38,8 @@ struct KernelJudgementFacts {
   LsmChoice lsm = LsmChoice::kOff;
   Mode mode = Mode::kEnforce;
   bool tracing = false;
-  bool nvidia_enforced = true;  // the unknown-driver rule (proxy/policy/enforcement.h)
+  bool nvidia_enforced = true;    // the unknown-driver rule (proxy/policy/enforcement.h)
+  bool judged_elsewhere = false;  // SessionConfig::judged_per_device
 };
 
 // The scope a session's own judge (`run --lsm`) judges its sandbox in (IoctlLsm: one of many).

@@ -42,6 +42,10 @@ struct SessionConfig {
   // The BPF LSM ioctl judge (proxy/sandbox/ioctl_lsm.h; `gdrproxy run` only): off; on (refuse
   // to start where the kernel cannot run it); auto (use it where it can).
   LsmChoice lsm = LsmChoice::kOff;
+  // A BPF LSM judge the session does not load judges its tasks per device (the agent's, pinned,
+  // over the container's cgroup): its untrapped requests then qualify where some node of their
+  // class is granted, as with `lsm` (kernel_allow.h).
+  bool judged_per_device = false;
 };
 
 }  // namespace gdrproxy::proxy

@@ -20,9 +20,10 @@ Enforcement enforcement_for(const SessionConfig& config, const NvidiaDriver& nv,
 KernelJudgement kernel_judgement_for(const SessionConfig& config, const NvidiaDriver& nv,
                                      const DeviceCatalog& catalog, bool tracing,
                                      const Enforcement& enforcement, std::string& note) {
-  return kernel_judgement({catalog, config.grants, config.policy, nv.abi, config.kernel_allow,
-                           config.lsm, config.mode, tracing, enforcement.nvidia_enforced()},
-                          note);
+  return kernel_judgement(
+      {catalog, config.grants, config.policy, nv.abi, config.kernel_allow, config.lsm, config.mode,
+       tracing, enforcement.nvidia_enforced(), config.judged_per_device},
+      note);
 }
 
 KernelAllowed container_untrapped_ioctls(const SessionConfig& config, const NvidiaDriver& nv,
@@ -39,12 +40,13 @@ KernelAllowed container_untrapped_ioctls(const SessionConfig& config, const Nvid
 std::vector<uint32_t> host_container_untrapped_ioctls(const Policy& policy,
                                                       const std::vector<std::string>& grants,
                                                       const std::string& dev_root,
-                                                      std::string& note) {
+                                                      std::string& note, bool judged_per_device) {
   Engine engine(DeviceCatalog::scan(dev_root));
   SessionConfig c;
   c.policy = policy;
   c.grants = Grants::from_specs(engine.catalog(), grants);
   c.mode = policy.mode().value_or(Mode::kEnforce);
+  c.judged_per_device = judged_per_device;
   return container_untrapped_ioctls(c, engine.nvidia(), engine.catalog(), note).requests;
 }
 

@@ -154,6 +154,14 @@ void add_oci_commands(CLI::App& app, int& exit_code) {
       "whose every node is granted). Needs a deny-by-default base profile. The agent checks\n"
       "them against the container's rule at start: its policy must allow each of them unread and\n"
       "it must not trace the container, or the container is killed with one line saying why");
+  auto lsm_judged = std::make_shared<bool>(false);
+  prep->add_flag(
+      "--lsm-judged", *lsm_judged,
+      "With --kernel-allow: the container's agent judges it in the kernel with its\n"
+      "pinned BPF LSM judge (agent --lsm on --lsm-pin DIR), so the requests run\n"
+      "untrapped on device classes where some node is granted, not only every one (a\n"
+      "container granted some GPUs traps as few calls as `gdrproxy run --lsm`). An agent\n"
+      "that cannot judge the container kills it with one line saying why");
   prep->add_option("--policy", *policy_file,
                    "The policy --kernel-allow computes with (the agent rule's \"policy\"; default: "
                    "the built-in one)");
@@ -171,8 +179,9 @@ void add_oci_commands(CLI::App& app, int& exit_code) {
                    "Where /proc is (the NVIDIA driver's GPU list: a GPU minor's PCI function)")
       ->capture_default_str();
   prep->callback([bundle, grant, pa, pmeta, dev_root, rails, rail_profile, plain, sys, no_sysfs,
-                  untrapped, policy_file, &exit_code] {
+                  untrapped, policy_file, lsm_judged, &exit_code] {
     exit_code = run_guarded("gdrproxy oci prepare", 1, [&] {
+      if (*lsm_judged && !*untrapped) throw Error("--lsm-judged goes with --kernel-allow");
       PrepareOptions o;
       if (*no_sysfs)
         o.sysfs.reset();
@@ -193,7 +202,7 @@ void add_oci_commands(CLI::App& app, int& exit_code) {
             policy_file->empty() ? Policy::builtin_default() : Policy::load_file(*policy_file);
         std::string note;
         o.profile.filter.kernel_allowed_ioctls =
-            host_container_untrapped_ioctls(policy, *grant, *dev_root, note);
+            host_container_untrapped_ioctls(policy, *grant, *dev_root, note, *lsm_judged);
         if (!note.empty()) std::cerr << "gdrproxy oci prepare: " << printable(note) << "\n";
       }
       std::cout << "gdrproxy oci prepare: " << prepare_bundle(*bundle, o) << "\n";

@@ -32,6 +32,10 @@ struct ShimConfig {
   // whatever their parameters run untrapped, as `oci prepare --kernel-allow` does; the agent's
   // rule for the container must agree (same policy, no trace) or the agent kills it at start.
   bool kernel_allow = false;
+  // "lsm_judged": true (with kernel_allow), as `oci prepare --lsm-judged`: the agent judges the
+  // container with its pinned BPF LSM judge, so the requests run untrapped where only some
+  // devices of their class are granted.
+  bool lsm_judged = false;
   std::optional<std::string> policy;
   bool found = false;
 };

@@ -132,7 +132,7 @@ int run_runtime_shim(const ShimOptions& o, const std::vector<std::string>& runti
             config.policy ? Policy::load_file(*config.policy) : Policy::builtin_default();
         std::string note;
         p.profile.filter.kernel_allowed_ioctls =
-            host_container_untrapped_ioctls(policy, asked, "/dev", note);
+            host_container_untrapped_ioctls(policy, asked, "/dev", note, config.lsm_judged);
         if (!note.empty()) std::fprintf(stderr, "gdrproxy runtime: %s\n", printable(note).c_str());
       }
       std::fprintf(stderr, "gdrproxy runtime: %s\n",

@@ -72,12 +72,17 @@ struct {
   __type(value, __u32);
 } sandboxed SEC(".maps");
 
-// Judged cgroups (by cgroup v2 id): their scope.
+// Judged cgroups (by cgroup v2 id): their scope, and their level (for whoever takes the pinned
+// maps over).
+struct judged_cgroup {
+  __u32 scope;
+  __u32 level;
+};
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 4096);
   __type(key, __u64);
-  __type(value, __u32);
+  __type(value, struct judged_cgroup);
 } judged_cgroups SEC(".maps");
 
 // Bit L set: some judged cgroup is at level L (0: the root).
@@ -184,8 +189,8 @@ static __always_inline __u32 scope_of_current(void) {
     if (!(mask & (1ULL << level))) continue;
     __u64 id = bpf_get_current_ancestor_cgroup_id(level);
     if (!id) break;  // the task's own cgroup is shallower
-    __u32* scope = bpf_map_lookup_elem(&judged_cgroups, &id);
-    if (scope) return *scope;
+    struct judged_cgroup* judged = bpf_map_lookup_elem(&judged_cgroups, &id);
+    if (judged) return judged->scope;
   }
   return 0;
 }

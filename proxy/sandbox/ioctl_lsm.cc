@@ -6,13 +6,16 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <dirent.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -45,15 +48,32 @@ struct ScopeNodeRequest {
   uint32_t scope, rdev, request;
 };
 
+struct JudgedCgroup {
+  uint32_t scope, level;
+};
+
 constexpr uint8_t kOne = 1;
+
+// The maps a scope's keys begin with (its number first), and the program's maps by name.
+constexpr const char* kMaps[] = {"sandboxed",     "counters",        "judged_cgroups",
+                                 "cgroup_levels", "guarded_nodes",   "guarded_majors",
+                                 "granted",       "untrapped",       "allowed",
+                                 "refusals",      "supervisor_pidns"};
+
+// A pinned judge's directory: one per program, named by a hash of its bytes (FNV-1a), so that a
+// process never takes maps laid out for another program.
+std::string version_of(const void* bytes, size_t size) {
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; i < size; ++i)
+    h = (h ^ static_cast<const uint8_t*>(bytes)[i]) * 1099511628211ULL;
+  char hex[20];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
 
 void put(int map_fd, const void* key, const void* value, const char* map) {
   if (bpf_map_update_elem(map_fd, key, value, BPF_ANY) != 0)
     throw_errno(std::string("BPF LSM table ") + map, errno);
-}
-
-int map_fd(bpf_object* obj, const char* name) {
-  return bpf_object__find_map_fd_by_name(obj, name);
 }
 
 }  // namespace
@@ -118,24 +138,24 @@ bool bpf_lsm_active(std::string& why) {
   return false;
 }
 
-std::unique_ptr<IoctlLsm> IoctlLsm::load(std::string& why) {
-  if (!bpf_lsm_active(why)) return nullptr;
-  std::unique_ptr<IoctlLsm> l(new IoctlLsm());
-  l->obj_ = load_embedded_bpf(kIoctlLsmBpf, kIoctlLsmBpfSize, "BPF LSM program:", why,
-                              " (needs CAP_BPF, CAP_PERFMON and CAP_MAC_ADMIN; some kernels "
-                              "refuse LSM programs to every process)");
-  if (!l->obj_) return nullptr;
-  l->sandboxed_fd_ = map_fd(l->obj_, "sandboxed");
-  l->counters_fd_ = map_fd(l->obj_, "counters");
-  l->cgroups_fd_ = map_fd(l->obj_, "judged_cgroups");
-  l->levels_fd_ = map_fd(l->obj_, "cgroup_levels");
-  l->guarded_nodes_fd_ = map_fd(l->obj_, "guarded_nodes");
-  l->guarded_majors_fd_ = map_fd(l->obj_, "guarded_majors");
-  l->granted_fd_ = map_fd(l->obj_, "granted");
-  l->untrapped_fd_ = map_fd(l->obj_, "untrapped");
-  l->allowed_fd_ = map_fd(l->obj_, "allowed");
-  l->ring_ = ring_buffer__new(
-      map_fd(l->obj_, "refusals"),
+bool IoctlLsm::find_maps(std::string& why) {
+  const auto fd = [this](const char* name) {
+    if (obj_) return bpf_object__find_map_fd_by_name(obj_, name);
+    for (size_t i = 0; i < std::size(kMaps); ++i)
+      if (std::strcmp(kMaps[i], name) == 0) return pinned_maps_[i].get();
+    return -1;
+  };
+  sandboxed_fd_ = fd("sandboxed");
+  counters_fd_ = fd("counters");
+  cgroups_fd_ = fd("judged_cgroups");
+  levels_fd_ = fd("cgroup_levels");
+  guarded_nodes_fd_ = fd("guarded_nodes");
+  guarded_majors_fd_ = fd("guarded_majors");
+  granted_fd_ = fd("granted");
+  untrapped_fd_ = fd("untrapped");
+  allowed_fd_ = fd("allowed");
+  ring_ = ring_buffer__new(
+      fd("refusals"),
       [](void* ctx, void* data, size_t size) {
         if (size < sizeof(gdrproxy_lsm_refusal)) return 0;
         const auto* e = static_cast<const gdrproxy_lsm_refusal*>(data);
@@ -153,13 +173,100 @@ std::unique_ptr<IoctlLsm> IoctlLsm::load(std::string& why) {
         static_cast<IoctlLsm*>(ctx)->taken_.push_back(std::move(r));
         return 0;
       },
-      l.get(), nullptr);
-  if (!l->ring_) {
+      this, nullptr);
+  if (!ring_) {
     why = std::string("BPF LSM program: the refusals' ring: ") + std::strerror(errno);
-    return nullptr;
+    return false;
   }
+  return true;
+}
+
+std::unique_ptr<IoctlLsm> IoctlLsm::load(std::string& why) {
+  if (!bpf_lsm_active(why)) return nullptr;
+  std::unique_ptr<IoctlLsm> l(new IoctlLsm());
+  l->obj_ = load_embedded_bpf(kIoctlLsmBpf, kIoctlLsmBpfSize, "BPF LSM program:", why,
+                              " (needs CAP_BPF, CAP_PERFMON and CAP_MAC_ADMIN; some kernels "
+                              "refuse LSM programs to every process)");
+  if (!l->obj_ || !l->find_maps(why)) return nullptr;
   // Judging no one until a scope has tables and tasks: safe to attach at once.
   if (!attach_every_program(l->obj_, true, l->links_, "BPF LSM program:", why)) return nullptr;
+  return l;
+}
+
+std::unique_ptr<IoctlLsm> IoctlLsm::load_pinned(const std::string& pin_dir, std::string& why) {
+  if (!bpf_lsm_active(why)) return nullptr;
+  const std::string dir = pin_dir + "/" + version_of(kIoctlLsmBpf, kIoctlLsmBpfSize);
+  const std::string complete = dir + "/complete";
+  std::unique_ptr<IoctlLsm> l(new IoctlLsm());
+  l->pinned_at_ = dir;
+  struct stat st {};
+  if (::lstat(complete.c_str(), &st) == 0) {
+    // An earlier process's judge, still attached: its maps are taken over.
+    for (const char* name : kMaps) {
+      UniqueFd fd(bpf_obj_get((dir + "/" + name).c_str()));
+      if (!fd) {
+        why = "BPF LSM program pinned at " + dir + ": map " + name + ": " + std::strerror(errno);
+        return nullptr;
+      }
+      l->pinned_maps_.push_back(std::move(fd));
+    }
+    if (!l->find_maps(why)) return nullptr;
+    l->inherited_from_pins_ = true;
+    uint64_t key = 0, next = 0;
+    const uint64_t* at = nullptr;
+    while (bpf_map_get_next_key(l->cgroups_fd_, at, &next) == 0) {
+      JudgedCgroup j{};
+      if (bpf_map_lookup_elem(l->cgroups_fd_, &next, &j) == 0 && j.level <= kMaxCgroupLevel) {
+        l->inherited_[j.scope].push_back(CgroupV2{next, j.level});
+        ++l->cgroups_at_level_[j.level];
+      }
+      key = next;
+      at = &key;
+    }
+    return l;
+  }
+  // None there (or one cut short while being pinned): loaded, then pinned, "complete" last.
+  l->unpin();  // what a cut-short pinning left
+  if (::mkdir(pin_dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    why = "BPF LSM pins: " + pin_dir + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  if (::mkdir(dir.c_str(), 0700) != 0) {
+    why = "BPF LSM pins: " + dir + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  l->obj_ = load_embedded_bpf(kIoctlLsmBpf, kIoctlLsmBpfSize, "BPF LSM program:", why,
+                              " (needs CAP_BPF, CAP_PERFMON and CAP_MAC_ADMIN; some kernels "
+                              "refuse LSM programs to every process)");
+  if (!l->obj_ || !l->find_maps(why)) return nullptr;
+  for (const char* name : kMaps)
+    if (const int rc =
+            bpf_map__pin(bpf_object__find_map_by_name(l->obj_, name), (dir + "/" + name).c_str());
+        rc != 0) {
+      why = "BPF LSM pins: map " + std::string(name) + " in " + dir + ": " + std::strerror(-rc) +
+            " (is it on a bpffs? mount -t bpf bpf /sys/fs/bpf)";
+      l->unpin();
+      return nullptr;
+    }
+  if (!attach_every_program(l->obj_, true, l->links_, "BPF LSM program:", why)) {
+    l->unpin();
+    return nullptr;
+  }
+  for (size_t i = 0; i < l->links_.size(); ++i) {
+    // (No dots: bpffs reserves names with one.)
+    const std::string path = dir + "/link_" + std::to_string(i);
+    if (const int rc = bpf_link__pin(l->links_[i], path.c_str()); rc != 0) {
+      why = "BPF LSM pins: link " + path + ": " + std::strerror(-rc);
+      l->unpin();
+      return nullptr;
+    }
+  }
+  // bpffs holds no regular files: the mark is a symbolic link.
+  if (::symlink("gdrproxy-bpf-lsm-judge", complete.c_str()) != 0) {
+    why = "BPF LSM pins: " + complete + ": " + std::strerror(errno);
+    l->unpin();
+    return nullptr;
+  }
   return l;
 }
 
@@ -218,14 +325,27 @@ void IoctlLsm::judge_cgroup(const CgroupV2& cgroup, uint32_t scope) {
   if (cgroup.level == 0 || cgroup.level > kMaxCgroupLevel)
     throw Error("BPF LSM: a cgroup at level " + std::to_string(cgroup.level) +
                 " cannot be judged (levels 1 to " + std::to_string(kMaxCgroupLevel) + ")");
-  // One scope per cgroup: a cgroup another sandbox is judged in is not taken over.
-  if (bpf_map_update_elem(cgroups_fd_, &cgroup.id, &scope, BPF_NOEXIST) != 0)
-    throw_errno(errno == EEXIST ? "BPF LSM: cgroup " + std::to_string(cgroup.id) +
-                                      " is judged for another sandbox already"
-                                : "BPF LSM: judging cgroup " + std::to_string(cgroup.id),
-                errno);
+  // One scope per cgroup: a cgroup another sandbox of this process is judged in is not taken
+  // over; one an earlier process judged is (the same container, adopted again), in one update.
+  JudgedCgroup was{};
+  const bool earlier = bpf_map_lookup_elem(cgroups_fd_, &cgroup.id, &was) == 0;
+  if (earlier && !inherited_.count(was.scope))
+    throw Error("BPF LSM: cgroup " + std::to_string(cgroup.id) +
+                " is judged for another sandbox already");
+  const JudgedCgroup now{scope, cgroup.level};
+  if (bpf_map_update_elem(cgroups_fd_, &cgroup.id, &now, earlier ? BPF_EXIST : BPF_NOEXIST) != 0)
+    throw_errno("BPF LSM: judging cgroup " + std::to_string(cgroup.id), errno);
   it->second.cgroups.push_back(cgroup);
   ++cgroups_at_level_[cgroup.level];
+  if (earlier) {
+    std::vector<CgroupV2>& left = inherited_[was.scope];
+    std::erase_if(left, [&](const CgroupV2& c) {
+      if (c.id != cgroup.id) return false;
+      --cgroups_at_level_[c.level];
+      return true;
+    });
+    if (left.empty()) erase_inherited_scope(was.scope);
+  }
   if (!publish_levels()) throw_errno("BPF LSM: the judged cgroups' levels", errno);
 }
 
@@ -241,6 +361,68 @@ void IoctlLsm::forget_scope(uint32_t scope) noexcept {
   static_cast<void>(publish_levels());  // stale bits only cost lookups that find nothing
   erase_tables(scope, it->second);
   scopes_.erase(it);
+}
+
+size_t IoctlLsm::inherited_cgroups() const {
+  size_t n = 0;
+  for (const auto& [scope, cgroups] : inherited_) n += cgroups.size();
+  return n;
+}
+
+uint32_t IoctlLsm::highest_inherited_scope() const {
+  return inherited_.empty() ? 0 : inherited_.rbegin()->first;
+}
+
+size_t IoctlLsm::sweep_inherited() {
+  size_t gone = 0;
+  for (auto it = inherited_.begin(); it != inherited_.end();) {
+    std::erase_if(it->second, [&](const CgroupV2& c) {
+      if (cgroup_v2_exists(c.id)) return false;
+      bpf_map_delete_elem(cgroups_fd_, &c.id);
+      --cgroups_at_level_[c.level];
+      ++gone;
+      return true;
+    });
+    const uint32_t scope = it->first;
+    ++it;
+    if (inherited_[scope].empty()) erase_inherited_scope(scope);
+  }
+  if (gone) static_cast<void>(publish_levels());
+  return gone;
+}
+
+void IoctlLsm::erase_inherited_scope(uint32_t scope) {
+  inherited_.erase(scope);
+  // Its keys are known only by their first word, the scope: each map is walked.
+  const auto erase_keys = [scope](int fd, size_t key_size) {
+    std::vector<uint8_t> key(key_size), next(key_size);
+    std::vector<std::vector<uint8_t>> doomed;
+    const void* at = nullptr;
+    while (bpf_map_get_next_key(fd, at, next.data()) == 0) {
+      uint32_t first = 0;
+      std::memcpy(&first, next.data(), sizeof first);
+      if (first == scope) doomed.push_back(next);
+      key = next;
+      at = key.data();
+    }
+    for (const auto& k : doomed) bpf_map_delete_elem(fd, k.data());
+  };
+  erase_keys(granted_fd_, sizeof(ScopeNode));
+  erase_keys(untrapped_fd_, sizeof(ScopeRequest));
+  erase_keys(allowed_fd_, sizeof(ScopeNodeRequest));
+}
+
+void IoctlLsm::unpin() {
+  if (pinned_at_.empty()) return;
+  if (DIR* d = ::opendir(pinned_at_.c_str())) {
+    while (const dirent* e = ::readdir(d))
+      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
+        ::unlink((pinned_at_ + "/" + e->d_name).c_str());
+    ::closedir(d);
+  }
+  ::rmdir(pinned_at_.c_str());
+  // The directory it was pinned under, when nothing else is pinned there.
+  ::rmdir(pinned_at_.substr(0, pinned_at_.rfind('/')).c_str());
 }
 
 void IoctlLsm::erase_tables(uint32_t scope, const Scope& s) {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "base/cgroup_v2.h"
+#include "base/unique_fd.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/sandbox/kernel_allow.h"
 
@@ -59,6 +60,12 @@ class IoctlLsm {
   // Loads and attaches the program, judging no task yet; nullptr and why (one line) when this
   // kernel or these privileges cannot.
   static std::unique_ptr<IoctlLsm> load(std::string& why);
+  // The same, pinned in `pin_dir` (on a bpffs), so that the judge outlives this process: the
+  // program stays attached and its tables stay after an exit or a kill, for the next process to
+  // take with the same call (the same program: `pin_dir`/<version of the program>). The scopes
+  // an earlier process left are then inherited: still judged, until a scope of this process
+  // judges their cgroup or sweep_inherited() finds it gone.
+  static std::unique_ptr<IoctlLsm> load_pinned(const std::string& pin_dir, std::string& why);
   ~IoctlLsm();
   IoctlLsm(const IoctlLsm&) = delete;
   IoctlLsm& operator=(const IoctlLsm&) = delete;
@@ -79,6 +86,19 @@ class IoctlLsm {
   // judged, its tables go. (A task still marked in it finds no grant: every ioctl of it on a
   // guarded node is refused.)
   void forget_scope(uint32_t scope) noexcept;
+
+  // Pinned: where (empty when not), whether it was taken from an earlier process's pins, how
+  // many cgroups of earlier processes it still judges, and the highest scope number they use
+  // (new scopes must be above it).
+  const std::string& pinned_at() const { return pinned_at_; }
+  bool inherited() const { return inherited_from_pins_; }
+  size_t inherited_cgroups() const;
+  uint32_t highest_inherited_scope() const;
+  // Forgets the inherited cgroups that no longer exist, and the tables of scopes left with
+  // none; returns how many cgroups went.
+  size_t sweep_inherited();
+  // Removes the pins: the judge then ends with this process.
+  void unpin();
 
   struct Counts {
     uint64_t allowed = 0;     // untrapped requests the program let through
@@ -112,8 +132,14 @@ class IoctlLsm {
     std::vector<CgroupV2> cgroups;
   };
   void erase_tables(uint32_t scope, const Scope& s);
+  void erase_inherited_scope(uint32_t scope);
   bool publish_levels();  // false: the map refused the update (errno)
+  bool find_maps(std::string& why);
   bpf_object* obj_ = nullptr;
+  std::vector<UniqueFd> pinned_maps_;  // the maps, opened from their pins (taken over)
+  std::string pinned_at_;
+  bool inherited_from_pins_ = false;
+  std::map<uint32_t, std::vector<CgroupV2>> inherited_;  // earlier processes' scopes
   std::vector<bpf_link*> links_;
   int sandboxed_fd_ = -1, counters_fd_ = -1, cgroups_fd_ = -1, levels_fd_ = -1;
   int guarded_nodes_fd_ = -1, guarded_majors_fd_ = -1, granted_fd_ = -1, untrapped_fd_ = -1,

@@ -44,6 +44,15 @@ TEST(RuntimeConfig, MistakesNameTheFileAndKey) {
   EXPECT_EQ(error_of("[]"), "runtime.json: not a JSON object");
 }
 
+TEST(RuntimeConfig, LsmJudgedGoesWithKernelAllow) {
+  const ShimConfig c = parse_shim_config(
+      R"({"version": 1, "kernel_allow": true, "lsm_judged": true})", "runtime.json");
+  EXPECT_TRUE(c.kernel_allow);
+  EXPECT_TRUE(c.lsm_judged);
+  EXPECT_EQ(error_of(R"({"version": 1, "lsm_judged": true})"),
+            "runtime.json: \"lsm_judged\" goes with \"kernel_allow\": true");
+}
+
 TEST(RuntimeConfig, DevicesOutsideTheCatalogAreNotOurs) {
   const DeviceCatalog none = DeviceCatalog::scan("/nonexistent", "/nonexistent", "/nonexistent");
   EXPECT_TRUE(requested_devices(

@@ -12,6 +12,14 @@
 #     outside the container, on the same device, is not refused;
 #   agent-lsm-control: the same container under an agent without --lsm: the call reaches the
 #     driver (what the judge adds).
+#   agent-lsm-pinned: the judge pinned in a bpffs (--lsm-pin) with the fd store: a profile made
+#     with `oci prepare --kernel-allow --lsm-judged` lets RM_FREE run untrapped although nvidia1
+#     is not granted (the container traps one call fewer than with --kernel-allow alone, as
+#     `run --lsm` does) and an agent whose judge is not pinned kills such a container; RM_FREE on
+#     the inherited nvidia1 fd is refused in the kernel; after a kill -9 of the agent the same
+#     container is still judged while no agent runs, and again once the next agent took the
+#     pinned judge over and re-attached it; the last agent, stopped with no container left,
+#     unpins the judge.
 # The one idea: the judge follows the container's cgroup, not the process the runtime named.
 
 al_t0=$(now_ms)
@@ -78,6 +86,95 @@ kill $agent; wait $agent
 rmdir "$sub" /sys/fs/cgroup$cg /sys/fs/cgroup/gdrproxy-vm-lsm 2>/dev/null
 true
 '
+# The pinned judge: agents and containers under one stand-in /dev, as above. Writes $w/pin.*.
+# shellcheck disable=SC2016 # expanded by the inner bash
+al_pinned='
+set -u
+w=$1 gp=$2 attack=$3 build=$4 tk=$5
+sock=$w/pin.sock ctl=$w/pin.ctl store=$w/pin.store
+mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
+pins=/sys/fs/bpf/gdrproxy-vm-$$
+echo "{\"version\": 1, \"containers\": [{\"match\": {\"id\": \"pin-*\"}, \"grants\": [\"nvidiactl\", \"nvidia-uvm\", \"nvidia0\"]}]}" >"$w/pin.json"
+agent() {  # LOG SOCKET [more options]
+  local log=$1 s=$2
+  shift 2
+  "$gp" agent --socket "$s" --ctl-socket "$s.ctl" --config "$w/pin.json" --lsm on \
+    --rail-state-dir "$w/pin.rails" "$@" >"$w/$log" 2>&1 &
+  agent_pid=$!
+  for i in $(seq 100); do [[ -S $s && -S $s.ctl ]] && return 0; sleep 0.1; done
+  echo "agent $log did not start" >>"$w/pin.problems"
+}
+# bundle NAME SOCKET SCRIPT [prepare options]
+bundle() {
+  local name=$1 b=$w/$1.bundle s=$2 script=$3
+  shift 3
+  mkdir -p "$b/rootfs" "$w/$name.tmp"
+  (cd "$b/rootfs" && mkdir -p usr etc proc dev tmp "${build#/}" && ln -s usr/bin bin &&
+    ln -s usr/lib lib && ln -s usr/lib64 lib64 && ln -s usr/sbin sbin)
+  jq -n --arg build "$build" --arg script "$script" --arg tmp "$w/$name.tmp" --arg cg "/gdrproxy-vm-lsm/$name" "{
+    ociVersion: \"1.0.2\",
+    process: {terminal: false, user: {uid: 0, gid: 0}, cwd: \"/\", noNewPrivileges: true,
+      args: [\"sh\", \"-c\", \$script], env: [\"PATH=/usr/sbin:/usr/bin:/sbin:/bin\"]},
+    root: {path: \"rootfs\", readonly: true},
+    mounts: [{destination: \"/proc\", type: \"proc\", source: \"proc\"},
+             {destination: \"/dev\", type: \"tmpfs\", source: \"tmpfs\", options: [\"nosuid\", \"mode=755\"]},
+             {destination: \"/tmp\", type: \"bind\", source: \$tmp, options: [\"rbind\"]},
+             {destination: \"/usr\", type: \"bind\", source: \"/usr\", options: [\"rbind\", \"ro\"]},
+             {destination: \"/etc\", type: \"bind\", source: \"/etc\", options: [\"rbind\", \"ro\"]},
+             {destination: \$build, type: \"bind\", source: \$build, options: [\"rbind\", \"ro\"]}],
+    linux: {cgroupsPath: \$cg, namespaces: [{type: \"pid\"}, {type: \"mount\"}, {type: \"ipc\"}, {type: \"uts\"}],
+            resources: {devices: [{allow: false, access: \"rwm\"}]}}}" >"$b/config.json"
+  "$gp" oci prepare "$b" --grant nvidiactl,nvidia-uvm,nvidia0 --listener "$s" --no-sysfs "$@" >"$w/$name.prepare" 2>&1 ||
+    echo "prepare $name: $(tail -1 "$w/$name.prepare")" >>"$w/pin.problems"
+}
+run_ctr() {  # NAME: runc run, in the background ($run)
+  timeout -k 5 90 runc --root "$w/pin.runc" run --preserve-fds 1 --bundle "$w/$1.bundle" "$1" >"$w/$1.out" 2>&1 &
+  run=$!
+}
+waitfile() { for i in $(seq 300); do [[ -e $1 ]] && return 0; sleep 0.1; done; echo "no $1" >>"$w/pin.problems"; }
+ex="$tk exercise nvidia /dev/nvidiactl /dev/nvidia-uvm"
+exec 3<>/dev/nvidia1
+# An agent whose judge is not pinned refuses a profile that needs one.
+agent unpinned.agent "$w/pin-unpinned.sock"
+# Untrapped requests need a deny-by-default base profile: every syscall named, then ALLOW.
+python3 -c "import json, re, sys; names = sorted(set(re.findall(r\"#define __NR_(\\w+) \", open(\"/usr/include/x86_64-linux-gnu/asm/unistd_64.h\").read()))); json.dump({\"defaultAction\": \"SCMP_ACT_ERRNO\", \"defaultErrnoRet\": 1, \"syscalls\": [{\"names\": names, \"action\": \"SCMP_ACT_ALLOW\"}]}, open(sys.argv[1], \"w\"))" "$w/deny-default-base.json"
+base=(--base "$w/deny-default-base.json")
+bundle pin-unpinned "$w/pin-unpinned.sock" "$ex" --kernel-allow --lsm-judged "${base[@]}"
+run_ctr pin-unpinned
+wait $run
+kill $agent_pid; wait $agent_pid
+agent pin.agent1 "$sock" --lsm-pin "$pins" --fd-store "$store"
+# The same exercise with --kernel-allow alone, then with --lsm-judged: trapped calls counted.
+bundle pin-allow "$sock" "$ex" --kernel-allow "${base[@]}"
+run_ctr pin-allow
+wait $run
+bundle pin-judged "$sock" "$ex" --kernel-allow --lsm-judged "${base[@]}"
+run_ctr pin-judged
+wait $run
+# The long one: RM_FREE on nvidia1, then TCGETS while no agent runs (said on its stdout), then
+# after the restart.
+bundle pin-long "$sock" "$attack fdioctl 3 0xc0104629; touch /tmp/step1; while [ ! -e /tmp/killed ]; do sleep 0.05; done; $attack fdioctl 3 0x5401 | sed s/^/dead-/; while [ ! -e /tmp/restarted ]; do sleep 0.05; done; $attack fdioctl 3 0x5401 | sed s/^/again-/" --kernel-allow --lsm-judged "${base[@]}"
+run_ctr pin-long
+waitfile "$w/pin-long.tmp/step1"
+kill -KILL $agent_pid; wait $agent_pid 2>/dev/null
+ls "$pins"/* >"$w/pin.pins-while-dead" 2>&1
+touch "$w/pin-long.tmp/killed"
+# (No file is written meanwhile: an open for writing traps, and would wait for the next agent.)
+for i in $(seq 300); do grep -q "^dead-" "$w/pin-long.out" && break; sleep 0.1; done
+agent pin.agent2 "$sock" --lsm-pin "$pins" --fd-store "$store"
+for i in $(seq 100); do grep -q "re-attached" "$w/pin.agent2" && break; sleep 0.1; done
+touch "$w/pin-long.tmp/restarted"
+wait $run
+echo "runc exit $?" >>"$w/pin-long.out"
+for i in $(seq 100); do grep -q "container pin-long ended" "$w/pin.agent2" && break; sleep 0.1; done
+kill $agent_pid; wait $agent_pid
+[[ -e $pins ]] && echo "pins left: $(ls "$pins" 2>&1)" >>"$w/pin.problems"
+exec 3<&-
+for h in $(pgrep -f -- "--fd-store $store"); do kill -KILL "$h"; done 2>/dev/null
+rmdir /sys/fs/cgroup/gdrproxy-vm-lsm/* /sys/fs/cgroup/gdrproxy-vm-lsm 2>/dev/null
+true
+'
+
 al_container() {
   timeout -k 5 120 "$testkit" standin bash -c "$al_inner" al "$1" "$2" "$al_work" "$gdrproxy" "$attack" "$build" \
     >"$al_work/$1.log" 2>&1
@@ -118,6 +215,34 @@ else
   else
     for x in agent init exec log; do [[ -f $f.$x ]] && show "$f.$x" "agent-lsm-control $x"; done
     record agent-lsm-control FAIL $(($(now_ms) - t0)) "init: $(head -c 200 "$f.init"); exec: $(head -c 100 "$f.exec")"
+  fi
+fi
+if [[ ,$lsms, == *,bpf,* ]] && command -v runc >/dev/null; then
+  t0=$(now_ms)
+  timeout -k 5 240 "$testkit" standin bash -c "$al_pinned" al "$al_work" "$gdrproxy" "$attack" "$build" "$testkit" \
+    >"$al_work/pin.log" 2>&1
+  f=$al_work
+  p=()
+  [[ -f $f/pin.problems ]] && p+=("$(tr '\n' ' ' <"$f/pin.problems")")
+  grep -q "refused: its profile lets ioctl 0x[0-9a-f]* run untrapped.*pinned BPF LSM judge.*(killed)" "$f/unpinned.agent" ||
+    p+=("an unpinned judge did not refuse the --lsm-judged profile")
+  trapped() { sed -n "s/.*container pin-$1 ended: \([0-9]*\) ioctl.*/\1/p" "$f/pin.agent1"; }
+  n_allow=$(trapped allow) n_judged=$(trapped judged)
+  [[ -n $n_allow && -n $n_judged ]] && ((n_judged == n_allow - 1)) ||
+    p+=("trapped ioctls: --kernel-allow alone ${n_allow:-?}, --lsm-judged ${n_judged:-?} (expected one fewer)")
+  grep -q "^fdioctl ERR EPERM" "$f/pin-long.out" || p+=("RM_FREE on nvidia1 not refused: $(head -c 200 "$f/pin-long.out")")
+  grep -q "^dead-fdioctl ERR EPERM" "$f/pin-long.out" || p+=("not judged while no agent ran: $(head -c 300 "$f/pin-long.out")")
+  grep -q "^again-fdioctl ERR EPERM" "$f/pin-long.out" || p+=("not judged after the restart: $(head -c 300 "$f/pin-long.out")")
+  grep -q "link_0" "$f/pin.pins-while-dead" || p+=("no pinned link while no agent ran: $(head -c 200 "$f/pin.pins-while-dead")")
+  grep -q "and pinned at" "$f/pin.agent1" || p+=("agent 1 did not pin its judge")
+  grep -q "BPF LSM judge taken over from .*: 1 cgroup(s)" "$f/pin.agent2" || p+=("agent 2 did not take the judge over")
+  grep -q "container pin-long: re-attached" "$f/pin.agent2" || p+=("agent 2 did not re-attach the container")
+  grep -q "BPF LSM judge unpinned" "$f/pin.agent2" || p+=("agent 2 did not unpin at its stop")
+  if ((${#p[@]} == 0)); then
+    record agent-lsm-pinned PASS $(($(now_ms) - t0)) "trapped ioctls $n_allow -> $n_judged with --lsm-judged; unpinned agent kills it; judged through a kill -9 and after the takeover; unpinned at the end"
+  else
+    for x in pin.log pin.agent1 pin.agent2 unpinned.agent pin-long.out pin-judged.out pin-allow.out; do [[ -f $f/$x ]] && show "$f/$x" "agent-lsm-pinned $x"; done
+    record agent-lsm-pinned FAIL $(($(now_ms) - t0)) "$(IFS='; '; echo "${p[*]}")"
   fi
 fi
 log "agent BPF LSM checks took $((($(now_ms) - al_t0) / 1000)) s"
