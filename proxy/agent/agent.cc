@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -904,6 +905,13 @@ class Agent {
         c->session->say_kernel_refusal(f);
         return;
       }
+    // A container an earlier agent judged (pinned), not adopted again yet.
+    char line[160];
+    std::snprintf(line, sizeof line,
+                  "BPF LSM judge refused ioctl 0x%08x on char device %u:%u by pid %d (ns pid %d, ",
+                  f.request, major(f.rdev), minor(f.rdev), f.tid, f.ns_tid);
+    log(line + f.comm + ") of a container an earlier agent judged (scope " +
+        std::to_string(f.scope) + ") -> EPERM");
   }
 
   // Whether every request `profile` lets run untrapped is in `allowed` (the session's own set);

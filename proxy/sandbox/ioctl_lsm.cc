@@ -76,6 +76,24 @@ void put(int map_fd, const void* key, const void* value, const char* map) {
     throw_errno(std::string("BPF LSM table ") + map, errno);
 }
 
+// Whether `dir` holds a pinned link for every program of the judge (one removed by hand has
+// detached its program: such pins are not taken over, but replaced).
+bool all_links_pinned(const std::string& dir) {
+  bpf_object* obj = bpf_object__open_mem(kIoctlLsmBpf, kIoctlLsmBpfSize, nullptr);
+  if (!obj) return false;
+  size_t programs = 0;
+  bpf_program* p = nullptr;
+  bpf_object__for_each_program(p, obj) {
+    ++programs;
+  }
+  bpf_object__close(obj);
+  for (size_t i = 0; i < programs; ++i) {
+    const UniqueFd link(bpf_obj_get((dir + "/link_" + std::to_string(i)).c_str()));
+    if (!link) return false;
+  }
+  return programs > 0;
+}
+
 }  // namespace
 
 IoctlLsmTables ioctl_lsm_tables(const DeviceCatalog& catalog, const Grants& grants,
@@ -200,7 +218,7 @@ std::unique_ptr<IoctlLsm> IoctlLsm::load_pinned(const std::string& pin_dir, std:
   std::unique_ptr<IoctlLsm> l(new IoctlLsm());
   l->pinned_at_ = dir;
   struct stat st {};
-  if (::lstat(complete.c_str(), &st) == 0) {
+  if (::lstat(complete.c_str(), &st) == 0 && all_links_pinned(dir)) {
     // An earlier process's judge, still attached: its maps are taken over.
     for (const char* name : kMaps) {
       UniqueFd fd(bpf_obj_get((dir + "/" + name).c_str()));
