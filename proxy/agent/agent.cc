@@ -507,6 +507,14 @@ class Agent {
     if (opts_.lsm == LsmChoice::kOff) return;
     std::string why;
     judge_ = opts_.lsm_pin ? IoctlLsm::load_pinned(*opts_.lsm_pin, why) : IoctlLsm::load(why);
+    if (!judge_ && opts_.lsm_pin && opts_.lsm == LsmChoice::kAuto) {
+      // Pins unusable: a judge for this agent's life is still better than none.
+      const std::string pin_why = why;
+      judge_ = IoctlLsm::load(why);
+      if (judge_)
+        log("--lsm auto: " + pin_why +
+            "; the judge is not pinned (containers whose profiles need a pinned one are refused)");
+    }
     if (!judge_) {
       if (opts_.lsm == LsmChoice::kOn) throw Error("--lsm on: " + why);
       log("--lsm auto: " + why + "; containers' device ioctls are judged by the agent alone");
