@@ -19,7 +19,7 @@
 #     the inherited nvidia1 fd is refused in the kernel; after a kill -9 of the agent the same
 #     container is still judged while no agent runs, and again once the next agent took the
 #     pinned judge over and re-attached it; the last agent, stopped with no container left,
-#     unpins the judge.
+#     unpins the judge; pins missing a link (one removed by hand) are replaced, not taken over.
 # The one idea: the judge follows the container's cgroup, not the process the runtime named.
 
 al_t0=$(now_ms)
@@ -101,7 +101,8 @@ agent() {  # LOG SOCKET [more options]
   "$gp" agent --socket "$s" --ctl-socket "$s.ctl" --config "$w/pin.json" --lsm on \
     --rail-state-dir "$w/pin.rails" "$@" >"$w/$log" 2>&1 &
   agent_pid=$!
-  for i in $(seq 100); do [[ -S $s && -S $s.ctl ]] && return 0; sleep 0.1; done
+  # Serving (its judge loaded and pinned), not only bound.
+  for i in $(seq 100); do grep -q "gdrproxy agent: serving" "$w/$log" && return 0; sleep 0.1; done
   echo "agent $log did not start" >>"$w/pin.problems"
 }
 # bundle NAME SOCKET SCRIPT [prepare options]
@@ -171,6 +172,13 @@ kill $agent_pid; wait $agent_pid
 [[ -e $pins ]] && echo "pins left: $(ls "$pins" 2>&1)" >>"$w/pin.problems"
 exec 3<&-
 for h in $(pgrep -f -- "--fd-store $store"); do kill -KILL "$h"; done 2>/dev/null
+# Pins missing a link (removed by hand: its program detached) are replaced, not taken over.
+agent pin.agent3 "$w/pin3.sock" --lsm-pin "$pins"
+kill -KILL $agent_pid; wait $agent_pid 2>/dev/null
+rm -f "$pins"/*/link_0
+agent pin.agent4 "$w/pin3.sock" --lsm-pin "$pins"
+ls "$pins"/* >"$w/pin.pins-replaced" 2>&1
+kill $agent_pid; wait $agent_pid
 rmdir /sys/fs/cgroup/gdrproxy-vm-lsm/* /sys/fs/cgroup/gdrproxy-vm-lsm 2>/dev/null
 true
 '
@@ -238,8 +246,10 @@ if [[ ,$lsms, == *,bpf,* ]] && command -v runc >/dev/null; then
   grep -q "BPF LSM judge taken over from .*: 1 cgroup(s)" "$f/pin.agent2" || p+=("agent 2 did not take the judge over")
   grep -q "container pin-long: re-attached" "$f/pin.agent2" || p+=("agent 2 did not re-attach the container")
   grep -q "BPF LSM judge unpinned" "$f/pin.agent2" || p+=("agent 2 did not unpin at its stop")
+  grep -q "and pinned at" "$f/pin.agent4" && grep -q "^link_0$" "$f/pin.pins-replaced" ||
+    p+=("pins missing a link were not replaced: $(head -c 200 "$f/pin.agent4")")
   if ((${#p[@]} == 0)); then
-    record agent-lsm-pinned PASS $(($(now_ms) - t0)) "trapped ioctls $n_allow -> $n_judged with --lsm-judged; unpinned agent kills it; judged through a kill -9 and after the takeover; unpinned at the end"
+    record agent-lsm-pinned PASS $(($(now_ms) - t0)) "trapped ioctls $n_allow -> $n_judged with --lsm-judged; unpinned agent kills it; judged through a kill -9 and after the takeover; unpinned at the end; pins missing a link replaced"
   else
     for x in pin.log pin.agent1 pin.agent2 unpinned.agent pin-long.out pin-judged.out pin-allow.out; do [[ -f $f/$x ]] && show "$f/$x" "agent-lsm-pinned $x"; done
     record agent-lsm-pinned FAIL $(($(now_ms) - t0)) "$(IFS='; '; echo "${p[*]}")"
