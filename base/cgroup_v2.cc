@@ -36,18 +36,20 @@ std::string cgroup2_mount() {
 
 }  // namespace
 
-bool cgroup_v2_exists(uint64_t id) {
+UniqueFd cgroup2_root() {
   const std::string mount = cgroup2_mount();
-  if (mount.empty()) return true;
-  const UniqueFd root(::open(mount.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!root) return true;
+  return UniqueFd(mount.empty() ? -1 : ::open(mount.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+}
+
+bool cgroup_v2_exists(int root, uint64_t id) {
+  if (root < 0) return true;
   // The kernel's file handle of a kernfs node (FILEID_KERNFS) is its 64-bit id.
   alignas(file_handle) unsigned char bytes[sizeof(file_handle) + sizeof id]{};
   auto* handle = reinterpret_cast<file_handle*>(bytes);
   handle->handle_bytes = sizeof id;
   handle->handle_type = 0xfe;
   std::memcpy(handle->f_handle, &id, sizeof id);
-  const UniqueFd dir(::open_by_handle_at(root.get(), handle, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  const UniqueFd dir(::open_by_handle_at(root, handle, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   return dir || errno != ESTALE;
 }
 

@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 
+#include "base/unique_fd.h"
+
 namespace gdrproxy {
 
 struct CgroupV2 {
@@ -20,9 +22,12 @@ struct CgroupV2 {
 // cgroup2 mount; nullopt and why (one line) when there is no such mount or no such cgroup.
 std::optional<CgroupV2> cgroup_v2(const std::string& path, std::string& why);
 
+// This process's cgroup2 mount, opened (invalid when there is none), for cgroup_v2_exists.
+UniqueFd cgroup2_root();
+
 // Whether the cgroup v2 with this id exists (opened by its id as a file handle on the cgroup2
-// mount; needs CAP_DAC_READ_SEARCH). True when it cannot be told: callers forget what belonged
-// to a cgroup only once it is known gone.
-bool cgroup_v2_exists(uint64_t id);
+// mount `root`; needs CAP_DAC_READ_SEARCH). True when it cannot be told (no root, another
+// error): callers forget what belonged to a cgroup only once it is known gone.
+bool cgroup_v2_exists(int root, uint64_t id);
 
 }  // namespace gdrproxy

@@ -781,25 +781,21 @@ class Agent {
       // (one that outlives this agent) lets its profile run requests untrapped on device classes
       // only partly granted, as `run --lsm` does.
       std::optional<CgroupV2> judged_at;
-      if (judge_) {
-        judged_at = cgroup_v2(cgroup, c->judged);
-        if (!judged_at && opts_.lsm == LsmChoice::kOn)
-          throw Error("--lsm on: it cannot be judged in the kernel (" + c->judged + ")");
-      }
+      if (judge_) judged_at = cgroup_v2(cgroup, c->judged);
       cfg.judged_per_device = judged_at && !judge_->pinned_at().empty();
       const bool untrapped_asked = untrapped.unjudged || !untrapped.requests.empty();
-      const auto untrapped_set = [&] {
+      const auto untrapped_set = [&](const SessionConfig& config) {
         std::string note;
-        return container_untrapped_ioctls(cfg, engine_.nvidia(), *catalog, note);
+        return container_untrapped_ioctls(config, engine_.nvidia(), *catalog, note);
       };
       KernelAllowed ours;
-      if (untrapped_asked) ours = untrapped_set();
-      if (judged_at)
+      if (untrapped_asked) ours = untrapped_set(cfg);
+      if (judge_)
         c->scope =
-            judge_container(*judged_at, *catalog, cfg.grants, ours, untrapped.requests, c->judged);
+            judge_container(judged_at, *catalog, cfg.grants, ours, untrapped.requests, c->judged);
       if (!c->scope && cfg.judged_per_device) {  // not judged after all
         cfg.judged_per_device = false;
-        if (untrapped_asked) ours = untrapped_set();
+        if (untrapped_asked) ours = untrapped_set(cfg);
       }
       // What its profile lets run untrapped never reaches this agent: each request must be one
       // this container's session would allow unread, or the container must not run at all.
@@ -811,14 +807,7 @@ class Agent {
           judged.judged_per_device = true;
           const bool needs_judge =
               !cfg.judged_per_device &&
-              untrapped_agrees(
-                  untrapped,
-                  [&] {
-                    std::string note;
-                    return container_untrapped_ioctls(judged, engine_.nvidia(), *catalog, note);
-                  }()
-                      .requests,
-                  unused);
+              untrapped_agrees(untrapped, untrapped_set(judged).requests, unused);
           kill_refused(pidfd.get(), who,
                        why + (needs_judge ? " (device classes only partly granted need the "
                                             "agent's pinned BPF LSM judge over the container's "
@@ -876,13 +865,16 @@ class Agent {
   // the requests its profile lets run untrapped (`profile`, each allowed on the granted nodes
   // of the class `allowed` lists it for), over its cgroup v2, which holds every process of it
   // (those forked before this too) and every one `runc exec` adds. nullptr, and `why`, when it
-  // cannot be judged; with --lsm on that refuses it (gdrproxy::Error).
-  std::unique_ptr<JudgedScope> judge_container(const CgroupV2& cgroup, const DeviceCatalog& catalog,
-                                               const Grants& grants, const KernelAllowed& allowed,
+  // cannot be judged (`cgroup` none: `why` says why already); with --lsm on that refuses it
+  // (gdrproxy::Error).
+  std::unique_ptr<JudgedScope> judge_container(const std::optional<CgroupV2>& cgroup,
+                                               const DeviceCatalog& catalog, const Grants& grants,
+                                               const KernelAllowed& allowed,
                                                const std::vector<uint32_t>& profile,
                                                std::string& why) {
     std::unique_ptr<JudgedScope> scope;
     try {
+      if (!cgroup) throw Error(why);
       // Only the requests this profile lets through are the judge's; the others trap.
       const auto in_profile = [&profile](std::vector<uint32_t> v) {
         std::erase_if(
@@ -896,7 +888,7 @@ class Agent {
       const uint32_t number = ++last_scope_;
       judge_->add_scope(number, ioctl_lsm_tables(catalog, grants, judged));
       scope = std::make_unique<JudgedScope>(*judge_, number);
-      judge_->judge_cgroup(cgroup, number);
+      judge_->judge_cgroup(*cgroup, number);
       return scope;
     } catch (const std::exception& e) {
       why = e.what();

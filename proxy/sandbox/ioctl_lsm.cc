@@ -54,7 +54,7 @@ struct JudgedCgroup {
 
 constexpr uint8_t kOne = 1;
 
-// The maps a scope's keys begin with (its number first), and the program's maps by name.
+// Every map of the program, by name: what a pinned judge pins and a later process takes over.
 constexpr const char* kMaps[] = {"sandboxed",     "counters",        "judged_cgroups",
                                  "cgroup_levels", "guarded_nodes",   "guarded_majors",
                                  "granted",       "untrapped",       "allowed",
@@ -199,13 +199,17 @@ bool IoctlLsm::find_maps(std::string& why) {
   return true;
 }
 
+bool IoctlLsm::load_object(std::string& why) {
+  obj_ = load_embedded_bpf(kIoctlLsmBpf, kIoctlLsmBpfSize, "BPF LSM program:", why,
+                           " (needs CAP_BPF, CAP_PERFMON and CAP_MAC_ADMIN; some kernels "
+                           "refuse LSM programs to every process)");
+  return obj_ && find_maps(why);
+}
+
 std::unique_ptr<IoctlLsm> IoctlLsm::load(std::string& why) {
   if (!bpf_lsm_active(why)) return nullptr;
   std::unique_ptr<IoctlLsm> l(new IoctlLsm());
-  l->obj_ = load_embedded_bpf(kIoctlLsmBpf, kIoctlLsmBpfSize, "BPF LSM program:", why,
-                              " (needs CAP_BPF, CAP_PERFMON and CAP_MAC_ADMIN; some kernels "
-                              "refuse LSM programs to every process)");
-  if (!l->obj_ || !l->find_maps(why)) return nullptr;
+  if (!l->load_object(why)) return nullptr;
   // Judging no one until a scope has tables and tasks: safe to attach at once.
   if (!attach_every_program(l->obj_, true, l->links_, "BPF LSM program:", why)) return nullptr;
   return l;
@@ -253,10 +257,7 @@ std::unique_ptr<IoctlLsm> IoctlLsm::load_pinned(const std::string& pin_dir, std:
     why = "BPF LSM pins: " + dir + ": " + std::strerror(errno);
     return nullptr;
   }
-  l->obj_ = load_embedded_bpf(kIoctlLsmBpf, kIoctlLsmBpfSize, "BPF LSM program:", why,
-                              " (needs CAP_BPF, CAP_PERFMON and CAP_MAC_ADMIN; some kernels "
-                              "refuse LSM programs to every process)");
-  if (!l->obj_ || !l->find_maps(why)) return nullptr;
+  if (!l->load_object(why)) return nullptr;
   for (const char* name : kMaps)
     if (const int rc =
             bpf_map__pin(bpf_object__find_map_by_name(l->obj_, name), (dir + "/" + name).c_str());
@@ -393,9 +394,10 @@ uint32_t IoctlLsm::highest_inherited_scope() const {
 
 size_t IoctlLsm::sweep_inherited() {
   size_t gone = 0;
+  const UniqueFd root = cgroup2_root();  // once for the whole sweep
   for (auto it = inherited_.begin(); it != inherited_.end();) {
     std::erase_if(it->second, [&](const CgroupV2& c) {
-      if (cgroup_v2_exists(c.id)) return false;
+      if (cgroup_v2_exists(root.get(), c.id)) return false;
       bpf_map_delete_elem(cgroups_fd_, &c.id);
       --cgroups_at_level_[c.level];
       ++gone;

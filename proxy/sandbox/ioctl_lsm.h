@@ -135,6 +135,7 @@ class IoctlLsm {
   void erase_inherited_scope(uint32_t scope);
   bool publish_levels();  // false: the map refused the update (errno)
   bool find_maps(std::string& why);
+  bool load_object(std::string& why);  // the embedded program, loaded into obj_, and its maps
   bpf_object* obj_ = nullptr;
   std::vector<UniqueFd> pinned_maps_;  // the maps, opened from their pins (taken over)
   std::string pinned_at_;

@@ -42,7 +42,9 @@ TEST(CgroupV2, NamesACgroupByTheInodeOfItsDirectoryAndItsDepth) {
   ASSERT_EQ(::stat((mnt + top + "/inner").c_str(), &st), 0);
   std::string why;
   const auto c = cgroup_v2(top + "/inner", why);
-  const bool there = c && cgroup_v2_exists(c->id);
+  const UniqueFd mount = cgroup2_root();
+  ASSERT_TRUE(mount);
+  const bool there = c && cgroup_v2_exists(mount.get(), c->id);
   ::rmdir((mnt + top + "/inner").c_str());
   ::rmdir((mnt + top).c_str());
   ASSERT_TRUE(c) << why;
@@ -50,7 +52,7 @@ TEST(CgroupV2, NamesACgroupByTheInodeOfItsDirectoryAndItsDepth) {
   EXPECT_EQ(c->level, 2u);
   // Found by its id while it exists, known gone once removed (ids are never reused).
   EXPECT_TRUE(there);
-  EXPECT_FALSE(cgroup_v2_exists(c->id));
+  EXPECT_FALSE(cgroup_v2_exists(mount.get(), c->id));
   const auto root = cgroup_v2("/", why);
   ASSERT_TRUE(root) << why;
   EXPECT_EQ(root->level, 0u);

@@ -5,7 +5,9 @@
 // tables of the bench's own: /dev/null is a granted node, one request is allowed on it and another
 // is not. It also checks that the judge decides: the allowed request reaches the driver (/dev/null
 // answers ENOTTY), the other is refused with EPERM, and another device is not judged. Needs root
-// and the BPF LSM active (exits 77 otherwise, saying why). Usage: lsm_ioctl_bench [N]
+// and the BPF LSM active (exits 77 otherwise, saying why).
+//
+// Usage: lsm_ioctl_bench [N]
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
