@@ -15,9 +15,9 @@
 namespace gdrproxy::proxy {
 namespace {
 
-// "Some rdma_cm device": a marked rdma_cm fd whose write was seen after the fd was closed.
+// "Some rdma_cm device": a write seen after its fd was closed, on an fd whose open was not
+// recorded (the BPF program marks rdma_cm fds at their open itself; past the cap).
 const DeviceNode kAnyRdmaCm{"/dev/infiniband/rdma_cm", "rdma_cm", DeviceClass::kRdmaCm, 0, true};
-const DeviceNode kAnyUverbs{"/dev/infiniband/uverbs*", "uverbs", DeviceClass::kUverbs, 0, true};
 
 bool alive(uint32_t id) {
   struct stat st;
@@ -127,10 +127,8 @@ void SessionTrace::on_write(const gdrproxy_exit_event& e) {
     if (watched != watched_fds_.end()) watched_fds_.erase(watched);
     return;
   }
-  if (!node) {
-    const bool uverbs = watched != watched_fds_.end() && watched->second == DeviceClass::kUverbs;
-    node = uverbs ? &kAnyUverbs : &kAnyRdmaCm;
-  }
+  // Gone (closed, or its process exited before the event was read): the node its open named.
+  if (!node) node = watched != watched_fds_.end() ? &watched->second : &kAnyRdmaCm;
   TraceRecord r;
   r.seq = next_seq_();
   r.wall_time = wall_seconds();
@@ -174,7 +172,8 @@ void SessionTrace::on_result(const gdrproxy_exit_event& e) {
        r.call.device_class == DeviceClass::kRdmaCm)) {
     // Bounded: past the cap (a tenant holding that many fds open) new fds go unwatched.
     if (watched_fds_.size() < kMaxWatchedFds)
-      watched_fds_[{r.who.host_tgid, static_cast<uint32_t>(e.ret)}] = r.call.device_class;
+      watched_fds_[{r.who.host_tgid, static_cast<uint32_t>(e.ret)}] =
+          DeviceNode{.name = r.device, .device_class = r.call.device_class};
     else if (observer_)
       observer_->unwatch_cm_fd(r.who.host_tgid, static_cast<uint32_t>(e.ret));
   }
@@ -261,7 +260,7 @@ void SessionTrace::finish(const std::string& why) {
     if (write_without_result(w, why)) ++results_unobserved_;
   }
   if (observer_)
-    for (const auto& [key, cls] : watched_fds_) observer_->unwatch_cm_fd(key.first, key.second);
+    for (const auto& [key, node] : watched_fds_) observer_->unwatch_cm_fd(key.first, key.second);
   watched_fds_.clear();
   if (json_) json_->finish(std::chrono::seconds(5));
 }

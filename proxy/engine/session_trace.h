@@ -91,9 +91,10 @@ class SessionTrace {
   PendingResults pending_;
   std::set<pid_t> gone_at_last_sweep_;           // tids with a pending result that had exited then
   std::set<uint64_t> unreported_at_last_sweep_;  // seqs of waiting records found unarmed then
-  // Fds whose writes the observer watches, with their class, recorded when their open returned.
+  // Fds whose writes the observer watches, with the node their open named (its name and class),
+  // recorded when the open returned: a write read after its fd is gone is still named by it.
   // The loop's (results, the sweep, stats).
-  std::map<std::pair<uint32_t, uint32_t>, DeviceClass> watched_fds_;
+  std::map<std::pair<uint32_t, uint32_t>, DeviceNode> watched_fds_;
   static constexpr size_t kMaxWatchedFds = 65536;
   uint64_t results_unobserved_ = 0, fds_unwatched_gone_ = 0;
 };
