@@ -27,6 +27,10 @@ uint32_t last_number(const std::string& text) {
   return last;
 }
 
+ino_t namespace_of(pid_t pid, const char* kind) {
+  struct stat st {};
+  return ::stat(("/proc/" + std::to_string(pid) + "/ns/" + kind).c_str(), &st) == 0 ? st.st_ino : 0;
+}
 }  // namespace
 
 ProcessIdentity parse_process_identity(std::string_view status, std::string_view comm) {
@@ -73,8 +77,10 @@ uint32_t own_pid_namespace_inode() {
 }
 
 ino_t pid_namespace_of(pid_t pid) {
-  struct stat st {};
-  return ::stat(("/proc/" + std::to_string(pid) + "/ns/pid").c_str(), &st) == 0 ? st.st_ino : 0;
+  return namespace_of(pid, "pid");
+}
+ino_t mount_namespace_of(pid_t pid) {
+  return namespace_of(pid, "mnt");
 }
 
 std::string cgroup_of(pid_t pid) {

@@ -38,6 +38,8 @@ uint32_t own_pid_namespace_inode();
 
 // The inode of /proc/<pid>/ns/pid (the pid namespace's identity); 0 when unreadable.
 ino_t pid_namespace_of(pid_t pid);
+// The inode of /proc/<pid>/ns/mnt; 0 when unreadable.
+ino_t mount_namespace_of(pid_t pid);
 // The cgroup v2 path of /proc/<pid>/cgroup ("/system.slice/x.scope"); "" when unreadable or the
 // process is only in v1 hierarchies.
 std::string cgroup_of(pid_t pid);

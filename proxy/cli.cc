@@ -237,19 +237,26 @@ void add_agent(CLI::App& app, int& exit_code) {
   auto* ctl = agent->add_subcommand(
       "ctl",
       "Ask a running agent: list (containers), stats (counts, p50/p99 handler latency), drain\n"
-      "(take no new container or process, stop when the last container ends: for upgrades) or\n"
-      "drain ID (no new process joins that container)");
+      "(take no new container or process, stop when the last container ends: for upgrades),\n"
+      "drain ID (no new process joins that container) or judge-pending PID [ID] (with --lsm:\n"
+      "judge the cgroup of a new container's init PID in the kernel, refusing every ioctl on\n"
+      "a guarded device until its handover; what `gdrproxy hook judge` asks)");
   auto command = std::make_shared<std::string>();
-  auto id = std::make_shared<std::string>();
-  ctl->add_option("command", *command, "list | stats | drain")
+  auto args = std::make_shared<std::vector<std::string>>();
+  ctl->add_option("command", *command, "list | stats | drain | judge-pending")
       ->required()
-      ->check(CLI::IsMember({"list", "stats", "drain"}));
-  ctl->add_option("id", *id, "Container id (drain only)");
+      ->check(CLI::IsMember({"list", "stats", "drain", "judge-pending"}));
+  ctl->add_option("args", *args, "drain: a container id; judge-pending: PID and container id");
   ctl->add_option("--ctl-socket", opts->ctl_socket, "Control socket")->capture_default_str();
-  ctl->callback([opts, command, id, &exit_code] {
-    if (!id->empty() && *command != "drain")
-      throw CLI::ValidationError("id", "only drain takes one");
-    exit_code = agent_ctl(opts->ctl_socket, id->empty() ? *command : *command + " " + *id);
+  ctl->callback([opts, command, args, &exit_code] {
+    const size_t most = *command == "drain" ? 1 : *command == "judge-pending" ? 2 : 0;
+    if (args->size() > most || (*command == "judge-pending" && args->empty()))
+      throw CLI::ValidationError("args", *command == "judge-pending"
+                                             ? "judge-pending takes PID and a container id"
+                                             : "only drain takes one (a container id)");
+    std::string line = *command;
+    for (const std::string& a : *args) line += " " + a;
+    exit_code = agent_ctl(opts->ctl_socket, line);
   });
   agent->callback([ctl, opts, config, trace_dir, fd_store, agent_trap_copy, agent_lsm,
                    agent_lsm_pin, &exit_code] {

@@ -44,6 +44,7 @@
 #include "proxy/agent/agent_config.h"
 #include "proxy/agent/bundle_check.h"
 #include "proxy/agent/bundle_reads.h"
+#include "proxy/agent/ctl_client.h"
 #include "proxy/agent/fd_store.h"
 #include "proxy/agent/handshakes.h"
 #include "proxy/agent/listener_check.h"
@@ -198,7 +199,19 @@ struct Container {
   // kernel, `judged` says why). Declared before the session: forgotten after it stopped.
   std::unique_ptr<JudgedScope> scope;
   std::string judged;
+  uint32_t judged_from_creation = 0;  // the pending scope its own replaced (0: none)
   std::unique_ptr<Session> session;
+};
+
+// A container's cgroup judged from its creation until its handover (`gdrproxy hook judge`, the
+// createRuntime hook `oci prepare --lsm-hook` writes): a scope with no grant, so the kernel
+// refuses every ioctl on a guarded node from that cgroup until the handover gives the container
+// its own scope (in one update). Without it the container could run, between the runtime's
+// handover and the agent reading it, ioctls its filter never traps on an fd it did not open.
+struct PendingJudgement {
+  std::string id;  // the container, as the runtime's state named it
+  std::string cgroup;
+  std::unique_ptr<JudgedScope> scope;
 };
 
 // The pid namespace and cgroup of the process behind `pidfd` (whose pid is `pid`), read through
@@ -542,15 +555,18 @@ class Agent {
   // takes them over); one that judges nothing more is unpinned, and ends with this agent.
   void release_judge() {
     if (!judge_ || judge_->pinned_at().empty()) return;
-    if (containers_.empty() && judge_->inherited_cgroups() == 0) {
+    if (containers_.empty() && pending_.empty() && judge_->inherited_cgroups() == 0) {
       judge_->unpin();
       log("BPF LSM judge unpinned from " + judge_->pinned_at() + ": no container left to judge");
       return;
     }
     for (auto& [id, c] : containers_)
       if (c->scope) c->scope->leave_to_pins();
+    // Judged from their creation: the next agent inherits them, as it does containers.
+    for (auto& [cg, p] : pending_) p.scope->leave_to_pins();
     log("BPF LSM judge stays pinned at " + judge_->pinned_at() + ", judging " +
-        std::to_string(containers_.size()) + " container(s) until the next agent takes it over");
+        std::to_string(containers_.size() + pending_.size()) +
+        " container(s) until the next agent takes it over");
   }
 
   // A refusal whose wake-up the judge skipped (it wakes once per batch) waits at most a second.
@@ -559,12 +575,91 @@ class Agent {
     judge_sweep_.async_wait([this](const boost::system::error_code& ec) {
       if (ec) return;
       judge_refusals_->take();
+      forget_pending_of_gone_cgroups();
       if (judge_->inherited_cgroups() > 0)
         if (const size_t gone = judge_->sweep_inherited())
           log("BPF LSM judge: " + std::to_string(gone) +
               " cgroup(s) an earlier agent judged are gone, and forgotten");
       sweep_refusals();
     });
+  }
+
+  // A container judged from its creation whose cgroup is gone never came to be (its runtime
+  // failed, or it was refused): its scope goes.
+  void forget_pending_of_gone_cgroups() {
+    if (pending_.empty()) return;
+    const UniqueFd root = cgroup2_root();
+    std::erase_if(pending_, [&](const auto& p) {
+      if (cgroup_v2_exists(root.get(), p.first)) return false;
+      log("container " + printable(p.second.id) +
+          ": its cgroup is gone before its handover; no longer judged from its creation");
+      return true;
+    });
+  }
+
+  // `ctl judge-pending PID ID` (`gdrproxy hook judge`, at the container's createRuntime): judges
+  // the cgroup of process PID, the container's init, in a scope with no grant until its handover.
+  // Answers one JSON line: "judged" "pending" or "already" (its handover came first), false with
+  // "why" (no judge, or --lsm auto and it cannot be judged), or "error" (--lsm on: the runtime
+  // then fails the container's creation).
+  std::string judge_pending(const std::string& args) {
+    const auto answer = [](nlohmann::json j) {
+      return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    };
+    const size_t space = args.find(' ');
+    const std::string pid_text = args.substr(0, space);
+    const std::string id = space == std::string::npos ? "" : args.substr(space + 1);
+    char* end = nullptr;
+    const long pid = std::strtol(pid_text.c_str(), &end, 10);
+    if (pid_text.empty() || *end != '\0' || pid <= 0 || pid > INT32_MAX)
+      return answer({{"error", "expected judge-pending PID [ID]"}});
+    const std::string who = "container " + printable(id) + " (pid " + pid_text + ")";
+    if (!judge_) {
+      const std::string why = opts_.lsm == LsmChoice::kOff
+                                  ? "the agent runs without --lsm"
+                                  : "the agent has no BPF LSM judge (--lsm auto, none here)";
+      log(who + ": its runtime asks for a judge from its creation, but " + why +
+          ": not judged in the kernel");
+      return answer({{"judged", false}, {"why", why}});
+    }
+    const auto refuse = [&](const std::string& why) {
+      log(who + ": cannot be judged from its creation: " + why);
+      if (opts_.lsm == LsmChoice::kOn) return answer({{"error", "--lsm on: " + why}});
+      return answer({{"judged", false}, {"why", why}});
+    };
+    const UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0)));
+    ino_t pidns = 0;
+    std::string cgroup;
+    if (!pidfd || !verified_facts(pidfd.get(), static_cast<pid_t>(pid), pidns, cgroup))
+      return answer({{"error", "process " + pid_text + " is gone"}});
+    // A container's init has a mount namespace of its own; a host process does not, and judging
+    // its cgroup would refuse the host's own device calls.
+    if (mount_namespace_of(static_cast<pid_t>(pid)) == mount_namespace_of(::getpid()))
+      return answer({{"error", "process " + pid_text +
+                                   " shares the agent's mount namespace: not a container's"}});
+    const std::string own = cgroup_of(::getpid());
+    if (cgroup.empty() || cgroup == "/" || own == cgroup || own.rfind(cgroup + "/", 0) == 0)
+      return refuse("its cgroup " + printable(cgroup) + " holds the agent itself");
+    for (const auto& [cid, c] : containers_)
+      if (c->scope && c->cgroup == cgroup) return answer({{"judged", "already"}});
+    std::string why;
+    const std::optional<CgroupV2> at = cgroup_v2(cgroup, why);
+    if (!at) return refuse(why);
+    if (pending_.count(at->id)) return answer({{"judged", "pending"}});
+    try {
+      const uint32_t number = ++last_scope_;
+      const std::shared_ptr<const DeviceCatalog> catalog = engine_.live_catalog().refreshed();
+      const Grants none = Grants::from_specs(*catalog, std::vector<std::string>{});
+      judge_->add_scope(number, ioctl_lsm_tables(*catalog, none, KernelAllowed{}));
+      auto scope = std::make_unique<JudgedScope>(*judge_, number);
+      judge_->judge_cgroup(*at, number);
+      pending_[at->id] = PendingJudgement{id, cgroup, std::move(scope)};
+    } catch (const std::exception& e) {
+      return refuse(e.what());
+    }
+    log(who + ": judged in the kernel from its creation (cgroup " + printable(cgroup) +
+        "): every ioctl on a guarded device refused until its handover");
+    return answer({{"judged", "pending"}});
   }
 
   // Adopts a handover in two steps: the process is checked now (a seccomp listener, alive, its
@@ -791,8 +886,10 @@ class Agent {
       KernelAllowed ours;
       if (untrapped_asked) ours = untrapped_set(cfg);
       if (judge_)
-        c->scope =
-            judge_container(judged_at, *catalog, cfg.grants, ours, untrapped.requests, c->judged);
+        c->scope = judge_container(judged_at, *catalog, cfg.grants, ours, untrapped.requests,
+                                   c->judged, c->judged_from_creation);
+      // --lsm auto serves it unjudged: a judgement from its creation would refuse it every call.
+      if (!c->scope && judged_at) pending_.erase(judged_at->id);
       if (!c->scope && cfg.judged_per_device) {  // not judged after all
         cfg.judged_per_device = false;
         if (untrapped_asked) ours = untrapped_set(cfg);
@@ -866,12 +963,13 @@ class Agent {
   // of the class `allowed` lists it for), over its cgroup v2, which holds every process of it
   // (those forked before this too) and every one `runc exec` adds. nullptr, and `why`, when it
   // cannot be judged (`cgroup` none: `why` says why already); with --lsm on that refuses it
-  // (gdrproxy::Error).
+  // (gdrproxy::Error). A cgroup judged from its creation (pending_) moves to the new scope in
+  // one update; `from_creation` is then the pending scope's number.
   std::unique_ptr<JudgedScope> judge_container(const std::optional<CgroupV2>& cgroup,
                                                const DeviceCatalog& catalog, const Grants& grants,
                                                const KernelAllowed& allowed,
                                                const std::vector<uint32_t>& profile,
-                                               std::string& why) {
+                                               std::string& why, uint32_t& from_creation) {
     std::unique_ptr<JudgedScope> scope;
     try {
       if (!cgroup) throw Error(why);
@@ -888,7 +986,13 @@ class Agent {
       const uint32_t number = ++last_scope_;
       judge_->add_scope(number, ioctl_lsm_tables(catalog, grants, judged));
       scope = std::make_unique<JudgedScope>(*judge_, number);
-      judge_->judge_cgroup(*cgroup, number);
+      const auto pending = pending_.find(cgroup->id);
+      const uint32_t replacing = pending != pending_.end() ? pending->second.scope->number() : 0;
+      judge_->judge_cgroup(*cgroup, number, replacing);
+      if (replacing) {
+        from_creation = replacing;
+        pending_.erase(pending);
+      }
       return scope;
     } catch (const std::exception& e) {
       why = e.what();
@@ -901,17 +1005,23 @@ class Agent {
   // A refusal of the judge, said by the session of the container it was made for.
   void say_refusal(const IoctlLsm::Refusal& f) {
     for (const auto& [id, c] : containers_)
-      if (c->scope && c->scope->number() == f.scope) {
+      if (c->scope && (c->scope->number() == f.scope || c->judged_from_creation == f.scope)) {
         c->session->say_kernel_refusal(f);
         return;
       }
+    std::string whose;
+    for (const auto& [cg, p] : pending_)
+      if (p.scope->number() == f.scope)
+        whose =
+            "of container " + printable(p.id) + ", judged from its creation, before its handover";
     // A container an earlier agent judged (pinned), not adopted again yet.
+    if (whose.empty())
+      whose = "of a container an earlier agent judged (scope " + std::to_string(f.scope) + ")";
     char line[160];
     std::snprintf(line, sizeof line,
                   "BPF LSM judge refused ioctl 0x%08x on char device %u:%u by pid %d (ns pid %d, ",
                   f.request, major(f.rdev), minor(f.rdev), f.tid, f.ns_tid);
-    log(line + f.comm + ") of a container an earlier agent judged (scope " +
-        std::to_string(f.scope) + ") -> EPERM");
+    log(line + printable(f.comm) + ") " + whose + " -> EPERM");
   }
 
   // Whether every request `profile` lets run untrapped is in `allowed` (the session's own set);
@@ -1080,6 +1190,8 @@ class Agent {
         }
         out += j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
       }
+    } else if (cmd.rfind("judge-pending ", 0) == 0) {
+      out = judge_pending(cmd.substr(14));
     } else if (cmd == "drain") {
       draining_ = true;
       log("draining: no new container or process is taken; stopping when the last of " +
@@ -1099,7 +1211,9 @@ class Agent {
               "}\n";
       }
     } else {
-      out = "{\"error\":\"unknown command; expected list, stats, drain or drain ID\"}\n";
+      out =
+          "{\"error\":\"unknown command; expected list, stats, drain, drain ID or judge-pending "
+          "PID ID\"}\n";
     }
     return out;
   }
@@ -1127,6 +1241,9 @@ class Agent {
   std::optional<LsmRefusals> judge_refusals_;
   asio::steady_timer judge_sweep_{engine_.io()};
   uint32_t last_scope_ = 0;
+  // Containers judged from their creation, not handed over yet, by their cgroup's id (declared
+  // after the judge: each forgets its scope in it when it goes).
+  std::map<uint64_t, PendingJudgement> pending_;
   std::map<std::string, std::unique_ptr<Container>> containers_;
   // Each pidfd_getfd group's live containers and their pid namespaces: read from the sessions'
   // threads (the peer check), written on the loop.
@@ -1158,27 +1275,14 @@ int run_agent(const AgentOptions& o) {
 }
 
 int agent_ctl(const std::string& ctl_socket, const std::string& command) {
-  const UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (!fd || ctl_socket.size() >= sizeof addr.sun_path) {
-    std::fprintf(stderr, "gdrproxy agent ctl: bad control socket path %s\n", ctl_socket.c_str());
+  try {
+    const std::string answer = ask_agent(ctl_socket, command, 30000);
+    std::fwrite(answer.data(), 1, answer.size(), stdout);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gdrproxy agent ctl: %s\n", e.what());
     return 1;
   }
-  std::memcpy(addr.sun_path, ctl_socket.c_str(), ctl_socket.size());
-  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    std::fprintf(stderr, "gdrproxy agent ctl: no agent at %s: %s\n", ctl_socket.c_str(),
-                 std::strerror(errno));
-    return 1;
-  }
-  const std::string line = command + "\n";
-  (void)!::write(fd.get(), line.data(), line.size());
-  ::shutdown(fd.get(), SHUT_WR);
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(fd.get(), buf, sizeof buf)) > 0)
-    std::fwrite(buf, 1, static_cast<size_t>(n), stdout);
-  return 0;
 }
 
 }  // namespace gdrproxy::proxy

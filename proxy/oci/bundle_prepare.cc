@@ -105,31 +105,49 @@ std::string prepare_bundle(const std::string& bundle, const PrepareOptions& o) {
     config["mounts"] = mounts_with_sysfs(config.value("mounts", json::array()), *sys);
   }
 
-  if (!o.rails.empty()) {
-    // The hooks run this very binary, by its absolute path (hooks resolve in the runtime's
-    // namespace, never through PATH).
+  // The hooks run this very binary, by its absolute path (hooks resolve in the runtime's
+  // namespace, never through PATH).
+  const auto self = [] {
     std::error_code ec;
-    const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+    const std::string exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
     if (ec) throw Error("cannot find this executable for the hooks");
+    return exe;
+  };
+  const auto hook_list = [&config](const char* kind) -> json& {
+    json& hooks = config["hooks"];
+    if (!hooks.is_object()) hooks = json::object();
+    if (!hooks[kind].is_array()) hooks[kind] = json::array();
+    return hooks[kind];
+  };
+  if (o.judge_hook_ctl) {
+    // First: the hooks after it (the rails', an engine's own) already run judged. Written once.
+    const json judge = {{"path", self()},
+                        {"args", {"gdrproxy", "hook", "judge", "--ctl-socket", *o.judge_hook_ctl}}};
+    json& create = hook_list("createRuntime");
+    json others = json::array();
+    for (const json& h : create)
+      if (!(h.is_object() && h.contains("args") && h["args"].is_array() && h["args"].size() >= 3 &&
+            h["args"][1] == "hook" && h["args"][2] == "judge"))
+        others.push_back(h);
+    create = json::array({judge});
+    for (json& h : others) create.push_back(std::move(h));
+  }
+  if (!o.rails.empty()) {
     std::string rails;
     for (const auto& r : o.rails) rails += (rails.empty() ? "" : ",") + r;
     json create = {
-        {"path", self},
+        {"path", self()},
         {"args",
          {"gdrproxy", "hook", "create-runtime", "--rails", rails, "--profile", o.rail_profile}}};
     if (o.allow_plain_rails) create["args"].push_back("--allow-plain-rails");
-    json poststop = {{"path", self}, {"args", {"gdrproxy", "hook", "poststop"}}};
+    json poststop = {{"path", self()}, {"args", {"gdrproxy", "hook", "poststop"}}};
     if (o.rail_state_dir)
       for (json* h : {&create, &poststop}) {
         (*h)["args"].push_back("--state-dir");
         (*h)["args"].push_back(*o.rail_state_dir);
       }
-    json& hooks = config["hooks"];
-    if (!hooks.is_object()) hooks = json::object();
-    for (const char* k : {"createRuntime", "poststop"})
-      if (!hooks[k].is_array()) hooks[k] = json::array();
-    hooks["createRuntime"].push_back(create);
-    hooks["poststop"].push_back(poststop);
+    hook_list("createRuntime").push_back(create);
+    hook_list("poststop").push_back(poststop);
   }
 
   const std::string tmp = path + ".gdrproxy-tmp";
@@ -146,6 +164,8 @@ std::string prepare_bundle(const std::string& bundle, const PrepareOptions& o) {
          std::to_string(nodes.size()) + " device node(s), " + std::to_string(cgroup.size()) +
          " device cgroup rule(s)" + untrapped +
          (o.rails.empty() ? "" : ", " + std::to_string(o.rails.size()) + " rail(s) by hooks") +
+         (o.judge_hook_ctl ? ", judged from its creation (hook judge, " + *o.judge_hook_ctl + ")"
+                           : "") +
          (sys ? ", /sys of " + std::to_string(sys->gpus.size()) + " GPU(s) and " +
                     std::to_string(sys->nics.size()) + " NIC(s) from " + sys->tree + " (" +
                     std::to_string(sys->mounts.size() - 1) + " live bind(s))"

@@ -29,6 +29,10 @@ struct PrepareOptions {
   bool allow_plain_rails = false;  // rails without an RDMA device (test rigs)
   // Where the hooks keep their journals (`gdrproxy hook ... --state-dir`); unset: their default.
   std::optional<std::string> rail_state_dir;
+  // The agent's control socket for a createRuntime hook `gdrproxy hook judge`, the first of
+  // them: the agent's BPF LSM judge judges the container from its creation, not from its
+  // handover. Unset: no such hook.
+  std::optional<std::string> judge_hook_ctl;
   // The synthetic /sys of the granted devices, as spec mounts (see container_sysfs.h); nullopt
   // leaves the bundle's /sys as it is.
   std::optional<ContainerSysfsOptions> sysfs = ContainerSysfsOptions{};

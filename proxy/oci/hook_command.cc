@@ -35,6 +35,7 @@
 #include "netns/rdma_nl.h"
 #include "netns/rdma_sysfs.h"
 #include "netns/restore.h"
+#include "proxy/agent/ctl_client.h"
 #include "proxy/oci/container_state.h"
 
 namespace gdrproxy::proxy {
@@ -48,6 +49,7 @@ constexpr int kGidWaitStepMs = 100;
 
 struct HookArgs {
   std::string state_dir = "/run/gdrproxy";
+  std::string ctl_socket = "/run/gdrproxy/agent.ctl";
   std::vector<std::string> rails;
   std::string profile = "multirail";
   std::string id;  // poststop by hand
@@ -339,13 +341,37 @@ int restore_rails_of_gone_containers(const std::string& state_dir,
   return problems;
 }
 
+// Asks the agent to judge the new container's cgroup in the kernel from now on (its init exists,
+// in its cgroup; the runtime has not handed its seccomp listener over yet). The agent's --lsm
+// choice decides: an error (--lsm on, and it cannot) fails the hook, so the runtime does not
+// create the container; no judge, or --lsm auto where it cannot, lets it go with a line.
+int judge(const HookArgs& a) {
+  const ContainerProcessState::RuntimeState st = state_from_stdin();
+  if (st.pid <= 0) throw Error("container " + printable(st.id) + ": the state names no process");
+  const std::string id = printable(st.id);
+  const std::string answer =
+      ask_agent(a.ctl_socket, "judge-pending " + std::to_string(st.pid) + " " + id, 10000);
+  const auto j = nlohmann::json::parse(answer, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    throw Error("container " + id + ": the agent answered " + printable(answer));
+  if (j.contains("error"))
+    throw Error("container " + id + ": the agent cannot judge it in the kernel: " +
+                printable(j["error"].is_string() ? j["error"].get<std::string>() : j.dump()));
+  if (j.value("judged", nlohmann::json(false)) == false)
+    std::cerr << "gdrproxy hook judge: container " << id
+              << " is not judged in the kernel from its creation: "
+              << printable(j.value("why", std::string("the agent did not say why"))) << "\n";
+  return 0;
+}
+
 void add_hook_commands(CLI::App& app, int& exit_code) {
   auto* hook = app.add_subcommand(
       "hook",
       "OCI hooks for containers served by `gdrproxy agent` (the container's state on stdin):\n"
       "create-runtime moves the rails into the container's network namespace with a profile\n"
       "(journal in /run/gdrproxy/<id>/), poststop gives them back exactly. `gdrproxy oci\n"
-      "prepare --rails` writes both into a bundle.");
+      "prepare --rails` writes both into a bundle. judge (createRuntime) has the agent's BPF\n"
+      "LSM judge judge the container from its creation (`oci prepare --lsm-hook`).");
   hook->require_subcommand(1);
   auto a = std::make_shared<HookArgs>();
   auto* create = hook->add_subcommand("create-runtime", "Move the rails into the container");
@@ -367,12 +393,26 @@ void add_hook_commands(CLI::App& app, int& exit_code) {
       "or failed); `gdrproxy agent` does this at start.\n"
       "Example: gdrproxy hook sweep");
   sw->add_option("--state-dir", a->state_dir, "Where journals live")->capture_default_str();
+  auto* jd = hook->add_subcommand(
+      "judge",
+      "createRuntime: have `gdrproxy agent --lsm` judge the container's cgroup in the kernel\n"
+      "from now on, refusing every ioctl on a guarded device (NVIDIA, RDMA) until the agent\n"
+      "has read the runtime's handover and given the container its grants. Fails (and with it\n"
+      "the container's creation) when the agent runs --lsm on and cannot judge it, or does\n"
+      "not answer; an agent without a judge, or --lsm auto where it cannot judge, lets the\n"
+      "container go with one line on stderr.\n"
+      "Example (config.json): {\"path\": \"/usr/bin/gdrproxy\", \"args\": [\"gdrproxy\", "
+      "\"hook\",\n"
+      "\"judge\", \"--ctl-socket\", \"/run/gdrproxy/agent.ctl\"]}");
+  jd->add_option("--ctl-socket", a->ctl_socket, "The agent's control socket")
+      ->capture_default_str();
   auto run = [a, &exit_code](int (*fn)(const HookArgs&), const char* name) {
     exit_code = run_guarded(std::string("gdrproxy hook ") + name, 1, [&] { return fn(*a); });
   };
   create->callback([run] { run(create_runtime, "create-runtime"); });
   post->callback([run] { run(poststop, "poststop"); });
   sw->callback([run] { run(sweep, "sweep"); });
+  jd->callback([run] { run(judge, "judge"); });
 }
 
 }  // namespace gdrproxy::proxy

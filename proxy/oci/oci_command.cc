@@ -162,6 +162,17 @@ void add_oci_commands(CLI::App& app, int& exit_code) {
       "untrapped on device classes where some node is granted, not only every one (a\n"
       "container granted some GPUs traps as few calls as `gdrproxy run --lsm`). An agent\n"
       "that cannot judge the container kills it with one line saying why");
+  auto lsm_hook = std::make_shared<bool>(false);
+  auto agent_ctl = std::make_shared<std::string>("/run/gdrproxy/agent.ctl");
+  prep->add_flag(
+      "--lsm-hook", *lsm_hook,
+      "Add a createRuntime hook (`gdrproxy hook judge`) that has the agent's BPF LSM judge\n"
+      "(agent --lsm) judge the container from its creation: every ioctl on a guarded device\n"
+      "refused in the kernel until the agent has read the runtime's handover, instead of none\n"
+      "judged until then (an fd the container did not open could be used meanwhile by calls\n"
+      "its filter never traps). Implied by --lsm-judged");
+  prep->add_option("--agent-ctl", *agent_ctl, "The agent's control socket, for --lsm-hook")
+      ->capture_default_str();
   prep->add_option("--policy", *policy_file,
                    "The policy --kernel-allow computes with (the agent rule's \"policy\"; default: "
                    "the built-in one)");
@@ -179,7 +190,7 @@ void add_oci_commands(CLI::App& app, int& exit_code) {
                    "Where /proc is (the NVIDIA driver's GPU list: a GPU minor's PCI function)")
       ->capture_default_str();
   prep->callback([bundle, grant, pa, pmeta, dev_root, rails, rail_profile, plain, sys, no_sysfs,
-                  untrapped, policy_file, lsm_judged, &exit_code] {
+                  untrapped, policy_file, lsm_judged, lsm_hook, agent_ctl, &exit_code] {
     exit_code = run_guarded("gdrproxy oci prepare", 1, [&] {
       if (*lsm_judged && !*untrapped) throw Error("--lsm-judged goes with --kernel-allow");
       PrepareOptions o;
@@ -192,6 +203,7 @@ void add_oci_commands(CLI::App& app, int& exit_code) {
       o.rails = *rails;
       o.rail_profile = *rail_profile;
       o.allow_plain_rails = *plain;
+      if (*lsm_hook || *lsm_judged) o.judge_hook_ctl = *agent_ctl;
       if (!pa->base.empty()) o.base = pa->base;
       o.profile.listener_path = pa->listener;
       if (pmeta->count()) o.profile.metadata = pa->metadata;

@@ -35,7 +35,8 @@ ShimConfig parse_shim_config(std::string_view text, const std::string& origin) {
     if (k != "version" && k != "runtime" && k != "listener" && k != "grants" && k != "base" &&
         k != "metadata" && k != "sysfs" && k != "sysfs_root" && k != "comment" && k != "rails" &&
         k != "rail_profile" && k != "allow_plain_rails" && k != "rail_state_dir" &&
-        k != "kernel_allow" && k != "lsm_judged" && k != "policy" &&
+        k != "kernel_allow" && k != "lsm_judged" && k != "lsm_hook" && k != "agent_ctl" &&
+        k != "policy" &&
         // Kept for existing files: pidfd_getfd is always trapped now, and the agent's rule
         // decides whether it is brokered, so this key has no effect.
         k != "broker_pidfd_getfd")
@@ -73,6 +74,9 @@ ShimConfig parse_shim_config(std::string_view text, const std::string& origin) {
   boolean("kernel_allow", c.kernel_allow);
   boolean("lsm_judged", c.lsm_judged);
   if (c.lsm_judged && !c.kernel_allow) bad("\"lsm_judged\" goes with \"kernel_allow\": true");
+  boolean("lsm_hook", c.lsm_hook);
+  c.lsm_hook = c.lsm_hook || c.lsm_judged;
+  str("agent_ctl", c.agent_ctl);
   if (j.contains("policy")) c.policy = (str("policy", s), s);
   c.found = true;
   return c;

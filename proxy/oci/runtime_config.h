@@ -36,6 +36,10 @@ struct ShimConfig {
   // container with its pinned BPF LSM judge, so the requests run untrapped where only some
   // devices of their class are granted.
   bool lsm_judged = false;
+  // "lsm_hook": true (implied by lsm_judged), as `oci prepare --lsm-hook`: a createRuntime hook
+  // has the agent at "agent_ctl" (its control socket) judge the container from its creation.
+  bool lsm_hook = false;
+  std::string agent_ctl = "/run/gdrproxy/agent.ctl";
   std::optional<std::string> policy;
   bool found = false;
 };

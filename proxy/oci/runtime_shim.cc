@@ -122,6 +122,7 @@ int run_runtime_shim(const ShimOptions& o, const std::vector<std::string>& runti
         p.allow_plain_rails = config.allow_plain_rails;
         p.rail_state_dir = config.rail_state_dir;
       }
+      if (config.lsm_hook) p.judge_hook_ctl = config.agent_ctl;
       p.base = config.base;
       p.profile.listener_path = config.listener;
       p.profile.metadata = config.metadata;

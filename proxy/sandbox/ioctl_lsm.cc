@@ -337,7 +337,7 @@ void IoctlLsm::judge_task(pid_t pid, uint32_t scope) {
     throw_errno("BPF LSM: marking the sandbox's first task", errno);
 }
 
-void IoctlLsm::judge_cgroup(const CgroupV2& cgroup, uint32_t scope) {
+void IoctlLsm::judge_cgroup(const CgroupV2& cgroup, uint32_t scope, uint32_t replacing) {
   auto it = scopes_.find(scope);
   if (it == scopes_.end())
     throw Error("BPF LSM: scope " + std::to_string(scope) + " has no tables");
@@ -345,10 +345,13 @@ void IoctlLsm::judge_cgroup(const CgroupV2& cgroup, uint32_t scope) {
     throw Error("BPF LSM: a cgroup at level " + std::to_string(cgroup.level) +
                 " cannot be judged (levels 1 to " + std::to_string(kMaxCgroupLevel) + ")");
   // One scope per cgroup: a cgroup another sandbox of this process is judged in is not taken
-  // over; one an earlier process judged is (the same container, adopted again), in one update.
+  // over, unless the caller names that scope (`replacing`); one an earlier process judged is
+  // (the same container, adopted again). Either in one update: never unjudged in between.
   JudgedCgroup was{};
   const bool earlier = bpf_map_lookup_elem(cgroups_fd_, &cgroup.id, &was) == 0;
-  if (earlier && !inherited_.count(was.scope))
+  const bool replaced = earlier && replacing != 0 && was.scope == replacing &&
+                        scopes_.count(replacing) && replacing != scope;
+  if (earlier && !replaced && !inherited_.count(was.scope))
     throw Error("BPF LSM: cgroup " + std::to_string(cgroup.id) +
                 " is judged for another sandbox already");
   const JudgedCgroup now{scope, cgroup.level};
@@ -356,7 +359,13 @@ void IoctlLsm::judge_cgroup(const CgroupV2& cgroup, uint32_t scope) {
     throw_errno("BPF LSM: judging cgroup " + std::to_string(cgroup.id), errno);
   it->second.cgroups.push_back(cgroup);
   ++cgroups_at_level_[cgroup.level];
-  if (earlier) {
+  if (replaced) {
+    std::erase_if(scopes_[replacing].cgroups, [&](const CgroupV2& c) {
+      if (c.id != cgroup.id) return false;
+      --cgroups_at_level_[c.level];
+      return true;
+    });
+  } else if (earlier) {
     std::vector<CgroupV2>& left = inherited_[was.scope];
     std::erase_if(left, [&](const CgroupV2& c) {
       if (c.id != cgroup.id) return false;

@@ -79,9 +79,11 @@ class IoctlLsm {
   // Judges `pid` (a task not yet running the command) and every task it creates from now on in
   // `scope`. Throws gdrproxy::Error when it cannot be marked.
   void judge_task(pid_t pid, uint32_t scope);
-  // Judges every task in `cgroup` or below it, now and later, in `scope`. Throws
-  // gdrproxy::Error when it cannot (another scope judges that cgroup; too deep; the map full).
-  void judge_cgroup(const CgroupV2& cgroup, uint32_t scope);
+  // Judges every task in `cgroup` or below it, now and later, in `scope`. A cgroup scope
+  // `replacing` of this process judges moves to `scope` in one update (its tables stay, for
+  // forget_scope). Throws gdrproxy::Error when it cannot (another scope judges that cgroup; too
+  // deep; the map full).
+  void judge_cgroup(const CgroupV2& cgroup, uint32_t scope, uint32_t replacing = 0);
   // Ends `scope` (never throws: owners call it from destructors): its cgroups are no longer
   // judged, its tables go. (A task still marked in it finds no grant: every ioctl of it on a
   // guarded node is refused.)

@@ -905,6 +905,12 @@ case_lsm_choice_where_the_kernel_has_no_bpf_lsm() {
   expect_in "$WORK/agent.log" "--lsm auto: "
   expect_in "$WORK/agent.log" "containers' device ioctls are judged by the agent alone"
   expect_not_in "$WORK/agent.log" "judged in the kernel (BPF LSM) by its cgroup"
+  # A runtime's judge hook is answered, not judged: the container goes on, and the agent says so.
+  "$GP" agent ctl --ctl-socket "$CTL" judge-pending $$ team-a-new >"$WORK/jp.out" 2>&1 || fail "ctl judge-pending: exit $?"
+  expect_in "$WORK/jp.out" '{"judged":false,"why":"the agent has no BPF LSM judge (--lsm auto, none here)"}'
+  expect_in "$WORK/agent.log" "container team-a-new (pid $$): its runtime asks for a judge from its creation, but the agent has no BPF LSM judge"
+  "$GP" agent ctl --ctl-socket "$CTL" judge-pending x1 >"$WORK/jp2.out" 2>&1
+  expect_in "$WORK/jp2.out" '{"error":"expected judge-pending PID [ID]"}'
 }
 
 case_bad_config_refused() {

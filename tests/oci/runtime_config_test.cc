@@ -53,6 +53,21 @@ TEST(RuntimeConfig, LsmJudgedGoesWithKernelAllow) {
             "runtime.json: \"lsm_judged\" goes with \"kernel_allow\": true");
 }
 
+TEST(RuntimeConfig, LsmHookIsImpliedByLsmJudged) {
+  ShimConfig c = parse_shim_config(R"({"version": 1})", "runtime.json");
+  EXPECT_FALSE(c.lsm_hook);
+  EXPECT_EQ(c.agent_ctl, "/run/gdrproxy/agent.ctl");
+  c = parse_shim_config(R"({"version": 1, "lsm_hook": true, "agent_ctl": "/run/a.ctl"})",
+                        "runtime.json");
+  EXPECT_TRUE(c.lsm_hook);
+  EXPECT_EQ(c.agent_ctl, "/run/a.ctl");
+  c = parse_shim_config(R"({"version": 1, "kernel_allow": true, "lsm_judged": true})",
+                        "runtime.json");
+  EXPECT_TRUE(c.lsm_hook);
+  EXPECT_EQ(error_of(R"({"version": 1, "lsm_hook": "yes"})"),
+            "runtime.json: lsm_hook: expected true or false");
+}
+
 TEST(RuntimeConfig, DevicesOutsideTheCatalogAreNotOurs) {
   const DeviceCatalog none = DeviceCatalog::scan("/nonexistent", "/nonexistent", "/nonexistent");
   EXPECT_TRUE(requested_devices(

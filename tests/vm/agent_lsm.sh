@@ -20,6 +20,11 @@
 #     container is still judged while no agent runs, and again once the next agent took the
 #     pinned judge over and re-attached it; the last agent, stopped with no container left,
 #     unpins the judge; pins missing a link (one removed by hand) are replaced, not taken over.
+#   agent-lsm-early: the window before the first handover. A createRuntime hook after the
+#     agent's stops the agent (SIGSTOP) before it reads the runtime's handover; `runc exec`
+#     then runs TCGETS on the inherited nvidia1 fd in the container's cgroup. With the judge
+#     hook (`oci prepare --lsm-hook`) it is refused in the kernel (EPERM); without it, it reaches
+#     the driver (what the hook adds). The agent refuses to judge a host process's cgroup.
 # The one idea: the judge follows the container's cgroup, not the process the runtime named.
 
 al_t0=$(now_ms)
@@ -125,7 +130,7 @@ bundle() {
              {destination: \$build, type: \"bind\", source: \$build, options: [\"rbind\", \"ro\"]}],
     linux: {cgroupsPath: \$cg, namespaces: [{type: \"pid\"}, {type: \"mount\"}, {type: \"ipc\"}, {type: \"uts\"}],
             resources: {devices: [{allow: false, access: \"rwm\"}]}}}" >"$b/config.json"
-  "$gp" oci prepare "$b" --grant nvidiactl,nvidia-uvm,nvidia0 --listener "$s" --no-sysfs "$@" >"$w/$name.prepare" 2>&1 ||
+  "$gp" oci prepare "$b" --grant nvidiactl,nvidia-uvm,nvidia0 --listener "$s" --agent-ctl "$s.ctl" --no-sysfs "$@" >"$w/$name.prepare" 2>&1 ||
     echo "prepare $name: $(tail -1 "$w/$name.prepare")" >>"$w/pin.problems"
 }
 run_ctr() {  # NAME: runc run, in the background ($run)
@@ -180,6 +185,59 @@ agent pin.agent4 "$w/pin3.sock" --lsm-pin "$pins"
 ls "$pins"/* >"$w/pin.pins-replaced" 2>&1
 kill $agent_pid; wait $agent_pid
 rmdir /sys/fs/cgroup/gdrproxy-vm-lsm/* /sys/fs/cgroup/gdrproxy-vm-lsm 2>/dev/null
+true
+'
+
+# The window before the handover: agents with --lsm on under one stand-in /dev; writes
+# $w/early-{on,off}.* and $w/early.host.
+# shellcheck disable=SC2016 # expanded by the inner bash
+al_early='
+set -u
+w=$1 gp=$2 attack=$3 build=$4
+sock=$w/early.sock ctl=$w/early.ctl
+echo "{\"version\": 1, \"containers\": [{\"match\": {\"id\": \"early-*\"}, \"grants\": [\"nvidiactl\", \"nvidia-uvm\", \"nvidia0\"]}]}" >"$w/early.json"
+"$gp" agent --socket "$sock" --ctl-socket "$ctl" --config "$w/early.json" --lsm on \
+  --rail-state-dir "$w/early.rails" >"$w/early.agent" 2>&1 &
+agent=$!
+for i in $(seq 100); do grep -q "gdrproxy agent: serving" "$w/early.agent" && break; sleep 0.1; done
+# A host process (this shell) is no container: its cgroup is not judged.
+"$gp" agent ctl --ctl-socket "$ctl" judge-pending $$ host >"$w/early.host" 2>&1
+exec 3<>/dev/nvidia1
+for tag in on off; do
+  id=early-$tag b=$w/early-$tag.bundle
+  mkdir -p "$b/rootfs" && (cd "$b/rootfs" && mkdir -p usr etc proc dev tmp "${build#/}" && ln -s usr/bin bin &&
+    ln -s usr/lib lib && ln -s usr/lib64 lib64 && ln -s usr/sbin sbin)
+  jq -n --arg build "$build" --arg cg "/gdrproxy-vm-lsm/early-$tag" "{
+    ociVersion: \"1.0.2\",
+    process: {terminal: false, user: {uid: 0, gid: 0}, cwd: \"/\", noNewPrivileges: true,
+      args: [\"sleep\", \"30\"], env: [\"PATH=/usr/sbin:/usr/bin:/sbin:/bin\"]},
+    root: {path: \"rootfs\", readonly: true},
+    mounts: [{destination: \"/proc\", type: \"proc\", source: \"proc\"},
+             {destination: \"/dev\", type: \"tmpfs\", source: \"tmpfs\", options: [\"nosuid\", \"mode=755\"]},
+             {destination: \"/usr\", type: \"bind\", source: \"/usr\", options: [\"rbind\", \"ro\"]},
+             {destination: \"/etc\", type: \"bind\", source: \"/etc\", options: [\"rbind\", \"ro\"]},
+             {destination: \$build, type: \"bind\", source: \$build, options: [\"rbind\", \"ro\"]}],
+    linux: {cgroupsPath: \$cg, namespaces: [{type: \"pid\"}, {type: \"mount\"}, {type: \"ipc\"}, {type: \"uts\"}],
+            resources: {devices: [{allow: false, access: \"rwm\"}]}}}" >"$b/config.json"
+  hook=()
+  [[ $tag == on ]] && hook=(--lsm-hook --agent-ctl "$ctl")
+  "$gp" oci prepare "$b" --grant nvidiactl,nvidia-uvm,nvidia0 --listener "$sock" --no-sysfs "${hook[@]}" \
+    >"$w/early-$tag.prepare" 2>&1 || echo "prepare $tag failed" >>"$w/early.problems"
+  # After the agent'"'"'s hook (if any): the agent stops before it reads the handover.
+  jq --arg stop "kill -STOP $agent" ".hooks.createRuntime += [{path: \"/bin/sh\", args: [\"sh\", \"-c\", \$stop]}]" \
+    "$b/config.json" >"$b/c.json" && mv "$b/c.json" "$b/config.json"
+  timeout -k 5 30 runc --root "$w/early.runc" create --preserve-fds 1 --bundle "$b" "$id" >"$w/early-$tag.create" 2>&1 ||
+    echo "runc create $tag failed" >>"$w/early.problems"
+  timeout -k 5 20 runc --root "$w/early.runc" exec --preserve-fds 1 "$id" "$attack" fdioctl 3 0x5401 >"$w/early-$tag.exec" 2>&1
+  kill -CONT $agent
+  for i in $(seq 100); do grep -q "container $id: process .*rule" "$w/early.agent" && break; sleep 0.1; done
+  "$gp" agent ctl --ctl-socket "$ctl" list >"$w/early-$tag.list" 2>&1
+  runc --root "$w/early.runc" delete -f "$id" >/dev/null 2>&1
+  for i in $(seq 100); do grep -q "container $id ended" "$w/early.agent" && break; sleep 0.1; done
+done
+exec 3<&-
+kill $agent; wait $agent
+rmdir /sys/fs/cgroup/gdrproxy-vm-lsm/early-* 2>/dev/null
 true
 '
 
@@ -253,6 +311,28 @@ if [[ ,$lsms, == *,bpf,* ]] && command -v runc >/dev/null; then
   else
     for x in pin.log pin.agent1 pin.agent2 unpinned.agent pin-long.out pin-judged.out pin-allow.out; do [[ -f $f/$x ]] && show "$f/$x" "agent-lsm-pinned $x"; done
     record agent-lsm-pinned FAIL $(($(now_ms) - t0)) "$(IFS='; '; echo "${p[*]}")"
+  fi
+fi
+if [[ ,$lsms, == *,bpf,* ]] && command -v runc >/dev/null; then
+  t0=$(now_ms)
+  timeout -k 5 120 "$testkit" standin bash -c "$al_early" al "$al_work" "$gdrproxy" "$attack" "$build" \
+    >"$al_work/early.log" 2>&1
+  f=$al_work
+  p=()
+  [[ -f $f/early.problems ]] && p+=("$(tr '\n' ' ' <"$f/early.problems")")
+  grep -q "^fdioctl ERR EPERM" "$f/early-on.exec" || p+=("with the hook, not refused before the handover: $(head -c 200 "$f/early-on.exec")")
+  grep -q "^fdioctl " "$f/early-off.exec" && ! grep -q "EPERM" "$f/early-off.exec" ||
+    p+=("without the hook the call did not reach the driver (the window was not shown): $(head -c 200 "$f/early-off.exec")")
+  grep -q "container early-on (pid [0-9]*): judged in the kernel from its creation" "$f/early.agent" || p+=("the agent did not judge early-on from its creation")
+  grep -q "judged from its creation, before its handover -> EPERM\|\[early-on\] denied IOCTL_0x00005401 on /dev/nvidia1" "$f/early.agent" ||
+    p+=("the refusal before the handover was not said")
+  grep -q '"id":"early-on".*"judged_in_kernel":"cgroup"' "$f/early-on.list" || p+=("early-on not judged after its handover: $(head -c 300 "$f/early-on.list")")
+  grep -q "shares the agent's mount namespace" "$f/early.host" || p+=("a host process's cgroup was not refused: $(head -c 200 "$f/early.host")")
+  if ((${#p[@]} == 0)); then
+    record agent-lsm-early PASS $(($(now_ms) - t0)) "before the handover: TCGETS on an inherited nvidia1 fd refused with the judge hook, reaches the driver without it; a host process refused"
+  else
+    for x in early.log early.agent early-on.exec early-off.exec early-on.create early-on.prepare; do [[ -f $f/$x ]] && show "$f/$x" "agent-lsm-early $x"; done
+    record agent-lsm-early FAIL $(($(now_ms) - t0)) "$(IFS='; '; echo "${p[*]}")"
   fi
 fi
 log "agent BPF LSM checks took $((($(now_ms) - al_t0) / 1000)) s"
