@@ -14,7 +14,13 @@ oci_enter "$GP" - "$0" "$@"
 WORK=$(mktemp -d /tmp/gdrproxy-judge-hook.XXXXXX)
 chmod 755 "$WORK"
 AGENT_PID=
-trap 'for c in judge-1 judge-2; do runc --root "$WORK/runc" delete -f $c >/dev/null 2>&1; done; [[ -n $AGENT_PID ]] && kill -KILL $AGENT_PID 2>/dev/null; rm -rf "$WORK"' EXIT
+cleanup() {
+  local c
+  for c in judge-1 judge-2; do runc --root "$WORK/runc" delete -f "$c" >/dev/null 2>&1; done
+  [[ -n $AGENT_PID ]] && kill -KILL "$AGENT_PID" 2>/dev/null
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
 
 oci_start_agent '{"version": 1, "containers": [{"match": {"id": "judge-*"}, "grants": ["uverbs0"]}]}'
 bundle() {  # DIR CTL
