@@ -216,8 +216,20 @@ int BPF_PROG(copy_at_switch, _Bool preempt, struct task_struct___trap* prev) {
   // read, and reading across into one that is not resident would cost a fault's exception path
   // (about a microsecond) on every such call. Never a fault taken: a page that cannot be read
   // without one is left to the supervisor.
+  // Only what the call names as its argument, where it names it (trap_copy_slot.h): the copy is
+  // most of this program's cost, and a uverbs call's header and attributes are a fraction of
+  // the most it would take.
   const __u64 arg = data.args[2];
+  const __u32 request = (__u32)data.args[1];
+  __u32 want = (request >> 16) & 0x3fff;  // _IOC_SIZE
+  if (request == GDRPROXY_TRAP_COPY_VERBS_IOCTL) {
+    __u16 total = 0;
+    if (arg && bpf_probe_read_user(&total, sizeof total, (const void*)arg) == 0 && total > want)
+      want = total;
+  }
+  if (want == 0) want = GDRPROXY_TRAP_COPY_BYTES;
   __u32 len = PAGE_BYTES - (__u32)(arg & (PAGE_BYTES - 1));
+  if (len > want) len = want;
   if (len > GDRPROXY_TRAP_COPY_BYTES) len = GDRPROXY_TRAP_COPY_BYTES;
   if (arg && bpf_probe_read_user(c->data, len, (const void*)arg) == 0) {
     c->len = len;

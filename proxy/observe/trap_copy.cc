@@ -1,3 +1,5 @@
+// Reading the trap copies (see trap_copy.h): the slot a caller's tid names, taken only when its
+// seqlock and the notification it names agree.
 #include "proxy/observe/trap_copy.h"
 
 #include <bpf/bpf.h>
@@ -13,8 +15,11 @@
 
 #include "base/hot_path.h"
 #include "base/process_info.h"
+#include "proxy/abi/uverbs_abi.h"
 #include "proxy/observe/bpf_links.h"
 #include "proxy/observe/trap_copy_bpf.h"
+
+static_assert(GDRPROXY_TRAP_COPY_VERBS_IOCTL == gdrproxy::proxy::uverbs::kVerbsIoctl);
 
 namespace gdrproxy::proxy {
 

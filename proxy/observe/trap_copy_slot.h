@@ -23,8 +23,13 @@ typedef __u64 gdrproxy_u64;
 // are equal modulo this, trapped at the same moment, can overwrite each other's copy: the other
 // notification then misses and is looked up as without copies.
 #define GDRPROXY_TRAP_COPY_SLOTS 2048
-// Bytes of the argument copied at most: to the end of its page, never further.
+// Bytes of the argument copied at most: to the end of its page, never further. Fewer where the
+// call names its argument's size: the request's size field (_IOC_SIZE: an NVIDIA frontend
+// call's parameters), or for the uverbs ioctl the first field of its header (the header and its
+// attributes); what a decoder reads beyond the copy it reads from the caller.
 #define GDRPROXY_TRAP_COPY_BYTES 512
+// RDMA_VERBS_IOCTL (proxy/abi/uverbs_abi.h's kVerbsIoctl, checked there by trap_copy.cc).
+#define GDRPROXY_TRAP_COPY_VERBS_IOCTL 0xc0181b01u
 
 // `flags` bits.
 #define GDRPROXY_TRAP_COPY_FD_READ 1u  // the caller's fd table was read: FILE says what fd names
