@@ -41,10 +41,10 @@
 #include "base/escape.h"
 #include "base/process_info.h"
 #include "base/unique_fd.h"
+#include "base/unix_request.h"
 #include "proxy/agent/agent_config.h"
 #include "proxy/agent/bundle_check.h"
 #include "proxy/agent/bundle_reads.h"
-#include "proxy/agent/ctl_client.h"
 #include "proxy/agent/fd_store.h"
 #include "proxy/agent/handshakes.h"
 #include "proxy/agent/listener_check.h"
@@ -1276,7 +1276,8 @@ int run_agent(const AgentOptions& o) {
 
 int agent_ctl(const std::string& ctl_socket, const std::string& command) {
   try {
-    const std::string answer = ask_agent(ctl_socket, command, 30000);
+    const std::string answer =
+        ask_unix_socket(ctl_socket, "the agent's control socket", command, 30000);
     std::fwrite(answer.data(), 1, answer.size(), stdout);
     return 0;
   } catch (const std::exception& e) {

@@ -30,12 +30,12 @@
 #include "base/escape.h"
 #include "base/owner_file.h"
 #include "base/unique_fd.h"
+#include "base/unix_request.h"
 #include "netns/move.h"
 #include "netns/netns_sysfs.h"
 #include "netns/rdma_nl.h"
 #include "netns/rdma_sysfs.h"
 #include "netns/restore.h"
-#include "proxy/agent/ctl_client.h"
 #include "proxy/oci/container_state.h"
 
 namespace gdrproxy::proxy {
@@ -350,7 +350,8 @@ int judge(const HookArgs& a) {
   if (st.pid <= 0) throw Error("container " + printable(st.id) + ": the state names no process");
   const std::string id = printable(st.id);
   const std::string answer =
-      ask_agent(a.ctl_socket, "judge-pending " + std::to_string(st.pid) + " " + id, 10000);
+      ask_unix_socket(a.ctl_socket, "the agent's control socket",
+                      "judge-pending " + std::to_string(st.pid) + " " + id, 10000);
   const auto j = nlohmann::json::parse(answer, nullptr, false);
   if (j.is_discarded() || !j.is_object())
     throw Error("container " + id + ": the agent answered " + printable(answer));

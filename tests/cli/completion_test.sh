@@ -73,7 +73,7 @@ expect_offered "" gdrproxy demo de   # the demo's own step (device-calls) is hid
 expect_offered "$(printf '%s\n' auto off on)" gdrproxy agent --trap-copy ""
 expect_offered "$(printf '%s\n' auto off on)" gdrproxy agent --trap-copy = "" # --trap-copy=<TAB>
 expect_offered "$(printf '%s\n' enforce trace)" gdrproxy run --mode ""
-expect_offered "$(printf '%s\n' drain list stats)" gdrproxy agent ctl ""
+expect_offered "$(printf '%s\n' drain judge-pending list stats)" gdrproxy agent ctl ""
 expect_offered bash gdrproxy completion ""
 # An option's value is not read as a subcommand: after `agent --config netns`, still agent's.
 expect_offered ctl gdrproxy agent --config netns ""

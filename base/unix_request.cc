@@ -1,5 +1,5 @@
-// Asking the agent's control socket: connect, one line, read to the end, all under one deadline.
-#include "proxy/agent/ctl_client.h"
+// A request over a unix socket: connect, one line, read to the end, all under one deadline.
+#include "base/unix_request.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -14,15 +14,16 @@
 #include "base/escape.h"
 #include "base/unique_fd.h"
 
-namespace gdrproxy::proxy {
+namespace gdrproxy {
 
-std::string ask_agent(const std::string& ctl_socket, const std::string& command, int timeout_ms) {
-  const std::string where = "the agent's control socket " + printable(ctl_socket);
+std::string ask_unix_socket(const std::string& path, const std::string& peer,
+                            const std::string& line, int timeout_ms) {
+  const std::string where = peer + " " + printable(path);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
-  if (ctl_socket.empty() || ctl_socket.size() >= sizeof addr.sun_path)
-    throw Error("bad control socket path " + printable(ctl_socket));
-  std::memcpy(addr.sun_path, ctl_socket.c_str(), ctl_socket.size());
+  if (path.empty() || path.size() >= sizeof addr.sun_path)
+    throw Error("bad socket path for " + peer + ": " + printable(path));
+  std::memcpy(addr.sun_path, path.c_str(), path.size());
   const UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd) throw_errno("socket", errno);
   if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 &&
@@ -42,10 +43,10 @@ std::string ask_agent(const std::string& ctl_socket, const std::string& command,
       if (n < 0 && errno != EINTR) throw_errno("poll", errno);
     }
   };
-  const std::string line = command + "\n";
-  for (size_t sent = 0; sent < line.size();) {
+  const std::string out = line + "\n";
+  for (size_t sent = 0; sent < out.size();) {
     wait_for(POLLOUT);
-    const ssize_t n = ::send(fd.get(), line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
+    const ssize_t n = ::send(fd.get(), out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n < 0) throw Error("no agent at " + where + ": " + std::strerror(errno));
     sent += static_cast<size_t>(n);
@@ -63,4 +64,4 @@ std::string ask_agent(const std::string& ctl_socket, const std::string& command,
   }
 }
 
-}  // namespace gdrproxy::proxy
+}  // namespace gdrproxy
