@@ -548,7 +548,28 @@ class Agent {
                : " and pinned at " + judge_->pinned_at() + " (it outlives this agent)") +
           ": each container's ioctls are judged in the kernel by its cgroup");
     }
+    retire_other_judges(true);
     sweep_refusals();
+  }
+
+  // Judges of other builds pinned beside this agent's (an upgrade's older one): each goes once the
+  // cgroups it judges are gone. Said at start (`at_start`) for each one found, later for each
+  // one removed.
+  void retire_other_judges(bool at_start) {
+    if (!judge_ || judge_->pinned_at().empty() || (!at_start && !other_judges_left_)) return;
+    other_judges_left_ = false;
+    for (const IoctlLsm::OtherJudge& o : judge_->retire_other_judges()) {
+      if (o.cgroups > 0) {
+        other_judges_left_ = true;
+        if (at_start)
+          log("BPF LSM judge of another build pinned at " + o.dir + " still judges " +
+              std::to_string(o.cgroups) + " cgroup(s): left until they are gone");
+      } else {
+        log("BPF LSM judge of another build pinned at " + o.dir +
+            (at_start ? " judges no cgroup that exists: unpinned"
+                      : ": its last judged cgroup is gone: unpinned"));
+      }
+    }
   }
 
   // At the stop: a pinned judge keeps judging the containers that still run (the next agent
@@ -576,6 +597,7 @@ class Agent {
       if (ec) return;
       judge_refusals_->take();
       forget_pending_of_gone_cgroups();
+      retire_other_judges(false);
       if (judge_->inherited_cgroups() > 0)
         if (const size_t gone = judge_->sweep_inherited())
           log("BPF LSM judge: " + std::to_string(gone) +
@@ -1241,6 +1263,7 @@ class Agent {
   std::optional<LsmRefusals> judge_refusals_;
   asio::steady_timer judge_sweep_{engine_.io()};
   uint32_t last_scope_ = 0;
+  bool other_judges_left_ = false;  // judges of other builds pinned beside ours, still judging
   // Containers judged from their creation, not handed over yet, by their cgroup's id (declared
   // after the judge: each forgets its scope in it when it goes).
   std::map<uint64_t, PendingJudgement> pending_;

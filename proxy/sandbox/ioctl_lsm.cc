@@ -441,17 +441,75 @@ void IoctlLsm::erase_inherited_scope(uint32_t scope) {
   erase_keys(allowed_fd_, sizeof(ScopeNodeRequest));
 }
 
-void IoctlLsm::unpin() {
-  if (pinned_at_.empty()) return;
-  if (DIR* d = ::opendir(pinned_at_.c_str())) {
+namespace {
+
+// Removes every pin in `dir`, then `dir`: a program whose link pins go (and that no process holds)
+// detaches.
+void remove_pins(const std::string& dir) {
+  if (DIR* d = ::opendir(dir.c_str())) {
     while (const dirent* e = ::readdir(d))
       if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
-        ::unlink((pinned_at_ + "/" + e->d_name).c_str());
+        ::unlink((dir + "/" + e->d_name).c_str());
     ::closedir(d);
   }
-  ::rmdir(pinned_at_.c_str());
+  ::rmdir(dir.c_str());
+}
+
+// How many cgroups that still exist the judged-cgroups map pinned at `path` names; nullopt when
+// there is no such map (pins cut short) or it is not one (a hash keyed by a cgroup's 8-byte id:
+// its values may be laid out otherwise, its keys are read alone).
+std::optional<size_t> live_judged_cgroups(const std::string& path, int cgroup_root) {
+  const UniqueFd fd(bpf_obj_get(path.c_str()));
+  if (!fd) return std::nullopt;
+  bpf_map_info info{};
+  uint32_t len = sizeof info;
+  if (bpf_obj_get_info_by_fd(fd.get(), &info, &len) != 0 || info.type != BPF_MAP_TYPE_HASH ||
+      info.key_size != sizeof(uint64_t))
+    return std::nullopt;
+  size_t live = 0;
+  uint64_t key = 0, next = 0;
+  const uint64_t* at = nullptr;
+  while (bpf_map_get_next_key(fd.get(), at, &next) == 0) {
+    if (cgroup_v2_exists(cgroup_root, next)) ++live;
+    key = next;
+    at = &key;
+  }
+  return live;
+}
+
+}  // namespace
+
+void IoctlLsm::unpin() {
+  if (pinned_at_.empty()) return;
+  remove_pins(pinned_at_);
   // The directory it was pinned under, when nothing else is pinned there.
   ::rmdir(pinned_at_.substr(0, pinned_at_.rfind('/')).c_str());
+}
+
+std::vector<IoctlLsm::OtherJudge> IoctlLsm::retire_other_judges() {
+  std::vector<OtherJudge> found;
+  if (pinned_at_.empty()) return found;
+  const std::string parent = pinned_at_.substr(0, pinned_at_.rfind('/'));
+  const std::string own = pinned_at_.substr(pinned_at_.rfind('/') + 1);
+  std::vector<std::string> others;
+  if (DIR* d = ::opendir(parent.c_str())) {
+    while (const dirent* e = ::readdir(d))
+      if (e->d_type == DT_DIR && e->d_name[0] != '.' && own != e->d_name)
+        others.push_back(parent + "/" + e->d_name);
+    ::closedir(d);
+  }
+  if (others.empty()) return found;
+  const UniqueFd root = cgroup2_root();
+  for (const std::string& dir : others) {
+    const std::optional<size_t> live = live_judged_cgroups(dir + "/judged_cgroups", root.get());
+    if (live && *live > 0) {
+      found.push_back({dir, *live});
+      continue;
+    }
+    remove_pins(dir);
+    found.push_back({dir, 0});
+  }
+  return found;
 }
 
 void IoctlLsm::erase_tables(uint32_t scope, const Scope& s) {

@@ -101,6 +101,16 @@ class IoctlLsm {
   size_t sweep_inherited();
   // Removes the pins: the judge then ends with this process.
   void unpin();
+  // Judges of other builds pinned beside this one (`pin_dir`/<another version>: an upgrade
+  // leaves the older build's judge pinned, still judging the containers it judged while they
+  // run). Each whose judged cgroups are all gone (or that has no such map: pins cut short) is
+  // unpinned now, and its program detaches; the others are left. Returns each one found, with the
+  // cgroups it still judges (0: removed now).
+  struct OtherJudge {
+    std::string dir;
+    size_t cgroups = 0;
+  };
+  std::vector<OtherJudge> retire_other_judges();
 
   struct Counts {
     uint64_t allowed = 0;     // untrapped requests the program let through

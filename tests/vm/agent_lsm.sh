@@ -25,6 +25,10 @@
 #     then runs TCGETS on the inherited nvidia1 fd in the container's cgroup. With the judge
 #     hook (`oci prepare --lsm-hook`) it is refused in the kernel (EPERM); without it, it reaches
 #     the driver (what the hook adds). The agent refuses to judge a host process's cgroup.
+#   agent-lsm-upgrade: an upgrade's older judge. An agent's pinned judge, left by a kill -9 while
+#     its container runs, is moved aside as another build's would sit (its own version's name
+#     gone); the next agent pins its own beside it and leaves the older one, which still refuses
+#     the container's TCGETS on nvidia1; once the container is gone the agent unpins it.
 # The one idea: the judge follows the container's cgroup, not the process the runtime named.
 
 al_t0=$(now_ms)
@@ -241,6 +245,61 @@ rmdir /sys/fs/cgroup/gdrproxy-vm-lsm/early-* 2>/dev/null
 true
 '
 
+# An upgrade's older judge; writes $w/up.*.
+# shellcheck disable=SC2016 # expanded by the inner bash
+al_upgrade='
+set -u
+w=$1 gp=$2 attack=$3 build=$4
+mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
+pins=/sys/fs/bpf/gdrproxy-vm-up-$$ sock=$w/up.sock b=$w/up.bundle
+echo "{\"version\": 1, \"containers\": [{\"match\": {\"id\": \"up-*\"}, \"grants\": [\"nvidiactl\", \"nvidia-uvm\", \"nvidia0\"]}]}" >"$w/up.json"
+start() {  # LOG
+  "$gp" agent --socket "$sock" --ctl-socket "$sock.ctl" --config "$w/up.json" --lsm on \
+    --lsm-pin "$pins" --rail-state-dir "$w/up.rails" >"$w/$1" 2>&1 &
+  agent=$!
+  for i in $(seq 100); do grep -q "gdrproxy agent: serving" "$w/$1" && return 0; sleep 0.1; done
+  echo "agent $1 did not start" >>"$w/up.problems"
+}
+start up.agent1
+mkdir -p "$b/rootfs" "$w/up.tmp" && (cd "$b/rootfs" && mkdir -p usr etc proc dev tmp "${build#/}" && ln -s usr/bin bin &&
+  ln -s usr/lib lib && ln -s usr/lib64 lib64 && ln -s usr/sbin sbin)
+script="touch /tmp/ready; while [ ! -e /tmp/older ]; do sleep 0.05; done; $attack fdioctl 3 0x5401 | sed s/^/older-/; while [ ! -e /tmp/end ]; do sleep 0.05; done"
+jq -n --arg build "$build" --arg script "$script" --arg tmp "$w/up.tmp" "{
+  ociVersion: \"1.0.2\",
+  process: {terminal: false, user: {uid: 0, gid: 0}, cwd: \"/\", noNewPrivileges: true,
+    args: [\"sh\", \"-c\", \$script], env: [\"PATH=/usr/sbin:/usr/bin:/sbin:/bin\"]},
+  root: {path: \"rootfs\", readonly: true},
+  mounts: [{destination: \"/proc\", type: \"proc\", source: \"proc\"},
+           {destination: \"/dev\", type: \"tmpfs\", source: \"tmpfs\", options: [\"nosuid\", \"mode=755\"]},
+           {destination: \"/tmp\", type: \"bind\", source: \$tmp, options: [\"rbind\"]},
+           {destination: \"/usr\", type: \"bind\", source: \"/usr\", options: [\"rbind\", \"ro\"]},
+           {destination: \"/etc\", type: \"bind\", source: \"/etc\", options: [\"rbind\", \"ro\"]},
+           {destination: \$build, type: \"bind\", source: \$build, options: [\"rbind\", \"ro\"]}],
+  linux: {cgroupsPath: \"/gdrproxy-vm-lsm/up\", namespaces: [{type: \"pid\"}, {type: \"mount\"}, {type: \"ipc\"}, {type: \"uts\"}],
+          resources: {devices: [{allow: false, access: \"rwm\"}]}}}" >"$b/config.json"
+"$gp" oci prepare "$b" --grant nvidiactl,nvidia-uvm,nvidia0 --listener "$sock" --no-sysfs >"$w/up.prepare" 2>&1 ||
+  echo "prepare failed" >>"$w/up.problems"
+exec 3<>/dev/nvidia1
+timeout -k 5 60 runc --root "$w/up.runc" run --preserve-fds 1 --bundle "$b" up-1 >"$w/up.out" 2>&1 &
+run=$!
+for i in $(seq 300); do [[ -e $w/up.tmp/ready ]] && break; sleep 0.1; done
+kill -KILL $agent; wait $agent 2>/dev/null
+# As an upgrade leaves it: the judge under another version'"'"'s name.
+mv "$pins"/* "$pins/older-build" 2>>"$w/up.problems"
+start up.agent2
+ls "$pins" >"$w/up.pins-during" 2>&1
+touch "$w/up.tmp/older"
+for i in $(seq 100); do grep -q "^older-" "$w/up.out" && break; sleep 0.1; done
+touch "$w/up.tmp/end"
+wait $run
+for i in $(seq 50); do grep -q "its last judged cgroup is gone" "$w/up.agent2" && break; sleep 0.1; done
+ls "$pins" >"$w/up.pins-after" 2>&1
+exec 3<&-
+kill $agent; wait $agent
+rmdir /sys/fs/cgroup/gdrproxy-vm-lsm/up 2>/dev/null
+true
+'
+
 al_container() {
   timeout -k 5 120 "$testkit" standin bash -c "$al_inner" al "$1" "$2" "$al_work" "$gdrproxy" "$attack" "$build" \
     >"$al_work/$1.log" 2>&1
@@ -333,6 +392,25 @@ if [[ ,$lsms, == *,bpf,* ]] && command -v runc >/dev/null; then
   else
     for x in early.log early.agent early-on.exec early-off.exec early-on.create early-on.prepare; do [[ -f $f/$x ]] && show "$f/$x" "agent-lsm-early $x"; done
     record agent-lsm-early FAIL $(($(now_ms) - t0)) "$(IFS='; '; echo "${p[*]}")"
+  fi
+fi
+if [[ ,$lsms, == *,bpf,* ]] && command -v runc >/dev/null; then
+  t0=$(now_ms)
+  timeout -k 5 120 "$testkit" standin bash -c "$al_upgrade" al "$al_work" "$gdrproxy" "$attack" "$build" \
+    >"$al_work/up.log" 2>&1
+  f=$al_work
+  p=()
+  [[ -s $f/up.problems ]] && p+=("$(tr '\n' ' ' <"$f/up.problems")")
+  grep -q "BPF LSM judge of another build pinned at .*/older-build still judges 1 cgroup(s)" "$f/up.agent2" || p+=("the next agent did not leave the older judge")
+  grep -q "^older-build$" "$f/up.pins-during" || p+=("the older judge's pins went while its container ran: $(tr '\n' ' ' <"$f/up.pins-during")")
+  grep -q "^older-fdioctl ERR EPERM" "$f/up.out" || p+=("the older judge did not refuse: $(head -c 200 "$f/up.out")")
+  grep -q "older-build: its last judged cgroup is gone: unpinned" "$f/up.agent2" || p+=("the older judge was not unpinned after its container")
+  grep -q "older-build" "$f/up.pins-after" && p+=("the older judge's pins are still there")
+  if ((${#p[@]} == 0)); then
+    record agent-lsm-upgrade PASS $(($(now_ms) - t0)) "an older build's pinned judge left while its container ran (TCGETS refused), unpinned once it was gone"
+  else
+    for x in up.log up.agent1 up.agent2 up.out; do [[ -f $f/$x ]] && show "$f/$x" "agent-lsm-upgrade $x"; done
+    record agent-lsm-upgrade FAIL $(($(now_ms) - t0)) "$(IFS='; '; echo "${p[*]}")"
   fi
 fi
 log "agent BPF LSM checks took $((($(now_ms) - al_t0) / 1000)) s"
