@@ -5,6 +5,8 @@
 # (tests/gpu/call_clock.c), compares NCCL's topology dump native vs proxied, and prints a short
 # table last. Run from the repo root on the GPU test machine:
 #   tests/gpu/run.sh [GDRPROXY_BUNDLE_DIR]
+# ROUNDS=R rounds of each timing (default 5); CPUS=LIST pins the per-call bench (default 4,5 on
+# hosts with more than 8 CPUs; CPUS= leaves it unpinned).
 # The bundle (scripts/gpu-bundle.sh makes it here) holds build/gdrproxy, the tests' tool
 # build/gdrproxy-testkit and the shared libraries they need, because that machine has no package manager.
 set -uo pipefail
@@ -74,7 +76,12 @@ for w in cuda matmul allreduce; do
 done
 
 echo "== per-call cost on a stand-in uverbs node (tests/bench/ioctl_latency.sh)"
-tests/bench/ioctl_latency.sh "$bundle" 20000 | tee "$out/ioctl_latency.txt"
+# Pinned to two cores where the host has many (CPUS= empty: unpinned), as docs/PERFORMANCE.md
+# measures the goal: unpinned, where the scheduler puts the caller and the supervisors moves
+# every row more than the differences measured.
+percall_cpus=${CPUS-}
+if [[ -z ${CPUS+set} ]] && (($(nproc) > 8)); then percall_cpus=4,5; fi
+CPUS=$percall_cpus tests/bench/ioctl_latency.sh "$bundle" 20000 | tee "$out/ioctl_latency.txt"
 # Where that time goes, when the bundle carries perf (scripts/gpu-bundle.sh --perf).
 if [[ -x $bundle/perf/perf ]]; then
   echo "== profile of the same calls (tests/bench/ioctl_profile.sh)"
