@@ -39,6 +39,32 @@ if [[ $(stat -f -c %T /sys/fs/cgroup 2>/dev/null) != cgroup2fs ]]; then
   mkdir -p /sys/fs/cgroup && mount -t cgroup2 none /sys/fs/cgroup
 fi
 
+# What every container of these checks is, defined in each inner script (bash -c "$al_lib...").
+# bundle_at B CGROUP SCRIPT [TMP]: a runc bundle B whose process runs `sh -c SCRIPT` in cgroup
+# CGROUP, its root of mount points with the host's /usr, /etc and the build read-only, TMP (when
+# given) as /tmp, every device denied by the device cgroup. Uses $build.
+# shellcheck disable=SC2016 # expanded by the inner bash
+al_lib='
+bundle_at() {
+  local b=$1 cg=$2 script=$3 tmp=${4:-}
+  mkdir -p "$b/rootfs" && (cd "$b/rootfs" && mkdir -p usr etc proc dev tmp "${build#/}" && ln -s usr/bin bin &&
+    ln -s usr/lib lib && ln -s usr/lib64 lib64 && ln -s usr/sbin sbin)
+  jq -n --arg build "$build" --arg cg "$cg" --arg script "$script" --arg tmp "$tmp" "{
+    ociVersion: \"1.0.2\",
+    process: {terminal: false, user: {uid: 0, gid: 0}, cwd: \"/\", noNewPrivileges: true,
+      args: [\"sh\", \"-c\", \$script], env: [\"PATH=/usr/sbin:/usr/bin:/sbin:/bin\"]},
+    root: {path: \"rootfs\", readonly: true},
+    mounts: ([{destination: \"/proc\", type: \"proc\", source: \"proc\"},
+              {destination: \"/dev\", type: \"tmpfs\", source: \"tmpfs\", options: [\"nosuid\", \"mode=755\"]}] +
+             (if \$tmp == \"\" then [] else [{destination: \"/tmp\", type: \"bind\", source: \$tmp, options: [\"rbind\"]}] end) +
+             [{destination: \"/usr\", type: \"bind\", source: \"/usr\", options: [\"rbind\", \"ro\"]},
+              {destination: \"/etc\", type: \"bind\", source: \"/etc\", options: [\"rbind\", \"ro\"]},
+              {destination: \$build, type: \"bind\", source: \$build, options: [\"rbind\", \"ro\"]}]),
+    linux: {cgroupsPath: \$cg, namespaces: [{type: \"pid\"}, {type: \"mount\"}, {type: \"ipc\"}, {type: \"uts\"}],
+            resources: {devices: [{allow: false, access: \"rwm\"}]}}}" >"$b/config.json"
+}
+'
+
 # al_container TAG LSM: under one stand-in /dev, an agent (--lsm LSM) and a runc container that
 # holds nvidia1 as fd 3; prints what each step saw into $al_work/TAG.*.
 # shellcheck disable=SC2016 # expanded by the inner bash
@@ -52,24 +78,9 @@ echo "{\"version\": 1, \"containers\": [{\"match\": {\"id\": \"lsm-*\"}, \"grant
   --rail-state-dir "$w/$tag.rails" >"$w/$tag.agent" 2>&1 &
 agent=$!
 for i in $(seq 100); do [[ -S $sock && -S $ctl ]] && break; sleep 0.1; done
-mkdir -p "$b/rootfs" && (cd "$b/rootfs" && mkdir -p usr etc proc dev tmp "${build#/}" && ln -s usr/bin bin &&
-  ln -s usr/lib lib && ln -s usr/lib64 lib64 && ln -s usr/sbin sbin)
 # The init waits for the host to move it below its cgroup (/tmp/moved), then asks.
-jq -n --arg build "$build" --arg cg "$cg" --arg a "$attack" "{
-  ociVersion: \"1.0.2\",
-  process: {terminal: false, user: {uid: 0, gid: 0}, cwd: \"/\", noNewPrivileges: true,
-    args: [\"sh\", \"-c\", (\$a + \" fdioctl 3 0x5401; \" + \$a + \" fdioctl 3 0x5401 fork; for i in \$(seq 100); do [ -e /tmp/moved ] && break; sleep 0.05; done; \" + \$a + \" fdioctl 3 0x5401 | sed s/^/moved-/; sleep 1\")],
-    env: [\"PATH=/usr/sbin:/usr/bin:/sbin:/bin\"]},
-  root: {path: \"rootfs\", readonly: true},
-  mounts: [{destination: \"/proc\", type: \"proc\", source: \"proc\"},
-           {destination: \"/dev\", type: \"tmpfs\", source: \"tmpfs\", options: [\"nosuid\", \"mode=755\"]},
-           {destination: \"/tmp\", type: \"bind\", source: \"$w/$tag.tmp\", options: [\"rbind\"]},
-           {destination: \"/usr\", type: \"bind\", source: \"/usr\", options: [\"rbind\", \"ro\"]},
-           {destination: \"/etc\", type: \"bind\", source: \"/etc\", options: [\"rbind\", \"ro\"]},
-           {destination: \$build, type: \"bind\", source: \$build, options: [\"rbind\", \"ro\"]}],
-  linux: {cgroupsPath: \$cg, namespaces: [{type: \"pid\"}, {type: \"mount\"}, {type: \"ipc\"}, {type: \"uts\"}],
-          resources: {devices: [{allow: false, access: \"rwm\"}]}}}" >"$b/config.json"
 mkdir -p "$w/$tag.tmp"
+bundle_at "$b" "$cg" "$attack fdioctl 3 0x5401; $attack fdioctl 3 0x5401 fork; for i in \$(seq 100); do [ -e /tmp/moved ] && break; sleep 0.05; done; $attack fdioctl 3 0x5401 | sed s/^/moved-/; sleep 1" "$w/$tag.tmp"
 "$gp" oci prepare "$b" --grant nvidiactl,nvidia-uvm,nvidia0 --listener "$sock" --no-sysfs >"$w/$tag.prepare" 2>&1 ||
   echo "prepare failed" >>"$w/$tag.problems"
 exec 3<>/dev/nvidia1
@@ -118,22 +129,8 @@ agent() {  # LOG SOCKET [more options]
 bundle() {
   local name=$1 b=$w/$1.bundle s=$2 script=$3
   shift 3
-  mkdir -p "$b/rootfs" "$w/$name.tmp"
-  (cd "$b/rootfs" && mkdir -p usr etc proc dev tmp "${build#/}" && ln -s usr/bin bin &&
-    ln -s usr/lib lib && ln -s usr/lib64 lib64 && ln -s usr/sbin sbin)
-  jq -n --arg build "$build" --arg script "$script" --arg tmp "$w/$name.tmp" --arg cg "/gdrproxy-vm-lsm/$name" "{
-    ociVersion: \"1.0.2\",
-    process: {terminal: false, user: {uid: 0, gid: 0}, cwd: \"/\", noNewPrivileges: true,
-      args: [\"sh\", \"-c\", \$script], env: [\"PATH=/usr/sbin:/usr/bin:/sbin:/bin\"]},
-    root: {path: \"rootfs\", readonly: true},
-    mounts: [{destination: \"/proc\", type: \"proc\", source: \"proc\"},
-             {destination: \"/dev\", type: \"tmpfs\", source: \"tmpfs\", options: [\"nosuid\", \"mode=755\"]},
-             {destination: \"/tmp\", type: \"bind\", source: \$tmp, options: [\"rbind\"]},
-             {destination: \"/usr\", type: \"bind\", source: \"/usr\", options: [\"rbind\", \"ro\"]},
-             {destination: \"/etc\", type: \"bind\", source: \"/etc\", options: [\"rbind\", \"ro\"]},
-             {destination: \$build, type: \"bind\", source: \$build, options: [\"rbind\", \"ro\"]}],
-    linux: {cgroupsPath: \$cg, namespaces: [{type: \"pid\"}, {type: \"mount\"}, {type: \"ipc\"}, {type: \"uts\"}],
-            resources: {devices: [{allow: false, access: \"rwm\"}]}}}" >"$b/config.json"
+  mkdir -p "$w/$name.tmp"
+  bundle_at "$b" "/gdrproxy-vm-lsm/$name" "$script" "$w/$name.tmp"
   "$gp" oci prepare "$b" --grant nvidiactl,nvidia-uvm,nvidia0 --listener "$s" --agent-ctl "$s.ctl" --no-sysfs "$@" >"$w/$name.prepare" 2>&1 ||
     echo "prepare $name: $(tail -1 "$w/$name.prepare")" >>"$w/pin.problems"
 }
@@ -209,20 +206,7 @@ for i in $(seq 100); do grep -q "gdrproxy agent: serving" "$w/early.agent" && br
 exec 3<>/dev/nvidia1
 for tag in on off; do
   id=early-$tag b=$w/early-$tag.bundle
-  mkdir -p "$b/rootfs" && (cd "$b/rootfs" && mkdir -p usr etc proc dev tmp "${build#/}" && ln -s usr/bin bin &&
-    ln -s usr/lib lib && ln -s usr/lib64 lib64 && ln -s usr/sbin sbin)
-  jq -n --arg build "$build" --arg cg "/gdrproxy-vm-lsm/early-$tag" "{
-    ociVersion: \"1.0.2\",
-    process: {terminal: false, user: {uid: 0, gid: 0}, cwd: \"/\", noNewPrivileges: true,
-      args: [\"sleep\", \"30\"], env: [\"PATH=/usr/sbin:/usr/bin:/sbin:/bin\"]},
-    root: {path: \"rootfs\", readonly: true},
-    mounts: [{destination: \"/proc\", type: \"proc\", source: \"proc\"},
-             {destination: \"/dev\", type: \"tmpfs\", source: \"tmpfs\", options: [\"nosuid\", \"mode=755\"]},
-             {destination: \"/usr\", type: \"bind\", source: \"/usr\", options: [\"rbind\", \"ro\"]},
-             {destination: \"/etc\", type: \"bind\", source: \"/etc\", options: [\"rbind\", \"ro\"]},
-             {destination: \$build, type: \"bind\", source: \$build, options: [\"rbind\", \"ro\"]}],
-    linux: {cgroupsPath: \$cg, namespaces: [{type: \"pid\"}, {type: \"mount\"}, {type: \"ipc\"}, {type: \"uts\"}],
-            resources: {devices: [{allow: false, access: \"rwm\"}]}}}" >"$b/config.json"
+  bundle_at "$b" "/gdrproxy-vm-lsm/early-$tag" "sleep 30"
   hook=()
   [[ $tag == on ]] && hook=(--lsm-hook --agent-ctl "$ctl")
   "$gp" oci prepare "$b" --grant nvidiactl,nvidia-uvm,nvidia0 --listener "$sock" --no-sysfs "${hook[@]}" \
@@ -261,22 +245,9 @@ start() {  # LOG
   echo "agent $1 did not start" >>"$w/up.problems"
 }
 start up.agent1
-mkdir -p "$b/rootfs" "$w/up.tmp" && (cd "$b/rootfs" && mkdir -p usr etc proc dev tmp "${build#/}" && ln -s usr/bin bin &&
-  ln -s usr/lib lib && ln -s usr/lib64 lib64 && ln -s usr/sbin sbin)
 script="touch /tmp/ready; while [ ! -e /tmp/older ]; do sleep 0.05; done; $attack fdioctl 3 0x5401 | sed s/^/older-/; while [ ! -e /tmp/end ]; do sleep 0.05; done"
-jq -n --arg build "$build" --arg script "$script" --arg tmp "$w/up.tmp" "{
-  ociVersion: \"1.0.2\",
-  process: {terminal: false, user: {uid: 0, gid: 0}, cwd: \"/\", noNewPrivileges: true,
-    args: [\"sh\", \"-c\", \$script], env: [\"PATH=/usr/sbin:/usr/bin:/sbin:/bin\"]},
-  root: {path: \"rootfs\", readonly: true},
-  mounts: [{destination: \"/proc\", type: \"proc\", source: \"proc\"},
-           {destination: \"/dev\", type: \"tmpfs\", source: \"tmpfs\", options: [\"nosuid\", \"mode=755\"]},
-           {destination: \"/tmp\", type: \"bind\", source: \$tmp, options: [\"rbind\"]},
-           {destination: \"/usr\", type: \"bind\", source: \"/usr\", options: [\"rbind\", \"ro\"]},
-           {destination: \"/etc\", type: \"bind\", source: \"/etc\", options: [\"rbind\", \"ro\"]},
-           {destination: \$build, type: \"bind\", source: \$build, options: [\"rbind\", \"ro\"]}],
-  linux: {cgroupsPath: \"/gdrproxy-vm-lsm/up\", namespaces: [{type: \"pid\"}, {type: \"mount\"}, {type: \"ipc\"}, {type: \"uts\"}],
-          resources: {devices: [{allow: false, access: \"rwm\"}]}}}" >"$b/config.json"
+mkdir -p "$w/up.tmp"
+bundle_at "$b" /gdrproxy-vm-lsm/up "$script" "$w/up.tmp"
 "$gp" oci prepare "$b" --grant nvidiactl,nvidia-uvm,nvidia0 --listener "$sock" --no-sysfs >"$w/up.prepare" 2>&1 ||
   echo "prepare failed" >>"$w/up.problems"
 exec 3<>/dev/nvidia1
@@ -301,7 +272,7 @@ true
 '
 
 al_container() {
-  timeout -k 5 120 "$testkit" standin bash -c "$al_inner" al "$1" "$2" "$al_work" "$gdrproxy" "$attack" "$build" \
+  timeout -k 5 120 "$testkit" standin bash -c "$al_lib$al_inner" al "$1" "$2" "$al_work" "$gdrproxy" "$attack" "$build" \
     >"$al_work/$1.log" 2>&1
 }
 
@@ -344,7 +315,7 @@ else
 fi
 if [[ ,$lsms, == *,bpf,* ]] && command -v runc >/dev/null; then
   t0=$(now_ms)
-  timeout -k 5 240 "$testkit" standin bash -c "$al_pinned" al "$al_work" "$gdrproxy" "$attack" "$build" "$testkit" \
+  timeout -k 5 240 "$testkit" standin bash -c "$al_lib$al_pinned" al "$al_work" "$gdrproxy" "$attack" "$build" "$testkit" \
     >"$al_work/pin.log" 2>&1
   f=$al_work
   p=()
@@ -374,7 +345,7 @@ if [[ ,$lsms, == *,bpf,* ]] && command -v runc >/dev/null; then
 fi
 if [[ ,$lsms, == *,bpf,* ]] && command -v runc >/dev/null; then
   t0=$(now_ms)
-  timeout -k 5 120 "$testkit" standin bash -c "$al_early" al "$al_work" "$gdrproxy" "$attack" "$build" \
+  timeout -k 5 120 "$testkit" standin bash -c "$al_lib$al_early" al "$al_work" "$gdrproxy" "$attack" "$build" \
     >"$al_work/early.log" 2>&1
   f=$al_work
   p=()
@@ -396,7 +367,7 @@ if [[ ,$lsms, == *,bpf,* ]] && command -v runc >/dev/null; then
 fi
 if [[ ,$lsms, == *,bpf,* ]] && command -v runc >/dev/null; then
   t0=$(now_ms)
-  timeout -k 5 120 "$testkit" standin bash -c "$al_upgrade" al "$al_work" "$gdrproxy" "$attack" "$build" \
+  timeout -k 5 120 "$testkit" standin bash -c "$al_lib$al_upgrade" al "$al_work" "$gdrproxy" "$attack" "$build" \
     >"$al_work/up.log" 2>&1
   f=$al_work
   p=()
