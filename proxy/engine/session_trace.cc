@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "base/kernel_dev.h"
 #include "proxy/decode/nvidia_decoder.h"
 #include "proxy/decode/uverbs_decoder.h"
 #include "proxy/engine/clock.h"
@@ -115,11 +116,17 @@ void SessionTrace::answered(std::optional<uint32_t> index, uint64_t seq, TraceRe
 // only: the write was never trapped (README, Security model).
 void SessionTrace::on_write(const gdrproxy_exit_event& e) {
   const ProcessIdentity who = identity_at_exit(e);
-  // The fd was marked at the caller's open. If it now names another file, it was closed and its
-  // number reused: stop watching it. If it is gone (closed, or the caller is exiting) the write
-  // still happened on the marked fd, whose class was recorded when its open returned.
+  // The fd was marked at the caller's open. The program read the device it named when the write
+  // entered the kernel: the write is named by it, whatever the fd names by now (closed, reused,
+  // its process gone). Without that (no device read), by what the fd names now, else by the node
+  // its open named. A write to anything but an rdma_cm or uverbs node means the number was
+  // reused: the fd is no longer watched.
   const DeviceNode* node = nullptr;
-  const bool open_now = files_.inspect_fd(static_cast<pid_t>(e.tid), static_cast<int>(e.fd), node);
+  bool open_now = true;
+  if (e.rdev != 0)
+    node = files_.device(dev_from_kernel(e.rdev));
+  else
+    open_now = files_.inspect_fd(static_cast<pid_t>(e.tid), static_cast<int>(e.fd), node);
   const auto watched = watched_fds_.find({who.host_tgid, e.fd});
   if (open_now && (!node || (node->device_class != DeviceClass::kRdmaCm &&
                              node->device_class != DeviceClass::kUverbs))) {

@@ -40,6 +40,8 @@ struct gdrproxy_pending {
   gp_u32 kind;  // GDRPROXY_EVENT_*
   gp_u32 fd;    // rdma_cm writes: the fd written to
   gp_u64 enter_ns;
+  gp_u32 rdev;  // watched writes: the written file's device (kernel encoding), read at entry
+  gp_u32 pad;
 };
 
 // Where the supervisor registers a pending call without a bpf() call: an array both sides map,
@@ -82,6 +84,11 @@ struct gdrproxy_exit_event {
   gp_u32 ns_tid;
   gp_u32 ns_tgid;
   gp_u32 pidns;
+  // Watched writes: the device of the file the fd named when the write entered the kernel (the
+  // kernel's encoding, major << 20 | minor; 0: not a device, or not read). The supervisor names
+  // the write by it, so a write whose fd was closed or reused before the event is read is still
+  // named by what it wrote to.
+  gp_u32 rdev;
   char comm[16];
   unsigned char region0[GDRPROXY_REGION0_MAX];
   unsigned char region1[GDRPROXY_REGION1_MAX];

@@ -106,6 +106,7 @@ static __always_inline int report(struct sys_exit_ctx* ctx, int write_exit) {
     e->fd = p->fd;
     e->enter_ns = p->enter_ns;
     e->tgid = tgid;
+    e->rdev = p->rdev;
     struct task_struct* task = (struct task_struct*)bpf_get_current_task();
     const __u32 level = task_pid_level(task);
     e->ns_tid = task_id_at_level(task, level, &e->pidns);
@@ -135,6 +136,36 @@ static __always_inline int report(struct sys_exit_ctx* ctx, int write_exit) {
   }
   if (in_hash) bpf_map_delete_elem(&pending, &tid);
   return 0;
+}
+
+// Just the fields read to find the file behind a caller's fd, relocated against the running
+// kernel's BTF (CO-RE).
+struct inode {
+  __u32 i_rdev;  // the kernel's dev_t: major << 20 | minor
+} __attribute__((preserve_access_index));
+struct file {
+  struct inode* f_inode;
+} __attribute__((preserve_access_index));
+struct fdtable {
+  unsigned int max_fds;
+  struct file** fd;
+} __attribute__((preserve_access_index));
+struct files_struct {
+  struct fdtable* fdt;
+} __attribute__((preserve_access_index));
+struct task_struct___files {
+  struct files_struct* files;
+} __attribute__((preserve_access_index));
+
+// The device of the file the current task's fd `fd` names now; 0 when it names none, or no device.
+static __always_inline __u32 rdev_of_fd(__u64 fd) {
+  struct task_struct___files* task = (void*)bpf_get_current_task();
+  struct fdtable* fdt = BPF_CORE_READ(task, files, fdt);
+  if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds)) return 0;
+  struct file** fds = BPF_CORE_READ(fdt, fd);
+  struct file* f = 0;
+  if (!fds || bpf_probe_read_kernel(&f, sizeof(f), fds + fd) != 0 || !f) return 0;
+  return BPF_CORE_READ(f, f_inode, i_rdev);
 }
 
 // Layout of syscalls:sys_enter_write.
@@ -168,6 +199,7 @@ int on_enter_write(struct sys_enter_write_ctx* ctx) {
   p.kind = GDRPROXY_EVENT_CM_WRITE;
   p.fd = (__u32)ctx->fd;
   p.enter_ns = bpf_ktime_get_ns();
+  p.rdev = rdev_of_fd(ctx->fd);
   bpf_map_update_elem(&pending, &tid, &p, BPF_ANY);
   return 0;
 }

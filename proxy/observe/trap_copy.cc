@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "base/hot_path.h"
+#include "base/kernel_dev.h"
 #include "base/process_info.h"
 #include "proxy/abi/uverbs_abi.h"
 #include "proxy/observe/bpf_links.h"
@@ -46,8 +47,7 @@ GDRPROXY_HOT TrapCopy::TrapCopy(const gdrproxy_trap_copy& head,
       seen_(seq) {}
 
 dev_t TrapCopy::rdev() const {
-  // The kernel's dev_t: major in the high 12 bits, minor in the low 20.
-  return makedev(rdev_ >> 20, rdev_ & 0xfffff);
+  return dev_from_kernel(rdev_);
 }
 
 bool TrapCopy::unchanged() const {

@@ -21,6 +21,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "base/kernel_dev.h"
 #include "base/process_info.h"
 #include "base/unique_fd.h"
 #include "proxy/observe/bpf_links.h"
@@ -181,7 +182,7 @@ bool IoctlLsm::find_maps(std::string& why) {
         r.tid = static_cast<pid_t>(e->tid);
         r.tgid = static_cast<pid_t>(e->tgid);
         r.ns_tid = static_cast<pid_t>(e->ns_tid);
-        r.rdev = makedev(e->rdev >> 20, e->rdev & 0xfffff);
+        r.rdev = dev_from_kernel(e->rdev);
         r.request = e->request;
         r.why = e->why == GDRPROXY_LSM_UNKNOWN_MINOR ? Refusal::Why::kUnknownMinor
                 : e->why == GDRPROXY_LSM_NOT_HERE    ? Refusal::Why::kNotAllowedHere
