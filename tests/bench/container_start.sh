@@ -8,7 +8,10 @@
 # BENCH_FS=disk they stay in /tmp, as podman's are on disk. Prints the medians of start (create +
 # start) and end (delete), the overhead, and the kernel's share of it: the same two rails moved
 # in and out by ip(8) in the same run. A benchmark, not a test.
-# Usage: [BENCH_FS=tmpfs|disk] tests/bench/container_start.sh [BUILD_DIR] [N]     (root, runc)
+# JUDGE_HOOK=1 prepares the bundles with --lsm-hook too: the createRuntime hook that asks the agent
+# to judge the container from its creation (the agent here has no judge: the hook's own cost, its
+# exec and the control socket's round trip).
+# Usage: [BENCH_FS=tmpfs|disk] [JUDGE_HOOK=1] tests/bench/container_start.sh [BUILD_DIR] [N]  (root, runc)
 set -euo pipefail
 build=$(realpath "${1:-build}")
 n=${2:-20}
@@ -60,6 +63,8 @@ json.dump({"ociVersion": "1.0.2",
             "resources": {"devices": [{"allow": False, "access": "rwm"}]}}}, open(path, "w"))
 PY
 }
+judge=()
+[[ ${JUDGE_HOOK:-0} == 1 ]] && judge=(--lsm-hook --agent-ctl "$work/a.ctl")
 ms() { echo $(($(date +%s%N) / 1000000)); }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 # A container's start is `create` then `start` (the createRuntime hook moves the rails in, the
@@ -95,7 +100,7 @@ for ((i = 0; i < n; i++)); do
   make_bundle "$work/g$i"
   # The rails go in through the hooks prepare writes; the shim then finds them already there.
   "$build/gdrproxy" oci prepare "$work/g$i" --grant uverbs0 --listener "$work/a.sock" --rails rail0,rail1 \
-    --allow-plain-rails --no-sysfs >/dev/null
+    --allow-plain-rails --no-sysfs "${judge[@]}" >/dev/null
   jq 'del(.linux.seccomp)' "$work/g$i/config.json" >"$work/g$i/c.json" && mv "$work/g$i/c.json" "$work/g$i/config.json"
   timed gdr_start up gdr_rt "$work/g$i" "start-$i"
   grep -q "/sys of 0 GPU(s) and 1 NIC(s)" "$work/err" || fail "the shim built no /sys"
@@ -107,13 +112,15 @@ for ((i = 0; i < n; i++)); do
   timed moves_out ctr_ns sh -c "ip link set rail0 netns /proc/$$/ns/net && ip link set rail1 netns /proc/$$/ns/net"
   ip link set rail0 up && ip link set rail1 up
 done
-row() { printf "%-44s %6s ms %6s ms %6s ms\n" "$@"; }
+row() { printf "%-57s %6s ms %6s ms %6s ms\n" "$@"; }
 m() { median <"$work/$1.ms"; }
 ps=$(m plain_start) pd=$(m plain_delete) gs=$(m gdr_start) gd=$(m gdr_delete) mi=$(m moves_in) mo=$(m moves_out)
 echo "medians of $n; start = create + start, end = delete (after exit)"
 row "" start end both
 row "runc (baseline)" "$ps" "$pd" $((ps + pd))
-row "gdrproxy runtime + agent + 2 rails + /sys" "$gs" "$gd" $((gs + gd))
+label="gdrproxy runtime + agent + 2 rails + /sys"
+((${#judge[@]})) && label+=" + judge hook"
+row "$label" "$gs" "$gd" $((gs + gd))
 row "overhead" $((gs - ps)) $((gd - pd)) $((gs + gd - ps - pd))
 row "  of it the kernel: 2 rails moved by ip(8)" "$mi" "$mo" $((mi + mo))
 row "  gdrproxy's own (overhead - kernel)" $((gs - ps - mi)) $((gd - pd - mo)) $((gs + gd - ps - pd - mi - mo))
