@@ -28,7 +28,7 @@ std::string ask_unix_socket(const std::string& path, const std::string& peer,
   if (!fd) throw_errno("socket", errno);
   if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 &&
       errno != EINPROGRESS && errno != EAGAIN)
-    throw Error("no agent at " + where + ": " + std::strerror(errno));
+    throw Error("nothing answers at " + where + ": " + std::strerror(errno));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   const auto wait_for = [&](short events) {
     for (;;) {
@@ -48,7 +48,7 @@ std::string ask_unix_socket(const std::string& path, const std::string& peer,
     wait_for(POLLOUT);
     const ssize_t n = ::send(fd.get(), out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n < 0) throw Error("no agent at " + where + ": " + std::strerror(errno));
+    if (n < 0) throw Error("nothing answers at " + where + ": " + std::strerror(errno));
     sent += static_cast<size_t>(n);
   }
   ::shutdown(fd.get(), SHUT_WR);

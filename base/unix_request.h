@@ -11,8 +11,8 @@ namespace gdrproxy {
 
 // Sends `line` (a newline is added) to the socket at `path` and returns the answer (may be
 // empty). `peer` names the socket in errors ("the agent's control socket"). Throws
-// gdrproxy::Error when nothing listens there ("no <peer> at PATH: ...") or it does not answer
-// within `timeout_ms`.
+// gdrproxy::Error when nothing listens there ("nothing answers at <peer> PATH: ...") or it does not
+// answer within `timeout_ms`.
 std::string ask_unix_socket(const std::string& path, const std::string& peer,
                             const std::string& line, int timeout_ms);
 

@@ -53,7 +53,7 @@ expect "$WORK/agent.log" "container judge-1 \(pid [0-9]+\): its runtime asks for
 bundle "$WORK/b2" "$WORK/run/none.ctl"
 runc --root "$WORK/runc" run --bundle "$WORK/b2" judge-2 >"$WORK/c2.out" 2>&1 && fail "runc started a container whose judge hook failed"
 grep -q "^ran$" "$WORK/c2.out" && fail "the container ran although its judge hook failed"
-expect "$WORK/c2.out" "no agent at the agent's control socket $WORK/run/none.ctl"
+expect "$WORK/c2.out" "nothing answers at the agent's control socket $WORK/run/none.ctl"
 
 # The hook alone: a state without a process is refused.
 echo '{"ociVersion": "1.0.2", "id": "judge-3", "status": "creating", "bundle": "/"}' |
