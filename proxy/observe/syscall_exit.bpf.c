@@ -15,6 +15,7 @@
 // clang-format on
 
 #include "exit_event.h"
+#include "task_files.bpf.h"
 #include "task_ids.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -138,21 +139,7 @@ static __always_inline int report(struct sys_exit_ctx* ctx, int write_exit) {
   return 0;
 }
 
-// Just the fields read to find the file behind a caller's fd, relocated against the running
-// kernel's BTF (CO-RE).
-struct inode {
-  __u32 i_rdev;  // the kernel's dev_t: major << 20 | minor
-} __attribute__((preserve_access_index));
-struct file {
-  struct inode* f_inode;
-} __attribute__((preserve_access_index));
-struct fdtable {
-  unsigned int max_fds;
-  struct file** fd;
-} __attribute__((preserve_access_index));
-struct files_struct {
-  struct fdtable* fdt;
-} __attribute__((preserve_access_index));
+// task_ids.bpf.h declares task_struct with its own fields; this flavour adds the one read here.
 struct task_struct___files {
   struct files_struct* files;
 } __attribute__((preserve_access_index));

@@ -16,6 +16,7 @@
 #include <bpf/bpf_tracing.h>
 // clang-format on
 
+#include "task_files.bpf.h"
 #include "task_ids.bpf.h"
 #include "trap_copy_slot.h"
 
@@ -61,20 +62,6 @@ struct seccomp_filter {
 struct seccomp {
   int mode;
   struct seccomp_filter* filter;
-} __attribute__((preserve_access_index));
-struct inode {
-  unsigned short i_mode;
-  __u32 i_rdev;
-} __attribute__((preserve_access_index));
-struct file {
-  struct inode* f_inode;
-} __attribute__((preserve_access_index));
-struct fdtable {
-  unsigned int max_fds;
-  struct file** fd;
-} __attribute__((preserve_access_index));
-struct files_struct {
-  struct fdtable* fdt;
 } __attribute__((preserve_access_index));
 // task_ids.bpf.h declares task_struct with its own fields; this flavour adds the ones read here.
 struct task_struct___trap {
