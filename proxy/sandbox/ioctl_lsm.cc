@@ -95,6 +95,18 @@ bool all_links_pinned(const std::string& dir) {
   return programs > 0;
 }
 
+// Calls `each` with every key of the judged-cgroups map `fd` (a cgroup's 8-byte id).
+template <typename Each>
+void each_judged_cgroup_id(int fd, Each each) {
+  uint64_t key = 0, next = 0;
+  const uint64_t* at = nullptr;
+  while (bpf_map_get_next_key(fd, at, &next) == 0) {
+    each(next);
+    key = next;
+    at = &key;
+  }
+}
+
 }  // namespace
 
 IoctlLsmTables ioctl_lsm_tables(const DeviceCatalog& catalog, const Grants& grants,
@@ -235,17 +247,13 @@ std::unique_ptr<IoctlLsm> IoctlLsm::load_pinned(const std::string& pin_dir, std:
     }
     if (!l->find_maps(why)) return nullptr;
     l->inherited_from_pins_ = true;
-    uint64_t key = 0, next = 0;
-    const uint64_t* at = nullptr;
-    while (bpf_map_get_next_key(l->cgroups_fd_, at, &next) == 0) {
+    each_judged_cgroup_id(l->cgroups_fd_, [&l](uint64_t id) {
       JudgedCgroup j{};
-      if (bpf_map_lookup_elem(l->cgroups_fd_, &next, &j) == 0 && j.level <= kMaxCgroupLevel) {
-        l->inherited_[j.scope].push_back(CgroupV2{next, j.level});
+      if (bpf_map_lookup_elem(l->cgroups_fd_, &id, &j) == 0 && j.level <= kMaxCgroupLevel) {
+        l->inherited_[j.scope].push_back(CgroupV2{id, j.level});
         ++l->cgroups_at_level_[j.level];
       }
-      key = next;
-      at = &key;
-    }
+    });
     return l;
   }
   // None there (or one cut short while being pinned): loaded, then pinned, "complete" last.
@@ -360,20 +368,16 @@ void IoctlLsm::judge_cgroup(const CgroupV2& cgroup, uint32_t scope, uint32_t rep
     throw_errno("BPF LSM: judging cgroup " + std::to_string(cgroup.id), errno);
   it->second.cgroups.push_back(cgroup);
   ++cgroups_at_level_[cgroup.level];
-  if (replaced) {
-    std::erase_if(scopes_[replacing].cgroups, [&](const CgroupV2& c) {
-      if (c.id != cgroup.id) return false;
-      --cgroups_at_level_[c.level];
-      return true;
-    });
-  } else if (earlier) {
-    std::vector<CgroupV2>& left = inherited_[was.scope];
+  if (earlier) {
+    // Off the list of the scope that judged it before: this process's (its tables stay, for
+    // forget_scope) or an earlier process's (whose tables go with its last cgroup).
+    std::vector<CgroupV2>& left = replaced ? scopes_[replacing].cgroups : inherited_[was.scope];
     std::erase_if(left, [&](const CgroupV2& c) {
       if (c.id != cgroup.id) return false;
       --cgroups_at_level_[c.level];
       return true;
     });
-    if (left.empty()) erase_inherited_scope(was.scope);
+    if (!replaced && left.empty()) erase_inherited_scope(was.scope);
   }
   if (!publish_levels()) throw_errno("BPF LSM: the judged cgroups' levels", errno);
 }
@@ -468,13 +472,9 @@ std::optional<size_t> live_judged_cgroups(const std::string& path, int cgroup_ro
       info.key_size != sizeof(uint64_t))
     return std::nullopt;
   size_t live = 0;
-  uint64_t key = 0, next = 0;
-  const uint64_t* at = nullptr;
-  while (bpf_map_get_next_key(fd.get(), at, &next) == 0) {
-    if (cgroup_v2_exists(cgroup_root, next)) ++live;
-    key = next;
-    at = &key;
-  }
+  each_judged_cgroup_id(fd.get(), [&](uint64_t id) {
+    if (cgroup_v2_exists(cgroup_root, id)) ++live;
+  });
   return live;
 }
 
