@@ -12,6 +12,7 @@
 #include <string>
 
 #include "proxy/observe/trap_copy.h"
+#include "proxy/oci/agent_sockets.h"
 #include "proxy/sandbox/ioctl_lsm.h"
 
 namespace gdrproxy::proxy {
@@ -23,10 +24,10 @@ inline constexpr unsigned kHandshakeDeadlineMs = 2000;
 inline constexpr unsigned kMaxHandshakes = 64;
 
 struct AgentOptions {
-  std::string socket = "/run/gdrproxy/agent.sock";     // where runtimes connect
-  std::string ctl_socket = "/run/gdrproxy/agent.ctl";  // `gdrproxy agent ctl`
-  std::optional<std::string> config;                   // nullopt: every container gets no device
-  std::optional<std::string> trace_dir;                // per-container JSONL traces
+  std::string socket = kAgentSocket;         // where runtimes connect
+  std::string ctl_socket = kAgentCtlSocket;  // `gdrproxy agent ctl`
+  std::optional<std::string> config;         // nullopt: every container gets no device
+  std::optional<std::string> trace_dir;      // per-container JSONL traces
   // Keep each listener in a holder process at this socket, so that a restarted agent re-attaches
   // every running container (trapped calls wait for it meanwhile instead of failing with ENOSYS;
   // one a killed agent was handling fails with EINTR).
@@ -58,8 +59,9 @@ struct AgentOptions {
 // in use, not in the initial pid namespace).
 int run_agent(const AgentOptions& options);
 
-// `gdrproxy agent ctl COMMAND`: sends COMMAND (list, stats) to a running agent and prints its
-// answer (one JSON object per line). Returns 0, or 1 when the agent cannot be reached.
+// `gdrproxy agent ctl COMMAND`: sends COMMAND (list, stats, drain, judge-pending) to a running
+// agent and prints its answer (one JSON object per line). Returns 0, or 1 when the agent cannot be
+// reached.
 int agent_ctl(const std::string& ctl_socket, const std::string& command);
 
 }  // namespace gdrproxy::proxy

@@ -36,6 +36,7 @@
 #include "netns/rdma_nl.h"
 #include "netns/rdma_sysfs.h"
 #include "netns/restore.h"
+#include "proxy/oci/agent_sockets.h"
 #include "proxy/oci/container_state.h"
 
 namespace gdrproxy::proxy {
@@ -49,7 +50,7 @@ constexpr int kGidWaitStepMs = 100;
 
 struct HookArgs {
   std::string state_dir = "/run/gdrproxy";
-  std::string ctl_socket = "/run/gdrproxy/agent.ctl";
+  std::string ctl_socket = kAgentCtlSocket;
   std::vector<std::string> rails;
   std::string profile = "multirail";
   std::string id;  // poststop by hand

@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "base/escape.h"
 #include "proxy/engine/session_setup.h"
+#include "proxy/oci/agent_sockets.h"
 #include "proxy/oci/bundle_prepare.h"
 #include "proxy/oci/cdi_spec.h"
 #include "proxy/oci/profile_compiler.h"
@@ -22,7 +23,7 @@ namespace gdrproxy::proxy {
 namespace {
 
 struct SeccompArgs {
-  std::string base, listener = "/run/gdrproxy/agent.sock", metadata, runtime = "runc";
+  std::string base, listener = kAgentSocket, metadata, runtime = "runc";
   std::string wait_killable = "auto", caps, kernel_release;
   bool metadata_set = false, pfc = false;
 };
@@ -163,7 +164,7 @@ void add_oci_commands(CLI::App& app, int& exit_code) {
       "container granted some GPUs traps as few calls as `gdrproxy run --lsm`). An agent\n"
       "that cannot judge the container kills it with one line saying why");
   auto lsm_hook = std::make_shared<bool>(false);
-  auto agent_ctl = std::make_shared<std::string>("/run/gdrproxy/agent.ctl");
+  auto agent_ctl = std::make_shared<std::string>(kAgentCtlSocket);
   prep->add_flag(
       "--lsm-hook", *lsm_hook,
       "Add a createRuntime hook (`gdrproxy hook judge`) that has the agent's BPF LSM judge\n"

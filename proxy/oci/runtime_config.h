@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "proxy/oci/agent_sockets.h"
+
 namespace gdrproxy::proxy {
 
 class DeviceCatalog;
@@ -17,7 +19,7 @@ class DeviceCatalog;
 // runtime.json.
 struct ShimConfig {
   std::string runtime = "runc";
-  std::string listener = "/run/gdrproxy/agent.sock";
+  std::string listener = kAgentSocket;
   std::vector<std::string> grants;  // globs: the most a container may ask for
   std::optional<std::string> base, metadata;
   bool sysfs = true;                // a synthetic /sys of the granted devices
@@ -39,7 +41,7 @@ struct ShimConfig {
   // "lsm_hook": true (implied by lsm_judged), as `oci prepare --lsm-hook`: a createRuntime hook
   // has the agent at "agent_ctl" (its control socket) judge the container from its creation.
   bool lsm_hook = false;
-  std::string agent_ctl = "/run/gdrproxy/agent.ctl";
+  std::string agent_ctl = kAgentCtlSocket;
   std::optional<std::string> policy;
   bool found = false;
 };
