@@ -3,13 +3,14 @@
 # byte array (embed_file.cmake).
 find_program(CLANG_BPF clang REQUIRED)
 
-# compile_bpf(OBJ SRC COMMENT [DEPENDS headers...]): OBJ from SRC (both relative to the caller).
+# compile_bpf(OBJ SRC COMMENT [DEPENDS headers...]): OBJ from SRC (both relative to the caller);
+# the project's headers are included by their path from its root, as in C++.
 function(compile_bpf obj src comment)
   cmake_parse_arguments(PARSE_ARGV 3 arg "" "" "DEPENDS")
   add_custom_command(
     OUTPUT ${obj}
     COMMAND ${CLANG_BPF} -O2 -g -target bpf -I/usr/include/${CMAKE_LIBRARY_ARCHITECTURE}
-            -c ${CMAKE_CURRENT_SOURCE_DIR}/${src} -o ${obj}
+            -I${PROJECT_SOURCE_DIR} -c ${CMAKE_CURRENT_SOURCE_DIR}/${src} -o ${obj}
     DEPENDS ${src} ${arg_DEPENDS}
     COMMENT "${comment}")
 endfunction()

@@ -16,25 +16,14 @@
 #include <bpf/bpf_core_read.h>
 // clang-format on
 
+#include "proxy/observe/task_files.bpf.h"
+
 char LICENSE[] SEC("license") = "GPL";
 
-// Just the fields read, relocated against the running kernel's BTF (CO-RE).
+// Just the fields read, relocated against the running kernel's BTF (CO-RE); the fd table's types
+// are the engine's (task_files.bpf.h).
 struct pt_regs {
   unsigned long di, si, dx, orig_ax;
-} __attribute__((preserve_access_index));
-struct inode {
-  unsigned short i_mode;
-  __u32 i_rdev;
-} __attribute__((preserve_access_index));
-struct file {
-  struct inode* f_inode;
-} __attribute__((preserve_access_index));
-struct fdtable {
-  unsigned int max_fds;
-  struct file** fd;
-} __attribute__((preserve_access_index));
-struct files_struct {
-  struct fdtable* fdt;
 } __attribute__((preserve_access_index));
 struct task_struct {
   struct files_struct* files;
