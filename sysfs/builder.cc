@@ -73,6 +73,16 @@ class TreeWriter {
     for (const auto& [name, value] : m) shared_file(dir_rel + "/" + name, value);
   }
 
+  // Attributes the host refuses to read: an empty file each, its own inode (never a hard link: it
+  // is a mount point), over which the mount plan binds the host's file, whose open() and read()
+  // then fail as the host's do. Only an unmounted tree shows the empty file.
+  void refused(const std::string& dir_rel, const RefusedMap& m) {
+    for (const auto& entry : m) {
+      file(dir_rel + "/" + entry.first, "");
+      ++res_.refused;
+    }
+  }
+
   // Creates every queued file and link; throws Error naming the first entry that failed.
   void flush() {
     unsigned n = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
@@ -182,6 +192,7 @@ void write_pci(TreeWriter& w, const Snapshot& s, const Selection& sel) {
     std::string d = devices_path(f);
     w.dir(d);
     w.attrs(d, f.attrs);
+    w.refused(d, f.refused);
     if (!f.config.empty()) w.file(d + "/config", f.config);
     w.link(d + "/subsystem", "bus/pci");
     w.link("bus/pci/devices/" + f.bdf, d);
@@ -223,6 +234,7 @@ void write_ib(TreeWriter& w, const Snapshot& s, const Selection& sel, bool live_
     std::string id = pd + "/infiniband/" + d->name;
     w.dir(id);
     w.attrs(id, d->attrs);
+    w.refused(id, d->refused);
     w.link(id + "/device", pd);
     w.link(id + "/subsystem", "class/infiniband");
     w.link("class/infiniband/" + d->name, id);
@@ -230,10 +242,15 @@ void write_ib(TreeWriter& w, const Snapshot& s, const Selection& sel, bool live_
       std::string pp = id + "/ports/" + std::to_string(p.num);
       w.dir(pp);
       if (live_ports) continue;  // a mount point: the host's directory is bound here
+      // The static copy, for a tree used without its plan: the plan binds the host's whole
+      // directory over it, which also answers refused reads (rate, empty GID slots) live.
       w.attrs(pp, p.attrs);
+      for (const auto& entry : p.refused) w.shared_file(pp + "/" + entry.first, "");
       write_table(w, pp + "/gids", p.gid_table_len, p.gids,
                   "0000:0000:0000:0000:0000:0000:0000:0000\n");
-      // The kernel answers EINVAL for an empty slot; a static file cannot, so it is empty.
+      // The kernel refuses to read an empty slot's type and netdev (ENODATA, or EINVAL; the
+      // snapshot records which); a static file cannot, so it is empty until the plan binds the
+      // host's port directory here.
       write_table(w, pp + "/gid_attrs/types", p.gid_table_len, p.gid_types, "");
       write_table(w, pp + "/gid_attrs/ndevs", p.gid_table_len, p.gid_ndevs, "");
       write_table(w, pp + "/pkeys", p.pkey_table_len, p.pkeys, "0x0000\n");
@@ -243,6 +260,7 @@ void write_ib(TreeWriter& w, const Snapshot& s, const Selection& sel, bool live_
       std::string vd = pd + "/infiniband_verbs/" + d->verbs->name;
       w.dir(vd);
       w.attrs(vd, d->verbs->attrs);
+      w.refused(vd, d->verbs->refused);
       w.link(vd + "/device", pd);
       w.link(vd + "/subsystem", "class/infiniband_verbs");
       w.link("class/infiniband_verbs/" + d->verbs->name, vd);
@@ -263,6 +281,7 @@ void write_net(TreeWriter& w, const Snapshot& s, const Selection& sel) {
     std::string nd = devices_path(f) + "/" + n->subpath;
     w.dir(nd);
     w.attrs(nd, n->attrs);
+    w.refused(nd, n->refused);
     // `device` names the interface's parent device: the directory holding net/<if>.
     w.link(nd + "/device", dirname_of(dirname_of(nd)));
     w.link(nd + "/subsystem", "class/net");
@@ -275,6 +294,7 @@ void write_numa(TreeWriter& w, const Snapshot& s) {
     std::string d = "devices/system/node/node" + std::to_string(n.id);
     w.dir(d);
     w.attrs(d, n.attrs);
+    w.refused(d, n.refused);
   }
   for (const auto& [path, value] : s.peer_memory) {
     w.dir(dirname_of(path));
@@ -325,6 +345,10 @@ BuildResult build_tree(const Snapshot& s, const Selection& sel, const BuildOptio
     write_net(w, s, sel);
     write_numa(w, s);
     w.flush();
+    if (res.refused > 0)
+      res.notes.push_back(std::to_string(res.refused) +
+                          " attributes the host refuses to read are empty mount points: the mount "
+                          "plan binds the host's files over them, which fail as the host's do");
     // No fsync: the tree is rebuilt from the snapshot on every container start, and a journal
     // flush costs more than the whole build.
   } catch (...) {

@@ -4,6 +4,10 @@
 // the requested path once complete, so a reader (or a container about to mount it) never sees a
 // half-written tree. Every link is relative and spelled exactly as the kernel spells it, because
 // NCCL and hwloc parse link strings (readlink) as well as resolve them (realpath).
+// An attribute the host refuses to read (snapshot.h's `refused`) is written as an empty file:
+// a mount point for the plan's live bind of the host's file (mount_plan.h). No file of a tmpfs
+// tree can fail read() with EINVAL or ENODATA, and a missing one says ENOENT, which readers
+// (rdma-core, NCCL, hwloc, UCX) take for something else.
 #pragma once
 
 #include <string>
@@ -27,6 +31,7 @@ struct BuildOptions {
 struct BuildResult {
   std::string path;
   size_t dirs = 0, files = 0, links = 0;
+  size_t refused = 0;              // of `files`: mount points of refused attributes (see above)
   std::vector<std::string> notes;  // selection decisions and static-value caveats
 };
 

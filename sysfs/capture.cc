@@ -99,10 +99,11 @@ class Capturer {
     return abs;
   }
 
-  // Reads `names` from `dir` into `out`; logs unreadable files except ENOENT (absent) and EINVAL
-  // (the kernel's answer for "no value", e.g. speed of a down link).
+  // Reads `names` from `dir` into `out`. A file that is there but that the kernel refuses to
+  // read (EINVAL for a down link's speed, ENODATA for an empty GID slot's type) goes into
+  // `refused` with its errno: the tree must fail the same way, not look absent.
   void read_attrs(const std::string& dir, const char* const* begin, const char* const* end,
-                  AttrMap& out) {
+                  AttrMap& out, RefusedMap& refused) {
     for (auto it = begin; it != end; ++it) {
       std::string p = join(dir, *it);
       ReadResult r = read_file(p);
@@ -112,10 +113,21 @@ class Capturer {
           continue;
         }
         out[*it] = *r.data;
-      } else if (r.error != ENOENT && r.error != EINVAL) {
+      } else if (is_refusal(r)) {
+        refused[*it] = r.error;
+      } else if (r.error != ENOENT && r.error != ENOTDIR) {
         omit(host_name(p) + ": unreadable (" + std::strerror(r.error) + "), left out");
       }
     }
+  }
+
+  // The file exists and the host's open() or read() of it fails: what a tenant must see too.
+  // (An open() that says ENOENT is an absent file; a read() that says it is a refusal: a
+  // queue's traffic_class without traffic classes.) A directory where an attribute should be
+  // (EISDIR) is a broken tree, not an answer.
+  static bool is_refusal(const ReadResult& r) {
+    if (r.error == EISDIR || r.error == EFBIG) return false;
+    return r.opened || (r.error != ENOENT && r.error != ENOTDIR);
   }
 
   // The canonical paths (relative to devices/) of the devices CaptureOptions limits the capture
@@ -181,9 +193,10 @@ class Capturer {
       PciFunction f;
       f.bdf = name;
       f.path = rel + "/" + name;
-      read_attrs(sub, std::begin(kPciAttrs), std::end(kPciAttrs), f.attrs);
+      read_attrs(sub, std::begin(kPciAttrs), std::end(kPciAttrs), f.attrs, f.refused);
       for (const char* a : kPciCoreAttrs)
-        if (!f.attrs.count(a)) omit(host_name(join(sub, a)) + ": missing, left out");
+        if (!f.attrs.count(a) && !f.refused.count(a))
+          omit(host_name(join(sub, a)) + ": missing, left out");
       // The whole config space, extended part included. On a VM each dword of it is a trapped
       // read (about 20 ms for a GPU's 4 KiB), paid once per host snapshot, not per container.
       ReadResult cfg = read_file(join(sub, "config"));
@@ -285,7 +298,7 @@ class Capturer {
       IbDevice d;
       d.name = name;
       d.pci = f->bdf;
-      read_attrs(e->dir, std::begin(kIbAttrs), std::end(kIbAttrs), d.attrs);
+      read_attrs(e->dir, std::begin(kIbAttrs), std::end(kIbAttrs), d.attrs, d.refused);
       read_ports(e->dir, d);
       read_uverbs(join(join(sys_, "devices"), f->path), d);
       snap_.ib.push_back(std::move(d));
@@ -310,7 +323,7 @@ class Capturer {
       p.num = *num;
       std::string pd = join(ports, pn);
       p.host_path = host_name(real_path(pd).value_or(pd));
-      read_attrs(pd, std::begin(kPortAttrs), std::end(kPortAttrs), p.attrs);
+      read_attrs(pd, std::begin(kPortAttrs), std::end(kPortAttrs), p.attrs, p.refused);
       if (options_.port_tables) read_tables(pd, p);
       d.ports.push_back(std::move(p));
     }
@@ -319,25 +332,29 @@ class Capturer {
 
   // The port directory `pd`'s GID and P_Key tables.
   void read_tables(const std::string& pd, IbPort& p) {
-    read_table(join(pd, "gids"), p.gid_table_len, p.gids, [](const std::string& v) {
-      return trim(v) != "0000:0000:0000:0000:0000:0000:0000:0000";
-    });
+    read_table(
+        join(pd, "gids"), p.gid_table_len, p.gids,
+        [](const std::string& v) { return trim(v) != "0000:0000:0000:0000:0000:0000:0000:0000"; },
+        nullptr);
     int types_len = 0, ndevs_len = 0, pkeys_len = 0;
     auto nonempty = [](const std::string& v) { return !trim(v).empty(); };
-    read_table(join(pd, "gid_attrs/types"), types_len, p.gid_types, nonempty);
-    read_table(join(pd, "gid_attrs/ndevs"), ndevs_len, p.gid_ndevs, nonempty);
-    read_table(join(pd, "pkeys"), pkeys_len, p.pkeys,
-               [](const std::string& v) { return trim(v) != "0x0000"; });
+    read_table(join(pd, "gid_attrs/types"), types_len, p.gid_types, nonempty, &p.gid_types_refused);
+    read_table(join(pd, "gid_attrs/ndevs"), ndevs_len, p.gid_ndevs, nonempty, &p.gid_ndevs_refused);
+    read_table(
+        join(pd, "pkeys"), pkeys_len, p.pkeys,
+        [](const std::string& v) { return trim(v) != "0x0000"; }, nullptr);
     p.pkey_table_len = pkeys_len;
     if (types_len > p.gid_table_len || ndevs_len > p.gid_table_len)
       p.gid_table_len = std::max(types_len, ndevs_len);
     if (p.gid_table_len == 0) omit(host_name(pd) + "/gids: empty or missing GID table");
   }
 
-  // Reads an index-named table directory. Entries the kernel refuses to read (EINVAL: an empty
-  // GID slot's type or netdev) are legitimately absent; `keep` drops default values.
+  // Reads an index-named table directory; `keep` drops default values. Entries the kernel refuses
+  // to read (an empty GID slot's type or netdev: ENODATA, EINVAL before Linux 5.10; a GID with no
+  // netdev: EINVAL) go into `refused` with their errno; a table without one logs them.
   void read_table(const std::string& dir, int& len, std::map<int, std::string>& out,
-                  const std::function<bool(const std::string&)>& keep) {
+                  const std::function<bool(const std::string&)>& keep,
+                  std::map<int, int>* refused) {
     len = 0;
     for (const auto& n : list_dir(dir)) {
       auto parsed = parse_index(n);
@@ -347,7 +364,9 @@ class Capturer {
       ReadResult r = read_file(join(dir, n));
       if (r.data) {
         if (keep(*r.data) && printable(*r.data)) out[idx] = *r.data;
-      } else if (r.error != EINVAL) {
+      } else if (refused && is_refusal(r)) {
+        (*refused)[idx] = r.error;
+      } else {
         omit(host_name(join(dir, n)) + ": unreadable (" + std::strerror(r.error) + ")");
       }
     }
@@ -360,7 +379,8 @@ class Capturer {
       if (!ibdev || trim(*ibdev) != d.name) continue;
       UverbsDevice v;
       v.name = u;
-      read_attrs(join(vdir, u), std::begin(kUverbsAttrs), std::end(kUverbsAttrs), v.attrs);
+      read_attrs(join(vdir, u), std::begin(kUverbsAttrs), std::end(kUverbsAttrs), v.attrs,
+                 v.refused);
       if (!v.attrs.count("dev"))
         omit(host_name(join(join(vdir, u), "dev")) + ": missing, libibverbs cannot open " + d.name);
       d.verbs = std::move(v);
@@ -381,7 +401,7 @@ class Capturer {
       n.name = name;
       n.pci = f->bdf;
       n.subpath = e->rest;
-      read_attrs(e->dir, std::begin(kNetAttrs), std::end(kNetAttrs), n.attrs);
+      read_attrs(e->dir, std::begin(kNetAttrs), std::end(kNetAttrs), n.attrs, n.refused);
       snap_.net.push_back(std::move(n));
     }
   }
@@ -395,7 +415,7 @@ class Capturer {
       if (!id) continue;
       n.id = *id;
       const char* const attrs[] = {"cpumap", "cpulist"};
-      read_attrs(join(nodes, name), std::begin(attrs), std::end(attrs), n.attrs);
+      read_attrs(join(nodes, name), std::begin(attrs), std::end(attrs), n.attrs, n.refused);
       if (!n.attrs.count("cpumap"))
         omit(host_name(join(join(nodes, name), "cpumap")) + ": missing");
       snap_.numa.push_back(std::move(n));

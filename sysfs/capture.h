@@ -3,7 +3,9 @@
 // The idea not to miss: the canonical PCI tree is found by walking /sys/devices/pci*/ (real
 // directories only), never by trusting the class or bus symlink farms; the farms are only
 // cross-checked. Whatever cannot be read is not guessed: it is left out and the omission is
-// recorded in Snapshot::omissions with the path that failed.
+// recorded in Snapshot::omissions with the path that failed. A file the kernel refuses to read
+// (its open() or read() fails; an absent file is not one) is not an omission but an answer: it
+// is recorded with its errno (`refused`), which the built tree reproduces.
 #pragma once
 
 #include <string>

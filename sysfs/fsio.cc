@@ -30,6 +30,7 @@ ReadResult read_file(const std::string& path, size_t max) {
     if (n < 0) {
       if (errno == EINTR) continue;
       r.error = errno;
+      r.opened = true;
       return r;
     }
     if (n == 0) break;

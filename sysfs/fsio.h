@@ -17,6 +17,9 @@ namespace gdrproxy::sysfs {
 struct ReadResult {
   std::optional<std::string> data;
   int error = 0;  // errno when data is empty (ENOENT: no such file)
+  // open() succeeded and read() failed: the kernel refuses the value (a down link's speed gives
+  // EINVAL, a queue's traffic_class even ENOENT), which is not a missing file.
+  bool opened = false;
 };
 
 // Reads a whole (small) file, or its first `max` bytes. Never throws.

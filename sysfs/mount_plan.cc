@@ -16,6 +16,34 @@
 #include "sysfs/fsio.h"
 
 namespace gdrproxy::sysfs {
+namespace {
+
+// One bind per attribute of `dir` (tree-relative, the host's path below /sys) the host refuses
+// to read. The tree and the host name the file alike: "devices/<canonical path>/<name>".
+void bind_refused(MountPlan& p, const std::string& host_root, const std::string& dir,
+                  const RefusedMap& refused, const std::string& what, bool optional) {
+  for (const auto& [name, e] : refused) {
+    BindMount b;
+    b.target = dir + "/" + name;
+    b.source = host_root == "/" ? "/sys/" + b.target : join(host_root, "sys/" + b.target);
+    b.file = true;
+    b.optional = optional;
+    b.why = what + " " + name + ": the host refuses to read it (" + errno_name(e) +
+            "), its own file answers";
+    if (is_dir(join(p.tree, b.target)) || !exists_nofollow(join(p.tree, b.target)))
+      throw Error("mount-plan: " + b.target + " is not a file of the tree " + p.tree +
+                  " (built from another snapshot?)");
+    if (!exists_nofollow(b.source)) {
+      if (!optional) throw Error("mount-plan: host file " + b.source + " is missing");
+      p.notes.push_back(b.source + " is missing (moved to another network namespace?): " +
+                        b.target + " stays an empty file");
+      continue;
+    }
+    p.binds.push_back(std::move(b));
+  }
+}
+
+}  // namespace
 
 MountPlan make_mount_plan(const Snapshot& s, const Selection& sel, const std::string& tree,
                           const std::string& host_root) {
@@ -40,6 +68,24 @@ MountPlan make_mount_plan(const Snapshot& s, const Selection& sel, const std::st
       p.binds.push_back(std::move(b));
     }
   }
+  // Attributes the host refuses to read: its own files, bound over the tree's placeholders.
+  for (const std::string& bdf : sel.pci) {
+    const PciFunction* f = s.find_pci(bdf);
+    if (f) bind_refused(p, host_root, "devices/" + f->path, f->refused, bdf, false);
+  }
+  for (const IbDevice* d : sel.ib) {
+    const std::string pd = "devices/" + s.find_pci(d->pci)->path;
+    bind_refused(p, host_root, pd + "/infiniband/" + d->name, d->refused, d->name, false);
+    if (d->verbs)
+      bind_refused(p, host_root, pd + "/infiniband_verbs/" + d->verbs->name, d->verbs->refused,
+                   d->verbs->name, false);
+  }
+  for (const NetDevice* n : sel.net)
+    bind_refused(p, host_root, "devices/" + s.find_pci(n->pci)->path + "/" + n->subpath, n->refused,
+                 n->name, true);
+  for (const NumaNode& n : s.numa)
+    bind_refused(p, host_root, "devices/system/node/node" + std::to_string(n.id), n.refused,
+                 "node" + std::to_string(n.id), false);
   // CPU topology is not part of the snapshot: it is the host's, read live (hwloc aborts without
   // it, glibc's get_nprocs reads devices/system/cpu/online).
   std::string cpu =
@@ -54,18 +100,23 @@ MountPlan make_mount_plan(const Snapshot& s, const Selection& sel, const std::st
       "mode 'exclusive' a device moved into the container's namespace is only visible in a sysfs "
       "mounted from that namespace, so take the sources from such a mount");
   p.notes.push_back(
-      "net/<if> attributes stay static: once an interface moves into the container's network "
-      "namespace the host's sysfs no longer shows it");
+      "net/<if> attributes stay static, but for those the host refused to read, bound live: once "
+      "an interface moves into the container's network namespace the host's sysfs no longer "
+      "shows it");
   return p;
 }
 
 nlohmann::json to_json(const MountPlan& p) {
   nlohmann::json binds = nlohmann::json::array();
-  for (const auto& b : p.binds)
-    binds.push_back({{"source", b.source},
+  for (const auto& b : p.binds) {
+    nlohmann::json o{{"source", b.source},
                      {"target", b.target},
                      {"flags", {"bind", "ro", "nosuid", "nodev", "noexec"}},
-                     {"why", b.why}});
+                     {"why", b.why}};
+    if (b.file) o["file"] = true;
+    if (b.optional) o["optional"] = true;
+    binds.push_back(std::move(o));
+  }
   return {{"schema", "gdrproxy.sysfs.mount-plan"},
           {"version", 1},
           {"tree", p.tree},
@@ -81,8 +132,8 @@ MountPlan mount_plan_from_json(const nlohmann::json& j) {
   MountPlan p;
   p.tree = j.at("tree").get<std::string>();
   for (const auto& b : j.at("binds"))
-    p.binds.push_back(
-        {b.at("source").get<std::string>(), b.at("target").get<std::string>(), b.value("why", "")});
+    p.binds.push_back({b.at("source").get<std::string>(), b.at("target").get<std::string>(),
+                       b.value("why", ""), b.value("file", false), b.value("optional", false)});
   return p;
 }
 
@@ -105,9 +156,9 @@ class MountStack {
 // container's rootfs (and so its /sys) belongs to the tenant, who could otherwise point it at a
 // host directory between a check and the mount. The mount then goes onto /proc/self/fd/N, the
 // directory that was resolved (the way runc mounts into a rootfs).
-std::string open_target(int root_fd, const std::string& dst, UniqueFd& out) {
+std::string open_target(int root_fd, const std::string& dst, UniqueFd& out, bool file = false) {
   open_how how{};
-  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+  how.flags = O_PATH | (file ? 0 : O_DIRECTORY) | O_CLOEXEC;
   how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | (root_fd >= 0 ? RESOLVE_IN_ROOT : 0);
   const int fd = static_cast<int>(
       ::syscall(SYS_openat2, root_fd >= 0 ? root_fd : AT_FDCWD, dst.c_str(), &how, sizeof how));
@@ -121,9 +172,9 @@ std::string open_target(int root_fd, const std::string& dst, UniqueFd& out) {
 }
 
 std::string bind_ro(const std::string& src, const std::string& dst, bool recursive,
-                    int root_fd = -1) {
+                    int root_fd = -1, bool file = false) {
   UniqueFd target;
-  if (std::string e = open_target(root_fd, dst, target); !e.empty()) return e;
+  if (std::string e = open_target(root_fd, dst, target, file); !e.empty()) return e;
   const std::string at = "/proc/self/fd/" + std::to_string(target.get());
   unsigned long f = MS_BIND | (recursive ? MS_REC : 0);
   if (::mount(src.c_str(), at.c_str(), nullptr, f, nullptr) != 0)
@@ -131,7 +182,7 @@ std::string bind_ro(const std::string& src, const std::string& dst, bool recursi
   // The new mount sits on the resolved directory; remount it through a fresh, equally strict
   // resolution of the same path (it now names the mount's root).
   UniqueFd mounted;
-  if (std::string e = open_target(root_fd, dst, mounted); !e.empty()) {
+  if (std::string e = open_target(root_fd, dst, mounted, file); !e.empty()) {
     ::umount2(at.c_str(), MNT_DETACH);
     return e;
   }
@@ -157,7 +208,8 @@ std::string apply_mount_plan(const MountPlan& p, const std::string& sys_target,
   MountStack stack;
   for (const auto& b : p.binds) {
     std::string dst = join(p.tree, b.target);
-    if (std::string e = bind_ro(b.source, dst, false); !e.empty()) return e;
+    if (b.optional && !exists_nofollow(b.source)) continue;  // the placeholder stays
+    if (std::string e = bind_ro(b.source, dst, false, -1, b.file); !e.empty()) return e;
     stack.push(dst);
   }
   if (!sys_target.empty()) {

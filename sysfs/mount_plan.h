@@ -7,6 +7,13 @@
 // per exposed port, one read-only bind mount of the host's ports/<n> directory over the tree's
 // copy; the tree keeps a static copy underneath so it stays valid when nothing is mounted.
 // Static identity (PCI ids, GUIDs, firmware) comes from the snapshot.
+//
+// An attribute the host refuses to read (a down link's speed: EINVAL; snapshot.h's `refused`)
+// gets one read-only bind of the host's own file over the tree's empty placeholder. A bind is
+// the faithful way: the tree is a plain tmpfs, whose files cannot fail read() with a chosen
+// errno, while the bound kernfs file keeps the host's exact errno, live (it reads once the link
+// is up again), for root and non-root tenants alike, with no process serving it. Inside a port
+// directory the directory's own bind already does this.
 #pragma once
 
 #include <string>
@@ -23,6 +30,11 @@ struct BindMount {
   std::string source;  // host path (absolute)
   std::string target;  // path inside the tree (relative to its root)
   std::string why;
+  bool file = false;  // a file (a refused attribute) onto a file, else a directory onto one
+  // Skipped, leaving the tree's placeholder, when the source is gone at apply time: a netdev's
+  // directory leaves the host's sysfs when the interface moves into another network namespace
+  // (a rail moved between plan and apply).
+  bool optional = false;
 };
 
 struct MountPlan {

@@ -130,11 +130,13 @@ Selection select(const Snapshot& s, const SelectionRequest& req) {
   }
   // NICs, as PCI functions.
   std::vector<std::string> fns;
+  std::set<std::string> named_ib;  // with --nics, the only RDMA devices exposed
   if (req.nics_given) {
     for (const auto& n : req.nics) {
       if (const IbDevice* d = s.find_ib(n)) {
         if (std::string why = unusable_gid_reason(*d); !why.empty())
           sel.notes.push_back(n + ": no usable GID: " + why + "; exposed because it was asked for");
+        named_ib.insert(d->name);
         fns.push_back(d->pci);
       } else if (const NetDevice* nd = s.find_net(n)) {
         fns.push_back(nd->pci);
@@ -162,10 +164,20 @@ Selection select(const Snapshot& s, const SelectionRequest& req) {
         std::any_of(s.ib.begin(), s.ib.end(), [&](const IbDevice& d) { return d.pci == f; });
     add_function(s, f, rdma, sel.pci);
   }
-  for (const auto& d : s.ib)
-    if (std::find(sel.nic_functions.begin(), sel.nic_functions.end(), d.pci) !=
+  for (const auto& d : s.ib) {
+    if (std::find(sel.nic_functions.begin(), sel.nic_functions.end(), d.pci) ==
         sel.nic_functions.end())
-      sel.ib.push_back(&d);
+      continue;
+    // A granted function may carry RDMA devices that were not granted: a software one (siw on
+    // the NIC's netdev hangs off the NIC's PCI function, as would rxe on a driver that gave it a
+    // parent), or a second device. Only the named ones are the grant.
+    if (req.nics_given && !named_ib.count(d.name)) {
+      sel.notes.push_back(d.name + ": on " + d.pci +
+                          " with a selected NIC but not named in --nics; left out");
+      continue;
+    }
+    sel.ib.push_back(&d);
+  }
   for (const auto& n : s.net)
     if (std::find(sel.nic_functions.begin(), sel.nic_functions.end(), n.pci) !=
         sel.nic_functions.end())

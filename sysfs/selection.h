@@ -4,6 +4,10 @@
 // in everything a consumer walks to reach it: every ancestor bridge (NCCL keeps every second
 // level, hwloc needs all of them), and function 0 of its device (NCCL rewrites a NIC's BDF to
 // function 0, and to device 00 for VFs, before it looks the path up again).
+// The RDMA devices shown are another matter: with NICs named, exactly the named RDMA devices,
+// never another device that hangs off a selected function (a software siw on the NIC's netdev),
+// so a software RDMA device appears in a tenant's tree only when it is granted. A software
+// device with no PCI function at all (rxe) is never in a snapshot (capture.h).
 #pragma once
 
 #include <set>
@@ -19,7 +23,9 @@ struct SelectionRequest {
   bool gpus_given = false;        // false: every NVIDIA GPU (vendor 0x10de, class 0x03xxxx)
   std::vector<std::string> gpus;  // BDFs
   bool nics_given = false;        // false: every RDMA NIC with a usable GID
-  std::vector<std::string> nics;  // RDMA device names ("mlx5_0") or interface names ("eth2")
+  // RDMA device names ("mlx5_0"): exactly those RDMA devices; interface names ("eth2"): the
+  // interface's function and its interfaces, but no RDMA device that is not named too.
+  std::vector<std::string> nics;
 };
 
 struct Selection {

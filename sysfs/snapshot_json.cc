@@ -1,5 +1,6 @@
 // JSON form of the snapshot model; see snapshot.h. Field names follow sysfs names so a reader of
 // the JSON can find each value on a host with `cat`.
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -28,12 +29,33 @@ const NetDevice* Snapshot::find_net(const std::string& name) const {
   return nullptr;
 }
 
+std::string errno_name(int e) {
+  const char* n = e > 0 ? ::strerrorname_np(e) : nullptr;
+  return n ? n : "errno " + std::to_string(e);
+}
+
 namespace {
 
 json sparse_to_json(const std::map<int, std::string>& m) {
   json o = json::object();
   for (const auto& [k, v] : m) o[std::to_string(k)] = v;
   return o;
+}
+
+// Refused attributes are written by errno name, which reads as the kernel's answer and does not
+// depend on the architecture's numbering; only present when some attribute was refused, so a
+// snapshot of a host that refuses nothing is the same as before the field existed.
+void put_refused(json& o, const char* key, const RefusedMap& m) {
+  if (m.empty()) return;
+  json r = json::object();
+  for (const auto& [name, e] : m) r[name] = errno_name(e);
+  o[key] = r;
+}
+void put_refused(json& o, const char* key, const std::map<int, int>& m) {
+  if (m.empty()) return;
+  json r = json::object();
+  for (const auto& [i, e] : m) r[std::to_string(i)] = errno_name(e);
+  o[key] = r;
 }
 
 // Accessors that turn nlohmann's type errors into messages naming the field.
@@ -90,6 +112,62 @@ std::map<int, std::string> sparse(const json& j, const char* name, const std::st
   }
   return m;
 }
+// "EINVAL" (or "errno N") back to its number; 0 when it is neither.
+int errno_number(const std::string& name) {
+  if (name.rfind("errno ", 0) == 0) {
+    try {
+      size_t used = 0;
+      const int e = std::stoi(name.substr(6), &used);
+      return used == name.size() - 6 && e > 0 ? e : 0;
+    } catch (...) {
+      return 0;
+    }
+  }
+  for (int e = 1; e < 4096; ++e)
+    if (const char* n = ::strerrorname_np(e); n && name == n) return e;
+  return 0;
+}
+int refused_errno(const json& v, const std::string& where) {
+  const int e = v.is_string() ? errno_number(v.get<std::string>()) : 0;
+  if (e == 0) throw Error("snapshot: " + where + ": not an errno name ('EINVAL')");
+  return e;
+}
+// `values`: the attributes with a value; an attribute is either read or refused, never both.
+RefusedMap refused(const json& j, const std::string& where, const AttrMap& values) {
+  RefusedMap m;
+  if (!j.contains("refused")) return m;
+  const json& o = j.at("refused");
+  if (!o.is_object()) throw Error("snapshot: " + where + ".refused: expected an object");
+  for (auto it = o.begin(); it != o.end(); ++it) {
+    const std::string w = where + ".refused." + it.key();
+    if (it.key().empty() || it.key().find('/') != std::string::npos || it.key()[0] == '.')
+      throw Error("snapshot: " + where + ".refused: bad file name '" + it.key() + "'");
+    if (values.count(it.key())) throw Error("snapshot: " + w + ": also has a value in attrs");
+    m[it.key()] = refused_errno(it.value(), w);
+  }
+  return m;
+}
+std::map<int, int> sparse_refused(const json& j, const char* name, const std::string& where,
+                                  const std::map<int, std::string>& values, int len) {
+  std::map<int, int> m;
+  if (!j.contains(name)) return m;
+  const json& o = j.at(name);
+  if (!o.is_object()) throw Error("snapshot: " + where + "." + name + ": expected an object");
+  for (auto it = o.begin(); it != o.end(); ++it) {
+    int idx = -1;
+    try {
+      size_t used = 0;
+      idx = std::stoi(it.key(), &used);
+      if (used != it.key().size()) idx = -1;
+    } catch (...) {
+    }
+    const std::string w = where + "." + name + "." + it.key();
+    if (idx < 0 || idx >= len) throw Error("snapshot: " + w + ": bad or out-of-range index");
+    if (values.count(idx)) throw Error("snapshot: " + w + ": also has a value");
+    m[idx] = refused_errno(it.value(), w);
+  }
+  return m;
+}
 const json& array(const json& j, const char* name, const std::string& where) {
   static const json empty = json::array();
   if (!j.contains(name)) return empty;
@@ -134,6 +212,7 @@ json to_json(const Snapshot& s) {
   json pci = json::array();
   for (const auto& f : s.pci) {
     json o{{"bdf", f.bdf}, {"path", f.path}, {"attrs", f.attrs}};
+    put_refused(o, "refused", f.refused);
     if (!f.config.empty()) o["config"] = to_hex(f.config);
     if (!f.driver.empty()) o["driver"] = f.driver;
     if (!f.child_buses.empty()) o["child_buses"] = f.child_buses;
@@ -144,30 +223,45 @@ json to_json(const Snapshot& s) {
   json ib = json::array();
   for (const auto& d : s.ib) {
     json o{{"name", d.name}, {"pci", d.pci}, {"attrs", d.attrs}};
+    put_refused(o, "refused", d.refused);
     json ports = json::array();
     for (const auto& p : d.ports) {
-      ports.push_back({{"num", p.num},
-                       {"attrs", p.attrs},
-                       {"gid_table_len", p.gid_table_len},
-                       {"gids", sparse_to_json(p.gids)},
-                       {"gid_types", sparse_to_json(p.gid_types)},
-                       {"gid_ndevs", sparse_to_json(p.gid_ndevs)},
-                       {"pkey_table_len", p.pkey_table_len},
-                       {"pkeys", sparse_to_json(p.pkeys)},
-                       {"host_path", p.host_path}});
+      json po{{"num", p.num},
+              {"attrs", p.attrs},
+              {"gid_table_len", p.gid_table_len},
+              {"gids", sparse_to_json(p.gids)},
+              {"gid_types", sparse_to_json(p.gid_types)},
+              {"gid_ndevs", sparse_to_json(p.gid_ndevs)},
+              {"pkey_table_len", p.pkey_table_len},
+              {"pkeys", sparse_to_json(p.pkeys)},
+              {"host_path", p.host_path}};
+      put_refused(po, "refused", p.refused);
+      put_refused(po, "gid_types_refused", p.gid_types_refused);
+      put_refused(po, "gid_ndevs_refused", p.gid_ndevs_refused);
+      ports.push_back(std::move(po));
     }
     o["ports"] = ports;
-    if (d.verbs) o["verbs"] = {{"name", d.verbs->name}, {"attrs", d.verbs->attrs}};
+    if (d.verbs) {
+      o["verbs"] = {{"name", d.verbs->name}, {"attrs", d.verbs->attrs}};
+      put_refused(o["verbs"], "refused", d.verbs->refused);
+    }
     ib.push_back(std::move(o));
   }
   j["infiniband"] = ib;
   if (s.uverbs_abi_version) j["infiniband_verbs_abi_version"] = *s.uverbs_abi_version;
   json net = json::array();
-  for (const auto& n : s.net)
-    net.push_back({{"name", n.name}, {"pci", n.pci}, {"subpath", n.subpath}, {"attrs", n.attrs}});
+  for (const auto& n : s.net) {
+    json o{{"name", n.name}, {"pci", n.pci}, {"subpath", n.subpath}, {"attrs", n.attrs}};
+    put_refused(o, "refused", n.refused);
+    net.push_back(std::move(o));
+  }
   j["net"] = net;
   json numa = json::array();
-  for (const auto& n : s.numa) numa.push_back({{"id", n.id}, {"attrs", n.attrs}});
+  for (const auto& n : s.numa) {
+    json o{{"id", n.id}, {"attrs", n.attrs}};
+    put_refused(o, "refused", n.refused);
+    numa.push_back(std::move(o));
+  }
   j["numa"] = numa;
   j["peer_memory"] = s.peer_memory;
   j["omissions"] = s.omissions;
@@ -203,6 +297,7 @@ Snapshot snapshot_from_json(const json& j) {
     if (basename_of(f.path) != f.bdf)
       throw Error("snapshot: " + w + ".path '" + f.path + "' does not end in its BDF");
     f.attrs = attrs(o, "attrs", w);
+    f.refused = refused(o, w, f.attrs);
     if (o.contains("config")) {
       auto bin = from_hex(str(o, "config", w));
       if (!bin) throw Error("snapshot: " + w + ".config: not a hex string");
@@ -219,11 +314,13 @@ Snapshot snapshot_from_json(const json& j) {
     std::string w = "infiniband[" + d.name + "]";
     d.pci = component(o, "pci", w);
     d.attrs = attrs(o, "attrs", w);
+    d.refused = refused(o, w, d.attrs);
     for (const auto& po : array(o, "ports", w)) {
       IbPort p;
       p.num = integer(po, "num", w + ".ports[]");
       std::string pw = w + ".ports[" + std::to_string(p.num) + "]";
       p.attrs = attrs(po, "attrs", pw);
+      p.refused = refused(po, pw, p.attrs);
       p.gid_table_len = integer(po, "gid_table_len", pw);
       p.gids = sparse(po, "gids", pw);
       p.gid_types = sparse(po, "gid_types", pw);
@@ -242,12 +339,17 @@ Snapshot snapshot_from_json(const json& j) {
       check_sparse(p.gid_types, p.gid_table_len, "gid_types");
       check_sparse(p.gid_ndevs, p.gid_table_len, "gid_ndevs");
       check_sparse(p.pkeys, p.pkey_table_len, "pkeys");
+      p.gid_types_refused =
+          sparse_refused(po, "gid_types_refused", pw, p.gid_types, p.gid_table_len);
+      p.gid_ndevs_refused =
+          sparse_refused(po, "gid_ndevs_refused", pw, p.gid_ndevs, p.gid_table_len);
       d.ports.push_back(std::move(p));
     }
     if (o.contains("verbs")) {
       UverbsDevice u;
       u.name = component(o.at("verbs"), "name", w + ".verbs");
       u.attrs = attrs(o.at("verbs"), "attrs", w + ".verbs");
+      u.refused = refused(o.at("verbs"), w + ".verbs", u.attrs);
       d.verbs = std::move(u);
     }
     s.ib.push_back(std::move(d));
@@ -261,12 +363,14 @@ Snapshot snapshot_from_json(const json& j) {
     n.pci = component(o, "pci", w);
     n.subpath = rel_path(o, "subpath", w);
     n.attrs = attrs(o, "attrs", w);
+    n.refused = refused(o, w, n.attrs);
     s.net.push_back(std::move(n));
   }
   for (const auto& o : array(j, "numa", "snapshot")) {
     NumaNode n;
     n.id = integer(o, "id", "numa[]");
     n.attrs = attrs(o, "attrs", "numa[" + std::to_string(n.id) + "]");
+    n.refused = refused(o, "numa[" + std::to_string(n.id) + "]", n.attrs);
     s.numa.push_back(std::move(n));
   }
   if (j.contains("peer_memory")) {

@@ -1,10 +1,15 @@
 // Default NIC selection: which RDMA devices have a usable GID (the rule depends on the port's link
 // layer) and the notes that say which rule left a device out.
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
 
 #include <gtest/gtest.h>
 
+#include "sysfs/builder.h"
 #include "sysfs/capture.h"
+#include "sysfs/fsio.h"
 #include "sysfs/selection.h"
 #include "tests/sysfs/test_util.h"
 
@@ -115,6 +120,61 @@ TEST(Selection, DefaultDropsRoceDevicesWhoseGidsHaveNoNetdev) {
                            "bound to a netdev; exposed because it was asked for",
                            "mlx5_3: no usable GID: InfiniBand port 1 has no non-zero GID; "
                            "exposed because it was asked for"}));
+}
+
+// Soft-iWARP on a NIC's netdev hangs off the NIC's PCI function (siw's parent is the netdev's
+// parent), like the NIC's own RDMA device: granting the NIC must not show it. It appears in the
+// tenant's tree only when it is granted itself.
+TEST(Selection, SoftwareDeviceOnAGrantedFunctionOnlyWhenNamed) {
+  test::TempDir t;
+  ASSERT_TRUE(test::prepare_fixture("hgx-roce16", t / "src"));
+  const std::string rel =
+      "devices/pci0000:07/0000:07:01.0/0000:08:00.0/0000:09:00.0/0000:0a:00.0/0000:0b:00.0/"
+      "0000:0c:00.1";
+  const std::string fn = t / "src/sys/" + rel;
+  const std::string siw = fn + "/infiniband/siw0", uv = fn + "/infiniband_verbs/uverbs99";
+  std::filesystem::create_directories(siw + "/ports/1/gids");
+  std::filesystem::create_directories(uv);
+  test::write_file(siw + "/node_type", "4: RNIC\n");
+  test::write_file(siw + "/node_desc", "Software iWARP stack\n");
+  test::write_file(siw + "/ports/1/link_layer", "Ethernet\n");
+  test::write_file(siw + "/ports/1/gids/0", "a288:c2ff:fe04:0014:0000:0000:0000:0000\n");
+  test::write_file(uv + "/ibdev", "siw0\n");
+  test::write_file(uv + "/dev", "231:99\n");
+  ASSERT_EQ(::symlink("../../devices/pci0000:07/0000:07:01.0/0000:08:00.0/0000:09:00.0/"
+                      "0000:0a:00.0/0000:0b:00.0/0000:0c:00.1/infiniband/siw0",
+                      (t / "src/sys/class/infiniband/siw0").c_str()),
+            0);
+  const Snapshot s = capture(t / "src");
+  ASSERT_NE(s.find_ib("siw0"), nullptr);
+  EXPECT_EQ(s.find_ib("siw0")->pci, s.find_ib("mlx5_1")->pci);
+
+  SelectionRequest r;
+  r.gpus_given = r.nics_given = true;
+  r.nics = {"mlx5_1"};
+  Selection sel = select(s, r);
+  EXPECT_EQ(names(sel), (std::vector<std::string>{"mlx5_1"}));
+  EXPECT_TRUE(std::any_of(sel.notes.begin(), sel.notes.end(), [](const std::string& n) {
+    return n == "siw0: on 0000:0c:00.1 with a selected NIC but not named in --nics; left out";
+  }));
+  build_tree(s, sel, {t / "tree", false});
+  EXPECT_TRUE(is_dir(t / "tree/class/infiniband/mlx5_1"));
+  EXPECT_FALSE(exists_nofollow(t / "tree/class/infiniband/siw0"));
+  EXPECT_FALSE(exists_nofollow(t / "tree/class/infiniband_verbs/uverbs99"));
+  EXPECT_FALSE(exists_nofollow(t / "tree/" + rel + "/infiniband/siw0"));
+
+  // Granted, it is there, verbs node included; an interface named alone brings no RDMA device.
+  r.nics = {"mlx5_1", "siw0"};
+  sel = select(s, r);
+  EXPECT_EQ(names(sel), (std::vector<std::string>{"mlx5_1", "siw0"}));
+  build_tree(s, sel, {t / "tree2", false});
+  EXPECT_TRUE(is_dir(t / "tree2/class/infiniband/siw0"));
+  EXPECT_EQ(read_text(t / "tree2/class/infiniband_verbs/uverbs99/ibdev"), "siw0\n");
+  r.nics = {"rdma1"};
+  sel = select(s, r);
+  EXPECT_TRUE(names(sel).empty());
+  ASSERT_EQ(sel.net.size(), 1u);
+  EXPECT_EQ(sel.net[0]->name, "rdma1");
 }
 
 // The note names the rule each port failed, and says how a port of no known link layer is ruled.
