@@ -4,6 +4,8 @@
 # `gdrproxy run --mode enforce --policy configs/policy/default.json --trace-json ...`, checks that
 # both behave the same and that the traces hold the decoded calls, moves a soft-RoCE rail with its
 # RDMA device in exclusive RDMA netns mode and back (tests/vm/rdma_netns.sh), checks that a
+# tenant's synthetic /sys fails reads the kernel refuses with the kernel's errno
+# (tests/vm/sysfs_errno.sh), checks that a
 # policy denying REG_MR stops ibv_rc_pingpong cleanly, attacks the sandbox boundary as a tenant
 # granted rxe0 only (tests/vm/attacks.sh), checks the BPF LSM ioctl judge (tests/vm/lsm.sh), runs
 # two containers (runc, then crun) under one agent with RoCE between them (tests/vm/containers.sh),
@@ -67,6 +69,9 @@ fi
 # ---- exclusive RDMA netns mode: a rail's RDMA device moved with it and given back -------------
 # First: the kernel changes the mode only while no other network namespace exists.
 . "$here/rdma_netns.sh"
+
+# ---- synthetic sysfs: reads the kernel refuses fail with its errno in the tenant's /sys -------
+. "$here/sysfs_errno.sh"
 
 # ---- raw verbs on rxe0 ----------------------------------------------------------------------------
 V="-d rxe0 -g $gidx"
