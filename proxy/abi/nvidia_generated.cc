@@ -30,6 +30,10 @@ struct NvGenRelease {
   PatchOf<NvGenFlag> rs_flags;
   PatchOf<NvGenDeprecated> deprecated;
   PatchOf<NvGenFlag> gss;
+  PatchOf<NvGenRecord> records;
+  PatchOf<NvGenField> fields;
+  PatchOf<NvGenInterface> interfaces;
+  PatchOf<NvGenCommandName> command_names;
 };
 
 #include "proxy/abi/generated/nvidia_releases.inc"
@@ -51,6 +55,26 @@ uint32_t key_of(const NvGenDeprecated& e) {
 }
 uint32_t key_of(const NvGenFlag& e) {
   return e.bit;
+}
+uint32_t key_of(const NvGenRecord& e) {
+  return e.key;
+}
+uint32_t key_of(const NvGenField& e) {
+  return e.key;
+}
+uint32_t key_of(const NvGenInterface& e) {
+  return e.id;
+}
+uint32_t key_of(const NvGenCommandName& e) {
+  return e.cmd;
+}
+
+constexpr uint32_t kFnvBasis = 2166136261u;
+constexpr uint32_t kFnvPrime = 16777619u;
+
+uint32_t fnv_continue(uint32_t h, std::string_view s) {
+  for (const char c : s) h = (h ^ static_cast<uint8_t>(c)) * kFnvPrime;
+  return h;
 }
 
 // parent + patch, both sorted by key.
@@ -147,6 +171,10 @@ struct NvGenTables::Merged {
   std::vector<const NvGenFlag*> rs_flags;
   std::vector<const NvGenDeprecated*> deprecated;
   std::vector<const NvGenFlag*> gss;
+  std::vector<const NvGenRecord*> records;
+  std::vector<const NvGenField*> fields;
+  std::vector<const NvGenInterface*> interfaces;
+  std::vector<const NvGenCommandName*> command_names;
 };
 
 NvGenTables::NvGenTables(size_t index) : index_(index) {
@@ -179,6 +207,10 @@ const NvGenTables::Merged& NvGenTables::merged() const {
       m->rs_flags = apply_patch(m->rs_flags, r.rs_flags);
       m->deprecated = apply_patch(m->deprecated, r.deprecated);
       m->gss = apply_patch(m->gss, r.gss);
+      m->records = apply_patch(m->records, r.records);
+      m->fields = apply_patch(m->fields, r.fields);
+      m->interfaces = apply_patch(m->interfaces, r.interfaces);
+      m->command_names = apply_patch(m->command_names, r.command_names);
     }
     merged_ = m;
   });
@@ -206,6 +238,21 @@ const NvGenControl* NvGenTables::find_control(std::string_view name) const {
 const NvGenClass* NvGenTables::find_class(std::string_view name) const {
   return find_name<NvGenClass>(merged().classes, name);
 }
+const NvGenRecord* NvGenTables::find_record(std::string_view name) const {
+  const NvGenRecord* r = find_key<NvGenRecord>(merged().records, nvidia_fnv1a32(name));
+  return r && name == r->name ? r : nullptr;
+}
+const NvGenField* NvGenTables::find_field(std::string_view record, std::string_view field) const {
+  const uint32_t k = fnv_continue(fnv_continue(nvidia_fnv1a32(record), "."), field);
+  const NvGenField* f = find_key<NvGenField>(merged().fields, k);
+  return f && record == f->record && field == f->field ? f : nullptr;
+}
+const NvGenInterface* NvGenTables::find_interface(uint32_t id) const {
+  return find_key<NvGenInterface>(merged().interfaces, id);
+}
+const NvGenCommandName* NvGenTables::find_command_name(uint32_t cmd) const {
+  return find_key<NvGenCommandName>(merged().command_names, cmd);
+}
 std::span<const NvGenControl* const> NvGenTables::controls() const {
   return merged().controls;
 }
@@ -217,6 +264,12 @@ std::span<const NvGenEscape* const> NvGenTables::escapes() const {
 }
 std::span<const NvGenUvmIoctl* const> NvGenTables::uvm_ioctls() const {
   return merged().uvm;
+}
+std::span<const NvGenRecord* const> NvGenTables::records() const {
+  return merged().records;
+}
+std::span<const NvGenField* const> NvGenTables::fields() const {
+  return merged().fields;
 }
 std::span<const NvGenFlag* const> NvGenTables::control_flag_bits() const {
   return merged().rmctrl_flags;
@@ -242,6 +295,10 @@ uint32_t NvGenTables::gss_legacy_mask() const {
 }
 uint32_t NvGenTables::gss_privileged_mask() const {
   return bit_named(merged().gss, "GSS_LEGACY_PRIVILEGED");
+}
+
+uint32_t nvidia_fnv1a32(std::string_view s) {
+  return fnv_continue(kFnvBasis, s);
 }
 
 const NvGenTables* nvidia_generated_for_version(std::string_view version) {

@@ -1,7 +1,9 @@
 // The NVIDIA driver's RM tables as generated from its open source at each release tag
 // (scripts/nvidia-abi/generate.py writes proxy/abi/generated/): every control each RM class
 // exports with its parameter size and RMCTRL flags, the allocatable classes with their
-// allocation parameter sizes and RS flags, the frontend escapes and the UVM ioctls.
+// allocation parameter sizes and RS flags, the frontend escapes and the UVM ioctls with the
+// parameter structs their handlers check, the layouts (member offsets and sizes) of those
+// structs, and the names of the FINN interfaces and SDK-defined commands no class exports.
 // The one idea: these tables name and describe calls; they decide nothing. nvidia_access.h
 // reads from them who the driver lets make a call, and the policy decides from that. A release
 // is its parent plus a patch, like nvidia_versions.cc.
@@ -40,13 +42,50 @@ struct NvGenEscape {
   uint8_t nr;
   const char* name;         // NV_ESC_ without the prefix
   uint16_t param_size;      // a size the driver's handler checks, 0 = none derivable
-  uint16_t alt_param_size;  // a second accepted size (RM_ALLOC), 0 = none
+  uint16_t alt_param_size;  // a second accepted size (RM_ALLOC: NVOS21 beside NVOS64), 0 none
+  uint16_t elem_size;       // >0: the parameter is an array of such elements; param_size is then 0
+  int16_t status_offset;    // offset of the NV_STATUS the driver writes back, -1 none
+  int16_t alt_status_offset;  // the same in the alt_param_size struct, -1 none
+  const char* record;         // the parameter struct's name (find_record), "" none
+  const char* alt_record;     // the alt_param_size struct's name, "" none
 };
 
 struct NvGenUvmIoctl {
   uint32_t cmd;
   const char* name;
-  int32_t param_size;  // sizeof UVM_*_PARAMS, -1 not derivable
+  int32_t param_size;     // sizeof UVM_*_PARAMS, 0 none, -1 not derivable
+  int32_t status_offset;  // offset of its rmStatus, -1 none
+};
+
+// A struct's size on x86-64 (the escapes' and UVM's parameter structs and a few more).
+struct NvGenRecord {
+  uint32_t key;  // nvidia_fnv1a32(name)
+  const char* name;
+  uint32_t size;
+};
+
+// One member of a record: nested struct and union members are flattened into a dotted path
+// ("params.status"); an array is one field (element 0's offset, the whole array's size).
+struct NvGenField {
+  uint32_t key;  // nvidia_fnv1a32(record + "." + field)
+  const char* record;
+  const char* field;
+  uint32_t offset;
+  uint32_t size;
+};
+
+// A FINN interface of the SDK (g_finn_rm_api.h): a control's upper 24 bits, e.g. 0x208005
+// "NV20_SUBDEVICE_0_THERMAL"; the legacy ones (category bit 0x80) name GSS-forwarded commands.
+struct NvGenInterface {
+  uint32_t id;
+  const char* name;
+};
+
+// A control number an SDK header names that no class's exported method table has (the driver
+// answers it elsewhere: forwarded to the GPU's firmware, or not at all).
+struct NvGenCommandName {
+  uint32_t cmd;
+  const char* name;
 };
 
 // A command the driver converts to a newer control before dispatching it
@@ -77,11 +116,18 @@ class NvGenTables {
   const NvGenDeprecated* find_deprecated(uint32_t cmd) const;
   const NvGenControl* find_control(std::string_view name) const;
   const NvGenClass* find_class(std::string_view name) const;
+  const NvGenRecord* find_record(std::string_view name) const;
+  // find_field("NVOS54_PARAMETERS", "cmd"), find_field("...with_fd", "params.status").
+  const NvGenField* find_field(std::string_view record, std::string_view field) const;
+  const NvGenInterface* find_interface(uint32_t id) const;
+  const NvGenCommandName* find_command_name(uint32_t cmd) const;
 
   std::span<const NvGenControl* const> controls() const;
   std::span<const NvGenClass* const> classes() const;
   std::span<const NvGenEscape* const> escapes() const;
   std::span<const NvGenUvmIoctl* const> uvm_ioctls() const;
+  std::span<const NvGenRecord* const> records() const;  // sorted by key
+  std::span<const NvGenField* const> fields() const;    // sorted by key
 
   // The release's own definitions of the flag bits, and "A|B|0x..." renderings of a value.
   std::span<const NvGenFlag* const> control_flag_bits() const;
@@ -108,6 +154,10 @@ class NvGenTables {
   mutable std::once_flag once_;
   mutable const Merged* merged_ = nullptr;  // built on first use, owned
 };
+
+// FNV-1a, 32 bits (offset basis 2166136261, prime 16777619), over the bytes: the key of the
+// records and fields.
+uint32_t nvidia_fnv1a32(std::string_view s);
 
 // The generated tables of exactly this release, or nullptr when none were generated for it.
 const NvGenTables* nvidia_generated_for_version(std::string_view version);

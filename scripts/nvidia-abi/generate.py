@@ -8,7 +8,7 @@ are what the host C compiler's sizeof says for the driver's own structs on this 
 Only those facts are written out; no source text is. Output is sorted and depends only on the
 tags, so a second run reproduces it byte for byte.
 
-Usage: generate.py --git-dir DIR [--out DIR] [--releases FILE]
+Usage: generate.py --git-dir DIR [--out DIR] [--releases FILE] [--add-tag TAG ...]
 """
 import argparse
 import io
@@ -197,6 +197,109 @@ def flag_bits(text, prefix):
     return sorted(out.items())
 
 
+# ---- escapes: the parameter types each handler checks its argument's size against ----
+
+ESC_SOURCES = ["src/nvidia/arch/nvalloc/unix/src/escape.c",
+               "src/nvidia/arch/nvalloc/unix/src/osapi.c",
+               "kernel-open/nvidia/nv.c"]
+# `size != sizeof(T)`, `size < sizeof(*p)` (and the mirrored forms): the argument is one T;
+# `size / sizeof(T)`, `size % sizeof(T)`: it is an array of T.
+SIZE_VAR = r"\b\w*[Ss]ize\b"
+SIZE_CMP = re.compile(SIZE_VAR + r"\s*(?:!=|==|<=|<|>=|>)\s*sizeof\s*\(([^()]*)\)|"
+                      r"sizeof\s*\(([^()]*)\)\s*(?:!=|==|<=|<|>=|>)\s*" + SIZE_VAR)
+SIZE_ELEM = re.compile(SIZE_VAR + r"\s*[/%]\s*sizeof\s*\(([^()]*)\)")
+# The validation tables of newer releases: _NV_IOCTL_ENTRY(NV_ESC_X, type[, is array]).
+IOCTL_ENTRY = re.compile(r"\b_\w*IOCTL_ENTRY\s*\(\s*NV_ESC_(\w+)\s*,\s*(\w+)\s*"
+                         r"(?:,\s*(NV_TRUE|NV_FALSE)\s*)?\)")
+
+
+def block_at(text, i):
+    """The text from index `i` to the end of the brace block that opens at or after it."""
+    j = text.find("{", i)
+    if j < 0:
+        return ""
+    depth = 0
+    for k in range(j, len(text)):
+        depth += text[k] == "{"
+        depth -= text[k] == "}"
+        if depth == 0:
+            return text[i:k + 1]
+    return text[i:]
+
+
+def function_bodies(texts):
+    """{name: body} of the functions defined in `texts` (name followed by its parameter list
+    and a brace block)."""
+    out = {}
+    for text in texts:
+        for m in re.finditer(r"\b(\w+)\s*\(([^;{}()]*(?:\([^()]*\)[^;{}()]*)*)\)\s*\{", text):
+            if m.group(1) in ("if", "for", "while", "switch", "sizeof", "return"):
+                continue
+            out.setdefault(m.group(1), block_at(text, m.start()))
+    return out
+
+
+def sizes_checked(block, bodies, depth=0):
+    """[(kind, type)] in order of appearance: kind "size" for a compared size, "elem" for an
+    array element. Where the block compares none, the functions it hands the size to are
+    followed (two calls deep; never into a dispatcher of several escapes)."""
+    decl = dict((v, t) for t, v in re.findall(r"(\w+)\s*\*\s*(\w+)\s*[=;,)]", block))
+    found = []
+
+    def add(kind, expr):
+        expr = expr.strip()
+        t = decl.get(expr[1:].strip()) if expr.startswith("*") else expr
+        if t and re.fullmatch(r"\w+", t) and (kind, t) not in found:
+            found.append((kind, t))
+
+    events = [(m.start(), "size", m.group(1) or m.group(2)) for m in SIZE_CMP.finditer(block)]
+    events += [(m.start(), "elem", m.group(1)) for m in SIZE_ELEM.finditer(block)]
+    for _, kind, expr in sorted(events):
+        add(kind, expr)
+    if found or depth >= 2:
+        return found
+    for m in re.finditer(r"\b(\w+)\s*\(([^;]*?" + SIZE_VAR + r"[^;]*?)\)\s*;", block):
+        body = bodies.get(m.group(1))
+        if body and "case NV_ESC_" not in body and "IOCTL_ENTRY" not in body:
+            for e in sizes_checked(body, bodies, depth + 1):
+                if e not in found:
+                    found.append(e)
+    return found
+
+
+def escape_types(src):
+    """{escape name: [(kind, type)]}: the types its handler checks the argument's size against
+    (escape.c, osapi.c, nv.c): a validation table's entry, a `case NV_ESC_X:` block, or an
+    `if (cmd == NV_ESC_X)` block handled before the switch."""
+    texts = [strip_comments(read(os.path.join(src, p))) for p in ESC_SOURCES]
+    bodies = function_bodies(texts)
+    out = {}
+
+    def add(name, entries):
+        cur = out.setdefault(name, [])
+        for e in entries:
+            if e not in cur:
+                cur.append(e)
+
+    for text in texts:
+        for m in IOCTL_ENTRY.finditer(text):
+            add(m.group(1), [("elem" if m.group(3) == "NV_TRUE" else "size", m.group(2))])
+    for text in texts:
+        cases = list(re.finditer(r"case\s+NV_ESC_(\w+)\s*:", text))
+        for i, cm in enumerate(cases):
+            end = cases[i + 1].start() if i + 1 < len(cases) else len(text)
+            block = text[cm.end():end]
+            # A case that falls through to the next shares its block.
+            if not block.strip():
+                continue
+            if re.match(r"\s*\{", block):
+                block = block_at(block, 0)
+            add(cm.group(1), sizes_checked(block, bodies))
+        for m in re.finditer(r"\bif\s*\(\s*\w+\s*==\s*NV_ESC_(\w+)\s*\)", text):
+            add(m.group(1), sizes_checked(block_at(text, m.end()), bodies))
+    return out
+
+
 # ---- sizeof through the host compiler ----
 
 # clang, because it can be told not to look for a spelling suggestion for each unknown name
@@ -260,6 +363,185 @@ def sizes_of(src, types, headers, includes):
     return sizes
 
 
+def declared_names(src, includes):
+    """The typedef and struct names the headers under `includes` declare."""
+    declared = set()
+    for i in includes:
+        for h in walk_files(os.path.join(src, i), ".h"):
+            text = read(h)
+            declared.update(re.findall(r"\}\s*(\w+)\s*;", text))
+            declared.update(re.findall(r"typedef\s+[\w\s\*]+?\b(\w+)\s*;", text))
+    return declared
+
+
+def probe(src, lines, headers, includes, what):
+    """Compiles one line per item of `lines` after `headers` with the record layouts dumped,
+    dropping the items whose line does not compile (retried until it does). Returns (the
+    indexes kept, the dump's text)."""
+    tmp = tempfile.mkdtemp(prefix="nvabi-")
+    c = os.path.join(tmp, "p.c")
+    keep = list(range(len(lines)))
+    try:
+        for _ in range(60):
+            with open(c, "w") as f:
+                f.write("#include <stddef.h>\n")
+                for h in headers:
+                    f.write('#include "%s"\n' % h)
+                for i in keep:
+                    f.write(lines[i] + "\n")
+            r = subprocess.run(COMPILER + ["-w", "-fsyntax-only", "-Xclang",
+                                           "-fdump-record-layouts", c] +
+                               ["-I" + os.path.join(src, i) for i in includes],
+                               capture_output=True, text=True)
+            if r.returncode == 0:
+                return keep, r.stdout
+            first = len(headers) + 2
+            bad = set()
+            for line in r.stderr.splitlines():
+                m = re.match(re.escape(c) + r":(\d+):", line)
+                if m and 0 <= int(m.group(1)) - first < len(keep):
+                    bad.add(keep[int(m.group(1)) - first])
+            if not bad:
+                sys.exit("%s probe failed for a reason other than an unknown type:\n%s" %
+                         (what, r.stderr[-3000:]))
+            keep = [i for i in keep if i not in bad]
+        sys.exit("%s probe did not converge" % what)
+    finally:
+        for f in os.listdir(tmp):
+            os.remove(os.path.join(tmp, f))
+        os.rmdir(tmp)
+
+
+DUMP_LINE = re.compile(r"^\s*(\d+)(:\d+-\d+)?\s*\|( +)(.*?)\s*$")
+
+
+def parse_dump(text, prefix):
+    """{record name: (sizeof, [(depth, offset, type, member name or None, bitfield)])} of the
+    dumped records whose name starts with `struct PREFIX`."""
+    out = {}
+    for chunk in text.split("*** Dumping AST Record Layout")[1:]:
+        lines = chunk.strip("\n").splitlines()
+        head = DUMP_LINE.match(lines[0]) if lines else None
+        if not head or not head.group(4).startswith("struct " + prefix):
+            continue
+        name = head.group(4).split()[1]
+        members = []
+        size = None
+        for line in lines[1:]:
+            m = re.search(r"\[sizeof=(\d+),", line)
+            if m:
+                size = int(m.group(1))
+                break
+            d = DUMP_LINE.match(line)
+            if not d:
+                continue
+            depth = (len(d.group(3)) - 1) // 2
+            body = d.group(4)
+            # "TYPE NAME"; an anonymous struct or union member ends with its type.
+            nm = re.match(r"^(.*\S)\s+([A-Za-z_]\w*)$", body)
+            if nm and not body.endswith(")"):
+                members.append((depth, int(d.group(1)), nm.group(1), nm.group(2),
+                                bool(d.group(2))))
+            else:
+                members.append((depth, int(d.group(1)), body, None, bool(d.group(2))))
+        out[name] = (size, members)
+    return out
+
+
+SIGNED = re.compile(r"^(?:const\s+)?(?:int|signed\b.*|NvS\d+|int\d+_t|long|short)$")
+
+
+def layouts_of(src, types, headers, includes):
+    """{type: (sizeof, [(field path, offset, size, member type)])} for the types the driver's
+    headers declare, from the host clang's record layouts: each type is wrapped in a struct
+    whose layout clang dumps with every nested member's offset; a member's size is one more
+    sizeof probe. Nested struct and union members are flattened into dotted paths (anonymous
+    ones add no component); an array is one field; bit-fields are left out."""
+    declared = declared_names(src, includes)
+    types = sorted(set(t for t in types if t and t in declared))
+    if not types:
+        return {}
+    lines = ["struct nvabi_r%d { %s v; }; enum { nvabi_e%d = sizeof(struct nvabi_r%d) };" %
+             (i, t, i, i) for i, t in enumerate(types)]
+    keep, dump = probe(src, lines, headers, includes, "layout")
+    recs = parse_dump(dump, "nvabi_r")
+    layouts = {}
+    fields = []  # (type, path, offset, member type)
+    for i in keep:
+        t = types[i]
+        size, members = recs["nvabi_r%d" % i]
+        rows = []
+        stack = []  # names (or None) of the enclosing members by depth
+        for depth, off, mtype, name, bitfield in members:
+            del stack[depth - 1:]
+            stack.append(name)
+            if depth < 2 or bitfield:
+                continue
+            path = ".".join(n for n in stack[1:] if n)
+            if name:
+                rows.append((path, off, mtype))
+        layouts[t] = (size, rows)
+        fields += [(t, p, o, mt) for p, o, mt in rows]
+    if not fields:
+        return {t: (s, []) for t, (s, _) in layouts.items()}
+    lines = ["struct nvabi_f%d { char c[sizeof(((%s *)0)->%s)]; }; "
+             "enum { nvabi_g%d = sizeof(struct nvabi_f%d) };" % (j, t, p, j, j)
+             for j, (t, p, _, _) in enumerate(fields)]
+    keep, dump = probe(src, lines, headers, includes, "field size")
+    sizes = {int(n[len("nvabi_f"):]): s for n, (s, _) in parse_dump(dump, "nvabi_f").items()}
+    out = {t: (s, []) for t, (s, _) in layouts.items()}
+    for j in keep:
+        t, p, o, mt = fields[j]
+        out[t][1].append((p, o, sizes[j], mt))
+    return out
+
+
+def status_offset(layout, names):
+    """The offset of the NV_STATUS a driver writes back into a struct: the shallowest
+    4-byte unsigned member whose own name is one of `names`; -1 when there is none."""
+    best = None
+    for path, off, size, mtype in layout[1]:
+        parts = path.split(".")
+        if parts[-1] not in names or size != 4 or SIGNED.match(mtype):
+            continue
+        key = (len(parts), names.index(parts[-1]), off)
+        if best is None or key < best[0]:
+            best = (key, off)
+    return best[1] if best else -1
+
+
+STATUS_NAMES = ["status", "Status", "rmStatus", "adapterStatus"]
+
+
+# The frontend headers the records are read from, and the records emitted wherever a release
+# declares them besides the escapes' and UVM's parameter structs.
+FE_HEADERS = ["nvtypes.h", "nvos.h", "nv-ioctl.h", "nv-ioctl-numa.h",
+              "nv-unix-nvos-params-wrappers.h", "nv-ioctl-lockless-diag.h", "class/cl0080.h",
+              "class/cl2080.h", "ctrl/ctrl0000/ctrl0000gpu.h"]
+NAMED_RECORDS = ["NVOS21_PARAMETERS", "NVOS64_PARAMETERS", "NVOS54_PARAMETERS",
+                 "NV0080_ALLOC_PARAMETERS", "NV2080_ALLOC_PARAMETERS",
+                 "NV0000_CTRL_GPU_GET_ID_INFO_V2_PARAMS", "nv_ioctl_card_info_t",
+                 "nv_ioctl_rm_api_version_t", "nv_ioctl_xfer_t", "nv_ioctl_export_to_dma_buf_fd_t",
+                 "nv_ioctl_wait_open_complete_t"]
+
+
+def fnv1a32(text):
+    """FNV-1a, 32 bits, over the UTF-8 bytes (nvidia_fnv1a32() in nvidia_generated.h)."""
+    h = 2166136261
+    for b in text.encode():
+        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
+    return h
+
+
+def put_keyed(table, name, value, what):
+    """table[fnv1a32(name)] = value; two names with one key stop the generator."""
+    k = fnv1a32(name)
+    if k in table and table[k][1] != name:
+        sys.exit("%s key collision: %s and %s both hash to 0x%08x" % (
+            what, table[k][1], name, k))
+    table[k] = (value, name)
+
+
 SDK = "src/common/sdk/nvidia/inc"
 
 
@@ -297,6 +579,19 @@ def generate_release(git_dir, tag):
                 v = int(m.group(2), 16)
                 if m.group(1) not in ctrl_names.get(v, []) and "_CTRL_CMD_" not in m.group(1):
                     ctrl_names.setdefault(v, []).append(m.group(1))
+        # Command numbers the SDK defines: every FINN-evaluated one, and an NVxxxx_CTRL_CMD_
+        # define whose value lies in class xxxx (the rest of those names are field values).
+        cmd_names = {}
+        finn_any = re.compile(r'^#define\s+(NV\w+)\s+\((0x[0-9a-fA-F]+)[uU]?\)\s*'
+                              r'/\*\s*finn: Evaluated from "\(FINN_\w+_INTERFACE_ID << 8\)', re.M)
+        for h in headers:
+            for m in finn_any.finditer(read(h)):
+                cmd_names.setdefault(int(m.group(2), 16), set()).add(m.group(1))
+        for name, v in ctrl_values.items():
+            cm = re.match(r"NV([0-9A-F]{4})_CTRL_CMD_", name)
+            if cm and int(cm.group(1), 16) == v >> 16 and v >> 16 and \
+                    not name.endswith("_MESSAGE_ID"):
+                cmd_names.setdefault(v, set()).add(name)
         rmctrl = flag_bits(read(os.path.join(src, "src/nvidia/inc/kernel/rmapi/control.h")),
                            "RMCTRL_FLAGS_")
 
@@ -348,28 +643,7 @@ def generate_release(git_dir, tag):
                                  r"(0x[0-9a-fA-F]+|\d+))", text, re.M):
                 nr = int(base.group(1)) + int(m.group(2)) if m.group(2) else int(m.group(3), 0)
                 escapes.setdefault(m.group(1), nr)
-        # The sizes each escape's handler compares dataSize with (escape.c, nv.c).
-        esc_types = {}
-        for p in [os.path.join(src, "src/nvidia/arch/nvalloc/unix/src/escape.c"),
-                  os.path.join(src, "src/nvidia/arch/nvalloc/unix/src/osapi.c"),
-                  os.path.join(src, "kernel-open/nvidia/nv.c")]:
-            text = strip_comments(read(p))
-            cases = list(re.finditer(r"case\s+NV_ESC_(\w+)\s*:", text))
-            for i, cm in enumerate(cases):
-                end = cases[i + 1].start() if i + 1 < len(cases) else len(text)
-                block = text[cm.end():end]
-                # A case that falls through to the next shares its block.
-                if not block.strip():
-                    continue
-                decl = dict((v, t) for t, v in re.findall(r"(\w+)\s*\*\s*(\w+)\s*[=;]", block))
-                found = []
-                for expr in re.findall(r"\w*[Ss]ize\s*[!=]=\s*sizeof\s*\(([^)]*)\)", block):
-                    expr = expr.strip()
-                    t = decl.get(expr[1:].strip()) if expr.startswith("*") else expr
-                    if t and t not in found:
-                        found.append(t)
-                if found:
-                    esc_types.setdefault(cm.group(1), found)
+        esc_types = escape_types(src)
 
         # UVM ioctls: UVM_X = UVM_IOCTL_BASE(n) or a literal, parameters UVM_X_PARAMS.
         linux_text = read(os.path.join(src, "kernel-open/nvidia-uvm/uvm_linux_ioctl.h"))
@@ -385,18 +659,30 @@ def generate_release(git_dir, tag):
                if n + "_PARAMS" in uvm_param_types
                or re.search(r"define\s+" + n + r"\b", linux_text)}
 
-        # Sizes, in two probes: the SDK's structs, and the frontend/UVM ones.
+        # Sizes: the SDK's structs by sizeof; the frontend's and UVM's records with their
+        # layouts.
         sdk_types = {m[4] for m in methods if m[4]} | {e[3] for e in entries if e[3]}
         sdk_sizes = sizes_of(src, sdk_types, sdk_headers(src), [SDK])
-        fe_types = {t for ts in esc_types.values() for t in ts}
-        fe_sizes = sizes_of(
+        fe_types = {t for ts in esc_types.values() for _, t in ts} | set(NAMED_RECORDS)
+        fe_includes = [SDK, "kernel-open/common/inc", "src/nvidia/arch/nvalloc/unix/include"]
+        fe_layouts = layouts_of(
             src, fe_types,
-            ["nvtypes.h", "nvos.h", "nv-ioctl.h", "nv-ioctl-numa.h",
-             "nv-unix-nvos-params-wrappers.h"],
-            [SDK, "kernel-open/common/inc", "src/nvidia/arch/nvalloc/unix/include"])
-        uvm_sizes = sizes_of(
+            [h for h in FE_HEADERS
+             if any(os.path.exists(os.path.join(src, i, h)) for i in fe_includes)],
+            fe_includes)
+        uvm_layouts = layouts_of(
             src, uvm_param_types, ["uvm_ioctl.h", "uvm_linux_ioctl.h"],
             ["kernel-open/nvidia-uvm", "kernel-open/common/inc", SDK])
+
+        # Interface names (FINN_<NAME>_INTERFACE_ID), and the command numbers the SDK names
+        # that no exported method table has.
+        interfaces = {}
+        for m in re.finditer(r"^#define\s+FINN_(\w+)_INTERFACE_ID\s+\((0x[0-9a-fA-F]+)[uU]?\)",
+                             read(os.path.join(sdk, "g_finn_rm_api.h")), re.M):
+            interfaces.setdefault(int(m.group(2), 16), m.group(1))
+        exported = {m[1] for m in methods}
+        command_names = {v: pick_control_name(sorted(ns), "") for v, ns in cmd_names.items()
+                         if v not in exported}
 
     # Assemble, keyed by number.
     controls = {}
@@ -423,16 +709,48 @@ def generate_release(git_dir, tag):
         if cid in classes and classes[cid][0] != ext:
             continue
         classes.setdefault(cid, rec)
+    records = {}
+    for t, lay in list(fe_layouts.items()) + list(uvm_layouts.items()):
+        if lay[1]:  # a struct or union (a scalar element type has no members)
+            records[t] = lay
     esc = {}
     for name, nr in escapes.items():
-        sizes = sorted({fe_sizes[t] for t in esc_types.get(name, []) if t in fe_sizes})
-        esc[nr] = (name, sizes)
+        size, elem = [], []
+        for kind, t in esc_types.get(name, []):
+            if t in fe_layouts:
+                (elem if kind == "elem" else size).append(t)
+        # The larger (newer) struct first: RM_ALLOC takes NVOS64_PARAMETERS or NVOS21.
+        size = sorted(set(size), key=lambda t: (-fe_layouts[t][0], t))
+        elem = sorted(set(elem), key=lambda t: (-fe_layouts[t][0], t))
+        if elem and not size:
+            t = elem[0]
+            rows_ = (name, 0, 0, fe_layouts[t][0], -1, -1, t if t in records else "", "")
+        else:
+            ts = size[:2]
+            sz = [fe_layouts[t][0] for t in ts] + [0, 0]
+            st = [status_offset(records[t], STATUS_NAMES) if t in records else -1
+                  for t in ts] + [-1, -1]
+            rec = [t if t in records else "" for t in ts] + ["", ""]
+            rows_ = (name, sz[0], sz[1], 0, st[0], st[1], rec[0], rec[1])
+        esc[nr] = rows_
     uvm_out = {}
     for name, cmd in uvm.items():
         if name in ("UVM_IOCTL_BASE",):
             continue
-        size = uvm_sizes.get(name + "_PARAMS", -1)
-        uvm_out[cmd] = (name, size)
+        t = name + "_PARAMS"
+        if t in uvm_layouts:
+            size = uvm_layouts[t][0]
+            st = status_offset(uvm_layouts[t], ["rmStatus"])
+        else:
+            # No parameter struct declared at all: the ioctl takes none.
+            size = -1 if t in uvm_param_types else 0
+            st = -1
+        uvm_out[cmd] = (name, size, st)
+    rec_out, field_out = {}, {}
+    for t, (size, fields) in records.items():
+        put_keyed(rec_out, t, (t, size), "record")
+        for path, off, fsize, _ in fields:
+            put_keyed(field_out, t + "." + path, (t, path, off, fsize), "field")
     return {
         "controls": controls,
         "classes": classes,
@@ -442,6 +760,10 @@ def generate_release(git_dir, tag):
         "rs_flags": dict(rsflags),
         "deprecated": deprecated,
         "gss": gss,
+        "records": rec_out,
+        "fields": field_out,
+        "interfaces": interfaces,
+        "command_names": command_names,
     }
 
 
@@ -456,25 +778,31 @@ def rows(rel):
          for k, (n, cls, size, fl, acc) in rel["controls"].items()}
     k_ = {k: '{0x%04xu, "%s", "%s", %d, %d, 0x%xu}' % (k, n, cls, size, PARAM_KIND[req], fl)
           for k, (n, cls, size, req, fl) in rel["classes"].items()}
-    e = {}
-    for k, (n, sizes) in rel["escapes"].items():
-        a = sizes[0] if sizes else 0
-        b = sizes[1] if len(sizes) > 1 else 0
-        e[k] = '{0x%02xu, "%s", %d, %d}' % (k, n, a, b)
-    u = {k: '{0x%xu, "%s", %d}' % (k, n, size) for k, (n, size) in rel["uvm"].items()}
+    e = {k: '{0x%02xu, "%s", %d, %d, %d, %d, %d, "%s", "%s"}' % ((k,) + v)
+         for k, v in rel["escapes"].items()}
+    u = {k: '{0x%xu, "%s", %d, %d}' % (k, n, size, st)
+         for k, (n, size, st) in rel["uvm"].items()}
+    r = {k: '{0x%08xu, "%s", %d}' % (k, n, size) for k, ((n, size), _) in rel["records"].items()}
+    fl = {k: '{0x%08xu, "%s", "%s", %d, %d}' % ((k,) + v)
+          for k, (v, _) in rel["fields"].items()}
+    it = {k: '{0x%xu, "%s"}' % (k, n) for k, n in rel["interfaces"].items()}
+    cn = {k: '{0x%08xu, "%s"}' % (k, n) for k, n in rel["command_names"].items()}
     rf = {k: '{0x%xu, "%s"}' % (k, n) for k, n in rel["rmctrl_flags"].items()}
     sf = {k: '{0x%xu, "%s"}' % (k, n) for k, n in rel["rs_flags"].items()}
     d = {k: '{0x%08xu, "%s", 0x%08xu}' % (k, n, t) for k, (n, t) in rel["deprecated"].items()}
     g = {k: '{0x%xu, "%s"}' % (k, n) for k, n in rel["gss"].items()}
     return {"controls": c, "classes": k_, "escapes": e, "uvm": u, "rmctrl_flags": rf,
-            "rs_flags": sf, "deprecated": d, "gss": g}
+            "rs_flags": sf, "deprecated": d, "gss": g, "records": r, "fields": fl,
+            "interfaces": it, "command_names": cn}
 
 
 TABLE_TYPE = {"controls": "NvGenControl", "classes": "NvGenClass", "escapes": "NvGenEscape",
               "uvm": "NvGenUvmIoctl", "rmctrl_flags": "NvGenFlag", "rs_flags": "NvGenFlag",
-              "deprecated": "NvGenDeprecated", "gss": "NvGenFlag"}
+              "deprecated": "NvGenDeprecated", "gss": "NvGenFlag", "records": "NvGenRecord",
+              "fields": "NvGenField", "interfaces": "NvGenInterface",
+              "command_names": "NvGenCommandName"}
 TABLES = ("controls", "classes", "escapes", "uvm", "rmctrl_flags", "rs_flags", "deprecated",
-          "gss")
+          "gss", "records", "fields", "interfaces", "command_names")
 
 
 def ident(v):
@@ -529,12 +857,31 @@ def load_release_list(path):
 
 
 def supplemented(base, newer):
-    """base's rows plus the controls and classes only `newer` has."""
+    """base's rows plus the controls, classes, interface names and command names only `newer`
+    has (a command name only while no control of that number is exported). Escapes, UVM
+    ioctls and record layouts stay base's own."""
     out = {t: dict(rows_) for t, rows_ in base.items()}
-    for table in ("controls", "classes"):
+    for table in ("controls", "classes", "interfaces", "command_names"):
         for k, v in newer[table].items():
             out[table].setdefault(k, v)
+    for k in list(out["command_names"]):
+        if k in out["controls"]:
+            del out["command_names"][k]
     return out
+
+
+def add_release(git_dir, path, tag):
+    """Appends `tag` to the releases file unless a line already lists that version."""
+    if not re.fullmatch(r"\d+(\.\d+)+", tag):
+        sys.exit("not a release tag: %s" % tag)
+    if subprocess.run(["git", "--git-dir", git_dir, "rev-parse", "-q", "--verify",
+                       "refs/tags/" + tag], capture_output=True).returncode != 0:
+        sys.exit("the source has no tag %s" % tag)
+    if any(v == tag for v, _, _ in load_release_list(path)):
+        print("%s is already listed" % tag, file=sys.stderr)
+        return
+    with open(path, "a") as f:
+        f.write(tag + "\n")
 
 
 def main():
@@ -545,10 +892,14 @@ def main():
                     help="a clone (bare or not) of NVIDIA/open-gpu-kernel-modules with its tags")
     ap.add_argument("--releases", default=os.path.join(here, "releases.txt"))
     ap.add_argument("--out", default=os.path.join(root, "proxy/abi/generated"))
+    ap.add_argument("--add-tag", action="append", default=[], metavar="TAG",
+                    help="append TAG (a tag of the source) to the releases file, then generate")
     args = ap.parse_args()
     git_dir = args.git_dir
     if os.path.isdir(os.path.join(git_dir, ".git")):
         git_dir = os.path.join(git_dir, ".git")
+    for tag in args.add_tag:
+        add_release(git_dir, args.releases, tag)
     releases = load_release_list(args.releases)
     os.makedirs(args.out, exist_ok=True)
     cache = {}
