@@ -680,6 +680,15 @@ def generate_release(git_dir, tag):
         for m in re.finditer(r"^#define\s+FINN_(\w+)_INTERFACE_ID\s+\((0x[0-9a-fA-F]+)[uU]?\)",
                              read(os.path.join(sdk, "g_finn_rm_api.h")), re.M):
             interfaces.setdefault(int(m.group(2), 16), m.group(1))
+        # The interfaces the SDK only names in FINN's comments (the legacy ones of GSS-forwarded
+        # commands, e.g. NV20_SUBDEVICE_0_THERMAL_LEGACY_NON_PRIVILEGED): a command evaluated
+        # from "(FINN_<NAME>_INTERFACE_ID << 8) | ..." lies in interface <NAME>.
+        finn_iface = re.compile(r'^#define\s+NV\w+\s+\((0x[0-9a-fA-F]+)[uU]?\)\s*'
+                                r'/\*\s*finn: Evaluated from "\(FINN_(\w+)_INTERFACE_ID << 8\)',
+                                re.M)
+        for h in headers:
+            for m in finn_iface.finditer(read(h)):
+                interfaces.setdefault(int(m.group(1), 16) >> 8, m.group(2))
         exported = {m[1] for m in methods}
         command_names = {v: pick_control_name(sorted(ns), "") for v, ns in cmd_names.items()
                          if v not in exported}
