@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "doctor/nccl_levels.h"
+#include "proxy/abi/nvidia_abi_choice.h"
 #include "sysfs/fsio.h"
 #include "sysfs/nccl_view.h"
 
@@ -64,6 +65,41 @@ void check_p2p(const Context& ctx, const std::vector<const sysfs::NcclEndpoint*>
                     ": pairs farther over PCI use NVLink where they have it, else host "
                     "memory: " +
                     list);
+}
+
+// Which of the build's NVIDIA tables judge this driver in enforce mode, and why
+// (proxy/abi/nvidia_abi_choice.h).
+void check_abi_tables(const std::string& version, Report& report) {
+  const std::string shown = quote_value(version);
+  const proxy::NvidiaAbiChoice c = proxy::choose_nvidia_abi(
+      version.empty() ? std::nullopt : std::optional(version), std::nullopt);
+  const std::string held = "this build holds branches " + proxy::nvidia_covered_branches() +
+                           ", newest " + std::string(proxy::nvidia_newest_release());
+  switch (c.match) {
+    case proxy::NvAbiMatch::kExact:
+      report.pass("nvidia.abi_tables",
+                  "driver " + shown + " is in this build's ABI tables: enforced with its own");
+      return;
+    case proxy::NvAbiMatch::kNearestPatch:
+      report.warn("nvidia.abi_tables", c.notice,
+                  "enforcement runs; to judge it with its own tables, add its tag to "
+                  "scripts/nvidia-abi/releases.txt and regenerate (scripts/nvidia-abi/README.md)");
+      return;
+    case proxy::NvAbiMatch::kNamed:
+    case proxy::NvAbiMatch::kUncovered:
+      report.fail("nvidia.abi_tables",
+                  "driver " + shown + " is of a branch this build's ABI tables do not hold (" +
+                      held + "): `gdrproxy run --mode enforce` and the agent refuse to start",
+                  "name the nearest release's tables (--nvidia-abi-as RELEASE, \"nvidia_abi_as\" "
+                  "in the agent's config and runtime.json), or use a build whose tables hold it");
+      return;
+    case proxy::NvAbiMatch::kNoVersion:
+      report.warn(
+          "nvidia.abi_tables",
+          "the module's version is unreadable: enforce mode refuses NVIDIA calls (" + held + ")",
+          "check " + shown + " and /proc/driver/nvidia/version");
+      return;
+  }
 }
 
 }  // namespace
@@ -133,6 +169,7 @@ void check_nvidia(const Context& ctx, Report& report) {
     report.pass("nvidia.module", "NVIDIA " + mod.version + ", " +
                                      (mod.open ? "open" : "proprietary") + " kernel module (" +
                                      mod.source + ")");
+    check_abi_tables(mod.version, report);
   }
 
   const CudaDriver cuda = probe_libcuda(ctx.libcuda);

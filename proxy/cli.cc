@@ -83,10 +83,17 @@ void add_run(CLI::App& app, int& exit_code, const CommandTail& tail) {
                   "here what a sandbox gets on an older kernel, or to step around a defect of a\n"
                   "newer Landlock feature")
       ->check(CLI::Range(0, 1000));
+  run->add_option("--nvidia-abi-as", opts->nvidia_abi_as,
+                  "Judge the node's NVIDIA driver with the tables of RELEASE (one this build\n"
+                  "holds: `gdrproxy doctor` lists the choice). Needed only for a driver of a\n"
+                  "branch the tables do not hold; a later patch of a held branch is judged with\n"
+                  "its nearest lower release without it. Every call's size is checked against\n"
+                  "the named tables and a mismatch is refused as malformed")
+      ->type_name("RELEASE");
   run->add_flag("--allow-unknown-nvidia-driver", opts->allow_unknown_nvidia_driver,
-                "With an NVIDIA driver version the ABI tables do not know, run NVIDIA calls\n"
-                "trace-only (named with the newest tables, never denied) instead of refusing\n"
-                "to start in enforce mode");
+                "With an NVIDIA driver of a branch the ABI tables do not hold and no\n"
+                "--nvidia-abi-as, run NVIDIA calls trace-only (named with the nearest lower\n"
+                "release's tables, never denied) instead of refusing to start in enforce mode");
   auto sync = std::make_shared<std::string>("auto");
   run->add_option(
          "--sync-wakeup", *sync,
@@ -171,6 +178,13 @@ void add_agent(CLI::App& app, int& exit_code) {
                     "kill or SIGTERM, so runtimes wait for the next agent; `ctl drain` removes it");
   agent->add_option("--dev-root", opts->dev_root, "Where the device nodes are")
       ->capture_default_str();
+  auto agent_abi_as = std::make_shared<std::string>();
+  agent
+      ->add_option("--nvidia-abi-as", *agent_abi_as,
+                   "Judge the node's NVIDIA driver with the tables of RELEASE (over the config's\n"
+                   "\"nvidia_abi_as\"); needed only for a branch the tables do not hold (see\n"
+                   "`gdrproxy run --help`)")
+      ->type_name("RELEASE");
   agent
       ->add_option("--blocking-deadline-ms", opts->blocking_deadline_ms,
                    "A trapped call not answered by then (an open's path lookup, or a read of an "
@@ -259,7 +273,7 @@ void add_agent(CLI::App& app, int& exit_code) {
     exit_code = agent_ctl(opts->ctl_socket, line);
   });
   agent->callback([ctl, opts, config, trace_dir, fd_store, agent_trap_copy, agent_lsm,
-                   agent_lsm_pin, &exit_code] {
+                   agent_lsm_pin, agent_abi_as, &exit_code] {
     if (ctl->parsed()) return;
     opts->trap_copy = trap_copy_choice(*agent_trap_copy);
     opts->lsm = lsm_choice(*agent_lsm);
@@ -270,6 +284,7 @@ void add_agent(CLI::App& app, int& exit_code) {
     if (!config->empty()) opts->config = *config;
     if (!trace_dir->empty()) opts->trace_dir = *trace_dir;
     if (!fd_store->empty()) opts->fd_store = *fd_store;
+    if (!agent_abi_as->empty()) opts->nvidia_abi_as = *agent_abi_as;
     exit_code = run_guarded("gdrproxy agent", 1, [&] { return run_agent(*opts); });
   });
 }

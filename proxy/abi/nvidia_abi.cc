@@ -1,18 +1,19 @@
-// Turns the release tree of nvidia_versions.cc into NvidiaDriverAbi objects (each release = its
-// parent's tables with its patch applied), answers the number and name lookups, and reads the
-// loaded driver's version. The objects are built once, on first use, and never change: lookups
-// from the notification loop need no lock.
+// Turns each release's generated tables (nvidia_generated.h) into the NvidiaDriverAbi the decoder
+// reads: escapes, classes, controls and UVM ioctls with their sizes and status offsets, and the
+// declared layouts (nvidia_layouts.h) at that release's offsets. Answers the number and name
+// lookups and reads the loaded driver's version. A release is built on its first lookup and
+// never changes after: lookups from the notification loop need no lock.
 #include <algorithm>
 #include <cctype>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "proxy/abi/nvidia_abi.h"
 #include "proxy/abi/nvidia_generated.h"
-#include "proxy/abi/nvidia_tables.h"
 
 namespace gdrproxy::proxy {
 namespace {
@@ -38,69 +39,133 @@ const auto kClassKey = [](const NvClass& e) { return e.id; };
 const auto kControlKey = [](const NvControl& e) { return e.cmd; };
 const auto kUvmKey = [](const NvUvmIoctl& e) { return e.cmd; };
 
-// One materialized release: owns the merged tables that its NvidiaDriverAbi spans point into.
+// A field's offset in a release's struct: the member itself, else the first member nested in it
+// (an NvProcessorUuid is its uuid[16]); -1 when the release's struct has no such member.
+int32_t member_offset(const NvGenTables& t, std::string_view record, std::string_view path) {
+  if (const NvGenField* f = t.find_field(record, path)) return static_cast<int32_t>(f->offset);
+  int32_t best = -1;
+  for (const NvGenField* f : t.fields()) {
+    const std::string_view p = f->field;
+    if (record == f->record && p.size() > path.size() && p.substr(0, path.size()) == path &&
+        p[path.size()] == '.' && (best < 0 || static_cast<int32_t>(f->offset) < best))
+      best = static_cast<int32_t>(f->offset);
+  }
+  return best;
+}
+
+}  // namespace
+
+// Layouts at one release's offsets, by escape number / UVM command.
+struct NvLayouts {
+  std::vector<std::pair<uint32_t, std::vector<NvField>>> escapes, uvm;
+};
+
+namespace {
+
+// One materialized release: owns the tables its NvidiaDriverAbi spans point into.
 struct OwnedAbi {
-  std::string version;
   std::vector<NvEscape> escapes;
   std::vector<NvClass> classes;
   std::vector<NvControl> controls;
   std::vector<NvUvmIoctl> uvm_ioctls;
+  NvLayouts layouts;
   NvidiaDriverAbi abi;
 };
 
+std::vector<NvField> resolve(const NvGenTables& t, std::string_view record,
+                             std::span<const NvFieldSpec> specs) {
+  std::vector<NvField> out;
+  for (const NvFieldSpec& s : specs) {
+    const int32_t off = member_offset(t, record, s.path());
+    // A member this release's struct lacks is not shown (nvidia_layouts_test names any).
+    if (off >= 0) out.push_back({s.name, static_cast<uint16_t>(off), s.kind, s.dir});
+  }
+  return out;
+}
+
+NvDmabufLayout dmabuf_layout(const NvGenTables& t) {
+  constexpr std::string_view kRec = "nv_ioctl_export_to_dma_buf_fd_t";
+  NvDmabufLayout l;
+  const auto at = [&](std::string_view m) {
+    return static_cast<int16_t>(member_offset(t, kRec, m));
+  };
+  l.fd = at("fd");
+  l.h_client = at("hClient");
+  l.total_objects = at("totalObjects");
+  l.num_objects = at("numObjects");
+  l.index = at("index");
+  l.total_size = at("totalSize");
+  l.mapping_type = at("mappingType");
+  l.allow_mmap = at("bAllowMmap");
+  l.handles = at("handles");
+  l.offsets = at("offsets");
+  l.sizes = at("sizes");
+  l.status = at("status");
+  if (const NvGenRecord* r = t.find_record(kRec)) l.size = static_cast<uint16_t>(r->size);
+  if (const NvGenField* h = t.find_field(kRec, "handles")) l.max_handles = h->size / 4;
+  return l;
+}
+
+std::unique_ptr<OwnedAbi> materialize(const NvGenTables& t) {
+  auto o = std::make_unique<OwnedAbi>();
+  for (const NvGenEscape* g : t.escapes()) {
+    o->escapes.push_back({g->nr, g->name, g->param_size, g->alt_param_size, g->elem_size,
+                          g->status_offset, g->alt_status_offset});
+    const auto specs = nv_escape_fields(g->name);
+    if (!specs.empty() && g->record[0] != '\0')
+      o->layouts.escapes.emplace_back(g->nr, resolve(t, g->record, specs));
+  }
+  for (const NvGenClass* g : t.classes()) o->classes.push_back({g->id, g->name});
+  // The controls the release answers by number: those its classes export, and the deprecated
+  // commands it converts to them (RM_CONTROL of either is dispatched; nvidia_access.h).
+  for (const NvGenControl* g : t.controls()) o->controls.push_back({g->cmd, g->name});
+  for (const NvGenDeprecated* d : t.deprecated())
+    if (!t.find_control(d->cmd)) o->controls.push_back({d->cmd, d->name});
+  std::sort(o->controls.begin(), o->controls.end(),
+            [](const NvControl& a, const NvControl& b) { return a.cmd < b.cmd; });
+  for (const NvGenUvmIoctl* g : t.uvm_ioctls()) {
+    // A size the headers could not give: named, never decoded.
+    const uint16_t size = g->param_size > 0 ? static_cast<uint16_t>(g->param_size) : 0;
+    o->uvm_ioctls.push_back({g->cmd, g->name, size, static_cast<int16_t>(g->status_offset)});
+    const auto specs = nv_uvm_fields(g->name);
+    if (!specs.empty())
+      o->layouts.uvm.emplace_back(g->cmd, resolve(t, std::string(g->name) + "_PARAMS", specs));
+  }
+  o->abi.version = t.version;
+  o->abi.escapes = o->escapes;
+  o->abi.classes = o->classes;
+  o->abi.controls = o->controls;
+  o->abi.uvm_ioctls = o->uvm_ioctls;
+  o->abi.generated = &t;
+  o->abi.dmabuf = dmabuf_layout(t);
+  o->abi.layouts = &o->layouts;
+  return o;
+}
+
+// Every release, materialized on its first lookup (a session needs one; only tests and the
+// fuzzer walk them all).
 struct Registry {
-  std::vector<std::unique_ptr<OwnedAbi>> owned;
-  std::vector<const NvidiaDriverAbi*> abis;
+  explicit Registry(size_t n) : owned(n), once(n) {}
+  std::vector<std::unique_ptr<OwnedAbi>> owned;  // by index of nvidia_generated_releases()
+  std::vector<std::once_flag> once;
+  std::vector<const NvidiaDriverAbi*> all;
+  std::once_flag all_once;
 };
 
-const Registry& registry() {
-  static const Registry reg = [] {
-    Registry r;
-    for (const nvtables::Release& rel : nvtables::releases()) {
-      auto o = std::make_unique<OwnedAbi>();
-      o->version = std::string(rel.version);
-      if (rel.root_tables != nullptr) {
-        const nvtables::TableSet& t = *rel.root_tables;
-        o->escapes.assign(t.escapes.begin(), t.escapes.end());
-        o->classes.assign(t.classes.begin(), t.classes.end());
-        o->controls.assign(t.controls.begin(), t.controls.end());
-        o->uvm_ioctls.assign(t.uvm_ioctls.begin(), t.uvm_ioctls.end());
-      } else {
-        const OwnedAbi* parent = nullptr;
-        for (const auto& p : r.owned) {
-          if (p->version == rel.parent) parent = p.get();
-        }
-        // A release whose parent is not listed before it is a mistake in nvidia_versions.cc;
-        // skipping it makes the version unknown (trace only), which is the safe reading.
-        if (parent == nullptr) continue;
-        const nvtables::Patch& p = rel.patch;
-        o->escapes =
-            nvtables::apply_patch(parent->escapes, p.add.escapes, p.remove_escapes, kEscapeKey);
-        o->classes =
-            nvtables::apply_patch(parent->classes, p.add.classes, p.remove_classes, kClassKey);
-        o->controls =
-            nvtables::apply_patch(parent->controls, p.add.controls, p.remove_controls, kControlKey);
-        o->uvm_ioctls = nvtables::apply_patch(parent->uvm_ioctls, p.add.uvm_ioctls,
-                                              p.remove_uvm_ioctls, kUvmKey);
-      }
-      o->abi.version = o->version;
-      o->abi.escapes = o->escapes;
-      o->abi.classes = o->classes;
-      o->abi.controls = o->controls;
-      o->abi.uvm_ioctls = o->uvm_ioctls;
-      const NvGenTables* gen = nvidia_generated_for_version(o->version);
-      o->abi.generated = gen ? gen : &nvidia_generated_newest();
-      o->abi.generated_exact = gen != nullptr;
-      r.abis.push_back(&o->abi);
-      r.owned.push_back(std::move(o));
-    }
-    return r;
-  }();
+Registry& registry() {
+  static Registry reg(nvidia_generated_releases().size());
   return reg;
 }
 
-// "580.159.04" -> {580, 159, 4}; non-numeric parts compare as 0.
-std::vector<unsigned long> version_key(std::string_view v) {
+const NvidiaDriverAbi* abi_at(size_t i) {
+  Registry& r = registry();
+  std::call_once(r.once[i], [&] { r.owned[i] = materialize(*nvidia_generated_releases()[i]); });
+  return &r.owned[i]->abi;
+}
+
+}  // namespace
+
+std::vector<unsigned long> nvidia_version_key(std::string_view v) {
   std::vector<unsigned long> key;
   std::string part;
   std::istringstream in{std::string(v)};
@@ -109,6 +174,8 @@ std::vector<unsigned long> version_key(std::string_view v) {
   }
   return key;
 }
+
+namespace {
 
 bool looks_like_version(std::string_view tok) {
   if (tok.empty() || !std::isdigit(static_cast<unsigned char>(tok.front()))) return false;
@@ -150,28 +217,49 @@ const NvUvmIoctl* NvidiaDriverAbi::find_uvm(std::string_view name) const {
   return find_named(uvm_ioctls, name);
 }
 
+std::span<const NvField> NvidiaDriverAbi::escape_layout(uint8_t nr) const {
+  for (const auto& [k, fields] : layouts->escapes)
+    if (k == nr) return fields;
+  return {};
+}
+
+std::span<const NvField> NvidiaDriverAbi::uvm_layout(uint32_t cmd) const {
+  for (const auto& [k, fields] : layouts->uvm)
+    if (k == cmd) return fields;
+  return {};
+}
+
 std::span<const NvidiaDriverAbi* const> nvidia_known_abis() {
-  return registry().abis;
+  Registry& r = registry();
+  std::call_once(r.all_once, [&] {
+    for (size_t i = 0; i < r.owned.size(); ++i) r.all.push_back(abi_at(i));
+  });
+  return r.all;
+}
+
+std::vector<NvEscape> nvidia_escapes_of_every_release() {
+  std::vector<NvEscape> out;
+  {
+    for (const NvGenEscape* g : nvidia_generated_escape_rows()) {
+      const bool seen = std::any_of(out.begin(), out.end(), [&](const NvEscape& e) {
+        return e.nr == g->nr && e.param_size == g->param_size &&
+               e.alt_param_size == g->alt_param_size && e.elem_size == g->elem_size;
+      });
+      if (!seen)
+        out.push_back({g->nr, g->name, g->param_size, g->alt_param_size, g->elem_size,
+                       g->status_offset, g->alt_status_offset});
+    }
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const NvEscape& a, const NvEscape& b) { return a.nr < b.nr; });
+  return out;
 }
 
 const NvidiaDriverAbi* nvidia_abi_for_version(std::string_view version) {
-  for (const NvidiaDriverAbi* abi : registry().abis) {
-    if (abi->version == version) return abi;
-  }
+  const auto releases = nvidia_generated_releases();
+  for (size_t i = 0; i < releases.size(); ++i)
+    if (releases[i]->version == version) return abi_at(i);
   return nullptr;
-}
-
-const NvidiaDriverAbi& nvidia_newest_abi() {
-  // Chosen once: the policy asks on every NVIDIA ioctl, and comparing the versions parses them.
-  static const NvidiaDriverAbi& newest = *[] {
-    const auto& abis = registry().abis;
-    const NvidiaDriverAbi* n = abis.front();
-    for (const NvidiaDriverAbi* abi : abis) {
-      if (version_key(abi->version) > version_key(n->version)) n = abi;
-    }
-    return n;
-  }();
-  return newest;
 }
 
 std::optional<std::string> parse_nvidia_version_text(std::string_view text) {

@@ -1,6 +1,8 @@
 // NVIDIA driver ABI as data: frontend escape numbers, RM_ALLOC classes, RM_CONTROL commands and
-// UVM ioctl numbers, each with its name, per driver version. Decoder, policy and tracer all
-// read these tables; nothing else in the project spells an NVIDIA number.
+// UVM ioctl numbers, each with its name, sizes and the field layouts the decoder reads, per driver
+// release. Every release is built from the tables generated from that release's own source
+// (nvidia_generated.h); nothing is written by hand per branch. Decoder, policy and tracer all read
+// one release's tables, the session's; nothing else in the project spells an NVIDIA number.
 #pragma once
 
 #include <linux/ioctl.h>
@@ -10,10 +12,14 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "proxy/abi/nvidia_layouts.h"
 
 namespace gdrproxy::proxy {
 
 class NvGenTables;  // nvidia_generated.h
+struct NvLayouts;   // a release's resolved layouts (nvidia_abi.cc)
 
 struct NvEscape {
   uint8_t nr;           // IOC_NR of the ioctl on /dev/nvidiactl or /dev/nvidiaN
@@ -26,6 +32,7 @@ struct NvEscape {
   uint16_t elem_size = 0;
   // Offset of the NV_STATUS the driver writes back, -1 = none (for RM_ALLOC: of param_size).
   int16_t status_offset = -1;
+  int16_t alt_status_offset = -1;  // the same in the alt_param_size struct
 };
 
 struct NvClass {
@@ -45,19 +52,24 @@ struct NvUvmIoctl {
   int16_t status_offset = -1;  // offset of rmStatus, -1 = none
 };
 
-// One driver version's tables.
+// One driver release's tables.
 struct NvidiaDriverAbi {
   std::string_view version;  // "580.159.04"
   std::span<const NvEscape> escapes;
   std::span<const NvClass> classes;
   std::span<const NvControl> controls;
   std::span<const NvUvmIoctl> uvm_ioctls;
-  // The tables generated from the driver's source for this release (the newest generated ones
-  // when it has none): they name every control and class, for traces and refusal lines only.
+  // The release's generated tables: who may make each RM call (nvidia_access.h), parameter
+  // sizes, flags, and the names of controls answered outside the method tables.
   const NvGenTables* generated = nullptr;
-  // Whether `generated` are this release's own tables (then they also say who may make each RM
-  // call: nvidia_access.h), not the newest ones lent for naming.
-  bool generated_exact = false;
+  // The release's layout of EXPORT_TO_DMABUF_FD's parameters (it differs between branches).
+  NvDmabufLayout dmabuf{};
+  const NvLayouts* layouts = nullptr;
+
+  // The fields of an escape's or UVM ioctl's parameters at this release's offsets, empty when
+  // no layout is declared (nvidia_layouts.h).
+  std::span<const NvField> escape_layout(uint8_t nr) const;
+  std::span<const NvField> uvm_layout(uint32_t cmd) const;
 
   const NvEscape* find_escape(uint8_t nr) const;
   const NvClass* find_class(uint32_t id) const;
@@ -70,15 +82,19 @@ struct NvidiaDriverAbi {
   const NvUvmIoctl* find_uvm(std::string_view name) const;
 };
 
-// The tables for an exact driver version, or nullptr when this build does not know it.
+// The tables for an exact driver version, or nullptr when this build does not know it. Which
+// tables a node's driver is judged with is nvidia_abi_choice.h's question, not this lookup's.
 const NvidiaDriverAbi* nvidia_abi_for_version(std::string_view version);
-// The newest tables this build knows: used to name calls (trace only) on an unknown driver.
-const NvidiaDriverAbi& nvidia_newest_abi();
 // The loaded kernel module's version from <proc_root>/driver/nvidia/version, if any.
 std::optional<std::string> detect_nvidia_driver_version(const std::string& proc_root = "/proc");
 
-// Every driver version this build knows, oldest first.
+// Every driver version this build knows, oldest first. Building all of them costs; the
+// seccomp filter's union of escapes is nvidia_escapes_of_every_release() instead.
 std::span<const NvidiaDriverAbi* const> nvidia_known_abis();
+// Every (number, sizes) an escape has in some release, each once, sorted by number.
+std::vector<NvEscape> nvidia_escapes_of_every_release();
+// "580.159.04" -> {580, 159, 4}, for ordering releases (non-numeric parts count as 0).
+std::vector<unsigned long> nvidia_version_key(std::string_view version);
 // The version string out of the text of /proc/driver/nvidia/version ("NVRM version: NVIDIA
 // UNIX Open Kernel Module for x86_64  580.159.04  Release Build ..."), if it has one.
 std::optional<std::string> parse_nvidia_version_text(std::string_view text);

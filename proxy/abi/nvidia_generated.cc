@@ -253,6 +253,9 @@ const NvGenInterface* NvGenTables::find_interface(uint32_t id) const {
 const NvGenCommandName* NvGenTables::find_command_name(uint32_t cmd) const {
   return find_key<NvGenCommandName>(merged().command_names, cmd);
 }
+std::span<const NvGenDeprecated* const> NvGenTables::deprecated() const {
+  return merged().deprecated;
+}
 std::span<const NvGenControl* const> NvGenTables::controls() const {
   return merged().controls;
 }
@@ -264,6 +267,12 @@ std::span<const NvGenEscape* const> NvGenTables::escapes() const {
 }
 std::span<const NvGenUvmIoctl* const> NvGenTables::uvm_ioctls() const {
   return merged().uvm;
+}
+std::span<const NvGenInterface* const> NvGenTables::interfaces() const {
+  return merged().interfaces;
+}
+std::span<const NvGenCommandName* const> NvGenTables::command_names() const {
+  return merged().command_names;
 }
 std::span<const NvGenRecord* const> NvGenTables::records() const {
   return merged().records;
@@ -304,6 +313,13 @@ uint32_t nvidia_fnv1a32(std::string_view s) {
 const NvGenTables* nvidia_generated_for_version(std::string_view version) {
   const size_t i = index_of(version);
   return i == SIZE_MAX ? nullptr : registry().all[i];
+}
+
+std::vector<const NvGenEscape*> nvidia_generated_escape_rows() {
+  std::vector<const NvGenEscape*> out;
+  for (const NvGenRelease& r : kGeneratedReleases)
+    for (const NvGenEscape& e : r.escapes.add) out.push_back(&e);
+  return out;
 }
 
 const NvGenTables& nvidia_generated_newest() {

@@ -114,6 +114,7 @@ class NvGenTables {
   const NvGenEscape* find_escape(uint8_t nr) const;
   const NvGenUvmIoctl* find_uvm(uint32_t cmd) const;
   const NvGenDeprecated* find_deprecated(uint32_t cmd) const;
+  std::span<const NvGenDeprecated* const> deprecated() const;
   const NvGenControl* find_control(std::string_view name) const;
   const NvGenClass* find_class(std::string_view name) const;
   const NvGenRecord* find_record(std::string_view name) const;
@@ -126,8 +127,10 @@ class NvGenTables {
   std::span<const NvGenClass* const> classes() const;
   std::span<const NvGenEscape* const> escapes() const;
   std::span<const NvGenUvmIoctl* const> uvm_ioctls() const;
-  std::span<const NvGenRecord* const> records() const;  // sorted by key
-  std::span<const NvGenField* const> fields() const;    // sorted by key
+  std::span<const NvGenRecord* const> records() const;             // sorted by key
+  std::span<const NvGenField* const> fields() const;               // sorted by key
+  std::span<const NvGenInterface* const> interfaces() const;       // sorted by id
+  std::span<const NvGenCommandName* const> command_names() const;  // sorted by cmd
 
   // The release's own definitions of the flag bits, and "A|B|0x..." renderings of a value.
   std::span<const NvGenFlag* const> control_flag_bits() const;
@@ -161,6 +164,10 @@ uint32_t nvidia_fnv1a32(std::string_view s);
 
 // The generated tables of exactly this release, or nullptr when none were generated for it.
 const NvGenTables* nvidia_generated_for_version(std::string_view version);
+// Every escape row of any release (each as it was added by some release's patch, so one escape
+// number may appear with each size it had), without merging any release: the seccomp filter's
+// union.
+std::vector<const NvGenEscape*> nvidia_generated_escape_rows();
 // The newest release the generated tables cover.
 const NvGenTables& nvidia_generated_newest();
 // Every covered release, oldest first.

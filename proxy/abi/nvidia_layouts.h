@@ -1,12 +1,14 @@
 // Field layouts of the NVIDIA parameter structs the decoder renders: for each frontend escape and
-// UVM ioctl, which fields sit at which offset, of what kind, and whether the caller or the driver
-// fills them. The declared layout, not a guess from the bytes, decides how a field is shown;
-// calls without a layout are named but their fields are not rendered. Offsets are x86-64 and
-// hold for the whole 580 branch (the structs did not change between 580.65.06 and 580.142).
+// UVM ioctl, which members of the driver's struct it shows, of what kind, and whether the caller
+// or the driver fills them. The one idea: offsets are never written here. A field names its
+// member, and each release's offsets come from that release's generated tables (the structs
+// differ between branches: EXPORT_TO_DMABUF_FD grew two fields after 535, RM_MAP_MEMORY_DMA
+// a third flags word). Calls without a layout are named but their fields are not rendered.
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 namespace gdrproxy::proxy {
 
@@ -30,6 +32,18 @@ enum class NvFieldDir : uint8_t {
   kInOut,  // both
 };
 
+// A field as declared: the name shown, the member of the driver's struct it is (a path such as
+// "params.hRoot" where the member is nested; nullptr: the same as the name), kind and direction.
+struct NvFieldSpec {
+  const char* name;
+  NvFieldKind kind;
+  NvFieldDir dir = NvFieldDir::kIn;
+  const char* member = nullptr;
+
+  const char* path() const { return member ? member : name; }
+};
+
+// A field at one release's offset.
 struct NvField {
   const char* name;
   uint16_t offset;
@@ -40,14 +54,29 @@ struct NvField {
 // Bytes a field of this kind occupies.
 uint16_t nv_field_size(NvFieldKind kind);
 
-// The layout of an escape's parameter struct (by IOC_NR), empty when none is declared. RM_ALLOC,
-// RM_CONTROL, CARD_INFO, ATTACH_GPUS_TO_FD, CHECK_VERSION_STR, IOCTL_XFER_CMD and
+// The declared fields of an escape's parameter struct, by the escape's name (numbers are reused
+// between branches: 535's 0x5f is RM_NVLOG_CTRL, 580's RM_LOCKLESS_DIAGNOSTIC), empty when none
+// is declared.
+// RM_ALLOC, RM_CONTROL, CARD_INFO, ATTACH_GPUS_TO_FD, CHECK_VERSION_STR, IOCTL_XFER_CMD and
 // EXPORT_TO_DMABUF_FD have shapes a flat layout cannot say and are decoded by hand.
-std::span<const NvField> nv_escape_layout(uint8_t nr);
-// The layout of a UVM ioctl's UVM_*_PARAMS (by raw command number), empty when none is declared.
-std::span<const NvField> nv_uvm_layout(uint32_t cmd);
+std::span<const NvFieldSpec> nv_escape_fields(std::string_view name);
+// The declared fields of a UVM ioctl's UVM_*_PARAMS, by the ioctl's name.
+std::span<const NvFieldSpec> nv_uvm_fields(std::string_view name);
 
-// Offsets of the hand-decoded structs (nv-ioctl.h, nvos.h), shared by decoder and tests.
+// nv_ioctl_export_to_dma_buf_fd_t at one release (its members moved between branches); -1 =
+// the release's struct has no such member.
+struct NvDmabufLayout {
+  int16_t fd = -1, h_client = -1, total_objects = -1, num_objects = -1, index = -1, total_size = -1,
+          mapping_type = -1, allow_mmap = -1, handles = -1, offsets = -1, sizes = -1, status = -1;
+  uint16_t size = 0;         // sizeof the struct
+  uint32_t max_handles = 0;  // NV_DMABUF_EXPORT_MAX_HANDLES: the handles array's length
+};
+
+// Offsets of the hand-decoded structs that are the same in every release the generated tables
+// cover (nv-ioctl.h, nvos.h, cl0080.h, ctrl0000gpu.h), shared by the decoder, the supervisor's
+// own driver queries and tests. tests/proxy/nvidia_layouts_test.cc checks every one of them
+// against every release's generated offsets, so a release that moves one fails the build's tests
+// before it can be decoded wrongly.
 namespace nvlayout {
 // NVOS21_PARAMETERS (32 bytes) and NVOS64_PARAMETERS (48 bytes), the two forms of RM_ALLOC.
 inline constexpr uint16_t kAllocHRoot = 0, kAllocHParent = 4, kAllocHObjectNew = 8,
@@ -73,12 +102,6 @@ inline constexpr uint16_t kDeviceAllocDeviceId = 0, kDeviceAllocSize = 56;
 inline constexpr uint16_t kIdInfoGpuId = 0, kIdInfoDeviceInstance = 8, kIdInfoSize = 32;
 // nv_ioctl_xfer_t (16 bytes).
 inline constexpr uint16_t kXferCmd = 0, kXferSize = 4, kXferPtr = 8;
-// nv_ioctl_export_to_dma_buf_fd_t (2608 bytes).
-inline constexpr uint16_t kDmabufFd = 0, kDmabufHClient = 4, kDmabufTotalObjects = 8,
-                          kDmabufNumObjects = 12, kDmabufIndex = 16, kDmabufTotalSize = 24,
-                          kDmabufMappingType = 32, kDmabufAllowMmap = 33, kDmabufHandles = 36,
-                          kDmabufOffsets = 552, kDmabufSizes = 1576, kDmabufStatus = 2600;
-inline constexpr uint32_t kDmabufMaxHandles = 128;
 // nv_ioctl_wait_open_complete_t: rc precedes the adapter's NV_STATUS.
 inline constexpr uint16_t kWaitOpenRc = 0;
 }  // namespace nvlayout

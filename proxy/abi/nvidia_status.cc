@@ -3,12 +3,18 @@
 // tracer shows the name so that a failing call reads as NV_ERR_INSUFFICIENT_PERMISSIONS rather
 // than 0x1b.
 #include <algorithm>
+#include <cstdint>
+#include <span>
 
-#include "proxy/abi/nvidia_tables.h"
+#include "proxy/abi/nvidia_abi.h"
 
 namespace gdrproxy::proxy {
-namespace nvtables {
 namespace {
+
+struct StatusName {
+  uint32_t value;
+  const char* name;
+};
 
 // Sorted by value.
 constexpr StatusName kStatusNames[] = {
@@ -166,16 +172,10 @@ constexpr StatusName kStatusNames[] = {
 
 }  // namespace
 
-std::span<const StatusName> status_names() {
-  return kStatusNames;
-}
-
-}  // namespace nvtables
-
 const char* nvidia_status_name(uint32_t status) {
-  const auto names = nvtables::status_names();
+  const std::span<const StatusName> names = kStatusNames;
   auto it = std::lower_bound(names.begin(), names.end(), status,
-                             [](const nvtables::StatusName& s, uint32_t v) { return s.value < v; });
+                             [](const StatusName& s, uint32_t v) { return s.value < v; });
   return (it != names.end() && it->value == status) ? it->name : nullptr;
 }
 

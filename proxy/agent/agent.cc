@@ -239,7 +239,9 @@ class Agent {
   Agent(const AgentOptions& o, AgentConfig config)
       : opts_(o),
         config_(std::move(config)),
-        engine_(DeviceCatalog::scan(o.dev_root)),
+        // The command line's choice of NVIDIA tables over the config's.
+        engine_(DeviceCatalog::scan(o.dev_root),
+                o.nvidia_abi_as ? o.nvidia_abi_as : config_.nvidia_abi_as),
         // The control socket first: its check finds an agent that still serves these paths
         // (the runtime socket may be one the fd store kept for us, which answers while no
         // agent runs).
@@ -285,6 +287,7 @@ class Agent {
                                          [this](const std::string& line) { log(line); }) != 0)
       log("some rails could not be given back: gdrproxy hook sweep --state-dir " +
           opts_.rail_state_dir + " retries");
+    if (const std::string& n = engine_.nvidia().notice; !n.empty()) log(n);
     log("serving " + opts_.socket + " (control: " + opts_.ctl_socket + ")");
     engine_.io().run();
     // Results still in the observer's ring (it is drained every few milliseconds) go to their

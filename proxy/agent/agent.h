@@ -51,6 +51,9 @@ struct AgentOptions {
   // containers stay judged meanwhile, and profiles may then let requests run untrapped on
   // device classes only partly granted (`oci prepare --lsm-judged`).
   std::optional<std::string> lsm_pin;
+  // The release whose tables judge the node's NVIDIA driver (--nvidia-abi-as; over the
+  // config's "nvidia_abi_as"). Needed only for a branch the tables do not hold.
+  std::optional<std::string> nvidia_abi_as;
   // Where the rail hooks keep their journals: rails of containers gone are given back at start.
   std::string rail_state_dir = "/run/gdrproxy";
 };

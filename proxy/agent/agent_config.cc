@@ -105,7 +105,7 @@ AgentConfig AgentConfig::from_json_text(const std::string& text, const std::stri
   const json j = json::parse(text, nullptr, false);
   if (j.is_discarded()) bad(origin, "(file)", "not valid JSON");
   if (!j.is_object()) bad(origin, "(file)", "expected a JSON object");
-  only_keys(j, origin, "", {"version", "comment", "containers", "default"});
+  only_keys(j, origin, "", {"version", "comment", "containers", "default", "nvidia_abi_as"});
   if (!j.contains("version") || j["version"] != 1) bad(origin, "version", "expected 1");
   AgentConfig c;
   // Without a "default" rule a container no rule matches gets no device.
@@ -116,6 +116,11 @@ AgentConfig AgentConfig::from_json_text(const std::string& text, const std::stri
     for (size_t i = 0; i < j["containers"].size(); ++i)
       c.containers.push_back(
           parse_rule(j["containers"][i], origin, "containers[" + std::to_string(i) + "]"));
+  }
+  if (j.contains("nvidia_abi_as")) {
+    if (!j["nvidia_abi_as"].is_string() || j["nvidia_abi_as"].get<std::string>().empty())
+      bad(origin, "nvidia_abi_as", "expected a driver release, e.g. \"595.45.04\"");
+    c.nvidia_abi_as = j["nvidia_abi_as"].get<std::string>();
   }
   if (j.contains("default")) {
     c.fallback = parse_rule(j["default"], origin, "default");

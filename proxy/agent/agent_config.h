@@ -43,6 +43,9 @@ struct ContainerRule {
 struct AgentConfig {
   std::vector<ContainerRule> containers;
   ContainerRule fallback;  // "default"; grants nothing unless the file says otherwise
+  // "nvidia_abi_as": the release whose tables judge the node's NVIDIA driver, for a branch the
+  // build's tables do not hold (`gdrproxy run --nvidia-abi-as`).
+  std::optional<std::string> nvidia_abi_as;
 
   // Throws gdrproxy::Error naming the file and the field.
   static AgentConfig load_file(const std::string& path);

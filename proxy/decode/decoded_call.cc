@@ -13,6 +13,7 @@ GDRPROXY_HOT void DecodedCall::clear() {
   keys = PolicyKeys{};
   result_regions = {};
   result_hints.clear();
+  nvidia_abi = nullptr;
   render = true;
 }
 

@@ -16,6 +16,8 @@
 
 namespace gdrproxy::proxy {
 
+struct NvidiaDriverAbi;  // proxy/abi/nvidia_abi.h
+
 struct DecodedField {
   std::string name;
   std::string value;
@@ -34,6 +36,8 @@ struct PolicyKeys {
   // Who the running driver lets make this RM_CONTROL or RM_ALLOC (its own generated tables;
   // unset when the driver has none of its own).
   std::optional<NvRequires> nv_needs;
+  // The session's NVIDIA tables name this escape or UVM ioctl (the policy's known/unknown).
+  bool nv_named = false;
   std::optional<uint32_t> uvm_cmd;      // raw UVM command number
   std::optional<uint32_t> rdma_cm_cmd;  // RDMA_USER_CM_CMD_* of an observed rdma_cm write
   // The dma-buf fds a call hands the device (REG_DMABUF_MR's, REG_MR's, a CQ's or QP's buffer):
@@ -66,6 +70,9 @@ struct DecodedCall {
   std::array<ResultRegion, 2> result_regions{};
   // Opaque decoder context that result decoding needs (e.g. attribute offsets).
   std::vector<uint32_t> result_hints;
+  // The NVIDIA release whose tables decoded the call: its result is read at that release's
+  // offsets. Null for other classes.
+  const NvidiaDriverAbi* nvidia_abi = nullptr;
   // False when decoding at DecodeDepth::kPolicy: decoders skip rendering `args`.
   bool render = true;
 

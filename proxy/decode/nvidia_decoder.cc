@@ -13,6 +13,7 @@
 #include <cstring>
 #include <string>
 
+#include "proxy/abi/nvidia_control_names.h"
 #include "proxy/abi/nvidia_generated.h"
 #include "proxy/abi/nvidia_layouts.h"
 
@@ -65,21 +66,12 @@ std::string labelled(const char* name, uint64_t v, int digits) {
   return s;
 }
 
-// Names come from the hand-written tables first, then from those generated from the driver's
-// source (which name every exported class and control of the release).
+// Names come from the session's release: its exported classes and controls, its deprecated
+// commands, and the controls it forwards to the firmware (nvidia_control_names.h).
 const char* class_name(const NvidiaDriverAbi* abi, uint32_t id) {
   if (!abi) return nullptr;
-  if (const NvClass* c = abi->find_class(id)) return c->name;
-  const NvGenClass* g = abi->generated ? abi->generated->find_class(id) : nullptr;
-  return g ? g->name : nullptr;
-}
-
-const char* control_name(const NvidiaDriverAbi& abi, uint32_t cmd) {
-  if (const NvControl* c = abi.find_control(cmd)) return c->name;
-  if (!abi.generated) return nullptr;
-  if (const NvGenControl* g = abi.generated->find_control(cmd)) return g->name;
-  const NvGenDeprecated* d = abi.generated->find_deprecated(cmd);
-  return d ? d->name : nullptr;
+  const NvClass* c = abi->find_class(id);
+  return c ? c->name : nullptr;
 }
 
 std::string class_label(const NvidiaDriverAbi* abi, uint32_t id) {
@@ -87,7 +79,8 @@ std::string class_label(const NvidiaDriverAbi* abi, uint32_t id) {
 }
 
 std::string control_label(const NvidiaDriverAbi& abi, uint32_t cmd) {
-  return labelled(control_name(abi, cmd), cmd, 8);
+  const std::string name = nvidia_control_name(abi, cmd);
+  return labelled(name.empty() ? nullptr : name.c_str(), cmd, 8);
 }
 
 std::string status_label(uint32_t status) {
@@ -193,7 +186,10 @@ void add_fields(DecodedCall& c, std::span<const NvField> layout, Bytes b,
     if (f.dir == NvFieldDir::kOut) continue;
     if (c.render) add(c, f.name, render_field(f, b, &abi));
     uint32_t id = 0;
-    if (f.kind == NvFieldKind::kClass && get(b, f.offset, id)) c.keys.nv_class = id;
+    if (f.kind == NvFieldKind::kClass && get(b, f.offset, id)) {
+      c.keys.nv_class = id;
+      c.keys.nv_needs = nvidia_class_access(*abi.generated, id);
+    }
   }
 }
 
@@ -227,6 +223,11 @@ void decode_device_instance(DecodedCall& c, uint64_t p_params, const MemoryReade
   add(c, "deviceId", std::to_string(instance));
 }
 
+// "in 580.173.02's tables": how a size mismatch names the release that fixed the size.
+std::string in_tables(const NvidiaDriverAbi& abi) {
+  return " in " + std::string(abi.version) + "'s tables";
+}
+
 void decode_rm_alloc(DecodedCall& c, Bytes b, const NvidiaDriverAbi& abi, const MemoryReader& mem) {
   uint32_t h_root = 0, h_parent = 0, h_new = 0, h_class = 0, params_size = 0;
   uint64_t p_params = 0;
@@ -238,7 +239,15 @@ void decode_rm_alloc(DecodedCall& c, Bytes b, const NvidiaDriverAbi& abi, const 
   const bool v64 = b.size() == L::kNvos64Size;
   get(b, v64 ? L::kAlloc64ParamsSize : L::kAlloc21ParamsSize, params_size);
   c.keys.nv_class = h_class;
-  if (abi.generated_exact) c.keys.nv_needs = nvidia_class_access(*abi.generated, h_class);
+  c.keys.nv_needs = nvidia_class_access(*abi.generated, h_class);
+  // The driver copies paramsSize bytes of a class's parameters; one whose tables fix their size
+  // is refused when the caller names another (a different struct than the one judged).
+  const NvGenClass* cls = abi.generated->find_class(h_class);
+  if (cls && cls->param_size > 0 && params_size != 0 &&
+      params_size != static_cast<uint32_t>(cls->param_size))
+    c.malformed = fmt("RM_ALLOC %s(0x%x) paramsSize %u is not the %d bytes of its parameters",
+                      cls->name, h_class, params_size, cls->param_size) +
+                  in_tables(abi);
   if (c.render) {
     add(c, "hRoot", hex(h_root));
     add(c, "hObjectParent", hex(h_parent));
@@ -268,7 +277,7 @@ void decode_rm_control(DecodedCall& c, Bytes b, const NvidiaDriverAbi& abi) {
   get(b, L::kCtrlParams, params);
   get(b, L::kCtrlParamsSize, params_size);
   c.keys.nv_control = cmd;
-  if (abi.generated_exact) {
+  {
     const NvControlAccess a = nvidia_control_access(*abi.generated, cmd);
     c.keys.nv_needs = a.needs;
     // The driver refuses a fixed-size control whose paramsSize differs (control.c); so does the
@@ -276,7 +285,8 @@ void decode_rm_control(DecodedCall& c, Bytes b, const NvidiaDriverAbi& abi) {
     if (a.route == NvRoute::kExported && a.control->param_size > 0 &&
         params_size != static_cast<uint32_t>(a.control->param_size))
       c.malformed = fmt("RM_CONTROL %s(0x%x) paramsSize %u is not the %d bytes of its parameters",
-                        a.control->name, cmd, params_size, a.control->param_size);
+                        a.control->name, cmd, params_size, a.control->param_size) +
+                    in_tables(abi);
   }
   if (!c.render) return;
   add(c, "hClient", hex(h_client));
@@ -309,43 +319,48 @@ void decode_check_version(DecodedCall& c, Bytes b) {
 }
 
 // Returns false (and sets malformed) when the counts are impossible.
-bool decode_export_dmabuf(DecodedCall& c, Bytes b) {
+// A member of a release's struct; false (and nothing read) where the release has none.
+template <typename T>
+bool get_at(Bytes b, int16_t off, T& v) {
+  return off >= 0 && get(b, static_cast<size_t>(off), v);
+}
+
+bool decode_export_dmabuf(DecodedCall& c, Bytes b, const NvDmabufLayout& l) {
   uint32_t h_client = 0, total = 0, num = 0, index = 0;
   uint64_t total_size = 0;
   uint8_t mapping = 0, allow_mmap = 0;
-  get(b, L::kDmabufHClient, h_client);
-  get(b, L::kDmabufTotalObjects, total);
-  get(b, L::kDmabufNumObjects, num);
-  get(b, L::kDmabufIndex, index);
-  get(b, L::kDmabufTotalSize, total_size);
-  get(b, L::kDmabufMappingType, mapping);
-  get(b, L::kDmabufAllowMmap, allow_mmap);
+  get_at(b, l.h_client, h_client);
+  get_at(b, l.total_objects, total);
+  get_at(b, l.num_objects, num);
+  get_at(b, l.index, index);
+  get_at(b, l.total_size, total_size);
   add(c, "hClient", hex(h_client));
   add(c, "totalObjects", std::to_string(total));
   add(c, "numObjects", std::to_string(num));
   add(c, "index", std::to_string(index));
   add(c, "totalSize", hex(total_size));
-  // NV_DMABUF_EXPORT_MAPPING_TYPE_*.
-  add(c, "mappingType",
-      mapping == 0   ? "DEFAULT(0)"
-      : mapping == 1 ? "FORCE_PCIE(1)"
-                     : fmt("unknown(%u)", mapping));
-  add(c, "bAllowMmap", std::to_string(allow_mmap));
-  const uint32_t shown = num < L::kDmabufMaxHandles ? num : L::kDmabufMaxHandles;
+  // NV_DMABUF_EXPORT_MAPPING_TYPE_*, where the release has the field.
+  if (get_at(b, l.mapping_type, mapping))
+    add(c, "mappingType",
+        mapping == 0   ? "DEFAULT(0)"
+        : mapping == 1 ? "FORCE_PCIE(1)"
+                       : fmt("unknown(%u)", mapping));
+  if (get_at(b, l.allow_mmap, allow_mmap)) add(c, "bAllowMmap", std::to_string(allow_mmap));
+  const uint32_t shown = num < l.max_handles ? num : l.max_handles;
   std::string objs = "[";
   for (uint32_t i = 0; i < shown && i < kMaxListed; ++i) {
     uint32_t h = 0;
     uint64_t off = 0, size = 0;
-    get(b, L::kDmabufHandles + 4 * i, h);
-    get(b, L::kDmabufOffsets + 8 * i, off);
-    get(b, L::kDmabufSizes + 8 * i, size);
+    if (l.handles >= 0) get(b, static_cast<size_t>(l.handles) + 4 * i, h);
+    if (l.offsets >= 0) get(b, static_cast<size_t>(l.offsets) + 8 * i, off);
+    if (l.sizes >= 0) get(b, static_cast<size_t>(l.sizes) + 8 * i, size);
     objs += (i ? "," : "") + hex(h) + "@" + hex(off) + "+" + hex(size);
   }
   if (shown > kMaxListed) objs += fmt(",...(+%u)", shown - kMaxListed);
   add(c, "objects", objs + "]");
-  if (num > L::kDmabufMaxHandles) {
+  if (num > l.max_handles) {
     c.malformed = fmt("EXPORT_TO_DMABUF_FD numObjects %u exceeds the driver's limit of %u", num,
-                      L::kDmabufMaxHandles);
+                      l.max_handles);
     return false;
   }
   return true;
@@ -411,10 +426,12 @@ void decode_escape(DecodedCall& c, uint8_t nr, uint32_t size, uint64_t arg, cons
     return;
   }
   c.name = e->name;
+  c.keys.nv_named = true;
   if (e->elem_size != 0) {
     if (size == 0 || size % e->elem_size != 0) {
       c.malformed = fmt("%s size %u is not a non-zero multiple of %u", e->name, size,
-                        static_cast<unsigned>(e->elem_size));
+                        static_cast<unsigned>(e->elem_size)) +
+                    in_tables(abi);
     }
   } else if (e->param_size == 0) {
     // The driver does not dispatch this escape by a known struct: name it only.
@@ -422,11 +439,12 @@ void decode_escape(DecodedCall& c, uint8_t nr, uint32_t size, uint64_t arg, cons
     add(c, "arg", hex(arg));
     return;
   } else if (size != e->param_size && (e->alt_param_size == 0 || size != e->alt_param_size)) {
-    c.malformed = e->alt_param_size ? fmt("%s size %u is neither %u nor %u", e->name, size,
-                                          static_cast<unsigned>(e->param_size),
-                                          static_cast<unsigned>(e->alt_param_size))
-                                    : fmt("%s size %u is not sizeof its parameters %u", e->name,
-                                          size, static_cast<unsigned>(e->param_size));
+    c.malformed = (e->alt_param_size ? fmt("%s size %u is neither %u nor %u", e->name, size,
+                                           static_cast<unsigned>(e->param_size),
+                                           static_cast<unsigned>(e->alt_param_size))
+                                     : fmt("%s size %u is not sizeof its parameters %u", e->name,
+                                           size, static_cast<unsigned>(e->param_size))) +
+                  in_tables(abi);
   }
   if (!c.malformed.empty()) {
     add(c, "size", std::to_string(size));
@@ -439,11 +457,11 @@ void decode_escape(DecodedCall& c, uint8_t nr, uint32_t size, uint64_t arg, cons
     return;
   }
   const Bytes b(params);
-  int32_t status_offset = e->status_offset;
+  const int32_t status_offset =
+      size == e->param_size || e->alt_param_size == 0 ? e->status_offset : e->alt_status_offset;
   switch (nr) {
     case kNvEscRmAlloc:
       decode_rm_alloc(c, b, abi, mem);
-      status_offset = size == L::kNvos64Size ? L::kAlloc64Status : L::kAlloc21Status;
       break;
     case kNvEscRmControl:
       decode_rm_control(c, b, abi);
@@ -458,13 +476,14 @@ void decode_escape(DecodedCall& c, uint8_t nr, uint32_t size, uint64_t arg, cons
       decode_check_version(c, b);
       break;
     case kNvEscExportToDmabufFd:
-      if (!decode_export_dmabuf(c, b)) return;
+      if (!decode_export_dmabuf(c, b, abi.dmabuf)) return;
       break;
     default:
-      add_fields(c, nv_escape_layout(nr), b, abi);
+      add_fields(c, abi.escape_layout(nr), b, abi);
       break;
   }
   set_result(c, kHintFrontend, nr, arg, size, status_offset);
+  c.nvidia_abi = &abi;
 }
 
 // ---- Results ----
@@ -476,7 +495,8 @@ void add_out_fields(std::span<const NvField> layout, Bytes b, std::vector<Decode
   }
 }
 
-void decode_frontend_result(uint8_t nr, Bytes b, std::vector<DecodedField>& out) {
+void decode_frontend_result(uint8_t nr, Bytes b, const NvidiaDriverAbi& abi,
+                            std::vector<DecodedField>& out) {
   switch (nr) {
     case kNvEscRmAlloc: {
       uint32_t h = 0;
@@ -485,7 +505,7 @@ void decode_frontend_result(uint8_t nr, Bytes b, std::vector<DecodedField>& out)
     }
     case kNvEscExportToDmabufFd: {
       int32_t fd = 0;
-      if (get(b, L::kDmabufFd, fd)) out.push_back({"fd", std::to_string(fd)});
+      if (get_at(b, abi.dmabuf.fd, fd)) out.push_back({"fd", std::to_string(fd)});
       return;
     }
     case kNvEscCheckVersionStr: {
@@ -525,7 +545,7 @@ void decode_frontend_result(uint8_t nr, Bytes b, std::vector<DecodedField>& out)
       return;
     }
     default:
-      add_out_fields(nv_escape_layout(nr), b, out);
+      add_out_fields(abi.escape_layout(nr), b, out);
       return;
   }
 }
@@ -548,7 +568,7 @@ bool nv_escape_keys_from_request(const NvidiaDriverAbi& abi, uint8_t nr) {
     default:
       break;
   }
-  const std::span<const NvField> layout = nv_escape_layout(nr);
+  const std::span<const NvField> layout = abi.escape_layout(nr);
   return std::none_of(layout.begin(), layout.end(),
                       [](const NvField& f) { return f.kind == NvFieldKind::kClass; });
 }
@@ -596,6 +616,7 @@ void decode_nvidia_uvm_ioctl(DecodedCall& c, uint32_t cmd, uint64_t arg, const M
     return;
   }
   c.name = u->name;
+  c.keys.nv_named = true;
   if (u->param_size == 0) return;  // takes no parameters (UVM_DEINITIALIZE)
   std::vector<uint8_t> params(u->param_size);
   if (!mem.read(arg, params)) {
@@ -604,8 +625,9 @@ void decode_nvidia_uvm_ioctl(DecodedCall& c, uint32_t cmd, uint64_t arg, const M
         hex(arg) + " are unreadable";
     return;
   }
-  add_fields(c, nv_uvm_layout(cmd), params, abi);
+  add_fields(c, abi.uvm_layout(cmd), params, abi);
   set_result(c, kHintUvm, cmd, arg, u->param_size, u->status_offset);
+  c.nvidia_abi = &abi;
 }
 
 void decode_nvidia_result(const DecodedCall& call, std::span<const uint8_t> region0,
@@ -613,7 +635,8 @@ void decode_nvidia_result(const DecodedCall& call, std::span<const uint8_t> regi
   const auto& h = call.result_hints;
   if (h.size() < kHintCount) return;  // nothing was declared for this call
   const uint32_t kind = h[kHintKind];
-  if (kind != kHintFrontend && kind != kHintUvm) return;
+  if ((kind != kHintFrontend && kind != kHintUvm) || !call.nvidia_abi) return;
+  const NvidiaDriverAbi& abi = *call.nvidia_abi;
   if (region0.size() < h[kHintSize]) {
     out.push_back({"result", fmt("unreadable (%zu of %u bytes)", region0.size(), h[kHintSize])});
     return;
@@ -627,9 +650,9 @@ void decode_nvidia_result(const DecodedCall& call, std::span<const uint8_t> regi
     out.push_back({field, status_label(status)});
   }
   if (kind == kHintUvm) {
-    add_out_fields(nv_uvm_layout(h[kHintId]), b, out);
+    add_out_fields(abi.uvm_layout(h[kHintId]), b, out);
   } else if (h[kHintId] <= 0xff) {
-    decode_frontend_result(static_cast<uint8_t>(h[kHintId]), b, out);
+    decode_frontend_result(static_cast<uint8_t>(h[kHintId]), b, abi, out);
   }
 }
 

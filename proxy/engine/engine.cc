@@ -12,7 +12,7 @@
 #include <system_error>
 
 #include "base/error.h"
-#include "proxy/abi/nvidia_generated.h"
+#include "proxy/abi/nvidia_abi_choice.h"
 #include "proxy/engine/session.h"
 
 namespace gdrproxy::proxy {
@@ -24,7 +24,7 @@ constexpr std::chrono::milliseconds kObserverDrain{2};
 
 }  // namespace
 
-Engine::Engine(DeviceCatalog catalog)
+Engine::Engine(DeviceCatalog catalog, const std::optional<std::string>& nvidia_abi_as)
     : live_catalog_(std::move(catalog)), start_catalog_(live_catalog_.snapshot()) {
   seccomp_notif_sizes sizes{};
   notif_size_ = sizeof(seccomp_notif);
@@ -32,22 +32,11 @@ Engine::Engine(DeviceCatalog catalog)
       sizes.seccomp_notif > notif_size_)
     notif_size_ = sizes.seccomp_notif;
   nvidia_.version = detect_nvidia_driver_version();
-  const NvidiaDriverAbi* exact =
-      nvidia_.version ? nvidia_abi_for_version(*nvidia_.version) : nullptr;
-  nvidia_.known = exact != nullptr;
-  nvidia_.abi = exact ? exact : &nvidia_newest_abi();
-  // A release the hand-written tables lack may still have generated ones: calls are then
-  // judged as before (by the newest hand-written tables) but named by the driver's own.
-  const NvGenTables* gen =
-      nvidia_.version ? nvidia_generated_for_version(*nvidia_.version) : nullptr;
-  if (!exact && gen) {
-    auto own = std::make_shared<NvidiaDriverAbi>(*nvidia_.abi);
-    own->generated = gen;
-    nvidia_.abi = own.get();
-    nvidia_.own_abi = std::move(own);
-  }
-  // Merged here, not on the first call the notification loop names.
-  if (nvidia_.abi->generated) nvidia_.abi->generated->find_control(0);
+  NvidiaAbiChoice choice = choose_nvidia_abi(nvidia_.version, nvidia_abi_as);
+  nvidia_.match = choice.match;
+  nvidia_.known = choice.abi != nullptr;
+  nvidia_.abi = choice.abi ? choice.abi : choice.naming;
+  nvidia_.notice = std::move(choice.notice);
   nvidia_.loaded = nvidia_.version || ::access("/proc/driver/nvidia", F_OK) == 0;
   for (const DeviceNode& n : start_catalog_->nodes()) {
     if (n.device_class == DeviceClass::kNvidiaFrontend && n.name == "nvidiactl") {

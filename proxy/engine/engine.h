@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include "proxy/abi/nvidia_abi.h"
+#include "proxy/abi/nvidia_abi_choice.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/devices/live_catalog.h"
 #include "proxy/observe/exit_observer.h"
@@ -37,12 +37,13 @@ class Session;
 // The loaded NVIDIA driver, as far as this build can tell.
 struct NvidiaDriver {
   std::optional<std::string> version;  // the kernel module's, if readable
-  // The tables calls are named and judged with: the driver's own, else the newest known.
+  // The tables calls are named and judged with (nvidia_abi_choice.h): the driver's own, its
+  // branch's nearest lower release, or the operator's; when none applies, those it is named
+  // with (trace-only).
   const NvidiaDriverAbi* abi = nullptr;
-  // Set when `abi` is the newest tables renamed by the driver's generated ones (a release only
-  // the generated tables cover); `abi` points into it.
-  std::shared_ptr<const NvidiaDriverAbi> own_abi;
-  bool known = false;   // this build has tables for exactly this version
+  NvAbiMatch match = NvAbiMatch::kNoVersion;
+  std::string notice;   // what was chosen and why, when not the driver's own
+  bool known = false;   // `abi` judges calls (not only names them)
   bool loaded = false;  // a driver is loaded (its /proc entry exists)
   std::string ctl_path = "/dev/nvidiactl";
   unsigned major = 195;  // the frontend's character major
@@ -50,7 +51,10 @@ struct NvidiaDriver {
 
 class Engine {
  public:
-  explicit Engine(DeviceCatalog catalog);
+  // `nvidia_abi_as`: the release whose tables judge the node's NVIDIA driver, when the operator
+  // names one (--nvidia-abi-as); throws gdrproxy::Error when the build has no such tables.
+  explicit Engine(DeviceCatalog catalog,
+                  const std::optional<std::string>& nvidia_abi_as = std::nullopt);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;

@@ -14,6 +14,7 @@ Enforcement enforcement_for(const SessionConfig& config, const NvidiaDriver& nv,
       facts.has_nodes = true;
   facts.version = nv.version;
   if (nv.abi) facts.tables = nv.abi->version;
+  facts.notice = nv.notice;
   return Enforcement::decide(config.mode, facts, config.allow_unknown_nvidia_driver, note);
 }
 
@@ -37,11 +38,10 @@ KernelAllowed container_untrapped_ioctls(const SessionConfig& config, const Nvid
       .allowed;
 }
 
-std::vector<uint32_t> host_container_untrapped_ioctls(const Policy& policy,
-                                                      const std::vector<std::string>& grants,
-                                                      const std::string& dev_root,
-                                                      std::string& note, bool judged_per_device) {
-  Engine engine(DeviceCatalog::scan(dev_root));
+std::vector<uint32_t> host_container_untrapped_ioctls(
+    const Policy& policy, const std::vector<std::string>& grants, const std::string& dev_root,
+    std::string& note, bool judged_per_device, const std::optional<std::string>& nvidia_abi_as) {
+  Engine engine(DeviceCatalog::scan(dev_root), nvidia_abi_as);
   SessionConfig c;
   c.policy = policy;
   c.grants = Grants::from_specs(engine.catalog(), grants);

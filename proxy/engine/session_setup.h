@@ -39,11 +39,11 @@ KernelAllowed container_untrapped_ioctls(const SessionConfig& config, const Nvid
 // The same for a container granted `grants` (names or /dev paths) under `policy` in the policy's
 // mode, without a trace, on this host: the catalog at `dev_root` and the loaded NVIDIA driver.
 // `judged_per_device`: for an agent whose pinned BPF LSM judge judges the container.
-std::vector<uint32_t> host_container_untrapped_ioctls(const Policy& policy,
-                                                      const std::vector<std::string>& grants,
-                                                      const std::string& dev_root,
-                                                      std::string& note,
-                                                      bool judged_per_device = false);
+// `nvidia_abi_as`: the release whose tables judge the NVIDIA driver, as the agent is told.
+std::vector<uint32_t> host_container_untrapped_ioctls(
+    const Policy& policy, const std::vector<std::string>& grants, const std::string& dev_root,
+    std::string& note, bool judged_per_device = false,
+    const std::optional<std::string>& nvidia_abi_as = std::nullopt);
 
 // The call handler's setup; takes the judgement's unread requests. `observed`: an observer
 // completes traced calls at their exit.

@@ -177,6 +177,12 @@ void add_oci_commands(CLI::App& app, int& exit_code) {
   prep->add_option("--policy", *policy_file,
                    "The policy --kernel-allow computes with (the agent rule's \"policy\"; default: "
                    "the built-in one)");
+  auto abi_as = std::make_shared<std::string>();
+  prep->add_option(
+          "--nvidia-abi-as", *abi_as,
+          "The release whose tables --kernel-allow judges the node's NVIDIA driver with\n"
+          "(the agent's \"nvidia_abi_as\"); needed only for a branch the tables do not hold")
+      ->type_name("RELEASE");
   auto sys = std::make_shared<ContainerSysfsOptions>();
   auto no_sysfs = std::make_shared<bool>(false);
   prep->add_flag("--no-sysfs", *no_sysfs,
@@ -191,7 +197,7 @@ void add_oci_commands(CLI::App& app, int& exit_code) {
                    "Where /proc is (the NVIDIA driver's GPU list: a GPU minor's PCI function)")
       ->capture_default_str();
   prep->callback([bundle, grant, pa, pmeta, dev_root, rails, rail_profile, plain, sys, no_sysfs,
-                  untrapped, policy_file, lsm_judged, lsm_hook, agent_ctl, &exit_code] {
+                  untrapped, policy_file, lsm_judged, lsm_hook, agent_ctl, abi_as, &exit_code] {
     exit_code = run_guarded("gdrproxy oci prepare", 1, [&] {
       if (*lsm_judged && !*untrapped) throw Error("--lsm-judged goes with --kernel-allow");
       PrepareOptions o;
@@ -214,8 +220,9 @@ void add_oci_commands(CLI::App& app, int& exit_code) {
         const Policy policy =
             policy_file->empty() ? Policy::builtin_default() : Policy::load_file(*policy_file);
         std::string note;
-        o.profile.filter.kernel_allowed_ioctls =
-            host_container_untrapped_ioctls(policy, *grant, *dev_root, note, *lsm_judged);
+        o.profile.filter.kernel_allowed_ioctls = host_container_untrapped_ioctls(
+            policy, *grant, *dev_root, note, *lsm_judged,
+            abi_as->empty() ? std::nullopt : std::optional<std::string>(*abi_as));
         if (!note.empty()) std::cerr << "gdrproxy oci prepare: " << printable(note) << "\n";
       }
       std::cout << "gdrproxy oci prepare: " << prepare_bundle(*bundle, o) << "\n";

@@ -43,6 +43,9 @@ struct ShimConfig {
   bool lsm_hook = false;
   std::string agent_ctl = kAgentCtlSocket;
   std::optional<std::string> policy;
+  // "nvidia_abi_as": the release whose tables judge the node's NVIDIA driver when "kernel_allow"
+  // asks what runs untrapped; the agent's config must name the same ("nvidia_abi_as").
+  std::optional<std::string> nvidia_abi_as;
   bool found = false;
 };
 

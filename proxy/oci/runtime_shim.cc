@@ -132,8 +132,8 @@ int run_runtime_shim(const ShimOptions& o, const std::vector<std::string>& runti
         const Policy policy =
             config.policy ? Policy::load_file(*config.policy) : Policy::builtin_default();
         std::string note;
-        p.profile.filter.kernel_allowed_ioctls =
-            host_container_untrapped_ioctls(policy, asked, "/dev", note, config.lsm_judged);
+        p.profile.filter.kernel_allowed_ioctls = host_container_untrapped_ioctls(
+            policy, asked, "/dev", note, config.lsm_judged, config.nvidia_abi_as);
         if (!note.empty()) std::fprintf(stderr, "gdrproxy runtime: %s\n", printable(note).c_str());
       }
       std::fprintf(stderr, "gdrproxy runtime: %s\n",

@@ -9,6 +9,7 @@
 #include "base/hot_path.h"
 #include "proxy/abi/errno_names.h"
 #include "proxy/abi/nvidia_abi.h"
+#include "proxy/abi/nvidia_control_names.h"
 #include "proxy/abi/nvidia_generated.h"
 #include "proxy/abi/uverbs_abi.h"
 #include "proxy/abi/uverbs_providers.h"
@@ -129,11 +130,11 @@ T fits(uint64_t n, const std::string& where) {
   return static_cast<T>(n);
 }
 
-// An RM control or class named in a rule: the hand-written tables first, then the generated
-// ones of every release, newest first (only a miss walks the older ones).
-template <typename FindHand, typename FindGenerated>
-std::optional<uint64_t> nvidia_number(FindHand hand, FindGenerated generated) {
-  if (auto n = hand(nvidia_newest_abi())) return n;
+// An NVIDIA call named in a rule: its number in the generated tables of every release, newest
+// first (only a miss walks the older ones). A name means one number in every release that has
+// it; which release judges a call is the session's, never decided here.
+template <typename FindGenerated>
+std::optional<uint64_t> nvidia_number(FindGenerated generated) {
   const auto releases = nvidia_generated_releases();
   for (auto it = releases.rbegin(); it != releases.rend(); ++it)
     if (auto n = generated(**it)) return n;
@@ -151,20 +152,36 @@ std::optional<uint64_t> number_of(const Entry* e) {
 }
 
 std::optional<uint64_t> nvidia_control_by_name(const std::string& s) {
-  return nvidia_number([&](const NvidiaDriverAbi& a) { return number_of(a.find_control(s)); },
-                       [&](const NvGenTables& t) { return number_of(t.find_control(s)); });
+  return nvidia_number([&](const NvGenTables& t) -> std::optional<uint64_t> {
+    if (auto n = nvidia_control_number(t, s)) return *n;
+    return std::nullopt;
+  });
 }
 
 std::optional<uint64_t> nvidia_class_by_name(const std::string& s) {
-  return nvidia_number([&](const NvidiaDriverAbi& a) { return number_of(a.find_class(s)); },
-                       [&](const NvGenTables& t) { return number_of(t.find_class(s)); });
+  return nvidia_number([&](const NvGenTables& t) { return number_of(t.find_class(s)); });
+}
+
+std::optional<uint64_t> nvidia_escape_by_name(const std::string& s) {
+  return nvidia_number([&](const NvGenTables& t) -> std::optional<uint64_t> {
+    for (const NvGenEscape* e : t.escapes())
+      if (s == e->name) return e->nr;
+    return std::nullopt;
+  });
+}
+
+std::optional<uint64_t> nvidia_uvm_by_name(const std::string& s) {
+  return nvidia_number([&](const NvGenTables& t) -> std::optional<uint64_t> {
+    for (const NvGenUvmIoctl* u : t.uvm_ioctls())
+      if (s == u->name) return u->cmd;
+    return std::nullopt;
+  });
 }
 
 Rule parse_rule(const json& j, const std::string& where) {
   if (!j.is_object()) expected(where, "a rule (a JSON object)", j);
   Rule r;
   r.text = j.dump();
-  const auto& abi = nvidia_newest_abi();
   // A provider named by the rule's object or method; they must agree with "provider".
   auto set_provider = [&](const uverbs::ProviderSpec* p, const std::string& w) {
     if (r.provider && *r.provider != p->driver_id)
@@ -222,25 +239,13 @@ Rule parse_rule(const json& j, const std::string& where) {
                                         }),
                          w);
     } else if (k == "escape") {
-      r.escape =
-          fits<uint8_t>(name_or_number(v, w,
-                                       [&](const std::string& s) {
-                                         auto* e = abi.find_escape(std::string_view(s));
-                                         return e ? std::optional<uint64_t>(e->nr) : std::nullopt;
-                                       }),
-                        w);
+      r.escape = fits<uint8_t>(name_or_number(v, w, nvidia_escape_by_name), w);
     } else if (k == "class") {
       r.nv_class = fits<uint32_t>(name_or_number(v, w, nvidia_class_by_name), w);
     } else if (k == "control") {
       r.control = fits<uint32_t>(name_or_number(v, w, nvidia_control_by_name), w);
     } else if (k == "uvm") {
-      r.uvm =
-          fits<uint32_t>(name_or_number(v, w,
-                                        [&](const std::string& s) {
-                                          auto* u = abi.find_uvm(std::string_view(s));
-                                          return u ? std::optional<uint64_t>(u->cmd) : std::nullopt;
-                                        }),
-                         w);
+      r.uvm = fits<uint32_t>(name_or_number(v, w, nvidia_uvm_by_name), w);
     } else if (k == "errno") {
       r.err = parse_errno(v, w);
     } else if (k == "log") {
@@ -309,17 +314,15 @@ GDRPROXY_HOT bool known_to_tables(const DecodedCall& c) {
         if (!m || !m->issued_by_library) return false;
       }
       return !k.uverbs_write_cmd || uverbs::find_write_cmd(*k.uverbs_write_cmd);
-    case DeviceClass::kNvidiaFrontend: {
-      const auto& abi = nvidia_newest_abi();
-      if (!k.nv_escape || !abi.find_escape(*k.nv_escape)) return false;
-      // The running driver's own tables, where it has them, know every control and class.
-      if (k.nv_needs) return *k.nv_needs != NvRequires::kNotTheDrivers;
-      if (k.nv_class && !abi.find_class(*k.nv_class)) return false;
-      if (k.nv_control && !abi.find_control(*k.nv_control)) return false;
+    case DeviceClass::kNvidiaFrontend:
+      // Judged by the session's release, as the decoder read it: the escape must be one it
+      // names, and an RM call one it exports, converts or forwards.
+      if (!k.nv_escape || !k.nv_named) return false;
+      if (k.nv_control || k.nv_class)
+        return k.nv_needs && *k.nv_needs != NvRequires::kNotTheDrivers;
       return true;
-    }
     case DeviceClass::kNvidiaUvm:
-      return k.uvm_cmd && nvidia_newest_abi().find_uvm(*k.uvm_cmd);
+      return k.uvm_cmd && k.nv_named;
     default:
       return true;
   }

@@ -92,7 +92,7 @@ LaunchSpec sandbox_spec(const RunOptions& o, const SessionConfig& config,
 
 int run_supervised(const RunOptions& o) {
   Policy policy = o.policy_file ? Policy::load_file(*o.policy_file) : Policy::builtin_default();
-  Engine engine(DeviceCatalog::scan(o.dev_root));
+  Engine engine(DeviceCatalog::scan(o.dev_root), o.nvidia_abi_as);
   engine.start_trap_copies(o.trap_copy);
   SessionConfig config;
   config.grants = Grants::from_specs(

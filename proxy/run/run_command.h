@@ -33,6 +33,8 @@ struct RunOptions {
   // An NVIDIA driver the ABI tables do not know: run its calls trace-only instead of refusing
   // to start in enforce mode (--allow-unknown-nvidia-driver).
   bool allow_unknown_nvidia_driver = false;
+  // The release whose tables judge the node's NVIDIA driver (--nvidia-abi-as).
+  std::optional<std::string> nvidia_abi_as;
   bool keep_caps = false;  // --keep-caps: keep every capability in the sandbox
   // --landlock-abi N: use Landlock only up to ABI N (nullopt: all the kernel has).
   std::optional<int> landlock_abi_max;

@@ -30,16 +30,14 @@ std::vector<IoctlMatch> nvidia_frontend_matches() {
                      [&](const IoctlMatch& o) { return o.mask == m.mask && o.value == m.value; }))
       out.push_back(m);
   };
-  for (const NvidiaDriverAbi* abi : nvidia_known_abis()) {
-    for (const NvEscape& e : abi->escapes) {
-      // Arrays (CARD_INFO, ATTACH_GPUS_TO_FD) and escapes whose size no table fixes: any size.
-      if (e.elem_size != 0 || e.param_size == 0) {
-        add({kNrMask, e.nr});
-        continue;
-      }
-      add({kNrSizeMask, (uint32_t{e.param_size} << 16) | e.nr});
-      if (e.alt_param_size) add({kNrSizeMask, (uint32_t{e.alt_param_size} << 16) | e.nr});
+  for (const NvEscape& e : nvidia_escapes_of_every_release()) {
+    // Arrays (CARD_INFO, ATTACH_GPUS_TO_FD) and escapes whose size no table fixes: any size.
+    if (e.elem_size != 0 || e.param_size == 0) {
+      add({kNrMask, e.nr});
+      continue;
     }
+    add({kNrSizeMask, (uint32_t{e.param_size} << 16) | e.nr});
+    if (e.alt_param_size) add({kNrSizeMask, (uint32_t{e.alt_param_size} << 16) | e.nr});
   }
   // A number-only comparison makes the size-keyed ones of the same number redundant.
   std::vector<uint32_t> any_size;

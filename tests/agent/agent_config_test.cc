@@ -63,6 +63,16 @@ TEST(AgentConfig, MistakesAreRefusedWithTheirField) {
             std::string::npos);
 }
 
+TEST(AgentConfig, NvidiaAbiAsNamesARelease) {
+  EXPECT_FALSE(parse(R"({"version": 1})").nvidia_abi_as);
+  EXPECT_EQ(parse(R"({"version": 1, "nvidia_abi_as": "595.45.04"})").nvidia_abi_as, "595.45.04");
+  EXPECT_NE(error_of(R"({"version": 1, "nvidia_abi_as": 595})")
+                .find("agent.json: nvidia_abi_as: expected a driver release"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"version": 1, "nvidia_abi_as": ""})").find("nvidia_abi_as: expected"),
+            std::string::npos);
+}
+
 // A key is printed as it was written: escaped, so the message stays one line (found by
 // agent_config_fuzz).
 TEST(AgentConfig, ErrorsAreOneLineWhateverTheKey) {

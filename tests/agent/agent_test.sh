@@ -923,5 +923,41 @@ case_bad_config_refused() {
   expect_in "$WORK/out" "containers[0].grant: unknown key"
 }
 
+case_nvidia_abi_as_judges_an_uncovered_driver() {
+  # A driver of a branch the tables do not hold: the agent's config names the tables to judge it
+  # with, and a container's NVIDIA calls are judged by them (its policy's denial enforced); with
+  # none named, the container's session refuses to serve, and the line says what to set.
+  mkdir -p "$WORK/driver/nvidia"
+  printf 'NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  610.57.04  Release Build\n' \
+    >"$WORK/driver/nvidia/version"
+  echo '{"version":1,"classes":{"nvidia":{"rules":[{"action":"deny","escape":"RM_ALLOC"}]}}}' >"$WORK/p.json"
+  local named abi i
+  for named in yes no; do
+    abi=''
+    [[ $named == yes ]] && abi='"nvidia_abi_as": "595.45.04",'
+    printf '{"version": 1, %s "default": {"grants": ["nvidiactl"], "policy": "%s", "mode": "enforce"}}\n' \
+      "$abi" "$WORK/p.json" >"$WORK/agent.json"
+    # The agent sees the driver's version through its own mount namespace.
+    unshare --mount --propagation private sh -c 'mount --bind "$0" /proc/driver && exec "$@"' \
+      "$WORK/driver" "$GP" agent --socket "$SOCK" --ctl-socket "$CTL" --config "$WORK/agent.json" \
+      >"$WORK/agent.log" 2>&1 &
+    AGENT_PID=$!
+    for i in $(seq 100); do [[ -S $SOCK && -S $CTL ]] && break; sleep 0.05; done
+    in_container "nv-$named" runc-init -- "$TK" exercise nvidia /dev/nvidiactl >"$WORK/nv.out" 2>&1
+    if [[ $named == yes ]]; then
+      expect_in "$WORK/agent.log" "NVIDIA driver 610.57.04: enforcing with the tables of 595.45.04, as the operator named them"
+      expect_in "$WORK/nv.out" "RM_ALLOC(NV01_ROOT_CLIENT) -> EPERM"
+    else
+      expect_in "$WORK/agent.log" "NVIDIA driver 610.57.04 is of a branch this build's ABI tables do not hold"
+      expect_in "$WORK/agent.log" "\"nvidia_abi_as\" in the agent's config"
+      expect_not_in "$WORK/nv.out" "RM_ALLOC(NV01_ROOT_CLIENT) -> EINVAL"
+    fi
+    kill -TERM $AGENT_PID
+    wait $AGENT_PID
+    AGENT_PID=
+    rm -f "$SOCK" "$CTL"
+  done
+}
+
 "case_$CASE"
 echo "PASS [$CASE]"

@@ -1,4 +1,4 @@
-// The two rules beyond the per-class tables (proxy/policy/): the unknown-driver rule, which says
+// The two rules beyond the per-class tables (proxy/policy/): the uncovered-driver rule, which says
 // whether a sandbox may start in enforce mode and which denials are enforced, and the dma-buf
 // provenance rule, which judges a call's dma-bufs after the policy's verdict.
 #include <gtest/gtest.h>
@@ -15,23 +15,37 @@ NvidiaDriverFacts unknown_driver() {
   f.loaded = true;
   f.known = false;
   f.has_nodes = true;
-  f.version = "999.1.2";
+  f.version = "610.57.04";
   f.tables = "595.45.04";
   return f;
 }
 
-TEST(Enforcement, AnUnknownDriverRefusesEnforceModeAndSaysHowToRunTraceOnly) {
+TEST(Enforcement, AnUncoveredDriverRefusesEnforceModeAndSaysHowToGoOn) {
   std::string note;
   try {
     Enforcement::decide(Mode::kEnforce, unknown_driver(), false, note);
-    FAIL() << "enforce mode started with a driver the tables do not know";
+    FAIL() << "enforce mode started with a driver no tables judge";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
-              "NVIDIA driver 999.1.2 is not in this build's ABI tables (newest known: "
-              "595.45.04): refusing to enforce a policy on calls it cannot name; pass "
-              "--allow-unknown-nvidia-driver to run NVIDIA calls trace-only");
+              "NVIDIA driver 610.57.04 is of a branch this build's ABI tables do not hold (they "
+              "hold 535, 550, 570, 575, 580, 590, 595, newest 595.45.04): refusing to enforce a "
+              "policy on calls it cannot name; name the release whose tables to judge it with "
+              "(--nvidia-abi-as RELEASE; \"nvidia_abi_as\" in the agent's config and "
+              "runtime.json), or pass --allow-unknown-nvidia-driver to run NVIDIA calls "
+              "trace-only");
   }
   EXPECT_TRUE(note.empty());
+}
+
+TEST(Enforcement, TablesChosenForAnotherReleaseAreEnforcedWithTheirNotice) {
+  NvidiaDriverFacts f = unknown_driver();
+  f.known = true;
+  f.version = "580.178.04";
+  f.notice = "NVIDIA driver 580.178.04 is not in this build's tables: enforcing with ...";
+  std::string note;
+  const Enforcement e = Enforcement::decide(Mode::kEnforce, f, false, note);
+  EXPECT_TRUE(e.enforced(DeviceClass::kNvidiaFrontend));
+  EXPECT_EQ(note, f.notice);
 }
 
 TEST(Enforcement, AllowedAnUnknownDriversCallsAreTraceOnlyAndTheRestEnforced) {
@@ -44,7 +58,7 @@ TEST(Enforcement, AllowedAnUnknownDriversCallsAreTraceOnlyAndTheRestEnforced) {
   EXPECT_TRUE(e.enforced(DeviceClass::kRdmaCm));
   EXPECT_STREQ(e.why_not(), "driver not in the ABI tables");
   EXPECT_EQ(note,
-            "NVIDIA driver 999.1.2 is not in this build's ABI tables: NVIDIA calls are traced "
+            "NVIDIA driver 610.57.04 is not in this build's ABI tables: NVIDIA calls are traced "
             "with 595.45.04 names and never denied (trace-only)");
   // Trace mode needs no permission, and says the same.
   note.clear();

@@ -27,8 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   size -= 5;
 
   const auto abis = nvidia_known_abis();
-  const NvidiaDriverAbi& abi =
-      abis.empty() || (selector & 0x80) ? nvidia_newest_abi() : *abis[selector % abis.size()];
+  const NvidiaDriverAbi& abi = *abis[(selector & 0x80 ? abis.size() - 1 : selector) % abis.size()];
   std::vector<uint8_t> bytes(data, data + size);
   BufferMemory mem;
   mem.map(kArg, bytes);

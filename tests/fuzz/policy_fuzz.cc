@@ -132,12 +132,19 @@ std::vector<DecodedCall> sample_calls() {
   add(DeviceClass::kNvidiaFrontend, 0xc030462b, "RM_ALLOC(NV01_DEVICE_0)", [](PolicyKeys& k) {
     k.nv_escape = 0x2b;
     k.nv_class = 0x80;
+    k.nv_named = true;
+    k.nv_needs = NvRequires::kAnyone;
   });
   add(DeviceClass::kNvidiaFrontend, 0xc020462a, "RM_CONTROL", [](PolicyKeys& k) {
     k.nv_escape = 0x2a;
     k.nv_control = 0x20800110;
+    k.nv_named = true;
+    k.nv_needs = NvRequires::kAnyone;
   });
-  add(DeviceClass::kNvidiaUvm, 0x4b, "UVM_REGISTER_GPU", [](PolicyKeys& k) { k.uvm_cmd = 37; });
+  add(DeviceClass::kNvidiaUvm, 0x4b, "UVM_REGISTER_GPU", [](PolicyKeys& k) {
+    k.uvm_cmd = 37;
+    k.nv_named = true;
+  });
   add(DeviceClass::kRdmaCm, 0, "RDMA_CM_CREATE_ID", [](PolicyKeys& k) { k.rdma_cm_cmd = 0; });
   add(DeviceClass::kNvidiaCaps, 0, "open", [](PolicyKeys&) {});
   calls.push_back(calls[0]);

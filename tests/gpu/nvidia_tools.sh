@@ -8,7 +8,11 @@
 #   - torch.compile (with its worker processes) and a CUPTI profile pass with 0 refusals, and the
 #     profile records the same kernels as natively;
 #   - setting the power limit (nvidia-smi -pl, a privileged firmware control) is refused, in one
-#     line that names the command and why.
+#     line that names the command and why;
+#   - the trace of nvidia-smi -q names every control (no "unknown(");
+#   - the same driver read as a later patch of its branch (its /proc version file says 580.178.04)
+#     is judged with the branch's nearest lower release's tables: nvidia-smi -q prints the same,
+#     0 refusals, and one line says which tables.
 # Usage (GPU machine, repo root, root): tests/gpu/nvidia_tools.sh [BUNDLE_DIR]
 # The last line is the result; OUT (default /tmp/gdrproxy-gpu) keeps the outputs under tools/.
 set -uo pipefail
@@ -68,6 +72,25 @@ echo "nvidia-smi -pl $pl: $(head -1 "$d/pl.out")"
 echo "  $pl_line"
 [[ $pl_line == *"0x2080e61e"*"privileged bits"*"nvidia privileged: the driver lets only an administrator make it -> EPERM" ]] ||
   bad "the power limit was not refused by name"
+
+# Every control nvidia-smi -q sends is named in the trace.
+"$gp" run --mode enforce --trace-json "$d/smiq.jsonl" -- nvidia-smi -q >/dev/null 2>"$d/smiq-trace.err"
+unnamed=$(grep -c 'unknown(' "$d/smiq.jsonl")
+traced=$(wc -l <"$d/smiq.jsonl")
+echo "nvidia-smi -q trace: $traced calls, $unnamed with an unknown name"
+[[ $traced -gt 100 && $unnamed == 0 ]] || { bad "nvidia-smi -q trace names not every call"; grep -o '"[^"]*unknown([^"]*"' "$d/smiq.jsonl" | sort | uniq -c | head; }
+
+# The driver as a later patch of its branch would be: judged with the nearest lower release.
+real=$(sed -n 's/.*Kernel Module.*  \([0-9][0-9.]*\)  .*/\1/p' /proc/driver/nvidia/version | head -1)
+sed "s/  $real  /  580.178.04  /" /proc/driver/nvidia/version >"$d/version.patch"
+unshare --mount --propagation private sh -c 'mount --bind "$0" /proc/driver/nvidia/version && exec "$@"' \
+  "$d/version.patch" "$gp" run --mode enforce -- nvidia-smi -q >"$d/smiq.patch" 2>"$d/patch.err"
+patch_denied=$(grep -c "^gdrproxy: denied" "$d/patch.err")
+python3 tests/gpu/compare_tools.py text "$d/smiq.native1" "$d/smiq.native2" "$d/smiq.patch" >"$d/cmp-smiq-patch.txt"
+patch_cmp=$(tail -1 "$d/cmp-smiq-patch.txt")
+patch_note=$(grep -c "NVIDIA driver 580.178.04 is not in this build's tables: enforcing with 580.173.02's" "$d/patch.err")
+echo "as 580.178.04 ($real's branch, tables 580.173.02): nvidia-smi -q $patch_cmp, $patch_denied refused, notice $patch_note"
+[[ $patch_cmp == SAME && $patch_denied == 0 && $patch_note == 1 ]] || { bad "a later patch of the branch"; head -5 "$d/patch.err"; }
 
 echo "run: nvidia-smi ${cmp[smi.run]}, -q ${cmp[smiq.run]}, NVML ${cmp[nvml.run]}, $run_denied refused"
 echo "container: nvidia-smi ${cmp[smi.ctr]}, -q ${cmp[smiq.ctr]}, NVML ${cmp[nvml.ctr]}, ${ctr_denied:-?} refused"

@@ -34,7 +34,7 @@ UNITS = {
     "proxy/run": ["proxy/engine"],
     "proxy/agent": ["proxy/engine", "proxy/oci"],
     "proxy": ["proxy/run", "proxy/agent"],  # proxy/cli.cc: the proxy's commands
-    "doctor": ["netns", "sysfs"],
+    "doctor": ["netns", "sysfs", "proxy/abi"],  # proxy/abi: which NVIDIA tables judge the node
     "harness": ["netns", "sysfs"],
     "harness/slurm": [],  # the SPANK plugin (C): runs the binary, links nothing of ours
     "demo": ["proxy"],
@@ -49,7 +49,7 @@ LIBRARIES = {
     "gdrproxy_netns": ["gdrproxy_base"],
     "gdrproxy_proxy": ["gdrproxy_decode", "gdrproxy_netns", "gdrproxy_sysfs"],
     "gdrproxy_harness": ["gdrproxy_netns", "gdrproxy_sysfs"],
-    "gdrproxy_doctor": ["gdrproxy_netns", "gdrproxy_sysfs"],
+    "gdrproxy_doctor": ["gdrproxy_netns", "gdrproxy_sysfs", "gdrproxy_decode"],
     "gdrproxy_example_snapshot": [],
     "gdrproxy_demo": ["gdrproxy_proxy", "gdrproxy_example_snapshot"],
     "gdrproxy": ["gdrproxy_demo", "gdrproxy_harness", "gdrproxy_doctor"],

@@ -53,6 +53,17 @@ TEST(RuntimeConfig, LsmJudgedGoesWithKernelAllow) {
             "runtime.json: \"lsm_judged\" goes with \"kernel_allow\": true");
 }
 
+TEST(RuntimeConfig, NvidiaAbiAsNamesARelease) {
+  EXPECT_FALSE(parse_shim_config(R"({"version": 1})", "runtime.json").nvidia_abi_as);
+  EXPECT_EQ(parse_shim_config(R"({"version": 1, "nvidia_abi_as": "595.45.04"})", "runtime.json")
+                .nvidia_abi_as,
+            "595.45.04");
+  EXPECT_EQ(error_of(R"({"version": 1, "nvidia_abi_as": 595})"),
+            "runtime.json: nvidia_abi_as: expected a string");
+  EXPECT_EQ(error_of(R"({"version": 1, "nvidia_abi_as": ""})"),
+            "runtime.json: nvidia_abi_as: expected a driver release, e.g. \"595.45.04\"");
+}
+
 TEST(RuntimeConfig, LsmHookIsImpliedByLsmJudged) {
   ShimConfig c = parse_shim_config(R"({"version": 1})", "runtime.json");
   EXPECT_FALSE(c.lsm_hook);

@@ -247,7 +247,7 @@ TEST(OciSeccomp, WithoutTheRewriteLibseccompWouldDropTheTraps) {
 // `oci prepare --kernel-allow` computes them (about a hundred UVM calls and frontend escapes).
 std::vector<uint32_t> builtin_untrapped() {
   KernelAllowFacts f;
-  f.nvidia_abi = &nvidia_newest_abi();
+  f.nvidia_abi = nvidia_known_abis().back();
   f.nvidia_frontend_all_granted = f.nvidia_uvm_all_granted = true;
   f.nvidia_frontend_any_granted = f.nvidia_uvm_any_granted = true;
   return kernel_allowed_ioctls(Policy::builtin_default(), f).requests;

@@ -481,18 +481,67 @@ with_nvidia_version() {
   unshare --mount --propagation private sh -c 'mount --bind "$0" /proc/driver && exec "$@"' "$WORK/driver" "$@"
 }
 
-case_unknown_nvidia_driver_is_trace_only() {
-  # A driver version the tables do not know: enforce mode refuses to start, naming the version
-  # and the newest known; with --allow-unknown-nvidia-driver the NVIDIA classes are traced and
-  # never denied, and gdrproxy says so.
-  local v="NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  999.1.2  Release Build"
+nvrm_line() {
+  printf 'NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  %s  Release Build  (dvs-builder@U16-I3-C01-4-2)  Thu Jan  1 00:00:00 UTC 2026' "$1"
+}
+
+# Enforce mode with a policy denying RM_ALLOC, on a stand-in nvidiactl whose driver says
+# version $1; the remaining arguments go to `gdrproxy run` before the command.
+enforce_on_driver() {
+  local v=$1; shift
   echo '{"version":1,"classes":{"nvidia":{"rules":[{"action":"deny","escape":"RM_ALLOC"}]}}}' >"$WORK/p.json"
-  with_nvidia_version "$v" timeout -k 5 60 "$TK" standin "$GP" run --mode enforce --policy "$WORK/p.json" -- touch "$WORK/ran" 2>"$WORK/err0"
-  [[ $? == 125 && ! -e $WORK/ran ]] || fail "enforce mode started on an unknown driver"
-  expect_in "$WORK/err0" "NVIDIA driver 999.1.2 is not in this build's ABI tables (newest known: 580."
-  expect_in "$WORK/err0" "--allow-unknown-nvidia-driver"
-  with_nvidia_version "$v" timeout -k 5 60 "$TK" standin "$GP" run --mode enforce --allow-unknown-nvidia-driver --policy "$WORK/p.json" -- "$TK" exercise nvidia /dev/nvidiactl >"$WORK/out" 2>"$WORK/err"
-  expect_in "$WORK/err" "NVIDIA driver 999.1.2 is not in this build's ABI tables"
+  with_nvidia_version "$(nvrm_line "$v")" timeout -k 5 60 "$TK" standin "$GP" run --mode enforce --policy "$WORK/p.json" "$@" -- "$TK" exercise nvidia /dev/nvidiactl >"$WORK/out" 2>"$WORK/err"
+}
+
+case_every_release_of_the_tables_is_enforced() {
+  # Every release the generated tables hold starts in enforce mode, with no notice, and
+  # enforces: the denied RM_ALLOC is refused (EPERM), not answered by the stand-in (EINVAL).
+  local releases n=0
+  releases=$(sed -n 's/^    {"\([0-9.]*\)", ".*/\1/p' "$SRC/proxy/abi/generated/nvidia_releases.inc")
+  [[ $(wc -l <<<"$releases") -ge 132 ]] || fail "expected every generated release, got: $releases"
+  for v in $releases; do
+    enforce_on_driver "$v" || { cat "$WORK/err"; fail "enforce mode did not start on $v"; }
+    grep -q "RM_ALLOC(NV01_ROOT_CLIENT) -> EPERM" "$WORK/out" || { cat "$WORK/out" "$WORK/err"; fail "$v: RM_ALLOC not refused"; }
+    if grep -q "ABI tables\|nearest lower" "$WORK/err"; then cat "$WORK/err"; fail "$v: a notice for a release the tables hold"; fi
+    n=$((n + 1))
+  done
+  echo "enforced on $n releases"
+}
+
+case_next_patch_of_a_branch_is_enforced_with_a_notice() {
+  # A later patch of a branch the tables hold runs enforced on the branch's nearest lower
+  # release, with one line saying so.
+  local newest
+  for pair in 535.288.02:535.288.01 580.178.04:580.173.02 595.45.10:595.45.04 580.100.01:580.95.05; do
+    local v=${pair%%:*} base=${pair##*:}
+    enforce_on_driver "$v" || { cat "$WORK/err"; fail "enforce mode did not start on $v"; }
+    expect_in "$WORK/err" "NVIDIA driver $v is not in this build's tables: enforcing with $base's, the nearest lower release of branch ${v%%.*}"
+    [[ $(grep -c "nearest lower release" "$WORK/err") == 1 ]] || fail "$v: expected one notice line"
+    expect_in "$WORK/out" "RM_ALLOC(NV01_ROOT_CLIENT) -> EPERM"
+  done
+}
+
+case_new_branch_is_refused_unless_tables_are_named() {
+  # A branch the tables do not hold: enforce mode refuses to start and says how to go on, in one
+  # line; --nvidia-abi-as names the tables to judge it with (enforced, with its notice);
+  # --allow-unknown-nvidia-driver runs NVIDIA calls trace-only.
+  enforce_on_driver 610.57.04 -q
+  [[ $? == 125 ]] || fail "enforce mode started on an uncovered branch"
+  [[ $(wc -l <"$WORK/err") == 1 ]] || { cat "$WORK/err"; fail "expected one line"; }
+  expect_in "$WORK/err" "NVIDIA driver 610.57.04 is of a branch this build's ABI tables do not hold (they hold 535, "
+  expect_in "$WORK/err" "--nvidia-abi-as RELEASE"
+  expect_in "$WORK/err" "--allow-unknown-nvidia-driver"
+  # Older than the first release of a held branch is not a later patch of it either.
+  enforce_on_driver 580.1.01
+  [[ $? == 125 ]] || fail "enforce mode started on a release older than its branch's first"
+  enforce_on_driver 610.57.04 --nvidia-abi-as 595.45.04 || { cat "$WORK/err"; fail "--nvidia-abi-as did not start"; }
+  expect_in "$WORK/err" "NVIDIA driver 610.57.04: enforcing with the tables of 595.45.04, as the operator named them"
+  expect_in "$WORK/out" "RM_ALLOC(NV01_ROOT_CLIENT) -> EPERM"
+  enforce_on_driver 610.57.04 --nvidia-abi-as 999.1.1
+  [[ $? == 125 ]] || fail "--nvidia-abi-as accepted a release the tables lack"
+  expect_in "$WORK/err" "--nvidia-abi-as 999.1.1: this build has no tables for that release"
+  enforce_on_driver 610.57.04 --allow-unknown-nvidia-driver || fail "--allow-unknown-nvidia-driver did not start"
+  expect_in "$WORK/err" "NVIDIA driver 610.57.04 is not in this build's ABI tables: NVIDIA calls are traced with 595."
   expect_in "$WORK/err" "driver not in the ABI tables, would deny nvidiactl RM_ALLOC"
   expect_in "$WORK/out" "RM_ALLOC(NV01_ROOT_CLIENT) -> EINVAL"   # ran: the stand-in answered
 }

@@ -8,6 +8,8 @@ add_executable(nvidia_tests
   nvidia_access_test.cc
   nvidia_default_policy_test.cc
   kernel_allow_test.cc
+  nvidia_layouts_test.cc
+  nvidia_every_release_test.cc
 )
 target_link_libraries(nvidia_tests PRIVATE gdrproxy_proxy GTest::gtest_main ZLIB::ZLIB)
 target_compile_definitions(nvidia_tests PRIVATE GDRPROXY_SOURCE_DIR="${PROJECT_SOURCE_DIR}")

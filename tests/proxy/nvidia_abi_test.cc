@@ -1,7 +1,7 @@
-// Tests of the NVIDIA ABI tables: their shape (sorted, unique, findable both ways), facts that
-// real libcuda traffic pins down, the version tree, driver version detection from real
-// /proc/driver/nvidia/version files, status names, and the shipped policy naming only table
-// entries.
+// Tests of the NVIDIA ABI tables built from every generated release: their shape (sorted,
+// unique, findable both ways), facts that real libcuda traffic pins down, the releases held,
+// driver version detection from real /proc/driver/nvidia/version files, status names, and the
+// shipped policy naming only table entries.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -10,18 +10,23 @@
 #include <string>
 
 #include "proxy/abi/nvidia_abi.h"
-#include "proxy/abi/nvidia_tables.h"
+#include "proxy/abi/nvidia_control_names.h"
+#include "proxy/abi/nvidia_generated.h"
 
 namespace gdrproxy::proxy {
 namespace {
 
 const std::string kFixtures = GDRPROXY_SOURCE_DIR "/tests/fixtures/nvidia";
 
+// Sorted by number, each number once; names unique where `unique_names` (several RM controls of
+// a release share an SDK name: a legacy number beside the current one).
 template <typename Span, typename Key>
-void expect_sorted_unique(const Span& table, Key key, const char* what) {
+void expect_sorted_unique(const Span& table, Key key, const char* what, bool unique_names = true) {
   std::set<std::string> names;
   for (size_t i = 0; i < table.size(); ++i) {
-    EXPECT_TRUE(names.insert(table[i].name).second) << what << " name twice: " << table[i].name;
+    if (unique_names) {
+      EXPECT_TRUE(names.insert(table[i].name).second) << what << " name twice: " << table[i].name;
+    }
     EXPECT_FALSE(std::string(table[i].name).empty());
     if (i > 0) {
       EXPECT_LT(key(table[i - 1]), key(table[i])) << what << " at " << table[i].name;
@@ -38,7 +43,7 @@ TEST(NvidiaAbi, EveryKnownAbiHasSortedUniqueFindableTables) {
     expect_sorted_unique(
         abi->classes, [](const NvClass& e) { return e.id; }, "class");
     expect_sorted_unique(
-        abi->controls, [](const NvControl& e) { return e.cmd; }, "control");
+        abi->controls, [](const NvControl& e) { return e.cmd; }, "control", false);
     expect_sorted_unique(
         abi->uvm_ioctls, [](const NvUvmIoctl& e) { return e.cmd; }, "uvm");
     for (const NvEscape& e : abi->escapes) {
@@ -55,7 +60,7 @@ TEST(NvidiaAbi, EveryKnownAbiHasSortedUniqueFindableTables) {
     }
     for (const NvControl& c : abi->controls) {
       EXPECT_EQ(abi->find_control(c.cmd), &c);
-      EXPECT_EQ(abi->find_control(std::string_view(c.name)), &c);
+      EXPECT_STREQ(abi->find_control(std::string_view(c.name))->name, c.name);
     }
     for (const NvUvmIoctl& u : abi->uvm_ioctls) {
       EXPECT_EQ(abi->find_uvm(u.cmd), &u);
@@ -68,11 +73,11 @@ TEST(NvidiaAbi, EveryKnownAbiHasSortedUniqueFindableTables) {
 }
 
 TEST(NvidiaAbi, LookupsOfAbsentEntriesReturnNull) {
-  const NvidiaDriverAbi& abi = nvidia_newest_abi();
+  const NvidiaDriverAbi& abi = *nvidia_known_abis().back();
   EXPECT_EQ(abi.find_escape(uint8_t{0x99}), nullptr);
   EXPECT_EQ(abi.find_escape(std::string_view("NO_SUCH_ESCAPE")), nullptr);
   EXPECT_EQ(abi.find_class(0x1234u), nullptr);
-  EXPECT_EQ(abi.find_control(0x20801234u), nullptr);
+  EXPECT_EQ(abi.find_control(0x20800fffu), nullptr);
   EXPECT_EQ(abi.find_uvm(0x12345u), nullptr);
 }
 
@@ -116,37 +121,38 @@ TEST(NvidiaAbi, SpotChecksAgainstDriverHeaders) {
   EXPECT_EQ(abi.find_uvm(std::string_view("UVM_DEINITIALIZE"))->param_size, 0);
 }
 
-TEST(NvidiaAbi, VersionTree) {
-  for (const char* v : {"580.65.06", "580.95.05", "580.126.20", "580.159.04", "580.173.02"}) {
+TEST(NvidiaAbi, EveryGeneratedReleaseIsKnown) {
+  const auto generated = nvidia_generated_releases();
+  ASSERT_GE(generated.size(), 132u);
+  ASSERT_EQ(nvidia_known_abis().size(), generated.size());
+  for (const NvGenTables* t : generated) {
+    const NvidiaDriverAbi* abi = nvidia_abi_for_version(t->version);
+    ASSERT_NE(abi, nullptr) << t->version;
+    EXPECT_EQ(abi->version, t->version);
+    EXPECT_EQ(abi->generated, t);
+    // What every CUDA start-up needs is in every release.
+    for (const char* e : {"RM_ALLOC", "RM_CONTROL", "RM_FREE", "RM_MAP_MEMORY", "CARD_INFO"})
+      EXPECT_NE(abi->find_escape(std::string_view(e)), nullptr) << t->version << " " << e;
+    EXPECT_NE(abi->find_uvm(std::string_view("UVM_INITIALIZE")), nullptr) << t->version;
+    EXPECT_NE(abi->find_class(std::string_view("NV01_ROOT_CLIENT")), nullptr) << t->version;
+  }
+  for (const char* v : {"535.43.02", "550.40.07", "570.86.15", "575.51.02", "580.65.06",
+                        "580.159.04", "580.173.02", "590.44.01", "595.45.04"})
     EXPECT_NE(nvidia_abi_for_version(v), nullptr) << v;
-  }
-  for (const char* v : {"", "580", "580.159", "580.159.05", "535.183.06", "999.1.1"}) {
+  for (const char* v : {"", "580", "580.159", "580.159.05", "999.1.1"})
     EXPECT_EQ(nvidia_abi_for_version(v), nullptr) << v;
-  }
-  EXPECT_EQ(nvidia_newest_abi().version, "580.173.02");
-  // Every 580 release carries the root's tables (no release of the branch patched them).
-  const NvidiaDriverAbi* root = nvidia_abi_for_version("580.65.06");
-  for (const NvidiaDriverAbi* abi : nvidia_known_abis()) {
-    EXPECT_EQ(abi->escapes.size(), root->escapes.size()) << abi->version;
-    EXPECT_EQ(abi->classes.size(), root->classes.size()) << abi->version;
-    EXPECT_EQ(abi->controls.size(), root->controls.size()) << abi->version;
-    EXPECT_EQ(abi->uvm_ioctls.size(), root->uvm_ioctls.size()) << abi->version;
-  }
 }
 
-// How a future release patches its parent: replace one entry, add one, drop one; order kept.
-TEST(NvidiaAbi, PatchReplacesAddsAndRemoves) {
-  const std::vector<NvControl> parent = {{0x101, "A"}, {0x102, "B"}, {0x2080, "C"}};
-  const NvControl add[] = {{0x102, "B2"}, {0x150, "NEW"}};
-  const uint32_t remove[] = {0x2080, 0x9999};
-  const auto out = nvtables::apply_patch(parent, std::span<const NvControl>(add),
-                                         std::span<const uint32_t>(remove),
-                                         [](const NvControl& c) { return c.cmd; });
-  ASSERT_EQ(out.size(), 3u);
-  EXPECT_EQ(out[0].cmd, 0x101u);
-  EXPECT_STREQ(out[1].name, "B2");
-  EXPECT_EQ(out[2].cmd, 0x150u);
-  EXPECT_STREQ(out[2].name, "NEW");
+// The branches differ where the driver's structs did: the tables follow each release.
+TEST(NvidiaAbi, SizesFollowEachRelease) {
+  const NvidiaDriverAbi& r535 = *nvidia_abi_for_version("535.43.02");
+  const NvidiaDriverAbi& r580 = *nvidia_abi_for_version("580.159.04");
+  EXPECT_EQ(r535.find_escape(std::string_view("EXPORT_TO_DMABUF_FD"))->param_size, 2600);
+  EXPECT_EQ(r580.find_escape(std::string_view("EXPORT_TO_DMABUF_FD"))->param_size, 2608);
+  EXPECT_EQ(r535.dmabuf.mapping_type, -1);
+  EXPECT_EQ(r580.dmabuf.mapping_type, 32);
+  EXPECT_EQ(r535.find_escape(std::string_view("RM_MAP_MEMORY_DMA"))->param_size, 56);
+  EXPECT_EQ(r580.find_escape(std::string_view("RM_MAP_MEMORY_DMA"))->param_size, 64);
 }
 
 TEST(NvidiaAbi, DetectsVersionFromProcFiles) {
@@ -189,8 +195,9 @@ TEST(NvidiaAbi, PolicyNamesOnlyTableEntriesOfItsDriver) {
     EXPECT_NE(abi->find_escape(n.get<std::string>()), nullptr) << n;
   for (const auto& n : j.at("classes"))
     EXPECT_NE(abi->find_class(n.get<std::string>()), nullptr) << n;
+  // Forwarded controls too, by the names traces give them.
   for (const auto& n : j.at("controls")) {
-    EXPECT_NE(abi->find_control(n.get<std::string>()), nullptr) << n;
+    EXPECT_TRUE(nvidia_control_number(*abi->generated, n.get<std::string>())) << n;
   }
   for (const auto& n : j.at("uvm")) {
     EXPECT_NE(abi->find_uvm(n.get<std::string>()), nullptr) << n;

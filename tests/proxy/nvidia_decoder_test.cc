@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "proxy/abi/nvidia_generated.h"
 #include "proxy/decode/nvidia_decoder.h"
 #include "tests/proxy/nvidia_test_structs.h"
 
@@ -84,6 +85,11 @@ TEST(NvidiaDecoder, EveryEscapeDecodesToItsName) {
 TEST(NvidiaDecoder, RmAllocNamesEveryClassInBothForms) {
   for (const NvClass& cls : abi().classes) {
     SCOPED_TRACE(cls.name);
+    // The class's own parameter size, as its callers pass it (another is malformed:
+    // AnAllocationsParameterSizeIsTheClasss).
+    const NvGenClass* g = abi().generated->find_class(cls.id);
+    ASSERT_NE(g, nullptr);
+    const uint32_t size = g->param_size > 0 ? static_cast<uint32_t>(g->param_size) : 40;
     char want[96];
     std::snprintf(want, sizeof want, "%s(0x%04x)", cls.name, cls.id);
     Nvos64 p64{};
@@ -92,7 +98,7 @@ TEST(NvidiaDecoder, RmAllocNamesEveryClassInBothForms) {
     p64.hObjectNew = 0x5c000002;
     p64.hClass = cls.id;
     p64.pAllocParms = 0x7ffd1234;
-    p64.paramsSize = 40;
+    p64.paramsSize = size;
     const DecodedCall c = decode_fe(0x2b, bytes_of(p64));
     // A device object's parameters are read too (DeviceObjectCarriesItsDeviceInstance): none
     // are mapped here.
@@ -102,16 +108,36 @@ TEST(NvidiaDecoder, RmAllocNamesEveryClassInBothForms) {
     EXPECT_EQ(arg_of(c, "hClass"), want);
     EXPECT_EQ(c.keys.nv_class, cls.id);
     EXPECT_EQ(arg_of(c, "hObjectNew"), "0x5c000002");
-    EXPECT_EQ(arg_of(c, "paramsSize"), "40");
+    EXPECT_EQ(arg_of(c, "paramsSize"), std::to_string(size));
 
     Nvos21 p21{};
     p21.hClass = cls.id;
-    p21.paramsSize = 12;
+    p21.paramsSize = size;
     const DecodedCall c21 = decode_fe(0x2b, bytes_of(p21));
     EXPECT_EQ(c21.malformed.empty(), !reads_params) << c21.malformed;
     EXPECT_EQ(arg_of(c21, "hClass"), want);
-    EXPECT_EQ(arg_of(c21, "paramsSize"), "12");
+    EXPECT_EQ(arg_of(c21, "paramsSize"), std::to_string(size));
   }
+}
+
+// The driver copies paramsSize bytes of a class's parameters; a size other than the class's (in
+// the session's release) is another struct than the one judged: malformed, naming the release.
+// Zero (no parameters) is the driver's to refuse.
+TEST(NvidiaDecoder, AnAllocationsParameterSizeIsTheClasss) {
+  Nvos64 p64{};
+  p64.hClass = 0xc86f;  // HOPPER_CHANNEL_GPFIFO_A
+  const NvGenClass* g = abi().generated->find_class(0xc86f);
+  ASSERT_NE(g, nullptr);
+  ASSERT_GT(g->param_size, 8);
+  p64.paramsSize = static_cast<uint32_t>(g->param_size) - 8;
+  DecodedCall c = decode_fe(0x2b, bytes_of(p64));
+  EXPECT_EQ(c.malformed, "RM_ALLOC HOPPER_CHANNEL_GPFIFO_A(0xc86f) paramsSize " +
+                             std::to_string(g->param_size - 8) + " is not the " +
+                             std::to_string(g->param_size) +
+                             " bytes of its parameters in 580.159.04's tables");
+  p64.paramsSize = 0;
+  c = decode_fe(0x2b, bytes_of(p64));
+  EXPECT_TRUE(c.malformed.empty()) << c.malformed;
 }
 
 TEST(NvidiaDecoder, RmControlNamesEveryCommand) {
@@ -424,10 +450,11 @@ TEST(NvidiaDecoder, UnknownNumbersAreNamedUnknownNotMalformed) {
   EXPECT_EQ(arg_of(c, "hClass"), "unknown(0xbeef)");
   EXPECT_EQ(c.keys.nv_class, 0xbeefu);
   Nvos54 ctl{};
-  ctl.cmd = 0x2080ffff;
+  // Neither exported nor forwarded (no GSS legacy bit) by the release.
+  ctl.cmd = 0x20800fff;
   c = decode_fe(0x2a, bytes_of(ctl));
-  EXPECT_EQ(arg_of(c, "cmd"), "unknown(0x2080ffff)");
-  EXPECT_EQ(c.keys.nv_control, 0x2080ffffu);
+  EXPECT_EQ(arg_of(c, "cmd"), "unknown(0x20800fff)");
+  EXPECT_EQ(c.keys.nv_control, 0x20800fffu);
 }
 
 TEST(NvidiaDecoder, ForeignTypeByteIsShownButDecodedByNumber) {

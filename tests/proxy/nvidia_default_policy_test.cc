@@ -61,6 +61,7 @@ DecodedCall rm_call(uint8_t escape, std::optional<uint32_t> control, std::option
   c.keys.nv_control = control;
   c.keys.nv_class = cls;
   c.keys.nv_needs = needs;
+  c.keys.nv_named = true;  // the session's tables name the escape
   return c;
 }
 
@@ -84,8 +85,9 @@ TEST(RecordedTool, SettingThePowerLimitIsRefusedByName) {
   ASSERT_EQ(v.denied.size(), 1u);
   const auto& [what, why] = *v.denied.begin();
   EXPECT_EQ(what,
-            "RM_CONTROL cmd=unknown(0x2080e61e) [class NV20_SUBDEVICE_0, forwarded to the GPU "
-            "firmware (GSS legacy bit 0x8000, privileged bits 0xc000)]");
+            "RM_CONTROL cmd=NV20_SUBDEVICE_0_PMGR_GSS_LEGACY_PRIVILEGED_MSG_1E(0x2080e61e) [class "
+            "NV20_SUBDEVICE_0, forwarded to the GPU firmware (GSS legacy bit 0x8000, privileged "
+            "bits 0xc000)]");
   EXPECT_EQ(why, "nvidia privileged: the driver lets only an administrator make it");
 }
 
@@ -111,7 +113,7 @@ TEST(RecordedTool, ARuleAllowsANamedPrivilegedControl) {
 }
 
 TEST(RecordedTool, RulesNameControlsAndClassesOnlyTheGeneratedTablesHave) {
-  // Neither is in the hand-written tables: the names resolve through the generated ones.
+  // Names of controls and classes resolve through the generated tables of every release.
   const Policy p = Policy::from_json(nlohmann::json::parse(R"({"classes": {"nvidia": {"rules": [
       {"action": "deny", "control": "NV2080_CTRL_CMD_ECC_GET_UNREPAIRABLE_MEMORY_FLAG"},
       {"action": "deny", "class": "NV2082_BINAPI_PRIVILEGED"}]}}})"),

@@ -147,9 +147,13 @@ TEST(Policy, NvidiaEscapeByName) {
   DecodedCall nv;
   nv.device_class = DeviceClass::kNvidiaFrontend;
   nv.keys.nv_escape = 0x2b;
+  nv.keys.nv_named = true;  // as the decoder marks an escape the session's tables name
   EXPECT_EQ(p.evaluate(nv).action, Action::kDeny);
   nv.keys.nv_escape = 0x2a;
   EXPECT_EQ(p.evaluate(nv).action, Action::kAllow);
+  // One the session's tables do not name is unknown, whatever its number.
+  nv.keys.nv_named = false;
+  EXPECT_EQ(p.evaluate(nv).action, Action::kDeny);
 }
 
 TEST(Policy, LoadErrorsNameTheField) {
