@@ -54,6 +54,37 @@ TEST(NvidiaModule, OpenAndProprietaryFromProcAndSysfs) {
   EXPECT_EQ(only_check(run(base(none)), "nvidia.module").status, Status::Warn);
 }
 
+// Which of the build's tables judge the module's release: its own (pass), its branch's nearest
+// lower release for a later patch (warn, with what to regenerate), none for a branch the tables
+// do not hold (fail: enforce mode refuses to start, and how to name tables).
+TEST(NvidiaAbiTables, SaysWhichTablesJudgeTheDriverAndWhy) {
+  struct Case {
+    const char* version;
+    Status status;
+    const char* says;
+  };
+  for (const Case& k :
+       {Case{"580.95.05", Status::Pass, "is in this build's ABI tables: enforced with its own"},
+        Case{"580.178.04", Status::Warn,
+             "enforcing with 580.173.02's, the nearest lower release of branch 580"},
+        Case{"535.300.01", Status::Warn, "the nearest lower release of branch 535"},
+        Case{"610.57.04", Status::Fail, "is of a branch this build's ABI tables do not hold"}}) {
+    TempTree t;
+    t.write("proc/driver/nvidia/version",
+            std::string("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  ") + k.version +
+                "  Release Build\n");
+    const Check c = only_check(run(base(t)), "nvidia.abi_tables");
+    EXPECT_EQ(c.status, k.status) << k.version;
+    EXPECT_NE(c.found.find(k.says), std::string::npos) << c.found;
+    if (k.status == Status::Fail) {
+      EXPECT_NE(c.fix.find("--nvidia-abi-as RELEASE"), std::string::npos) << c.fix;
+    }
+  }
+  TempTree none;
+  Report r = run(base(none));
+  for (const auto& c : r.checks()) EXPECT_NE(c.id, "nvidia.abi_tables");  // no module, no check
+}
+
 TEST(NvidiaLibcuda, AbsentIsAWarningThatSaysSo) {
   TempTree t;
   t.write("proc/driver/nvidia/version", kOpen);
