@@ -26,10 +26,10 @@ AGENT_PID=
 # Container ids name the runtime: a runtime's cgroup is named after the id, host-wide, so the runc
 # and crun runs of this test, run side by side, would otherwise share a cgroup and the first to
 # finish would kill the other's container.
-C1=shim-$RT-1 C2=shim-$RT-2 C4=shim-$RT-4
+C1=shim-$RT-1 C2=shim-$RT-2 C4=shim-$RT-4 C5=shim-$RT-5
 cleanup() {
   local c
-  for c in "$C1" "$C2" "$C4"; do $RT --root "$WORK/rt" delete -f "$c" >/dev/null 2>&1; done
+  for c in "$C1" "$C2" "$C4" "$C5"; do $RT --root "$WORK/rt" delete -f "$c" >/dev/null 2>&1; done
   [[ -n $AGENT_PID ]] && kill -KILL "$AGENT_PID" 2>/dev/null
   rm -rf "$WORK"
 }
@@ -128,6 +128,27 @@ for bad in '.rails = "yes"' '.rail_state_dir = 1' '.allow_plain_rails = 1'; do
   key=${bad#.}
   expect "$WORK/5.out" "runtime-bad.json: ${key%% *}: expected .*not starting the container"
 done
+
+# An NVIDIA driver of a branch the tables do not hold: with "kernel_allow" the shim asks the
+# tables what may run untrapped. Without "nvidia_abi_as" it refuses the container before the
+# runtime runs, saying what to set; with it, it judges with the named tables and goes on.
+mkdir -p "$WORK/driver/nvidia"
+printf 'NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  610.57.04  Release Build\n' \
+  >"$WORK/driver/nvidia/version"
+mount --bind "$WORK/driver" /proc/driver || fail "cannot stand in for /proc/driver"
+bundle shim-5 uverbs0
+jq '.kernel_allow = true' "$WORK/runtime.json" >"$WORK/runtime-nv.json"
+"$GP" runtime --config "$WORK/runtime-nv.json" -- --root "$WORK/rt" create --bundle "$WORK/shim-5" "$C5" \
+  >"$WORK/6.out" 2>&1 && { cat "$WORK/6.out"; fail "a container was prepared with no tables for the driver"; }
+expect "$WORK/6.out" "NVIDIA driver 610.57.04 is of a branch this build's ABI tables do not hold.*not starting the container"
+expect "$WORK/6.out" '"nvidia_abi_as" in the agent.s config and runtime.json'
+$RT --root "$WORK/rt" state "$C5" >/dev/null 2>&1 && fail "$RT created $C5 anyway"
+jq '.kernel_allow = true | .nvidia_abi_as = "595.45.04"' "$WORK/runtime.json" >"$WORK/runtime-nv.json"
+"$GP" runtime --config "$WORK/runtime-nv.json" -- --root "$WORK/rt" create --bundle "$WORK/shim-5" "$C5" \
+  >"$WORK/7.out" 2>&1
+expect "$WORK/7.out" "^gdrproxy runtime: NVIDIA driver 610.57.04: enforcing with the tables of 595.45.04, as the operator named them"
+expect "$WORK/7.out" "^gdrproxy runtime: .*grants \[uverbs0\]"
+umount /proc/driver
 
 # Other verbs pass through untouched.
 "$GP" runtime --runtime "$RT" -- --root "$WORK/rt" list >"$WORK/3.out" 2>&1 || { rc=$?; cat "$WORK/3.out"; fail "list exit $rc"; }
