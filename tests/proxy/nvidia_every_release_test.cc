@@ -135,6 +135,30 @@ TEST(EveryRelease, EveryAnsweredControlIsNamed) {
   }
 }
 
+// Setting the power limit (recorded as root on the GPU machine) is an administrator's under
+// every release that answers it, and refused by name: never allowed, never "unknown(".
+TEST(EveryRelease, ThePrivilegedCallIsRefusedByNameUnderEveryRelease) {
+  const Policy policy = Policy::builtin_default();
+  const std::vector<Record> recs = load("nvidia-smi-pl.nvcap.gz");
+  for (const NvidiaDriverAbi* abi : nvidia_known_abis()) {
+    SCOPED_TRACE(std::string(abi->version));
+    size_t refused = 0;
+    for (const Record& r : recs) {
+      const DecodedCall c = decode(r, *abi, DecodeDepth::kFull);
+      if (c.keys.nv_control != 0x2080e61eu) continue;
+      const Verdict v = policy.evaluate(c);
+      EXPECT_EQ(v.action, Action::kDeny);
+      const std::string subject = nvidia_call_subject(c, *abi);
+      EXPECT_EQ(subject.find("unknown("), std::string::npos) << subject;
+      EXPECT_NE(subject.find("PMGR_GSS_LEGACY_PRIVILEGED_MSG_1E(0x2080e61e)"), std::string::npos)
+          << subject;
+      EXPECT_EQ(v.reason, "nvidia privileged: the driver lets only an administrator make it");
+      ++refused;
+    }
+    EXPECT_EQ(refused, 1u);
+  }
+}
+
 TEST(EveryRelease, ForwardedControlsAreNamedByTheirInterface) {
   const NvidiaDriverAbi& abi = *nvidia_abi_for_version("580.159.04");
   EXPECT_EQ(nvidia_control_name(abi, 0x2080852e), "NV20_SUBDEVICE_0_THERMAL_GSS_LEGACY_MSG_2E");
