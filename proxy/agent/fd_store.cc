@@ -397,10 +397,40 @@ void start_holder(const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+// One agent per store: a POSIX record lock on PATH.lock. Such a lock is the process's own (never
+// inherited by the holder or any child) and goes with it however it ends, kill -9 included. An
+// agent killed a moment ago may still be exiting: its lock is waited for, up to a second.
+UniqueFd lock_store(const std::string& path) {
+  const std::string file = path + ".lock";
+  UniqueFd fd(::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd) throw_errno("cannot open the fd store's lock " + file, errno);
+  for (int tries = 0;; ++tries) {
+    struct flock l {};
+    l.l_type = F_WRLCK;
+    l.l_whence = SEEK_SET;
+    if (::fcntl(fd.get(), F_SETLK, &l) == 0) return fd;
+    if (errno != EACCES && errno != EAGAIN) throw_errno("cannot lock " + file, errno);
+    if (tries == 10) break;
+    ::usleep(100 * 1000);
+  }
+  struct flock q {};
+  q.l_type = F_WRLCK;
+  q.l_whence = SEEK_SET;
+  const pid_t other = ::fcntl(fd.get(), F_GETLK, &q) == 0 && q.l_type != F_UNLCK ? q.l_pid : 0;
+  throw Error("the fd store " + path + " is used by another agent" +
+              (other > 0 ? " (pid " + std::to_string(other) + ")" : std::string()) +
+              ": one agent per store; stop that one, or give this one another --fd-store");
+}
+
+}  // namespace
+
 FdStoreClient FdStoreClient::connect_or_start(const std::string& path) {
-  if (connect_to(path)) return FdStoreClient(path, false);
+  UniqueFd lock = lock_store(path);
+  if (connect_to(path)) return FdStoreClient(path, false, std::move(lock));
   start_holder(path);
-  return FdStoreClient(path, true);
+  return FdStoreClient(path, true, std::move(lock));
 }
 
 UniqueFd FdStoreClient::take_runtime_socket(const std::string& path) {

@@ -77,7 +77,9 @@ struct Subscription {
 class FdStoreClient {
  public:
   // Connects to the holder at `path`, starting one (a detached process of this binary's code)
-  // when none answers. Throws gdrproxy::Error when neither works.
+  // when none answers. Throws gdrproxy::Error when neither works, or when another agent uses the
+  // store (one agent per store: a second would take the first's listeners; the line names the
+  // first's pid).
   static FdStoreClient connect_or_start(const std::string& path);
 
   // The runtime socket the holder keeps, when the file at `path` is still the one it was bound
@@ -130,8 +132,8 @@ class FdStoreClient {
     std::string id, state_json;
     std::array<UniqueFd, 3> fds;  // listener, pidfd, received-id page
   };
-  FdStoreClient(std::string path, bool names_entries)
-      : path_(std::move(path)), names_entries_(names_entries) {}
+  FdStoreClient(std::string path, bool names_entries, UniqueFd lock)
+      : path_(std::move(path)), names_entries_(names_entries), lock_(std::move(lock)) {}
   void forget_exited();
   void put_runtime_socket() const;  // the kept copy, into the holder
   std::string path_;
@@ -139,6 +141,7 @@ class FdStoreClient {
   std::vector<Copy> copies_;
   UniqueFd socket_copy_;  // the runtime socket, for a replacement holder
   SocketName socket_name_;
+  UniqueFd lock_;  // PATH.lock, write-locked while this agent uses the store
 };
 
 }  // namespace gdrproxy::proxy

@@ -959,5 +959,28 @@ case_nvidia_abi_as_judges_an_uncovered_driver() {
   done
 }
 
+case_second_agent_on_one_fd_store_refused() {
+  # Two agents on one fd store would take each other's listeners: the second is refused in one
+  # line naming the first's pid, and the first serves on. Once the first is killed, the store is
+  # free again.
+  local i first rc=0
+  start_agent --fd-store "$WORK/store.sock"
+  for i in $(seq 100); do grep -q "gdrproxy agent: serving" "$WORK/agent.log" && break; sleep 0.05; done
+  first=$AGENT_PID
+  "$GP" agent --socket "$WORK/run/b.sock" --ctl-socket "$WORK/run/b.ctl" --fd-store "$WORK/store.sock" \
+    >"$WORK/second.log" 2>&1 || rc=$?
+  ((rc == 1)) || { cat "$WORK/second.log"; fail "a second agent on the store exit $rc"; }
+  [[ $(wc -l <"$WORK/second.log") == 1 ]] || { cat "$WORK/second.log"; fail "expected one line"; }
+  expect_in "$WORK/second.log" "the fd store $WORK/store.sock is used by another agent (pid $first): one agent per store"
+  kill -0 "$first" || fail "the first agent is gone"
+  kill -KILL "$first"
+  wait "$first" 2>/dev/null
+  AGENT_PID=
+  cp "$WORK/agent.log" "$WORK/agent.1.log"
+  start_agent --fd-store "$WORK/store.sock"
+  for i in $(seq 100); do grep -q "gdrproxy agent: serving" "$WORK/agent.log" && break; sleep 0.05; done
+  expect_in "$WORK/agent.log" "gdrproxy agent: serving"
+}
+
 "case_$CASE"
 echo "PASS [$CASE]"
