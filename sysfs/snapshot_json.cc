@@ -93,19 +93,24 @@ AttrMap attrs(const json& j, const char* name, const std::string& where) {
   }
   return m;
 }
+// A sparse table's key: a decimal index, whole; -1 for anything else.
+int index_key(const std::string& key) {
+  try {
+    size_t used = 0;
+    const int idx = std::stoi(key, &used);
+    return used == key.size() ? idx : -1;
+  } catch (...) {
+    return -1;
+  }
+}
+
 std::map<int, std::string> sparse(const json& j, const char* name, const std::string& where) {
   std::map<int, std::string> m;
   if (!j.contains(name)) return m;
   const json& o = j.at(name);
   if (!o.is_object()) throw Error("snapshot: " + where + "." + name + ": expected an object");
   for (auto it = o.begin(); it != o.end(); ++it) {
-    int idx = -1;
-    try {
-      size_t used = 0;
-      idx = std::stoi(it.key(), &used);
-      if (used != it.key().size()) idx = -1;
-    } catch (...) {
-    }
+    const int idx = index_key(it.key());
     if (idx < 0 || !it.value().is_string())
       throw Error("snapshot: " + where + "." + name + ": bad entry '" + it.key() + "'");
     m[idx] = it.value().get<std::string>();
@@ -154,13 +159,7 @@ std::map<int, int> sparse_refused(const json& j, const char* name, const std::st
   const json& o = j.at(name);
   if (!o.is_object()) throw Error("snapshot: " + where + "." + name + ": expected an object");
   for (auto it = o.begin(); it != o.end(); ++it) {
-    int idx = -1;
-    try {
-      size_t used = 0;
-      idx = std::stoi(it.key(), &used);
-      if (used != it.key().size()) idx = -1;
-    } catch (...) {
-    }
+    const int idx = index_key(it.key());
     const std::string w = where + "." + name + "." + it.key();
     if (idx < 0 || idx >= len) throw Error("snapshot: " + w + ": bad or out-of-range index");
     if (values.count(idx)) throw Error("snapshot: " + w + ": also has a value");
