@@ -3,6 +3,7 @@
 // name is taken raw from /proc/<tid>/comm (printing escapes it; see base/escape.h).
 #include "base/process_info.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <cstdlib>
@@ -89,6 +90,21 @@ std::string cgroup_of(pid_t pid) {
   while (std::getline(in, line))
     if (line.rfind("0::", 0) == 0) return line.substr(3);
   return "";
+}
+
+bool killed_but_not_gone(pid_t pid) {
+  const std::string dir = "/proc/" + std::to_string(pid);
+  std::ifstream in(dir + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const auto paren = stat.rfind(')');
+  if (paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z') return true;
+  // SIGKILL (bit 8 of the masks) pending for the main thread or its process.
+  std::ifstream status(dir + "/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("SigPnd:", 0) == 0 || line.rfind("ShdPnd:", 0) == 0)
+      if (std::strtoull(line.c_str() + 7, nullptr, 16) & (1ULL << (SIGKILL - 1))) return true;
+  return false;
 }
 
 }  // namespace gdrproxy

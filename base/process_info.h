@@ -38,6 +38,12 @@ uint32_t own_pid_namespace_inode();
 
 // The inode of /proc/<pid>/ns/pid (the pid namespace's identity); 0 when unreadable.
 ino_t pid_namespace_of(pid_t pid);
+
+// Whether `pid` is a killed process that cannot finish exiting: a thread of it blocked in the
+// kernel (a FUSE request its server never answers) while its main thread is a zombie, or is that
+// thread itself with SIGKILL pending. Its fds, and the locks and sockets they hold, stay until
+// that thread returns; it serves nothing.
+bool killed_but_not_gone(pid_t pid);
 // The inode of /proc/<pid>/ns/mnt; 0 when unreadable.
 ino_t mount_namespace_of(pid_t pid);
 // The cgroup v2 path of /proc/<pid>/cgroup ("/system.slice/x.scope"); "" when unreadable or the

@@ -80,25 +80,6 @@ bool in_initial_pid_namespace() {
   return true;  // a kernel without NSpid has no pid namespaces to be in
 }
 
-// Whether `pid` is a killed process that cannot finish exiting: a thread of it blocked in the
-// kernel (a FUSE request its server never answers) while its main thread is a zombie, or is that
-// thread itself with SIGKILL pending. Its fds, listening sockets included, stay open until that
-// thread returns; it serves nothing.
-bool killed_but_not_gone(pid_t pid) {
-  const std::string dir = "/proc/" + std::to_string(pid);
-  std::ifstream in(dir + "/stat");
-  std::string stat;
-  std::getline(in, stat);
-  const auto paren = stat.rfind(')');
-  if (paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z') return true;
-  // SIGKILL (bit 8 of the masks) pending for the main thread or its process.
-  std::ifstream status(dir + "/status");
-  for (std::string line; std::getline(status, line);)
-    if (line.rfind("SigPnd:", 0) == 0 || line.rfind("ShdPnd:", 0) == 0)
-      if (std::strtoull(line.c_str() + 7, nullptr, 16) & (1ULL << (SIGKILL - 1))) return true;
-  return false;
-}
-
 // Binds a root-only stream socket at `path` (mode 0600 in a 0700 directory we create if
 // missing); a stale socket nobody serves (or only a killed agent that cannot finish exiting) is
 // replaced (`*replaced_stuck` set), a live one is an error.
