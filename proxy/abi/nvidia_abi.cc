@@ -5,6 +5,7 @@
 // never changes after: lookups from the notification loop need no lock.
 #include <algorithm>
 #include <cctype>
+#include <deque>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -53,28 +54,21 @@ int32_t member_offset(const NvGenTables& t, std::string_view record, std::string
   return best;
 }
 
-}  // namespace
-
-// Layouts at one release's offsets, by escape number / UVM command.
-struct NvLayouts {
-  std::vector<std::pair<uint32_t, std::vector<NvField>>> escapes, uvm;
-};
-
-namespace {
-
 // One materialized release: owns the tables its NvidiaDriverAbi spans point into.
 struct OwnedAbi {
   std::vector<NvEscape> escapes;
   std::vector<NvClass> classes;
   std::vector<NvControl> controls;
   std::vector<NvUvmIoctl> uvm_ioctls;
-  NvLayouts layouts;
+  std::deque<std::vector<NvField>> fields;  // what the escapes' and UVM's `fields` point into
   NvidiaDriverAbi abi;
 };
 
-std::vector<NvField> resolve(const NvGenTables& t, std::string_view record,
-                             std::span<const NvFieldSpec> specs) {
-  std::vector<NvField> out;
+// The declared fields at the release's offsets, kept in `o`.
+std::span<const NvField> resolve(OwnedAbi& o, const NvGenTables& t, std::string_view record,
+                                 std::span<const NvFieldSpec> specs) {
+  if (specs.empty()) return {};
+  std::vector<NvField>& out = o.fields.emplace_back();
   for (const NvFieldSpec& s : specs) {
     const int32_t off = member_offset(t, record, s.path());
     // A member this release's struct lacks is not shown (nvidia_layouts_test names any).
@@ -109,11 +103,11 @@ NvDmabufLayout dmabuf_layout(const NvGenTables& t) {
 std::unique_ptr<OwnedAbi> materialize(const NvGenTables& t) {
   auto o = std::make_unique<OwnedAbi>();
   for (const NvGenEscape* g : t.escapes()) {
+    // An escape whose handler checks no struct in this release shows no fields.
+    const auto fields = g->record[0] != '\0' ? resolve(*o, t, g->record, nv_escape_fields(g->name))
+                                             : std::span<const NvField>();
     o->escapes.push_back({g->nr, g->name, g->param_size, g->alt_param_size, g->elem_size,
-                          g->status_offset, g->alt_status_offset});
-    const auto specs = nv_escape_fields(g->name);
-    if (!specs.empty() && g->record[0] != '\0')
-      o->layouts.escapes.emplace_back(g->nr, resolve(t, g->record, specs));
+                          g->status_offset, g->alt_status_offset, fields});
   }
   for (const NvGenClass* g : t.classes()) o->classes.push_back({g->id, g->name});
   // The controls the release answers by number: those its classes export, and the deprecated
@@ -126,10 +120,9 @@ std::unique_ptr<OwnedAbi> materialize(const NvGenTables& t) {
   for (const NvGenUvmIoctl* g : t.uvm_ioctls()) {
     // A size the headers could not give: named, never decoded.
     const uint16_t size = g->param_size > 0 ? static_cast<uint16_t>(g->param_size) : 0;
-    o->uvm_ioctls.push_back({g->cmd, g->name, size, static_cast<int16_t>(g->status_offset)});
-    const auto specs = nv_uvm_fields(g->name);
-    if (!specs.empty())
-      o->layouts.uvm.emplace_back(g->cmd, resolve(t, std::string(g->name) + "_PARAMS", specs));
+    o->uvm_ioctls.push_back(
+        {g->cmd, g->name, size, static_cast<int16_t>(g->status_offset),
+         resolve(*o, t, std::string(g->name) + "_PARAMS", nv_uvm_fields(g->name))});
   }
   o->abi.version = t.version;
   o->abi.escapes = o->escapes;
@@ -138,7 +131,6 @@ std::unique_ptr<OwnedAbi> materialize(const NvGenTables& t) {
   o->abi.uvm_ioctls = o->uvm_ioctls;
   o->abi.generated = &t;
   o->abi.dmabuf = dmabuf_layout(t);
-  o->abi.layouts = &o->layouts;
   return o;
 }
 
@@ -217,18 +209,6 @@ const NvUvmIoctl* NvidiaDriverAbi::find_uvm(std::string_view name) const {
   return find_named(uvm_ioctls, name);
 }
 
-std::span<const NvField> NvidiaDriverAbi::escape_layout(uint8_t nr) const {
-  for (const auto& [k, fields] : layouts->escapes)
-    if (k == nr) return fields;
-  return {};
-}
-
-std::span<const NvField> NvidiaDriverAbi::uvm_layout(uint32_t cmd) const {
-  for (const auto& [k, fields] : layouts->uvm)
-    if (k == cmd) return fields;
-  return {};
-}
-
 std::span<const NvidiaDriverAbi* const> nvidia_known_abis() {
   Registry& r = registry();
   std::call_once(r.all_once, [&] {
@@ -239,16 +219,14 @@ std::span<const NvidiaDriverAbi* const> nvidia_known_abis() {
 
 std::vector<NvEscape> nvidia_escapes_of_every_release() {
   std::vector<NvEscape> out;
-  {
-    for (const NvGenEscape* g : nvidia_generated_escape_rows()) {
-      const bool seen = std::any_of(out.begin(), out.end(), [&](const NvEscape& e) {
-        return e.nr == g->nr && e.param_size == g->param_size &&
-               e.alt_param_size == g->alt_param_size && e.elem_size == g->elem_size;
-      });
-      if (!seen)
-        out.push_back({g->nr, g->name, g->param_size, g->alt_param_size, g->elem_size,
-                       g->status_offset, g->alt_status_offset});
-    }
+  for (const NvGenEscape* g : nvidia_generated_escape_rows()) {
+    const bool seen = std::any_of(out.begin(), out.end(), [&](const NvEscape& e) {
+      return e.nr == g->nr && e.param_size == g->param_size &&
+             e.alt_param_size == g->alt_param_size && e.elem_size == g->elem_size;
+    });
+    if (!seen)
+      out.push_back({g->nr, g->name, g->param_size, g->alt_param_size, g->elem_size,
+                     g->status_offset, g->alt_status_offset});
   }
   std::stable_sort(out.begin(), out.end(),
                    [](const NvEscape& a, const NvEscape& b) { return a.nr < b.nr; });

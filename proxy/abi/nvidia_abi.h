@@ -19,7 +19,6 @@
 namespace gdrproxy::proxy {
 
 class NvGenTables;  // nvidia_generated.h
-struct NvLayouts;   // a release's resolved layouts (nvidia_abi.cc)
 
 struct NvEscape {
   uint8_t nr;           // IOC_NR of the ioctl on /dev/nvidiactl or /dev/nvidiaN
@@ -33,6 +32,9 @@ struct NvEscape {
   // Offset of the NV_STATUS the driver writes back, -1 = none (for RM_ALLOC: of param_size).
   int16_t status_offset = -1;
   int16_t alt_status_offset = -1;  // the same in the alt_param_size struct
+  // The fields the decoder shows of its parameters, at this release's offsets (nvidia_layouts.h);
+  // empty when none are declared.
+  std::span<const NvField> fields = {};
 };
 
 struct NvClass {
@@ -46,10 +48,11 @@ struct NvControl {
 };
 
 struct NvUvmIoctl {
-  uint32_t cmd;                // raw request number on /dev/nvidia-uvm (not _IOC-encoded)
-  const char* name;            // e.g. "UVM_INITIALIZE"
-  uint16_t param_size = 0;     // sizeof UVM_*_PARAMS on x86-64 (0 = takes no parameters)
-  int16_t status_offset = -1;  // offset of rmStatus, -1 = none
+  uint32_t cmd;                          // raw request number on /dev/nvidia-uvm (not _IOC-encoded)
+  const char* name;                      // e.g. "UVM_INITIALIZE"
+  uint16_t param_size = 0;               // sizeof UVM_*_PARAMS on x86-64 (0 = takes no parameters)
+  int16_t status_offset = -1;            // offset of rmStatus, -1 = none
+  std::span<const NvField> fields = {};  // as NvEscape::fields
 };
 
 // One driver release's tables.
@@ -64,12 +67,6 @@ struct NvidiaDriverAbi {
   const NvGenTables* generated = nullptr;
   // The release's layout of EXPORT_TO_DMABUF_FD's parameters (it differs between branches).
   NvDmabufLayout dmabuf{};
-  const NvLayouts* layouts = nullptr;
-
-  // The fields of an escape's or UVM ioctl's parameters at this release's offsets, empty when
-  // no layout is declared (nvidia_layouts.h).
-  std::span<const NvField> escape_layout(uint8_t nr) const;
-  std::span<const NvField> uvm_layout(uint32_t cmd) const;
 
   const NvEscape* find_escape(uint8_t nr) const;
   const NvClass* find_class(uint32_t id) const;

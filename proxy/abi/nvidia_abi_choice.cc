@@ -12,13 +12,17 @@
 namespace gdrproxy::proxy {
 namespace {
 
-std::vector<std::string_view> releases_in_order() {
-  std::vector<std::string_view> out;
-  for (const NvGenTables* t : nvidia_generated_releases()) out.push_back(t->version);
-  std::sort(out.begin(), out.end(), [](std::string_view a, std::string_view b) {
-    return nvidia_version_key(a) < nvidia_version_key(b);
-  });
-  return out;
+// Every release by version, sorted once (comparing versions parses them).
+const std::vector<std::string_view>& releases_in_order() {
+  static const std::vector<std::string_view> sorted = [] {
+    std::vector<std::string_view> out;
+    for (const NvGenTables* t : nvidia_generated_releases()) out.push_back(t->version);
+    std::sort(out.begin(), out.end(), [](std::string_view a, std::string_view b) {
+      return nvidia_version_key(a) < nvidia_version_key(b);
+    });
+    return out;
+  }();
+  return sorted;
 }
 
 unsigned long branch_of(std::string_view v) {
@@ -47,30 +51,14 @@ std::string nvidia_covered_branches() {
 }
 
 std::string_view nvidia_newest_release() {
-  const auto all = releases_in_order();
+  const auto& all = releases_in_order();
   return all.empty() ? std::string_view() : all.back();
-}
-
-const char* nv_abi_match_name(NvAbiMatch m) {
-  switch (m) {
-    case NvAbiMatch::kExact:
-      return "exact";
-    case NvAbiMatch::kNearestPatch:
-      return "nearest-patch";
-    case NvAbiMatch::kNamed:
-      return "named";
-    case NvAbiMatch::kUncovered:
-      return "uncovered";
-    case NvAbiMatch::kNoVersion:
-      return "no-version";
-  }
-  return "?";
 }
 
 NvidiaAbiChoice choose_nvidia_abi(const std::optional<std::string>& version,
                                   const std::optional<std::string>& abi_as) {
   NvidiaAbiChoice c;
-  const auto all = releases_in_order();
+  const auto& all = releases_in_order();
   const std::string v = version.value_or("(version unreadable)");
   if (abi_as) {
     c.abi = nvidia_abi_for_version(*abi_as);

@@ -48,6 +48,4 @@ NvidiaAbiChoice choose_nvidia_abi(const std::optional<std::string>& version,
 std::string nvidia_covered_branches();
 std::string_view nvidia_newest_release();
 
-const char* nv_abi_match_name(NvAbiMatch m);  // "exact", "nearest-patch", ...
-
 }  // namespace gdrproxy::proxy

@@ -6,7 +6,7 @@
 // structs, and the names of the FINN interfaces and SDK-defined commands no class exports.
 // The one idea: these tables name and describe calls; they decide nothing. nvidia_access.h
 // reads from them who the driver lets make a call, and the policy decides from that. A release
-// is its parent plus a patch, like nvidia_versions.cc.
+// is its parent plus a patch, the way the driver's own branch history grows.
 #pragma once
 
 #include <cstdint>

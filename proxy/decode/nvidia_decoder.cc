@@ -277,17 +277,15 @@ void decode_rm_control(DecodedCall& c, Bytes b, const NvidiaDriverAbi& abi) {
   get(b, L::kCtrlParams, params);
   get(b, L::kCtrlParamsSize, params_size);
   c.keys.nv_control = cmd;
-  {
-    const NvControlAccess a = nvidia_control_access(*abi.generated, cmd);
-    c.keys.nv_needs = a.needs;
-    // The driver refuses a fixed-size control whose paramsSize differs (control.c); so does the
-    // policy, which judges the control by what its parameters are.
-    if (a.route == NvRoute::kExported && a.control->param_size > 0 &&
-        params_size != static_cast<uint32_t>(a.control->param_size))
-      c.malformed = fmt("RM_CONTROL %s(0x%x) paramsSize %u is not the %d bytes of its parameters",
-                        a.control->name, cmd, params_size, a.control->param_size) +
-                    in_tables(abi);
-  }
+  const NvControlAccess a = nvidia_control_access(*abi.generated, cmd);
+  c.keys.nv_needs = a.needs;
+  // The driver refuses a fixed-size control whose paramsSize differs (control.c); so does the
+  // policy, which judges the control by what its parameters are.
+  if (a.route == NvRoute::kExported && a.control->param_size > 0 &&
+      params_size != static_cast<uint32_t>(a.control->param_size))
+    c.malformed = fmt("RM_CONTROL %s(0x%x) paramsSize %u is not the %d bytes of its parameters",
+                      a.control->name, cmd, params_size, a.control->param_size) +
+                  in_tables(abi);
   if (!c.render) return;
   add(c, "hClient", hex(h_client));
   add(c, "hObject", hex(h_object));
@@ -318,13 +316,13 @@ void decode_check_version(DecodedCall& c, Bytes b) {
   add(c, "versionString", quoted_string(b, L::kVersionString, L::kVersionStringLen));
 }
 
-// Returns false (and sets malformed) when the counts are impossible.
 // A member of a release's struct; false (and nothing read) where the release has none.
 template <typename T>
 bool get_at(Bytes b, int16_t off, T& v) {
   return off >= 0 && get(b, static_cast<size_t>(off), v);
 }
 
+// Returns false (and sets malformed) when the counts are impossible.
 bool decode_export_dmabuf(DecodedCall& c, Bytes b, const NvDmabufLayout& l) {
   uint32_t h_client = 0, total = 0, num = 0, index = 0;
   uint64_t total_size = 0;
@@ -479,7 +477,7 @@ void decode_escape(DecodedCall& c, uint8_t nr, uint32_t size, uint64_t arg, cons
       if (!decode_export_dmabuf(c, b, abi.dmabuf)) return;
       break;
     default:
-      add_fields(c, abi.escape_layout(nr), b, abi);
+      add_fields(c, e->fields, b, abi);
       break;
   }
   set_result(c, kHintFrontend, nr, arg, size, status_offset);
@@ -545,7 +543,7 @@ void decode_frontend_result(uint8_t nr, Bytes b, const NvidiaDriverAbi& abi,
       return;
     }
     default:
-      add_out_fields(abi.escape_layout(nr), b, out);
+      if (const NvEscape* e = abi.find_escape(nr)) add_out_fields(e->fields, b, out);
       return;
   }
 }
@@ -568,8 +566,7 @@ bool nv_escape_keys_from_request(const NvidiaDriverAbi& abi, uint8_t nr) {
     default:
       break;
   }
-  const std::span<const NvField> layout = abi.escape_layout(nr);
-  return std::none_of(layout.begin(), layout.end(),
+  return std::none_of(e->fields.begin(), e->fields.end(),
                       [](const NvField& f) { return f.kind == NvFieldKind::kClass; });
 }
 
@@ -625,7 +622,7 @@ void decode_nvidia_uvm_ioctl(DecodedCall& c, uint32_t cmd, uint64_t arg, const M
         hex(arg) + " are unreadable";
     return;
   }
-  add_fields(c, abi.uvm_layout(cmd), params, abi);
+  add_fields(c, u->fields, params, abi);
   set_result(c, kHintUvm, cmd, arg, u->param_size, u->status_offset);
   c.nvidia_abi = &abi;
 }
@@ -650,7 +647,7 @@ void decode_nvidia_result(const DecodedCall& call, std::span<const uint8_t> regi
     out.push_back({field, status_label(status)});
   }
   if (kind == kHintUvm) {
-    add_out_fields(abi.uvm_layout(h[kHintId]), b, out);
+    if (const NvUvmIoctl* u = abi.find_uvm(h[kHintId])) add_out_fields(u->fields, b, out);
   } else if (h[kHintId] <= 0xff) {
     decode_frontend_result(static_cast<uint8_t>(h[kHintId]), b, abi, out);
   }

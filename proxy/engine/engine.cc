@@ -33,7 +33,6 @@ Engine::Engine(DeviceCatalog catalog, const std::optional<std::string>& nvidia_a
     notif_size_ = sizes.seccomp_notif;
   nvidia_.version = detect_nvidia_driver_version();
   NvidiaAbiChoice choice = choose_nvidia_abi(nvidia_.version, nvidia_abi_as);
-  nvidia_.match = choice.match;
   nvidia_.known = choice.abi != nullptr;
   nvidia_.abi = choice.abi ? choice.abi : choice.naming;
   nvidia_.notice = std::move(choice.notice);

@@ -41,7 +41,6 @@ struct NvidiaDriver {
   // branch's nearest lower release, or the operator's; when none applies, those it is named
   // with (trace-only).
   const NvidiaDriverAbi* abi = nullptr;
-  NvAbiMatch match = NvAbiMatch::kNoVersion;
   std::string notice;   // what was chosen and why, when not the driver's own
   bool known = false;   // `abi` judges calls (not only names them)
   bool loaded = false;  // a driver is loaded (its /proc entry exists)

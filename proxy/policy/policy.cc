@@ -152,10 +152,8 @@ std::optional<uint64_t> number_of(const Entry* e) {
 }
 
 std::optional<uint64_t> nvidia_control_by_name(const std::string& s) {
-  return nvidia_number([&](const NvGenTables& t) -> std::optional<uint64_t> {
-    if (auto n = nvidia_control_number(t, s)) return *n;
-    return std::nullopt;
-  });
+  return nvidia_number(
+      [&](const NvGenTables& t) -> std::optional<uint64_t> { return nvidia_control_number(t, s); });
 }
 
 std::optional<uint64_t> nvidia_class_by_name(const std::string& s) {
