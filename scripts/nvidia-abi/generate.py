@@ -312,12 +312,7 @@ def sizes_of(src, types, headers, includes):
     (declared elsewhere, or needs kernel headers) is left out rather than guessed."""
     # Only names a header declares (a typedef or a struct tag): an undeclared name would make
     # the compiler search every identifier for a suggestion, which takes a minute.
-    declared = set()
-    for i in includes:
-        for h in walk_files(os.path.join(src, i), ".h"):
-            text = read(h)
-            declared.update(re.findall(r"\}\s*(\w+)\s*;", text))
-            declared.update(re.findall(r"typedef\s+[\w\s\*]+?\b(\w+)\s*;", text))
+    declared = declared_names(src, includes)
     types = sorted(set(t for t in types if t and t in declared))
     if not types:
         return {}
