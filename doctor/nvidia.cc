@@ -82,10 +82,10 @@ void check_abi_tables(const std::string& version, Report& report) {
       return;
     case proxy::NvAbiMatch::kNearestPatch:
       report.warn("nvidia.abi_tables", c.notice,
-                  "enforcement runs; to judge it with its own tables, add its tag to "
-                  "scripts/nvidia-abi/releases.txt and regenerate (scripts/nvidia-abi/README.md)");
+                  "enforcement runs; to judge it with its own tables, add its tag with "
+                  "scripts/nvidia-abi/generate.py --add-tag TAG (scripts/nvidia-abi/README.md)");
       return;
-    case proxy::NvAbiMatch::kNamed:
+    case proxy::NvAbiMatch::kNamed:  // not asked for here: the node's driver alone is judged
     case proxy::NvAbiMatch::kUncovered:
       report.fail("nvidia.abi_tables",
                   "driver " + shown + " is of a branch this build's ABI tables do not hold (" +

@@ -396,10 +396,6 @@ void start_holder(const std::string& path) {
   ::waitpid(p, &st, 0);
 }
 
-}  // namespace
-
-namespace {
-
 // One agent per store: a POSIX record lock on a byte of PATH.lock. Such a lock is the process's
 // own (never inherited by the holder or any child) and goes with it however it ends. An agent
 // killed a moment ago may still be exiting: its lock is waited for, up to a second. One killed
@@ -411,9 +407,9 @@ UniqueFd lock_store(const std::string& path) {
   const std::string file = path + ".lock";
   UniqueFd fd(::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (!fd) throw_errno("cannot open the fd store's lock " + file, errno);
-  const auto byte = [](short type, off_t at) {
+  const auto byte = [](off_t at) {  // a write lock on that byte
     struct flock l {};
-    l.l_type = type;
+    l.l_type = F_WRLCK;
     l.l_whence = SEEK_SET;
     l.l_start = at;
     l.l_len = 1;
@@ -424,7 +420,7 @@ UniqueFd lock_store(const std::string& path) {
   const auto live_holder = [&](off_t at) -> pid_t {
     for (; at < kBytes; ++at) {
       for (int tries = 0;; ++tries) {
-        struct flock q = byte(F_WRLCK, at);
+        struct flock q = byte(at);
         if (::fcntl(fd.get(), F_GETLK, &q) != 0 || q.l_type == F_UNLCK) break;
         if (killed_but_not_gone(q.l_pid)) break;
         if (tries == 10) return q.l_pid;
@@ -439,7 +435,7 @@ UniqueFd lock_store(const std::string& path) {
                  "): one agent per store; stop that one, or give this one another --fd-store");
   };
   for (off_t at = 0; at < kBytes; ++at) {
-    struct flock l = byte(F_WRLCK, at);
+    struct flock l = byte(at);
     if (::fcntl(fd.get(), F_SETLK, &l) != 0) {
       if (errno != EACCES && errno != EAGAIN) throw_errno("cannot lock " + file, errno);
       if (const pid_t other = live_holder(at); other > 0) throw refuse(other);
