@@ -18,6 +18,11 @@
 namespace gdrproxy::sysfs {
 namespace {
 
+// The host's file at `rel` below its sysfs, under `host_root` ("/" for this host).
+std::string host_sys_path(const std::string& host_root, const std::string& rel) {
+  return host_root == "/" ? "/sys/" + rel : join(host_root, "sys/" + rel);
+}
+
 // One bind per attribute of `dir` (tree-relative, the host's path below /sys) the host refuses
 // to read. The tree and the host name the file alike: "devices/<canonical path>/<name>".
 void bind_refused(MountPlan& p, const std::string& host_root, const std::string& dir,
@@ -25,7 +30,7 @@ void bind_refused(MountPlan& p, const std::string& host_root, const std::string&
   for (const auto& [name, e] : refused) {
     BindMount b;
     b.target = dir + "/" + name;
-    b.source = host_root == "/" ? "/sys/" + b.target : join(host_root, "sys/" + b.target);
+    b.source = host_sys_path(host_root, b.target);
     b.file = true;
     b.optional = optional;
     b.why = what + " " + name + ": the host refuses to read it (" + errno_name(e) +
@@ -88,8 +93,7 @@ MountPlan make_mount_plan(const Snapshot& s, const Selection& sel, const std::st
                  "node" + std::to_string(n.id), false);
   // CPU topology is not part of the snapshot: it is the host's, read live (hwloc aborts without
   // it, glibc's get_nprocs reads devices/system/cpu/online).
-  std::string cpu =
-      host_root == "/" ? "/sys/devices/system/cpu" : join(host_root, "sys/devices/system/cpu");
+  const std::string cpu = host_sys_path(host_root, "devices/system/cpu");
   if (is_dir(cpu))
     p.binds.push_back({cpu, "devices/system/cpu", "host CPU topology (hwloc, get_nprocs)"});
   else
