@@ -6,7 +6,6 @@
 // one that release fixes. Also: the choice of tables for releases the build has not seen.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <map>
 #include <string>
 
@@ -18,10 +17,15 @@
 #include "proxy/decode/nvidia_decoder.h"
 #include "proxy/policy/policy.h"
 #include "tests/proxy/nvidia_capture.h"
+#include "tests/proxy/nvidia_test_structs.h"
 
 namespace gdrproxy::proxy {
 namespace {
 
+using testing::bytes_of;
+using testing::nv_iowr;
+using testing::Nvos54;
+using testing::Nvos64;
 using testing_capture::load;
 using testing_capture::Record;
 
@@ -189,27 +193,24 @@ TEST(EveryRelease, ASizeTheTablesFixIsCheckedAndTheReleaseNamed) {
   const NvidiaDriverAbi& r580 = *nvidia_abi_for_version("580.173.02");
   const NvGenControl* info = r580.generated->find_control("NV2080_CTRL_CMD_GPU_GET_INFO_V2");
   ASSERT_NE(info, nullptr);
-  uint8_t nvos54[32] = {};
-  const uint32_t cmd = info->cmd, size = static_cast<uint32_t>(info->param_size) - 1;
-  std::memcpy(nvos54 + 8, &cmd, 4);
-  std::memcpy(nvos54 + 24, &size, 4);
+  Nvos54 ctl{};
+  ctl.cmd = info->cmd;
+  ctl.paramsSize = static_cast<uint32_t>(info->param_size) - 1;
   BufferMemory m2;
-  m2.map(0x10000, std::vector<uint8_t>(nvos54, nvos54 + sizeof nvos54));
-  decode_nvidia_frontend_ioctl(c, nv_escape_request(kNvEscRmControl, 32), 0x10000, m2, r580,
+  m2.map(0x10000, bytes_of(ctl));
+  decode_nvidia_frontend_ioctl(c, nv_iowr(kNvEscRmControl, sizeof ctl), 0x10000, m2, r580,
                                DecodeDepth::kPolicy);
   EXPECT_NE(c.malformed.find("in 580.173.02's tables"), std::string::npos) << c.malformed;
 
   // An allocation's parameter size: NV01_DEVICE_0's is fixed; another is malformed.
-  uint8_t nvos64[48] = {};
-  const uint32_t h_class = kNvClassDevice, wrong = 8;
-  const uint64_t p_params = 0x20000;
-  std::memcpy(nvos64 + 12, &h_class, 4);
-  std::memcpy(nvos64 + 16, &p_params, 8);
-  std::memcpy(nvos64 + 32, &wrong, 4);
+  Nvos64 alloc{};
+  alloc.hClass = kNvClassDevice;
+  alloc.pAllocParms = 0x20000;
+  alloc.paramsSize = 8;
   BufferMemory m3;
-  m3.map(0x10000, std::vector<uint8_t>(nvos64, nvos64 + sizeof nvos64));
+  m3.map(0x10000, bytes_of(alloc));
   m3.map(0x20000, std::vector<uint8_t>(64, 0));
-  decode_nvidia_frontend_ioctl(c, nv_escape_request(kNvEscRmAlloc, 48), 0x10000, m3, r580,
+  decode_nvidia_frontend_ioctl(c, nv_iowr(kNvEscRmAlloc, sizeof alloc), 0x10000, m3, r580,
                                DecodeDepth::kPolicy);
   EXPECT_EQ(c.malformed,
             "RM_ALLOC NV01_DEVICE_0(0x80) paramsSize 8 is not the 56 bytes of its parameters in "
