@@ -217,6 +217,27 @@ TEST(EveryRelease, ASizeTheTablesFixIsCheckedAndTheReleaseNamed) {
             "580.173.02's tables");
 }
 
+// One ABI truth: an escape is known only when the session's release names it. 535 has no
+// WAIT_OPEN_COMPLETE (218), which 580 answers; the same request is unknown (refused) under 535's
+// tables and allowed under 580's, however the newest tables name it.
+TEST(EveryRelease, AnEscapeIsKnownOnlyToTheReleasesThatHaveIt) {
+  const Policy policy = Policy::builtin_default();
+  BufferMemory mem;
+  mem.map(0x10000, std::vector<uint8_t>(8, 0));
+  DecodedCall c;
+  const NvidiaDriverAbi& r535 = *nvidia_abi_for_version("535.43.02");
+  ASSERT_EQ(r535.find_escape(uint8_t{kNvEscWaitOpenComplete}), nullptr);
+  decode_nvidia_frontend_ioctl(c, nv_iowr(kNvEscWaitOpenComplete, 8), 0x10000, mem, r535,
+                               DecodeDepth::kPolicy);
+  Verdict v = policy.evaluate(c);
+  EXPECT_EQ(v.action, Action::kDeny);
+  EXPECT_NE(v.reason.find("unknown"), std::string::npos) << v.reason;
+  const NvidiaDriverAbi& r580 = *nvidia_abi_for_version("580.159.04");
+  decode_nvidia_frontend_ioctl(c, nv_iowr(kNvEscWaitOpenComplete, 8), 0x10000, mem, r580,
+                               DecodeDepth::kPolicy);
+  EXPECT_EQ(policy.evaluate(c).action, Action::kAllow);
+}
+
 TEST(NvidiaAbiChoice, ExactReleases) {
   for (const NvidiaDriverAbi* abi : nvidia_known_abis()) {
     const NvidiaAbiChoice c = choose_nvidia_abi(std::string(abi->version), std::nullopt);
