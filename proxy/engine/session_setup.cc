@@ -6,6 +6,16 @@
 
 namespace gdrproxy::proxy {
 
+SessionConfig planned_session(Policy policy, const DeviceCatalog& catalog,
+                              const std::optional<std::vector<std::string>>& grants,
+                              std::optional<Mode> mode) {
+  SessionConfig c;
+  c.grants = Grants::from_specs(catalog, grants ? grants : policy.grants());
+  c.mode = mode.value_or(policy.mode().value_or(Mode::kEnforce));
+  c.policy = std::move(policy);
+  return c;
+}
+
 Enforcement enforcement_for(const SessionConfig& config, const NvidiaDriver& nv,
                             const DeviceCatalog& catalog, std::string& note) {
   NvidiaDriverFacts facts{nv.loaded, nv.known};
@@ -42,10 +52,7 @@ std::vector<uint32_t> host_container_untrapped_ioctls(
     const Policy& policy, const std::vector<std::string>& grants, const std::string& dev_root,
     std::string& note, bool judged_per_device, const std::optional<std::string>& nvidia_abi_as) {
   Engine engine(DeviceCatalog::scan(dev_root), nvidia_abi_as);
-  SessionConfig c;
-  c.policy = policy;
-  c.grants = Grants::from_specs(engine.catalog(), grants);
-  c.mode = policy.mode().value_or(Mode::kEnforce);
+  SessionConfig c = planned_session(policy, engine.catalog(), grants, std::nullopt);
   c.judged_per_device = judged_per_device;
   return container_untrapped_ioctls(c, engine.nvidia(), engine.catalog(), note).requests;
 }

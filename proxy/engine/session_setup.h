@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,14 @@
 #include "proxy/policy/enforcement.h"
 
 namespace gdrproxy::proxy {
+
+// A session's grants and mode, chosen here alone for `run`, the agent and the profile writers: the
+// grants asked for (a command line's, an agent rule's) over the policy's own, nullopt meaning the
+// policy's; the mode asked for, else the policy's, else enforce. Throws naming a device the
+// catalog lacks.
+SessionConfig planned_session(Policy policy, const DeviceCatalog& catalog,
+                              const std::optional<std::vector<std::string>>& grants,
+                              std::optional<Mode> mode);
 
 // The unknown-driver rule for the loaded NVIDIA driver and the catalog's nodes; throws
 // gdrproxy::Error where enforce mode must not start, sets `note` where NVIDIA calls are

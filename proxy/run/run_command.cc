@@ -22,6 +22,7 @@
 #include "base/unique_fd.h"
 #include "proxy/engine/engine.h"
 #include "proxy/engine/session.h"
+#include "proxy/engine/session_setup.h"
 #include "proxy/observe/bpf_links.h"
 #include "proxy/run/launcher.h"
 #include "proxy/sandbox/landlock_guard.h"
@@ -94,12 +95,9 @@ int run_supervised(const RunOptions& o) {
   Policy policy = o.policy_file ? Policy::load_file(*o.policy_file) : Policy::builtin_default();
   Engine engine(DeviceCatalog::scan(o.dev_root), o.nvidia_abi_as);
   engine.start_trap_copies(o.trap_copy);
-  SessionConfig config;
-  config.grants = Grants::from_specs(
-      engine.catalog(),
-      o.grants.empty() ? policy.grants() : std::optional<std::vector<std::string>>(o.grants));
-  config.mode = o.mode.value_or(policy.mode().value_or(Mode::kEnforce));
-  config.policy = std::move(policy);
+  SessionConfig config = planned_session(
+      std::move(policy), engine.catalog(),
+      o.grants.empty() ? std::nullopt : std::optional<std::vector<std::string>>(o.grants), o.mode);
   config.trace_text = o.trace_text;
   config.trace_json = o.trace_json;
   config.quiet = o.quiet;
