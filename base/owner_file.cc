@@ -6,10 +6,10 @@
 
 #include <cstdio>
 #include <fstream>
-#include <iterator>
 #include <sstream>
 
 #include "base/error.h"
+#include "base/file_io.h"
 
 namespace gdrproxy {
 
@@ -18,8 +18,7 @@ namespace {
 // Field 22 of /proc/<pid>/stat; "" when absent, and for a zombie or a dead task unless asked.
 std::string start_time(pid_t pid, bool zombies) {
   if (pid <= 0) return {};
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  const std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat").value_or("");
   const size_t paren = stat.rfind(')');
   if (paren == std::string::npos || paren + 2 > stat.size()) return {};
   std::istringstream fields(stat.substr(paren + 2));

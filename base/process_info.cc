@@ -8,8 +8,9 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <string>
+
+#include "base/file_io.h"
 
 namespace gdrproxy {
 namespace {
@@ -58,14 +59,8 @@ ProcessIdentity parse_process_identity(std::string_view status, std::string_view
 ProcessIdentity read_process_identity(pid_t host_tid) {
   const std::string base = "/proc/" + std::to_string(host_tid);
   // comm is at most 15 bytes and a newline; any byte but NUL may be in it.
-  std::ifstream comm_file(base + "/comm", std::ios::binary);
-  char buf[64];
-  comm_file.read(buf, sizeof buf);
-  const std::string comm(buf, static_cast<size_t>(comm_file.gcount()));
-  std::ifstream status_file(base + "/status", std::ios::binary);
-  std::ostringstream status;
-  status << status_file.rdbuf();
-  ProcessIdentity id = parse_process_identity(status.str(), comm);
+  const std::string comm = read_text(base + "/comm", 64).value_or("");
+  ProcessIdentity id = parse_process_identity(read_text(base + "/status").value_or(""), comm);
   id.host_tid = static_cast<uint32_t>(host_tid);
   struct stat st;
   if (::stat((base + "/ns/pid").c_str(), &st) == 0) id.pidns = st.st_ino;

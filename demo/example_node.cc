@@ -9,9 +9,9 @@
 #include <iomanip>
 #include <map>
 
+#include "base/file_io.h"
 #include "demo/example_snapshot.h"
 #include "sysfs/builder.h"
-#include "sysfs/fsio.h"
 #include "sysfs/nccl_view.h"
 #include "sysfs/selection.h"
 #include "sysfs/snapshot.h"

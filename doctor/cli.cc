@@ -5,9 +5,9 @@
 #include <memory>
 
 #include "base/command_failure.h"
+#include "base/file_io.h"
 #include "doctor/doctor.h"
 #include "doctor/reference_versions.h"
-#include "sysfs/fsio.h"
 
 namespace gdrproxy::doctor {
 namespace {
@@ -76,7 +76,7 @@ int run(const Options& opts) {
   ctx.arp_profile_dir = opts.profile_dir;
   if (!ctx.pids.empty()) {
     const int pid = ctx.pids.front();
-    auto r = sysfs::read_file(ctx.proc_root + "/" + std::to_string(pid) + "/environ");
+    auto r = read_file(ctx.proc_root + "/" + std::to_string(pid) + "/environ");
     if (r.data) {
       ctx.env = parse_environ(*r.data);
       ctx.env_origin = "environ of pid " + std::to_string(pid);

@@ -11,15 +11,15 @@
 #include <map>
 #include <set>
 
+#include "base/file_io.h"
 #include "base/unique_fd.h"
-#include "sysfs/fsio.h"
 
 namespace gdrproxy::doctor {
 namespace {
 
 // "pid:[4026531836]" -> 4026531836; 0 when unreadable.
 unsigned long ns_inode(const std::string& link_path) {
-  auto l = sysfs::read_link(link_path);
+  auto l = read_link(link_path);
   if (!l) return 0;
   size_t open = l->find('['), close = l->find(']');
   if (open == std::string::npos || close == std::string::npos || close <= open + 1) return 0;
@@ -102,10 +102,9 @@ struct BootId {
 BootId boot_id_of(const Context& ctx, int pid) {
   const std::string rel = "/proc/sys/kernel/random/boot_id";
   const std::string own = ctx.proc_root + "/" + std::to_string(pid) + "/root" + rel;
-  if (auto b = sysfs::read_text(own); b && !sysfs::trim(*b).empty())
-    return {sysfs::trim(*b), "its root"};
-  if (auto b = sysfs::read_text(ctx.proc_root + "/sys/kernel/random/boot_id"))
-    return {sysfs::trim(*b), "the doctor's /proc"};
+  if (auto b = read_text(own); b && !trim(*b).empty()) return {trim(*b), "its root"};
+  if (auto b = read_text(ctx.proc_root + "/sys/kernel/random/boot_id"))
+    return {trim(*b), "the doctor's /proc"};
   return {};
 }
 
@@ -127,7 +126,7 @@ void check_boot_ids(const Context& ctx, Report& report) {
              b.source + ")";
     const std::string dir = ctx.proc_root + "/" + std::to_string(pid);
     std::string hostid;
-    if (auto e = sysfs::read_file(dir + "/environ"); e.data) {
+    if (auto e = read_file(dir + "/environ"); e.data) {
       auto env = parse_environ(*e.data);
       if (auto it = env.find("NCCL_HOSTID"); it != env.end()) hostid = it->second;
     }
@@ -135,8 +134,7 @@ void check_boot_ids(const Context& ctx, Report& report) {
   }
   report.facts()["ranks_boot_id"] = facts;
   std::string self;
-  if (auto b = sysfs::read_text(ctx.proc_root + "/sys/kernel/random/boot_id"))
-    self = sysfs::trim(*b);
+  if (auto b = read_text(ctx.proc_root + "/sys/kernel/random/boot_id")) self = trim(*b);
   if (by_id.count("")) {
     report.warn("container.ranks_boot_id", "cannot read the boot id of every rank: " + shown,
                 "run the doctor as root where it sees the ranks' /proc/PID/root");
@@ -186,9 +184,9 @@ void check_pidfd(const Context& ctx, Report& report) {
   } else {
     report.pass("container.pidfd_getfd", "pidfd_getfd(self) works");
   }
-  auto yama = sysfs::read_text(ctx.proc_root + "/sys/kernel/yama/ptrace_scope");
+  auto yama = read_text(ctx.proc_root + "/sys/kernel/yama/ptrace_scope");
   if (yama) {
-    const std::string v = sysfs::trim(*yama);
+    const std::string v = trim(*yama);
     if (v == "0")
       report.pass("container.yama", "Yama ptrace_scope 0: sibling ranks may pidfd_getfd");
     else
@@ -206,8 +204,8 @@ void host_facts(const Context& ctx, Report& report) {
     host["hostname"] = clean(u.nodename);
     host["kernel"] = clean(u.release);
   }
-  if (auto b = sysfs::read_text(ctx.proc_root + "/sys/kernel/random/boot_id"))
-    host["boot_id"] = clean(sysfs::trim(*b));
+  if (auto b = read_text(ctx.proc_root + "/sys/kernel/random/boot_id"))
+    host["boot_id"] = clean(trim(*b));
   report.facts()["host"] = host;
 }
 

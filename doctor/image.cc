@@ -5,10 +5,10 @@
 #include <map>
 #include <set>
 
+#include "base/file_io.h"
 #include "doctor/image_versions.h"
 #include "doctor/ld_resolve.h"
 #include "doctor/libraries.h"
-#include "sysfs/fsio.h"
 
 namespace gdrproxy::doctor {
 namespace {
@@ -78,7 +78,7 @@ Walk walk(const Rootfs& rootfs, const std::string& root) {
 
 void check_plugin(const Rootfs& rootfs, const Walk& w, const std::string& plugin, Report& report,
                   nlohmann::json& facts) {
-  const std::string id = "image." + sysfs::basename_of(plugin);
+  const std::string id = "image." + basename_of(plugin);
   std::string err;
   auto elf = rootfs.read_elf(plugin, &err);
   if (!elf) {
@@ -115,7 +115,7 @@ void check_plugin(const Rootfs& rootfs, const Walk& w, const std::string& plugin
         pj[clean(needed)] = clean(r.real);
       }
       if (k && tracked(k->base)) {
-        if (k->base != "libfabric") ucx_dirs[k->suffix].insert(sysfs::dirname_of(r.real));
+        if (k->base != "libfabric") ucx_dirs[k->suffix].insert(dirname_of(r.real));
         // The prefix the object was built against: its own RUNPATH/RPATH directories.
         std::vector<std::string> meant;
         for (const auto& d : item.elf.runpath.empty() ? item.elf.rpath : item.elf.runpath)
@@ -126,7 +126,7 @@ void check_plugin(const Rootfs& rootfs, const Walk& w, const std::string& plugin
           inside = inside || under(r.real, real_dir.value_or(d)) || under(r.path, d);
         }
         if (!inside)
-          prefix_problems.push_back(sysfs::basename_of(item.path) + " was built against " +
+          prefix_problems.push_back(basename_of(item.path) + " was built against " +
                                     joined(meant, ":") + " but " + needed + " resolves to " +
                                     r.real + " (" + r.via + ")");
         auto copies = w.copies.find(needed);
@@ -171,13 +171,13 @@ void check_plugin(const Rootfs& rootfs, const Walk& w, const std::string& plugin
 
 void check_image(const Context& ctx, Report& report) {
   if (ctx.rootfs.empty()) return;  // --rootfs not given: no image to look at
-  if (!sysfs::is_dir(ctx.rootfs)) {
+  if (!is_dir(ctx.rootfs)) {
     report.fail("image.rootfs", quote_value(ctx.rootfs) + " is not a directory",
                 "pass the unpacked root file system of the image");
     return;
   }
   Rootfs rootfs(ctx.rootfs);
-  const std::string root = sysfs::real_path(ctx.rootfs).value_or(ctx.rootfs);
+  const std::string root = real_path(ctx.rootfs).value_or(ctx.rootfs);
   Walk w = walk(rootfs, root);
   if (w.truncated)
     report.warn("image.walk", "stopped after " + std::to_string(kMaxWalk) + " entries",

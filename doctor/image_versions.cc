@@ -4,8 +4,8 @@
 #include <set>
 #include <sstream>
 
+#include "base/file_io.h"
 #include "doctor/reference_versions.h"
-#include "sysfs/fsio.h"
 
 namespace gdrproxy::doctor {
 namespace {
@@ -18,7 +18,7 @@ const char* const kTriplets[] = {"x86_64-linux-gnu", "aarch64-linux-gnu"};
 std::optional<std::string> image_text(const Rootfs& rootfs, const std::string& path) {
   auto real = rootfs.resolve(path);
   if (!real) return std::nullopt;
-  return sysfs::read_text(rootfs.host(*real));
+  return read_text(rootfs.host(*real));
 }
 
 // Library directories of the image, resolved inside it, deduplicated, in search order.
@@ -38,19 +38,19 @@ std::vector<std::string> library_dirs(const Rootfs& rootfs) {
   std::vector<std::string> deeper;
   for (const char* parent : {"/opt", "/usr/local"})
     if (auto real = rootfs.resolve(parent))
-      for (const auto& name : sysfs::list_dir(rootfs.host(*real))) {
+      for (const auto& name : list_dir(rootfs.host(*real))) {
         const std::string prefix = std::string(parent) + "/" + name;
         add_prefix(prefix);
         deeper.push_back(prefix);
       }
   for (const auto& prefix : deeper)
     if (auto real = rootfs.resolve(prefix); real && prefix.rfind("/opt/", 0) == 0)
-      for (const auto& name : sysfs::list_dir(rootfs.host(*real))) add_prefix(prefix + "/" + name);
+      for (const auto& name : list_dir(rootfs.host(*real))) add_prefix(prefix + "/" + name);
   std::vector<std::string> out;
   std::set<std::string> seen;
   for (const auto& d : dirs) {
     auto real = rootfs.resolve(d);
-    if (!real || !sysfs::is_dir(rootfs.host(*real)) || !seen.insert(*real).second) continue;
+    if (!real || !is_dir(rootfs.host(*real)) || !seen.insert(*real).second) continue;
     out.push_back(*real);
     if (out.size() >= kMaxDirs) break;
   }
@@ -60,7 +60,7 @@ std::vector<std::string> library_dirs(const Rootfs& rootfs) {
 std::string pc_version(const std::string& text) {
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);)
-    if (line.rfind("Version:", 0) == 0) return sysfs::trim(line.substr(8));
+    if (line.rfind("Version:", 0) == 0) return trim(line.substr(8));
   return "";
 }
 
@@ -134,7 +134,7 @@ std::map<std::string, std::vector<FoundVersion>> find_image_versions(const Rootf
       const size_t eq = line.find('=');
       if (eq == std::string::npos) continue;
       auto k = keys.find(line.substr(0, eq));
-      if (k != keys.end()) add(found[k->second], sysfs::trim(line.substr(eq + 1)), record);
+      if (k != keys.end()) add(found[k->second], trim(line.substr(eq + 1)), record);
     }
   }
   const std::vector<std::string> dirs = library_dirs(rootfs);
@@ -153,18 +153,18 @@ std::map<std::string, std::vector<FoundVersion>> find_image_versions(const Rootf
   if (found["nccl"].empty()) {
     // libnccl.so.2.23.4: NCCL names its real file after its release.
     for (const auto& d : dirs)
-      for (const auto& name : sysfs::list_dir(rootfs.host(d))) {
+      for (const auto& name : list_dir(rootfs.host(d))) {
         if (name.rfind("libnccl.so.", 0) != 0) continue;
         auto real = rootfs.resolve(d + "/" + name);
         if (!real) continue;
-        const std::string base = sysfs::basename_of(*real);
+        const std::string base = basename_of(*real);
         const std::string v = base.rfind("libnccl.so.", 0) == 0 ? base.substr(11) : "";
         if (version_numbers(v).size() >= 3) add(found["nccl"], v, *real);
       }
     std::vector<std::string> includes = {"/usr/include", "/usr/local/cuda/include"};
     for (const char* parent : {"/opt", "/usr/local"})
       if (auto real = rootfs.resolve(parent))
-        for (const auto& name : sysfs::list_dir(rootfs.host(*real)))
+        for (const auto& name : list_dir(rootfs.host(*real)))
           includes.push_back(std::string(parent) + "/" + name + "/include");
     for (const auto& d : includes)
       if (auto text = image_text(rootfs, d + "/nccl.h"))

@@ -8,7 +8,7 @@
 
 #include <sstream>
 
-#include "sysfs/fsio.h"
+#include "base/file_io.h"
 
 namespace gdrproxy::doctor {
 namespace {
@@ -65,7 +65,7 @@ std::optional<std::string> Rootfs::resolve(const std::string& image_path) const 
       continue;
     }
     if (++links > kMaxLinks) return std::nullopt;
-    auto target = sysfs::read_link(root_ + cur);
+    auto target = read_link(root_ + cur);
     if (!target) return std::nullopt;
     std::vector<std::string> rest(todo.begin() + static_cast<long>(i), todo.end());
     todo = components(*target);
@@ -83,25 +83,25 @@ void Rootfs::read_conf(const std::string& image_path, int depth,
   if (depth > 8) return;
   auto real = resolve(image_path);
   if (!real) return;
-  auto text = sysfs::read_text(root_ + *real);
+  auto text = read_text(root_ + *real);
   if (!text) return;
   std::istringstream in(*text);
   std::string line;
   while (std::getline(in, line)) {
     if (size_t hash = line.find('#'); hash != std::string::npos) line.erase(hash);
-    line = sysfs::trim(line);
+    line = trim(line);
     if (line.empty()) continue;
     if (line.rfind("include", 0) == 0 && line.size() > 7 && (line[7] == ' ' || line[7] == '\t')) {
-      std::string pattern = sysfs::trim(line.substr(8));
+      std::string pattern = trim(line.substr(8));
       if (pattern.empty()) continue;
-      if (pattern[0] != '/') pattern = sysfs::dirname_of(image_path) + "/" + pattern;
+      if (pattern[0] != '/') pattern = dirname_of(image_path) + "/" + pattern;
       // Globs are matched against the image's own tree (a directory link inside the image
       // pointing elsewhere in it is followed by resolve(), not by glob()).
-      auto dir = resolve(sysfs::dirname_of(pattern));
+      auto dir = resolve(dirname_of(pattern));
       if (!dir) continue;
       glob_t g{};
       const std::string host_pattern =
-          root_ + (*dir == "/" ? "" : *dir) + "/" + sysfs::basename_of(pattern);
+          root_ + (*dir == "/" ? "" : *dir) + "/" + basename_of(pattern);
       if (::glob(host_pattern.c_str(), 0, nullptr, &g) == 0) {
         for (size_t k = 0; k < g.gl_pathc; ++k) {
           std::string p = g.gl_pathv[k];
@@ -133,7 +133,7 @@ std::optional<ElfDynamic> Rootfs::read_elf(const std::string& image_path,
 }
 
 std::string expand_origin(const std::string& entry, const std::string& object_path) {
-  const std::string origin = sysfs::dirname_of(object_path);
+  const std::string origin = dirname_of(object_path);
   std::string out = entry;
   for (const std::string token : {"${ORIGIN}", "$ORIGIN"}) {
     for (size_t at = out.find(token); at != std::string::npos; at = out.find(token, at)) {
@@ -159,7 +159,7 @@ Resolved resolve_needed(const Rootfs& fs, const std::string& needed, const std::
     return true;
   };
   if (needed.find('/') != std::string::npos) {
-    accept(needed[0] == '/' ? needed : sysfs::dirname_of(loader_path) + "/" + needed, "path");
+    accept(needed[0] == '/' ? needed : dirname_of(loader_path) + "/" + needed, "path");
     return r;
   }
   auto search = [&](const std::vector<std::string>& dirs, const char* via) {

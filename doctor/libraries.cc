@@ -7,10 +7,10 @@
 #include <set>
 #include <sstream>
 
+#include "base/file_io.h"
 #include "doctor/elf_dynamic.h"
 #include "doctor/ld_resolve.h"
 #include "doctor/probe.h"
-#include "sysfs/fsio.h"
 
 namespace gdrproxy::doctor {
 namespace {
@@ -66,7 +66,7 @@ std::vector<MappedFile> parse_maps(const std::string& text) {
 }
 
 std::optional<LibraryKind> classify_library(const std::string& path) {
-  const std::string name = sysfs::basename_of(path);
+  const std::string name = basename_of(path);
   const std::string stem = stem_of(name);
   if (stem.empty()) return std::nullopt;
   LibraryKind k{"", stem, stem, ""};
@@ -135,7 +135,7 @@ void analyse(const std::string& id, const std::string& who, const std::string& m
       files.push_back(m);
     kinds[k->stem] = *k;
     summary.push_back(k->stem + "=" + m.path + (m.deleted ? " (deleted)" : ""));
-    libs[clean(k->stem)].push_back(clean(sysfs::basename_of(m.path)));
+    libs[clean(k->stem)].push_back(clean(basename_of(m.path)));
   }
   if (summary.empty()) {
     report.warn(id + ".mapped", "no RDMA/NCCL/UCX/libfabric/CUDA/NIXL library mapped in " + who,
@@ -244,7 +244,7 @@ void analyse(const std::string& id, const std::string& who, const std::string& m
 void check_pid(const Context& ctx, int pid, Report& report, nlohmann::json& facts) {
   const std::string id = "lib." + std::to_string(pid);
   const std::string dir = ctx.proc_root + "/" + std::to_string(pid);
-  auto maps = sysfs::read_file(dir + "/maps", 16u << 20);
+  auto maps = read_file(dir + "/maps", 16u << 20);
   if (!maps.data) {
     report.fail(id + ".maps",
                 "cannot read " + dir + "/maps: " + std::string(std::strerror(maps.error)),
@@ -252,7 +252,7 @@ void check_pid(const Context& ctx, int pid, Report& report, nlohmann::json& fact
     return;
   }
   std::map<std::string, std::string> env;
-  if (auto e = sysfs::read_file(dir + "/environ"); e.data) env = parse_environ(*e.data);
+  if (auto e = read_file(dir + "/environ"); e.data) env = parse_environ(*e.data);
   nlohmann::json libs = nlohmann::json::object();
   analyse(id, "pid " + std::to_string(pid), *maps.data, env, dir + "/root", report, libs);
   facts[std::to_string(pid)] = libs;

@@ -5,9 +5,9 @@
 #include <set>
 #include <sstream>
 
+#include "base/file_io.h"
 #include "doctor/nccl_levels.h"
 #include "netns/rdma_sysfs.h"
-#include "sysfs/fsio.h"
 
 namespace gdrproxy::doctor {
 namespace {
@@ -20,18 +20,18 @@ std::string join_names(const std::vector<std::string>& v, const std::string& sep
 
 void read_conf(const std::string& path, const std::string& origin,
                std::map<std::string, NcclSetting>& out) {
-  auto text = sysfs::read_text(path);
+  auto text = read_text(path);
   if (!text) return;
   std::istringstream in(*text);
   std::string line;
   while (std::getline(in, line)) {
-    line = sysfs::trim(line);
+    line = trim(line);
     if (line.empty() || line[0] == '#') continue;
     size_t eq = line.find('=');
     if (eq == std::string::npos || eq == 0) continue;
-    std::string name = sysfs::trim(line.substr(0, eq));
+    std::string name = trim(line.substr(0, eq));
     if (name.rfind("NCCL_", 0) != 0) continue;
-    out.emplace(name, NcclSetting{sysfs::trim(line.substr(eq + 1)), origin});  // first one wins
+    out.emplace(name, NcclSetting{trim(line.substr(eq + 1)), origin});  // first one wins
   }
 }
 
@@ -84,8 +84,7 @@ void check_hca(const Context& ctx, const std::map<std::string, NcclSetting>& set
     }
     if (e.port >= 0)
       for (const auto& n : m)
-        if (!sysfs::is_dir(ctx.sysfs_root + "/class/infiniband/" + n + "/ports/" +
-                           std::to_string(e.port)))
+        if (!is_dir(ctx.sysfs_root + "/class/infiniband/" + n + "/ports/" + std::to_string(e.port)))
           missing.push_back(n + ":" + std::to_string(e.port) + " (no such port)");
     chosen.insert(m.begin(), m.end());
   }
@@ -141,10 +140,10 @@ void check_gid_index(const Context& ctx, const std::map<std::string, NcclSetting
   std::vector<std::string> right, wrong;
   std::set<long> wanted;
   for (const auto& hca : selected) {
-    for (const auto& p : sysfs::list_dir(ctx.sysfs_root + "/class/infiniband/" + hca + "/ports")) {
+    for (const auto& p : list_dir(ctx.sysfs_root + "/class/infiniband/" + hca + "/ports")) {
       const std::string pdir = ctx.sysfs_root + "/class/infiniband/" + hca + "/ports/" + p;
-      auto ll = sysfs::read_text(pdir + "/link_layer");
-      if (ll && sysfs::trim(*ll) == "InfiniBand") continue;
+      auto ll = read_text(pdir + "/link_layer");
+      if (ll && trim(*ll) == "InfiniBand") continue;
       unsigned port = 0;
       try {
         port = static_cast<unsigned>(std::stoul(p));
@@ -168,7 +167,7 @@ void check_gid_index(const Context& ctx, const std::map<std::string, NcclSetting
         if (static_cast<long>(e.index) == index) g = &e;
       std::string why;
       if (!g) {
-        auto r = sysfs::read_file(pdir + "/gid_attrs/types/" + std::to_string(index));
+        auto r = read_file(pdir + "/gid_attrs/types/" + std::to_string(index));
         why = r.error == ENOENT ? "no such index" : "an unused slot (or not mapped to this sysfs)";
       } else if (g->type != "RoCE v2") {
         why = quote_value(g->type) + " (not RoCE v2)";
@@ -218,7 +217,7 @@ void check_socket_ifname(const Context& ctx, const std::map<std::string, NcclSet
         "NCCL_SOCKET_IFNAME not set: NCCL picks an interface (ib* first, then not lo/docker)");
     return;
   }
-  const std::vector<std::string> ifs = sysfs::list_dir(ctx.sysfs_root + "/class/net");
+  const std::vector<std::string> ifs = list_dir(ctx.sysfs_root + "/class/net");
   std::set<std::string> rails;
   try {
     for (const auto& d : netns::enumerate_rdma_netdevs(ctx.sysfs_root)) rails.insert(d.netdev);
@@ -340,7 +339,7 @@ void check_nccl_env(const Context& ctx, Report& report) {
   report.pass("nccl.settings", shown.empty() ? "no NCCL_* settings in " + ctx.env_origin +
                                                    ", ~/.nccl.conf or /etc/nccl.conf"
                                              : "NCCL reads " + shown);
-  const std::vector<std::string> hcas = sysfs::list_dir(ctx.sysfs_root + "/class/infiniband");
+  const std::vector<std::string> hcas = list_dir(ctx.sysfs_root + "/class/infiniband");
   std::vector<std::string> selected;
   check_hca(ctx, settings, hcas, selected, report);
   check_gid_index(ctx, settings, selected, report);

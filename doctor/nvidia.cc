@@ -7,17 +7,17 @@
 #include <cstdio>
 #include <regex>
 
+#include "base/file_io.h"
 #include "doctor/nccl_levels.h"
 #include "proxy/abi/nvidia_abi_choice.h"
-#include "sysfs/fsio.h"
 #include "sysfs/nccl_view.h"
 
 namespace gdrproxy::doctor {
 namespace {
 
 std::string attr(const std::string& path) {
-  auto t = sysfs::read_text(path);
-  return t ? sysfs::trim(*t) : "";
+  auto t = read_text(path);
+  return t ? trim(*t) : "";
 }
 
 // Kernel release "6.18.0-1-amd64" at least major.minor.
@@ -107,7 +107,7 @@ void check_abi_tables(const std::string& version, Report& report) {
 NvidiaModule read_nvidia_module(const Context& ctx) {
   NvidiaModule m;
   const std::string proc = ctx.proc_root + "/driver/nvidia/version";
-  if (auto text = sysfs::read_text(proc)) {
+  if (auto text = read_text(proc)) {
     m.loaded = true;
     m.source = proc;
     std::smatch match;
@@ -118,7 +118,7 @@ NvidiaModule read_nvidia_module(const Context& ctx) {
   }
   // In a container /proc/driver/nvidia may be absent while sysfs shows the module.
   const std::string sys = ctx.sysfs_root + "/module/nvidia";
-  if (sysfs::is_dir(sys)) {
+  if (is_dir(sys)) {
     m.loaded = true;
     m.source = sys;
     m.version = attr(sys + "/version");
@@ -139,8 +139,8 @@ CudaDriver probe_libcuda(const std::string& name) {
   d.loaded = true;
   link_map* lm = nullptr;
   if (::dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name) {
-    d.path = sysfs::real_path(lm->l_name).value_or(lm->l_name);
-    const std::string base = sysfs::basename_of(d.path);
+    d.path = real_path(lm->l_name).value_or(lm->l_name);
+    const std::string base = basename_of(d.path);
     const std::string prefix = "libcuda.so.";
     if (base.rfind(prefix, 0) == 0) d.file_version = base.substr(prefix.size());
   }
@@ -210,7 +210,7 @@ void check_nvidia(const Context& ctx, Report& report) {
   for (const char* p :
        {"/kernel/mm/memory_peers/nv_mem/version", "/kernel/mm/memory_peers/nv_mem_nc/version",
         "/module/nvidia_peermem/version"})
-    if (peermem.empty() && sysfs::read_file(ctx.sysfs_root + p).data) peermem = ctx.sysfs_root + p;
+    if (peermem.empty() && read_file(ctx.sysfs_root + p).data) peermem = ctx.sysfs_root + p;
   const bool new_kernel = kernel_at_least(ctx.kernel_release, 5, 12);
   const bool dmabuf = mod.loaded && mod.open && new_kernel;
   std::string method = dmabuf ? "dma-buf" : (!peermem.empty() ? "peermem" : "none");

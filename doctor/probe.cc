@@ -13,8 +13,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "base/file_io.h"
 #include "base/unique_fd.h"
-#include "sysfs/fsio.h"
 
 namespace gdrproxy::doctor {
 namespace {
@@ -139,8 +139,7 @@ ProbeResult run_probe(const std::vector<std::string>& libraries, std::chrono::mi
   if (!done && eof)
     r.error =
         "the probe child died" + (r.stuck.empty() ? std::string() : " while loading " + r.stuck);
-  if (auto maps = sysfs::read_file(proc_root + "/" + std::to_string(pid) + "/maps", 16u << 20);
-      maps.data)
+  if (auto maps = read_file(proc_root + "/" + std::to_string(pid) + "/maps", 16u << 20); maps.data)
     r.maps = *maps.data;
   kill_and_reap(pid);
   return r;

@@ -7,29 +7,29 @@
 #include <algorithm>
 #include <climits>
 
+#include "base/file_io.h"
 #include "doctor/rdma_netlink.h"
 #include "doctor/verbs_providers.h"
 #include "netns/profile.h"
 #include "netns/rdma_sysfs.h"
-#include "sysfs/fsio.h"
 
 namespace gdrproxy::doctor {
 namespace {
 
 std::string attr(const std::string& path) {
-  auto t = sysfs::read_text(path);
-  return t ? sysfs::trim(*t) : "";
+  auto t = read_text(path);
+  return t ? trim(*t) : "";
 }
 
 void check_abi(const Context& ctx, Report& report) {
   const std::string path = ctx.sysfs_root + "/class/infiniband_verbs/abi_version";
-  auto r = sysfs::read_file(path);
+  auto r = read_file(path);
   if (!r.data) {
     report.warn("rdma.uverbs_abi", "no " + path + " (ib_uverbs not loaded, or no RDMA here)",
                 "modprobe ib_uverbs (and the NIC's RDMA driver)");
     return;
   }
-  const std::string v = sysfs::trim(*r.data);
+  const std::string v = trim(*r.data);
   // rdma-core's libibverbs accepts kernel uverbs ABI 3 to 6; everything it needs is in 6.
   if (v == "6") {
     report.pass("rdma.uverbs_abi", "uverbs ABI 6");
@@ -45,7 +45,7 @@ void check_abi(const Context& ctx, Report& report) {
 // Per device: its driver ABI against the range of the provider that will claim it.
 void check_provider_abi(const Context& ctx, Report& report) {
   const std::string cls = ctx.sysfs_root + "/class/infiniband_verbs";
-  for (const auto& name : sysfs::list_dir(cls)) {
+  for (const auto& name : list_dir(cls)) {
     if (name.rfind("uverbs", 0) != 0) continue;
     const std::string ibdev = attr(cls + "/" + name + "/ibdev");
     const std::string id = "rdma.provider_abi." + (ibdev.empty() ? name : ibdev);
@@ -54,7 +54,7 @@ void check_provider_abi(const Context& ctx, Report& report) {
     for (const std::string& link :
          {ctx.sysfs_root + "/class/infiniband/" + ibdev + "/device/driver",
           cls + "/" + name + "/device/driver"})
-      if (auto l = sysfs::read_link(link); l && driver.empty()) driver = sysfs::basename_of(*l);
+      if (auto l = read_link(link); l && driver.empty()) driver = basename_of(*l);
     const std::string abi_text = attr(cls + "/" + name + "/abi_version");
     const std::string where = name + "=" + ibdev;
     const ProviderMatch m = match_verbs_provider(driver, ibdev);
@@ -99,7 +99,7 @@ void check_provider_abi(const Context& ctx, Report& report) {
 void check_nodes(const Context& ctx, Report& report) {
   const std::string cls = ctx.sysfs_root + "/class/infiniband_verbs";
   std::vector<std::string> good, bad;
-  for (const auto& name : sysfs::list_dir(cls)) {
+  for (const auto& name : list_dir(cls)) {
     if (name.rfind("uverbs", 0) != 0) continue;
     const std::string dev = attr(cls + "/" + name + "/dev");
     const std::string ibdev = attr(cls + "/" + name + "/ibdev");
@@ -251,9 +251,9 @@ void check_rails(const Context& ctx, Report& report) {
 void hca_facts(const Context& ctx, Report& report) {
   nlohmann::json hcas = nlohmann::json::array();
   const std::string cls = ctx.sysfs_root + "/class/infiniband";
-  for (const auto& name : sysfs::list_dir(cls)) {
+  for (const auto& name : list_dir(cls)) {
     nlohmann::json ports = nlohmann::json::array();
-    for (const auto& p : sysfs::list_dir(cls + "/" + name + "/ports"))
+    for (const auto& p : list_dir(cls + "/" + name + "/ports"))
       ports.push_back(
           {{"port", clean(p)},
            {"link_layer", clean(attr(cls + "/" + name + "/ports/" + p + "/link_layer"))},

@@ -5,9 +5,9 @@
 #include <set>
 
 #include "base/error.h"
+#include "base/file_io.h"
 #include "base/lists.h"
 #include "netns/rdma_nl.h"
-#include "sysfs/fsio.h"
 
 namespace gdrproxy::doctor {
 namespace {}  // namespace
@@ -34,7 +34,7 @@ void compare_nldev(const Context& ctx, const NldevView& view, Report& report) {
                 "load ib_core (ib_uverbs), or run where RDMA devices exist");
     return;
   }
-  const auto listed = sysfs::list_dir(ctx.sysfs_root + "/class/infiniband");
+  const auto listed = list_dir(ctx.sysfs_root + "/class/infiniband");
   const std::set<std::string> in_sysfs(listed.begin(), listed.end());
   const std::set<std::string> in_nl(view.devices.begin(), view.devices.end());
   std::set<std::string> only_sysfs, only_nl;

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/file_io.h"
 #include "base/lists.h"
 #include "base/owner_file.h"
 #include "base/program_path.h"
@@ -219,11 +220,13 @@ std::string start_agent(const Context& c, const std::string& grants) {
   }
   if (const auto rec = owner_record_of(pid)) write_owner_file(run + "/agent.pid", *rec);
   for (int i = 0; i < 100; ++i) {
-    if (read_text(log_path).find("gdrproxy agent: serving") != std::string::npos) return sock;
+    if (read_text(log_path, kWholeFile).value_or("").find("gdrproxy agent: serving") !=
+        std::string::npos)
+      return sock;
     if (::waitpid(pid, nullptr, WNOHANG) == pid) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  std::istringstream lines(read_text(log_path));
+  std::istringstream lines(read_text(log_path, kWholeFile).value_or(""));
   for (std::string l; std::getline(lines, l);) log() << "  agent: " << l << "\n";
   throw Failure("gdrproxy agent did not start on " + sock + " (log above)", 125);
 }

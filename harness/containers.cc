@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/file_io.h"
 #include "base/owner_file.h"
 #include "base/program_path.h"
 #include "harness/output.h"
@@ -56,7 +57,7 @@ bool delete_container(const Identity& id, const std::string& key) {
   const std::string dir = dir_of(id, key), cid = container_id(id, key);
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return true;
-  std::string rt = read_text(dir + "/runtime.name");
+  std::string rt = read_text(dir + "/runtime.name").value_or("");
   while (!rt.empty() && (rt.back() == '\n' || rt.back() == ' ')) rt.pop_back();
   if (rt == "podman" && !program_path("podman").empty()) {
     const auto pm = podman();

@@ -19,6 +19,7 @@
 
 #include "base/error.h"
 #include "base/escape.h"
+#include "base/file_io.h"
 #include "base/lists.h"
 #include "harness/containers.h"
 #include "harness/output.h"
@@ -219,7 +220,7 @@ bool rails_enter(const Context& c, RailsMode mode, const std::string& key, bool 
     throw Failure("a killed run left rails moved (journal " + p.journal + "); run '" +
                       std::string(kProg) + " teardown' first",
                   125);
-  std::string run_mode = read_text(p.run_dir + "/mode");
+  std::string run_mode = read_text(p.run_dir + "/mode").value_or("");
   while (!run_mode.empty() && run_mode.back() == '\n') run_mode.pop_back();
   if (mode == RailsMode::kNode || run_mode != "shared")
     throw Failure("a run of node " + c.id.node + " is already alive (journal " + p.journal +

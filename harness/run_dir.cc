@@ -11,8 +11,6 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <thread>
 
 #include "harness/output.h"
@@ -92,11 +90,6 @@ bool is_mount_point(const std::string& path) {
     return false;
   return (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
          (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 }  // namespace gdrproxy::harness

@@ -57,7 +57,4 @@ class RunLock {
 // Whether `path` is a mount point (a pinned namespace is a bind mount).
 bool is_mount_point(const std::string& path);
 
-// Reads a small file whole; "" when it cannot.
-std::string read_text(const std::string& path);
-
 }  // namespace gdrproxy::harness

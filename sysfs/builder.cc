@@ -14,9 +14,10 @@
 #include <thread>
 
 #include "base/error.h"
+#include "base/file_io.h"
 #include "base/unique_fd.h"
 #include "sysfs/bdf.h"
-#include "sysfs/fsio.h"
+#include "sysfs/kernel_link.h"
 
 namespace gdrproxy::sysfs {
 namespace {

@@ -8,8 +8,8 @@
 #include <optional>
 
 #include "base/error.h"
+#include "base/file_io.h"
 #include "sysfs/bdf.h"
-#include "sysfs/fsio.h"
 
 namespace gdrproxy::sysfs {
 namespace {

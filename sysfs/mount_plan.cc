@@ -11,9 +11,9 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "base/file_io.h"
 #include "base/unique_fd.h"
 #include "sysfs/builder.h"
-#include "sysfs/fsio.h"
 
 namespace gdrproxy::sysfs {
 namespace {

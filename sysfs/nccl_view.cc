@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "base/file_io.h"
 #include "sysfs/bdf.h"
-#include "sysfs/fsio.h"
 
 namespace gdrproxy::sysfs {
 

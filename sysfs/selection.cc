@@ -4,8 +4,8 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "base/file_io.h"
 #include "sysfs/bdf.h"
-#include "sysfs/fsio.h"
 
 namespace gdrproxy::sysfs {
 

@@ -5,8 +5,9 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/file_io.h"
+#include "base/hex.h"
 #include "sysfs/bdf.h"
-#include "sysfs/fsio.h"
 #include "sysfs/snapshot.h"
 
 namespace gdrproxy::sysfs {

@@ -8,8 +8,9 @@
 #include <functional>
 #include <map>
 
+#include "base/file_io.h"
 #include "sysfs/bdf.h"
-#include "sysfs/fsio.h"
+#include "sysfs/kernel_link.h"
 
 namespace gdrproxy::sysfs {
 namespace {

@@ -2,8 +2,8 @@
 #include "proxy/abi/nvidia_access.h"
 
 #include <algorithm>
-#include <cstdio>
 
+#include "base/hex.h"
 #include "proxy/abi/nvidia_generated.h"
 
 namespace gdrproxy::proxy {
@@ -16,12 +16,6 @@ NvRequires control_requires(const NvGenTables& t, uint32_t flags) {
   if (t.control_has(flags, "PRIVILEGED")) return NvRequires::kAdmin;
   if (t.control_has(flags, "NON_PRIVILEGED")) return NvRequires::kAnyone;
   return NvRequires::kKernel;
-}
-
-std::string hex(uint32_t v) {
-  char b[16];
-  std::snprintf(b, sizeof b, "0x%x", v);
-  return b;
 }
 
 }  // namespace

@@ -6,8 +6,9 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 #include <memory>
+
+#include "base/hex.h"
 
 namespace gdrproxy::proxy {
 namespace {
@@ -123,9 +124,8 @@ std::string render_flags(std::span<const NvGenFlag* const> bits, uint32_t flags)
     rest &= ~f->bit;
   }
   if (rest) {
-    char buf[16];
-    std::snprintf(buf, sizeof buf, "0x%x", rest);
-    s += s.empty() ? buf : std::string("|") + buf;
+    if (!s.empty()) s += '|';
+    s += hex(rest);
   }
   return s.empty() ? "none" : s;
 }

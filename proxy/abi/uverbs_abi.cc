@@ -8,9 +8,9 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <cstdio>
 #include <string>
 
+#include "base/hex.h"
 #include "base/hot_path.h"
 #include "proxy/abi/uverbs_uapi_newer.h"
 
@@ -611,9 +611,7 @@ std::string render_access_flags(uint64_t flags) {
   }
   if (flags) {
     if (!out.empty()) out += '|';
-    char buf[24];
-    snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(flags));
-    out += buf;
+    out += hex(flags);
   }
   return out.empty() ? "0" : out;
 }
@@ -661,10 +659,8 @@ std::string render_qp_attr_mask(uint64_t mask) {
   }
   const uint64_t known = (1ull << std::size(kBits)) - 1;
   if (mask & ~known) {
-    char buf[24];
-    snprintf(buf, sizeof buf, "%s0x%llx", out.empty() ? "" : "|",
-             static_cast<unsigned long long>(mask & ~known));
-    out += buf;
+    if (!out.empty()) out += '|';
+    out += hex(mask & ~known);
   }
   return out.empty() ? "0" : out;
 }

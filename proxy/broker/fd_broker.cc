@@ -18,21 +18,14 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 #include <vector>
 
 #include "base/escape.h"
+#include "base/file_io.h"
 
 namespace gdrproxy::proxy {
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // One line of an id map: ids [inside, inside+count) are [outside, outside+count) here.
 struct IdExtent {
@@ -41,7 +34,7 @@ struct IdExtent {
 
 std::vector<IdExtent> read_id_map(const std::string& path) {
   std::vector<IdExtent> out;
-  std::istringstream in(read_text(path));
+  std::istringstream in(read_text(path).value_or(""));
   IdExtent e{};
   while (in >> e.inside >> e.outside >> e.count) out.push_back(e);
   return out;
@@ -144,12 +137,10 @@ std::optional<std::string> runtime_helper_reason(pid_t pid) {
   if (::statx(AT_FDCWD, (proc + "/exe").c_str(), 0, STATX_MNT_ID, &sx) != 0)
     return "its program cannot be read (" + std::string(std::strerror(errno)) + ")";
   if (!(sx.stx_mask & STATX_MNT_ID)) return "its program's mount cannot be learnt (kernel < 5.8)";
-  std::istringstream mounts(read_text(proc + "/mountinfo"));
+  std::istringstream mounts(read_text(proc + "/mountinfo", kWholeFile).value_or(""));
   for (std::string line; std::getline(mounts, line);)
     if (std::strtoull(line.c_str(), nullptr, 10) == sx.stx_mnt_id) return std::nullopt;
-  char path[4096];
-  const ssize_t n = ::readlink((proc + "/exe").c_str(), path, sizeof path - 1);
-  return "its program " + quote_text(n > 0 ? std::string(path, static_cast<size_t>(n)) : "?") +
+  return "its program " + quote_text(read_link(proc + "/exe").value_or("?")) +
          " is on no mount of its mount namespace: a runtime's helper before exec";
 }
 
@@ -184,7 +175,7 @@ std::optional<TaskCredentials> parse_task_credentials(const std::string& status)
 }
 
 std::optional<TaskCredentials> read_task_credentials(pid_t tid) {
-  return parse_task_credentials(read_text("/proc/" + std::to_string(tid) + "/status"));
+  return parse_task_credentials(read_text("/proc/" + std::to_string(tid) + "/status").value_or(""));
 }
 
 TakenFd take_fd_as_caller(pid_t caller_tid, int target_pidfd, int target_fd) {

@@ -1,14 +1,6 @@
 #include "proxy/decode/format.h"
 
-#include <cstdio>
-
 namespace gdrproxy::proxy {
-
-std::string hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 std::string dec(int64_t v) {
   return std::to_string(v);

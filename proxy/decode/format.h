@@ -1,4 +1,5 @@
-// Small formatting helpers shared by the decoders (numbers as the trace shows them).
+// Small formatting helpers shared by the decoders (numbers as the trace shows them; hex is
+// base/hex.h).
 #pragma once
 
 #include <cstdint>
@@ -8,7 +9,6 @@
 
 namespace gdrproxy::proxy {
 
-std::string hex(uint64_t v);
 std::string dec(int64_t v);
 
 // Little-endian load of `size` bytes (1, 2, 4 or 8) at `offset`; false when out of range.

@@ -8,11 +8,11 @@
 #include "proxy/decode/nvidia_decoder.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <string>
 
+#include "base/hex.h"
 #include "proxy/abi/nvidia_control_names.h"
 #include "proxy/abi/nvidia_generated.h"
 #include "proxy/abi/nvidia_layouts.h"
@@ -44,17 +44,6 @@ bool get(Bytes b, size_t off, T& v) {
   if (off > b.size() || sizeof(T) > b.size() - off) return false;
   std::memcpy(&v, b.data() + off, sizeof(T));
   return true;
-}
-
-// Hex without printf: this runs for most fields of every trapped call.
-std::string hex(uint64_t v, int min_digits = 1) {
-  char digits[16];
-  const auto res = std::to_chars(digits, digits + sizeof digits, v, 16);  // always fits
-  const int n = static_cast<int>(res.ptr - digits);
-  std::string s = "0x";
-  if (n < min_digits) s.append(static_cast<size_t>(min_digits - n), '0');
-  s.append(digits, res.ptr);
-  return s;
 }
 
 // NAME(0xNNNN), or unknown(0xNNNN) when the table lacks the number.

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "base/hex.h"
 #include "proxy/abi/rdma_cm_abi.h"
 #include "proxy/decode/format.h"
 

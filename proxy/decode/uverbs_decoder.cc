@@ -12,6 +12,7 @@
 #include <cstring>
 #include <span>
 
+#include "base/hex.h"
 #include "base/hot_path.h"
 #include "proxy/abi/uverbs_abi.h"
 #include "proxy/abi/uverbs_providers.h"

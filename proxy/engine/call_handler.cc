@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "base/escape.h"
+#include "base/hex.h"
 #include "base/hot_path.h"
 #include "proxy/decode/nvidia_decoder.h"
 #include "proxy/decode/rdma_cm_decoder.h"
@@ -29,9 +30,7 @@ DecodedCall undecoded_call(DeviceClass cls, uint32_t cmd) {
   DecodedCall call;
   call.device_class = cls;
   call.cmd = cmd;
-  char name[32];
-  std::snprintf(name, sizeof name, "IOCTL_0x%08x", cmd);
-  call.name = name;
+  call.name = "IOCTL_" + hex(cmd, 8);
   return call;
 }
 

@@ -13,16 +13,13 @@
 #include <stdexcept>
 
 #include "base/error.h"
+#include "base/json_field_error.h"
 #include "base/unique_fd.h"
 
 namespace gdrproxy::proxy {
 namespace {
 
 using json = nlohmann::json;
-
-[[noreturn]] void bad(const std::string& field, const std::string& what) {
-  throw Error("seccomp profile: " + field + ": " + what);
-}
 
 uint32_t action_of(const json& entry, const json& profile, const std::string& field) {
   const std::string a = entry["action"].get<std::string>();
@@ -39,7 +36,7 @@ uint32_t action_of(const json& entry, const json& profile, const std::string& fi
   if (a == "SCMP_ACT_KILL" || a == "SCMP_ACT_KILL_THREAD") return SCMP_ACT_KILL;
   if (a == "SCMP_ACT_KILL_PROCESS") return SCMP_ACT_KILL_PROCESS;
   if (a == "SCMP_ACT_TRACE") return SCMP_ACT_TRACE(static_cast<uint16_t>(err));
-  bad(field, "unknown action " + a);
+  throw json_field_error("seccomp profile", field, "unknown action " + a);
 }
 
 scmp_compare op_of(const std::string& op, const std::string& field) {
@@ -52,7 +49,7 @@ scmp_compare op_of(const std::string& op, const std::string& field) {
       {"SCMP_CMP_GT", SCMP_CMP_GT},
       {"SCMP_CMP_MASKED_EQ", SCMP_CMP_MASKED_EQ}};
   const auto it = ops.find(op);
-  if (it == ops.end()) bad(field, "unknown comparison " + op);
+  if (it == ops.end()) throw json_field_error("seccomp profile", field, "unknown comparison " + op);
   return it->second;
 }
 
@@ -64,11 +61,12 @@ struct Ctx {
 };
 
 void build(Ctx& c, const json& profile) {
-  if (!profile.contains("defaultAction")) bad("defaultAction", "missing");
+  if (!profile.contains("defaultAction"))
+    throw json_field_error("seccomp profile", "defaultAction", "missing");
   const uint32_t def =
       action_of(json{{"action", profile["defaultAction"]}}, profile, "defaultAction");
   c.ctx = seccomp_init(def);
-  if (!c.ctx) bad("defaultAction", "libseccomp refused it");
+  if (!c.ctx) throw json_field_error("seccomp profile", "defaultAction", "libseccomp refused it");
   if (profile.contains("architectures"))
     for (const json& a : profile["architectures"]) {
       const std::string name = a.get<std::string>();
@@ -84,9 +82,11 @@ void build(Ctx& c, const json& profile) {
       else if (name == "SCMP_ARCH_ARM")
         token = SCMP_ARCH_ARM;
       else
-        bad("architectures", "unknown " + name);
+        throw json_field_error("seccomp profile", "architectures", "unknown " + name);
       const int rc = seccomp_arch_add(c.ctx, token);
-      if (rc != 0 && rc != -EEXIST) bad("architectures", name + ": " + std::strerror(-rc));
+      if (rc != 0 && rc != -EEXIST)
+        throw json_field_error("seccomp profile", "architectures",
+                               name + ": " + std::strerror(-rc));
     }
   const json& list = profile.contains("syscalls") ? profile["syscalls"] : json::array();
   for (size_t i = 0; i < list.size(); ++i) {
@@ -119,7 +119,8 @@ void build(Ctx& c, const json& profile) {
         for (const scmp_arg_cmp& one : conds)
           if ((rc = seccomp_rule_add_array(c.ctx, act, nr, 1, &one)) != 0) break;
       }
-      if (rc != 0) bad(field, name + ": " + std::strerror(-rc));
+      if (rc != 0)
+        throw json_field_error("seccomp profile", field, name + ": " + std::strerror(-rc));
     }
   }
 }

@@ -1,12 +1,12 @@
 // Parsing the runtime shim's runtime.json and a bundle's linux.devices (see runtime_config.h).
 #include "proxy/oci/runtime_config.h"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "base/error.h"
 #include "base/escape.h"
+#include "base/file_io.h"
+#include "base/json_field_error.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/oci/oci_device_number.h"
 
@@ -15,22 +15,15 @@ namespace {
 
 using json = nlohmann::json;
 
-// The whole file, or nullopt when it cannot be opened.
-std::optional<std::string> read_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 }  // namespace
 
 ShimConfig parse_shim_config(std::string_view text, const std::string& origin) {
   ShimConfig c;
   const json j = json::parse(text, nullptr, false);
-  auto bad = [&](const std::string& what) { throw Error(origin + ": " + printable(what)); };
-  if (j.is_discarded() || !j.is_object()) bad("not a JSON object");
+  auto bad = [&](std::string_view field, std::string_view what) {
+    throw json_field_error(origin, field, what);
+  };
+  if (j.is_discarded() || !j.is_object()) bad("", "not a JSON object");
   for (const auto& [k, v] : j.items())
     if (k != "version" && k != "runtime" && k != "listener" && k != "grants" && k != "base" &&
         k != "metadata" && k != "sysfs" && k != "sysfs_root" && k != "comment" && k != "rails" &&
@@ -40,12 +33,12 @@ ShimConfig parse_shim_config(std::string_view text, const std::string& origin) {
         // Kept for existing files: pidfd_getfd is always trapped now, and the agent's rule
         // decides whether it is brokered, so this key has no effect.
         k != "broker_pidfd_getfd")
-      bad(k + ": unknown key");
+      bad(k, "unknown key");
   if (!j.contains("version") || !j["version"].is_number_integer() || j["version"] != 1)
-    bad("version: expected 1");
+    bad("version", "expected 1");
   auto str = [&](const char* k, std::string& out) {
     if (!j.contains(k)) return;
-    if (!j[k].is_string()) bad(std::string(k) + ": expected a string");
+    if (!j[k].is_string()) bad(k, "expected a string");
     out = j[k].get<std::string>();
   };
   str("runtime", c.runtime);
@@ -54,15 +47,15 @@ ShimConfig parse_shim_config(std::string_view text, const std::string& origin) {
   if (j.contains("base")) c.base = (str("base", s), s);
   if (j.contains("metadata")) c.metadata = (str("metadata", s), s);
   if (j.contains("grants")) {
-    if (!j["grants"].is_array()) bad("grants: expected an array of device names or globs");
+    if (!j["grants"].is_array()) bad("grants", "expected an array of device names or globs");
     for (const json& g : j["grants"]) {
-      if (!g.is_string()) bad("grants: expected an array of device names or globs");
+      if (!g.is_string()) bad("grants", "expected an array of device names or globs");
       c.grants.push_back(g.get<std::string>());
     }
   }
   auto boolean = [&](const char* k, bool& out) {
     if (!j.contains(k)) return;
-    if (!j[k].is_boolean()) bad(std::string(k) + ": expected true or false");
+    if (!j[k].is_boolean()) bad(k, "expected true or false");
     out = j[k].get<bool>();
   };
   boolean("sysfs", c.sysfs);
@@ -73,21 +66,21 @@ ShimConfig parse_shim_config(std::string_view text, const std::string& origin) {
   if (j.contains("rail_state_dir")) c.rail_state_dir = (str("rail_state_dir", s), s);
   boolean("kernel_allow", c.kernel_allow);
   boolean("lsm_judged", c.lsm_judged);
-  if (c.lsm_judged && !c.kernel_allow) bad("\"lsm_judged\" goes with \"kernel_allow\": true");
+  if (c.lsm_judged && !c.kernel_allow) bad("", "\"lsm_judged\" goes with \"kernel_allow\": true");
   boolean("lsm_hook", c.lsm_hook);
   c.lsm_hook = c.lsm_hook || c.lsm_judged;
   str("agent_ctl", c.agent_ctl);
   if (j.contains("policy")) c.policy = (str("policy", s), s);
   if (j.contains("nvidia_abi_as")) {
     c.nvidia_abi_as = (str("nvidia_abi_as", s), s);
-    if (s.empty()) bad("nvidia_abi_as: expected a driver release, e.g. \"595.45.04\"");
+    if (s.empty()) bad("nvidia_abi_as", "expected a driver release, e.g. \"595.45.04\"");
   }
   c.found = true;
   return c;
 }
 
 ShimConfig load_shim_config(const std::string& path) {
-  const std::optional<std::string> text = read_text(path);
+  const std::optional<std::string> text = read_text(path, kWholeFile);
   if (!text) return ShimConfig{};  // no file: no device may be granted
   return parse_shim_config(*text, path);
 }
@@ -114,7 +107,7 @@ std::vector<std::string> requested_devices(std::string_view config_json, const s
 std::vector<std::string> requested_devices_of_bundle(const std::string& bundle,
                                                      const DeviceCatalog& catalog) {
   const std::string path = bundle + "/config.json";
-  const std::optional<std::string> text = read_text(path);
+  const std::optional<std::string> text = read_text(path, kWholeFile);
   if (!text) throw Error("cannot read " + path);
   return requested_devices(*text, path, catalog);
 }

@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "base/error.h"
+#include "base/json_field_error.h"
 #include "base/program_path.h"
 #include "base/unique_fd.h"
 #include "proxy/sandbox/profile_untrapped.h"
@@ -23,11 +24,6 @@ namespace gdrproxy::proxy {
 namespace {
 
 using json = nlohmann::json;
-
-[[noreturn]] void bad(const std::string& origin, const std::string& field,
-                      const std::string& what) {
-  throw Error(origin + ": " + field + ": " + what);
-}
 
 // This machine's architecture in the names profiles use: libseccomp's and Go's.
 struct NativeArch {
@@ -72,13 +68,14 @@ bool entry_applies(const json& e, const ProfileOptions& o, const std::string& or
   };
   if (e.contains("includes")) {
     const json& in = e["includes"];
-    if (!in.is_object()) bad(origin, where + ".includes", "expected an object");
+    if (!in.is_object()) throw json_field_error(origin, where + ".includes", "expected an object");
     if (in.contains("caps"))
       for (const json& c : in["caps"])
         if (!c.is_string() || !has_cap(c.get<std::string>())) return false;
     if (in.contains("arches") && !contains(in["arches"], arch)) return false;
     if (in.contains("minKernel")) {
-      if (!in["minKernel"].is_string()) bad(origin, where + ".includes.minKernel", "not a string");
+      if (!in["minKernel"].is_string())
+        throw json_field_error(origin, where + ".includes.minKernel", "not a string");
       const auto want = kernel_version(in["minKernel"].get<std::string>());
       const auto have =
           kernel_version(o.kernel_release.empty() ? running_kernel() : o.kernel_release);
@@ -87,7 +84,7 @@ bool entry_applies(const json& e, const ProfileOptions& o, const std::string& or
   }
   if (e.contains("excludes")) {
     const json& ex = e["excludes"];
-    if (!ex.is_object()) bad(origin, where + ".excludes", "expected an object");
+    if (!ex.is_object()) throw json_field_error(origin, where + ".excludes", "expected an object");
     if (ex.contains("caps"))
       for (const json& c : ex["caps"])
         if (c.is_string() && has_cap(c.get<std::string>())) return false;
@@ -135,33 +132,36 @@ std::vector<std::string> docker_default_caps() {
 }
 
 json resolve_base_profile(const json& base, const ProfileOptions& o, const std::string& origin) {
-  if (!base.is_object()) bad(origin, "(profile)", "expected a JSON object");
+  if (!base.is_object()) throw json_field_error(origin, "(profile)", "expected a JSON object");
   if (!base.contains("defaultAction") || !base["defaultAction"].is_string())
-    bad(origin, "defaultAction", "expected an action name");
+    throw json_field_error(origin, "defaultAction", "expected an action name");
   json out = json::object();
   for (const char* k : {"defaultAction", "defaultErrnoRet", "flags"})
     if (base.contains(k)) out[k] = base[k];
   out["syscalls"] = json::array();
   if (base.contains("syscalls")) {
-    if (!base["syscalls"].is_array()) bad(origin, "syscalls", "expected an array");
+    if (!base["syscalls"].is_array())
+      throw json_field_error(origin, "syscalls", "expected an array");
     for (size_t i = 0; i < base["syscalls"].size(); ++i) {
       const json& e = base["syscalls"][i];
       const std::string where = "syscalls[" + std::to_string(i) + "]";
-      if (!e.is_object()) bad(origin, where, "expected an object");
+      if (!e.is_object()) throw json_field_error(origin, where, "expected an object");
       if (!e.contains("action") || !e["action"].is_string())
-        bad(origin, where + ".action", "expected an action name");
+        throw json_field_error(origin, where + ".action", "expected an action name");
       json names = e.contains("names") ? e["names"] : json::array();
       if (e.contains("name")) names.push_back(e["name"]);  // the old one-name form
       if (!names.is_array() || names.empty())
-        bad(origin, where + ".names", "expected a non-empty array of syscall names");
+        throw json_field_error(origin, where + ".names",
+                               "expected a non-empty array of syscall names");
       for (const json& n : names)
-        if (!n.is_string()) bad(origin, where + ".names", "expected syscall names");
+        if (!n.is_string())
+          throw json_field_error(origin, where + ".names", "expected syscall names");
       if (!entry_applies(e, o, origin, where)) continue;
       json r = {{"names", names}, {"action", e["action"]}};
       for (const char* k : {"errnoRet", "args"})
         if (e.contains(k) && !e[k].is_null()) r[k] = e[k];
       if (r.contains("args") && !r["args"].is_array())
-        bad(origin, where + ".args", "expected an array");
+        throw json_field_error(origin, where + ".args", "expected an array");
       out["syscalls"].push_back(r);
     }
   }

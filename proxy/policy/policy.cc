@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/hot_path.h"
+#include "base/json_field_error.h"
 #include "proxy/abi/errno_names.h"
 #include "proxy/abi/nvidia_abi.h"
 #include "proxy/abi/nvidia_control_names.h"
@@ -30,7 +31,7 @@ std::string describe(const json& v) {
 }
 
 [[noreturn]] void expected(const std::string& where, const std::string& what, const json& got) {
-  throw Error(where + ": expected " + what + ", got " + describe(got));
+  throw json_field_error("", where, "expected " + what + ", got " + describe(got));
 }
 
 std::string as_string(const json& v, const std::string& where) {
@@ -65,8 +66,8 @@ void only_keys(const json& obj, const std::string& where, std::initializer_list<
     if (ok) continue;
     std::string list;
     for (const char* k : known) list += std::string(list.empty() ? "" : ", ") + k;
-    throw Error((where.empty() ? "" : where + ".") + it.key() +
-                ": unknown field (expected one of: " + list + ")" + hint);
+    throw json_field_error("", (where.empty() ? "" : where + ".") + it.key(),
+                           "unknown field (expected one of: " + list + ")" + hint);
   }
 }
 
@@ -84,16 +85,15 @@ DeviceClass parse_class(const std::string& s) {
   for (auto c : {DeviceClass::kUverbs, DeviceClass::kRdmaCm, DeviceClass::kNvidiaFrontend,
                  DeviceClass::kNvidiaUvm, DeviceClass::kNvidiaCaps})
     if (s == device_class_name(c)) return c;
-  throw Error("classes." + s +
-              ": unknown device class (uverbs, rdma_cm, nvidia, nvidia-uvm, "
-              "nvidia-caps)");
+  throw json_field_error("", "classes." + s,
+                         "unknown device class (uverbs, rdma_cm, nvidia, nvidia-uvm, nvidia-caps)");
 }
 
 Action parse_action(const json& v, const std::string& where) {
   const std::string s = as_string(v, where);
   if (s == "allow") return Action::kAllow;
   if (s == "deny") return Action::kDeny;
-  throw Error(where + ": action must be \"allow\" or \"deny\", not \"" + s + "\"");
+  throw json_field_error("", where, "action must be \"allow\" or \"deny\", not \"" + s + "\"");
 }
 
 uint64_t parse_number(const json& v, const std::string& where) {
@@ -190,7 +190,8 @@ Rule parse_rule(const json& j, const std::string& where) {
     const std::string name = as_string(j["provider"], where + ".provider");
     const auto* p = uverbs::find_provider(name);
     if (!p)
-      throw Error(where + ".provider: \"" + name + "\" is not an RDMA provider the tables know");
+      throw json_field_error("", where + ".provider",
+                             "\"" + name + "\" is not an RDMA provider the tables know");
     r.provider = p->driver_id;
   }
   for (auto it = j.begin(); it != j.end(); ++it) {
@@ -226,8 +227,8 @@ Rule parse_rule(const json& j, const std::string& where) {
       for (const auto& m : uverbs::all_methods())
         if (name == m.name) r.op_methods.emplace_back(m.object, m.method);
       if (!r.op_write_cmd && r.op_methods.empty())
-        throw Error(w + ": \"" + name +
-                    "\" is neither a uverbs command nor a method the ABI tables know");
+        throw json_field_error(
+            "", w, "\"" + name + "\" is neither a uverbs command nor a method the ABI tables know");
     } else if (k == "write_cmd") {
       r.write_cmd =
           fits<uint32_t>(name_or_number(v, w,
@@ -249,7 +250,7 @@ Rule parse_rule(const json& j, const std::string& where) {
     } else if (k == "log") {
       r.log = as_bool(v, w);
     } else if (k != "comment") {
-      throw Error(w + ": unknown rule field");
+      throw json_field_error("", w, "unknown rule field");
     }
   }
   if (j.contains("method")) {
@@ -388,8 +389,9 @@ int parse_errno(const json& v, const std::string& where) {
   if (!v.is_string()) expected(where, kWhat, v);
   const std::string s = v.get<std::string>();
   if (const std::optional<int> n = errno_by_name(s)) return *n;
-  throw Error(where + ": unknown errno name \"" + s +
-              "\" (glibc's names: EPERM, EACCES, ENODEV, EOPNOTSUPP, ...)");
+  throw json_field_error(
+      "", where,
+      "unknown errno name \"" + s + "\" (glibc's names: EPERM, EACCES, ENODEV, EOPNOTSUPP, ...)");
 }
 
 Policy Policy::from_json(const json& j, const std::string& origin) {
@@ -459,9 +461,9 @@ Policy Policy::from_json(const json& j, const std::string& origin) {
       p.classes_[cls] = std::move(cp);
     }
   } catch (const json::exception& e) {
-    throw Error("policy " + origin + ": " + e.what());
+    throw json_field_error("policy " + origin, "", e.what());
   } catch (const std::runtime_error& e) {
-    throw Error("policy " + origin + ": " + e.what());
+    throw json_field_error("policy " + origin, "", e.what());
   }
   return p;
 }

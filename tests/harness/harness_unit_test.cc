@@ -14,6 +14,7 @@
 #include <fstream>
 #include <thread>
 
+#include "base/file_io.h"
 #include "base/owner_file.h"
 #include "harness/command_env.h"
 #include "harness/identity.h"

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "sysfs/bdf.h"
-#include "sysfs/fsio.h"
+#include "sysfs/kernel_link.h"
 
 namespace gdrproxy::sysfs {
 namespace {

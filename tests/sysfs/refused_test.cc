@@ -17,9 +17,9 @@
 
 #include <gtest/gtest.h>
 
+#include "base/file_io.h"
 #include "sysfs/builder.h"
 #include "sysfs/capture.h"
-#include "sysfs/fsio.h"
 #include "sysfs/mount_plan.h"
 #include "sysfs/selection.h"
 #include "sysfs/snapshot.h"

@@ -7,9 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include "base/file_io.h"
 #include "sysfs/builder.h"
 #include "sysfs/capture.h"
-#include "sysfs/fsio.h"
 #include "sysfs/selection.h"
 #include "tests/sysfs/test_util.h"
 

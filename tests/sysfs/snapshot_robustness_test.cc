@@ -6,9 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include "base/file_io.h"
 #include "demo/example_snapshot.h"
 #include "sysfs/builder.h"
-#include "sysfs/fsio.h"
 #include "sysfs/selection.h"
 #include "sysfs/snapshot.h"
 #include "tests/sysfs/test_util.h"

@@ -8,8 +8,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "base/file_io.h"
 #include "demo/example_snapshot.h"
-#include "sysfs/fsio.h"
 
 namespace gdrproxy::sysfs::test {
 

@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "base/file_io.h"
 #include "sysfs/builder.h"
-#include "sysfs/fsio.h"
 #include "sysfs/selection.h"
 #include "sysfs/verify.h"
 #include "tests/sysfs/test_util.h"

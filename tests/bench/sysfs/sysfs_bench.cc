@@ -11,11 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "base/file_io.h"
 #include "sysfs/builder.h"
 #include "sysfs/capture.h"
-#include "sysfs/fsio.h"
 #include "sysfs/selection.h"
 
+using namespace gdrproxy;
 using namespace gdrproxy::sysfs;
 
 namespace {

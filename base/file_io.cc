@@ -1,5 +1,5 @@
-// Implementation of the small POSIX file helpers; see fsio.h.
-#include "sysfs/fsio.h"
+// Whole-file reads through plain POSIX calls and the small path helpers; see file_io.h.
+#include "base/file_io.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 
 #include "base/unique_fd.h"
 
-namespace gdrproxy::sysfs {
+namespace gdrproxy {
 
 ReadResult read_file(const std::string& path, size_t max) {
   ReadResult r;
@@ -35,17 +35,13 @@ ReadResult read_file(const std::string& path, size_t max) {
     }
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
-    if (out.size() > (1u << 20)) {  // sysfs attributes are at most a page; refuse runaway files
-      r.error = EFBIG;
-      return r;
-    }
   }
   r.data = std::move(out);
   return r;
 }
 
-std::optional<std::string> read_text(const std::string& path) {
-  return read_file(path).data;
+std::optional<std::string> read_text(const std::string& path, size_t max) {
+  return read_file(path, max).data;
 }
 
 std::string trim(std::string_view s) {
@@ -122,61 +118,6 @@ std::string join(std::string_view a, std::string_view b) {
   return out;
 }
 
-std::string to_hex(std::string_view bytes) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (unsigned char c : bytes) {
-    out.push_back(digits[c >> 4]);
-    out.push_back(digits[c & 15]);
-  }
-  return out;
-}
-
-std::optional<std::string> from_hex(std::string_view hex) {
-  if (hex.size() % 2) return std::nullopt;
-  auto val = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  std::string out;
-  out.reserve(hex.size() / 2);
-  for (size_t i = 0; i < hex.size(); i += 2) {
-    int hi = val(hex[i]), lo = val(hex[i + 1]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    out.push_back(static_cast<char>(hi * 16 + lo));
-  }
-  return out;
-}
-
-static std::vector<std::string_view> split_path(std::string_view p) {
-  std::vector<std::string_view> parts;
-  size_t i = 0;
-  while (i < p.size()) {
-    size_t j = p.find('/', i);
-    if (j == std::string_view::npos) j = p.size();
-    if (j > i) parts.push_back(p.substr(i, j - i));
-    i = j + 1;
-  }
-  return parts;
-}
-
-std::string kernel_relative_link(std::string_view from_dir, std::string_view target) {
-  auto from = split_path(from_dir);
-  auto to = split_path(target);
-  size_t k = 0;
-  while (k < from.size() && k + 1 < to.size() && from[k] == to[k]) ++k;
-  std::string out;
-  for (size_t i = k; i < from.size(); ++i) out += "../";
-  for (size_t i = k; i < to.size(); ++i) {
-    out.append(to[i]);
-    if (i + 1 < to.size()) out.push_back('/');
-  }
-  return out;
-}
-
 bool remove_tree(const std::string& path, std::string* err) {
   std::error_code ec;
   std::filesystem::remove_all(path, ec);
@@ -187,4 +128,4 @@ bool remove_tree(const std::string& path, std::string* err) {
   return true;
 }
 
-}  // namespace gdrproxy::sysfs
+}  // namespace gdrproxy
