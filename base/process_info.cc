@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "base/file_io.h"
@@ -100,6 +101,21 @@ bool killed_but_not_gone(pid_t pid) {
     if (line.rfind("SigPnd:", 0) == 0 || line.rfind("ShdPnd:", 0) == 0)
       if (std::strtoull(line.c_str() + 7, nullptr, 16) & (1ULL << (SIGKILL - 1))) return true;
   return false;
+}
+
+bool in_initial_pid_namespace() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("NSpid:", 0) == 0) {
+      // One pid: the initial namespace; one more per level of nesting.
+      std::istringstream pids(line.substr(6));
+      int levels = 0;
+      for (std::string p; pids >> p;) ++levels;
+      return levels == 1;
+    }
+  }
+  return true;  // a kernel without NSpid has no pid namespaces to be in
 }
 
 }  // namespace gdrproxy

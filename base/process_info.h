@@ -38,6 +38,9 @@ uint32_t own_pid_namespace_inode();
 
 // The inode of /proc/<pid>/ns/pid (the pid namespace's identity); 0 when unreadable.
 ino_t pid_namespace_of(pid_t pid);
+// Whether this process is in the initial pid namespace (one NSpid in /proc/self/status; true on a
+// kernel without NSpid, which has no pid namespaces to be in).
+bool in_initial_pid_namespace();
 
 // Whether `pid` is a killed process that cannot finish exiting: a thread of it blocked in the
 // kernel (a FUSE request its server never answers) while its main thread is a zombie, or is that

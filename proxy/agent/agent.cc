@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "base/error.h"
@@ -46,22 +47,10 @@ namespace {
 
 namespace asio = boost::asio;
 
-// The agent must see every container's processes with host pids: seccomp reports pids in the
-// listener holder's pid namespace, and the BPF observer reports host tids.
-bool in_initial_pid_namespace() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("NSpid:", 0) == 0) {
-      // One pid: the initial namespace; one more per level of nesting.
-      std::istringstream pids(line.substr(6));
-      int levels = 0;
-      for (std::string p; pids >> p;) ++levels;
-      return levels == 1;
-    }
-  }
-  return true;  // a kernel without NSpid has no pid namespaces to be in
-}
+// A process its runtime did not name (pid 0) for a container not served.
+constexpr const char* kUnnamedOutsideAContainer =
+    " refused: its runtime named no process (pid 0), which may only join a container this agent "
+    "serves already (crun's exec); its trapped calls fail with ENOSYS";
 
 // Bundle reads past their deadline (their thread blocked on a filesystem that does not answer)
 // after which handovers are refused at once.
@@ -135,7 +124,7 @@ class Agent : public ControlVerbs {
     if (const std::string why = engine_.trap_copies_unavailable(); !why.empty())
       log("trap copies unavailable (" + why +
           "): every trapped ioctl's fd and argument are looked up by the agent");
-    reattach();
+    intake_.reattach(previous_agent_stuck_);
     intake_.serve();
     watch_holder();
     // Rails a container's poststop never gave back (a runtime killed, a failed hook).
@@ -227,9 +216,22 @@ class Agent : public ControlVerbs {
   // loop with that answer. A refusal at either step lets the handover go.
   void begin_adoption(const ContainerProcessState& st, Handover handover, const std::string& json) {
     auto h = std::make_shared<Handover>(std::move(handover));
-    if (!check_process(st, *h)) {
-      let_go(*h, st.state.id);
+    if (std::string why; !checked_process(st, *h, why)) {
+      log(process_name(st) + why);
+      let_go(*h, st.state.id, store_ ? &*store_ : nullptr);
       return;
+    }
+    // A process its runtime did not name joins a container served already, whose bundle is the
+    // one read (crun's exec reports ".").
+    std::string bundle_dir = st.state.bundle;
+    if (st.pid == 0) {
+      const auto it = containers_.find(st.state.id);
+      if (it == containers_.end() || it->second->session->ended()) {
+        log(process_name(st) + kUnnamedOutsideAContainer);
+        let_go(*h, st.state.id, store_ ? &*store_ : nullptr);
+        return;
+      }
+      bundle_dir = it->second->bundle;
     }
     const auto finish = [this, st, h, json](BundleReads::Result bundle) {
       const std::string who = process_name(st);
@@ -246,88 +248,14 @@ class Agent : public ControlVerbs {
         log(who + ": internal error while adopting it: " + e.what());
         if (!h->listener) return;  // a session has it
       }
-      let_go(*h, st.state.id);
+      let_go(*h, st.state.id, store_ ? &*store_ : nullptr);
     };
     try {
-      bundle_reads_.check(st.state.bundle, opts_.socket, st.metadata, finish);
+      bundle_reads_.check(bundle_dir, opts_.socket, st.metadata, finish);
     } catch (const std::exception& e) {  // no thread could be started
       log(process_name(st) + ": its bundle cannot be read (" + e.what() + "): listener closed");
-      let_go(*h, st.state.id);
+      let_go(*h, st.state.id, store_ ? &*store_ : nullptr);
     }
-  }
-
-  // A listener refused: closed here, and its fd-store entry (this handover's, or the one it
-  // came from) forgotten, so that its process's trapped calls fail rather than wait.
-  void let_go(Handover& h, const std::string& id) {
-    h.listener.reset();
-    if (!h.in_holder) return;
-    if (h.key != 0)
-      store_->forget(h.key);
-    else
-      store_->forget_container_in_older_holder(id);
-  }
-
-  // The listeners a previous agent left in the fd store: each process comes back as if its
-  // runtime had just handed it over, through the pidfd that agent verified; one that cannot is
-  // dropped from the store, that entry alone (its container's other processes keep theirs).
-  void reattach() {
-    if (!store_) return;
-    std::vector<StoredListener> kept = store_->take_all();
-    log("fd store " + store_->path() + ": " + std::to_string(kept.size()) + " process(es) kept");
-    for (StoredListener& l : kept) {
-      Handover h;
-      h.listener = std::move(l.listener);
-      h.pidfd = std::move(l.pidfd);
-      h.key = l.key;
-      h.in_holder = true;
-      h.from_previous_agent = true;
-      std::string why;
-      const auto st = parse_container_process_state(l.state_json, 1, why);
-      if (!st) {
-        log("fd store: " + why);
-        h.listener.reset();
-        if (h.key != 0) store_->forget(h.key);
-        continue;
-      }
-      const std::string process = process_name(*st);
-      if (!h.pidfd) {
-        log(process + ": the fd store kept no pidfd for it (a holder older than this agent): " +
-            "listener closed");
-      } else {
-        try {
-          h.ids = ReceivedIdPage::adopt(std::move(l.ids), !previous_agent_stuck_);
-          begin_adoption(*st, std::move(h), l.state_json);
-          continue;
-        } catch (const std::exception& e) {
-          log(process + ": " + e.what() + ": listener closed");
-        }
-      }
-      let_go(h, st->state.id);
-    }
-  }
-
-  // The first step of an adoption: `h` holds the pidfd the process was found by (from a
-  // runtime: opened by its pid on receipt; from the fd store: the one the adopting agent
-  // verified, never its pid looked up again, since the process may have exited while no agent
-  // ran and its pid be another's now); it must be that process, alive, with a seccomp listener.
-  // Fills in what was verified of it. False: refused (said here).
-  bool check_process(const ContainerProcessState& st, Handover& h) {
-    const std::string who = process_name(st);
-    // Anything but a seccomp listener would make a session that waits on it for ever; checked
-    // for fd-store entries too (a holder of an older agent may have kept one).
-    std::string why;
-    if (!is_seccomp_listener(h.listener.get(), why)) {
-      log(who + " refused: " + why);
-      return false;
-    }
-    const char* const gone =
-        h.from_previous_agent ? " exited while no agent ran" : " exited while it was being checked";
-    const pid_t pid = pid_of_pidfd(h.pidfd.get());
-    if (pid != st.pid || !verified_facts(h.pidfd.get(), pid, h.pidns, h.cgroup)) {
-      log(who + gone + ": listener closed");
-      return false;
-    }
-    return true;
   }
 
   // The last step: gives the checked process's listener to its container's session, made on
@@ -345,7 +273,12 @@ class Agent : public ControlVerbs {
       return false;
     }
     if (it != containers_.end() && !it->second->session->ended())
-      return join(*it->second, st, h, json, untrapped);
+      return st.pid == 0 ? join_unnamed(*it->second, st, h, json, untrapped)
+                         : join(*it->second, st, h, json, untrapped);
+    if (st.pid == 0) {  // its container ended while its bundle was read
+      log(who + kUnnamedOutsideAContainer);
+      return false;
+    }
     auto c = std::make_unique<Container>();
     c->id = id;
     c->bundle = st.state.bundle;
@@ -444,6 +377,57 @@ class Agent : public ControlVerbs {
     ++c.listeners;
     log(who + " (" + container_status_name(st.state.status) + ") joins its session (" +
         std::to_string(c.listeners) + " listeners)");
+    return true;
+  }
+
+  // A process its runtime did not name (crun's `exec` sends pid 0) joins its container's session
+  // bound to the first caller received on its listener: that caller must be in the container's
+  // pid namespace and in its cgroup (or below it), checked through a pidfd opened while its call
+  // is pending; otherwise the listener is refused (every call ENOSYS), and the process killed
+  // when the container is judged in the kernel (outside the judged cgroup its profile's untrapped
+  // requests would run unjudged). Its fd-store entry is made once it is bound, with that pid.
+  bool join_unnamed(Container& c, const ContainerProcessState& st, Handover& h,
+                    const std::string& json, const ProfileUntrapped& untrapped) {
+    const std::string who = process_name(st);
+    std::string why;
+    if (!st.state.bundle.empty() && st.state.bundle != c.bundle)
+      why = "it claims container " + c.id + " but comes from another bundle";
+    else if (!untrapped_agrees(untrapped, c.session->kernel_allowed().requests, why))
+      why += "; it cannot be killed before its first call, its runtime named no process";
+    if (!why.empty()) {
+      log(who + " refused: " + why + " (its trapped calls fail with ENOSYS)");
+      return false;
+    }
+    auto ids_copy =
+        std::make_shared<UniqueFd>(store_ ? ::fcntl(h.ids.fd(), F_DUPFD_CLOEXEC, 0) : -1);
+    Session::BindCheck bind = [this, id = c.id, pidns = c.pidns, cgroup = c.cgroup,
+                               judged = c.judged.scope != nullptr, json,
+                               ids_copy](pid_t pid, int listener, uint64_t call) -> std::string {
+      UniqueFd pidfd;
+      if (std::string refused =
+              check_first_caller(pid, listener, call, id, pidns, cgroup, judged, pidfd);
+          !refused.empty())
+        return refused;
+      if (store_ && *ids_copy) {
+        auto copies = std::make_shared<std::array<UniqueFd, 3>>();
+        for (size_t i = 0; const int f : {listener, pidfd.get(), ids_copy->get()})
+          (*copies)[i++].reset(::fcntl(f, F_DUPFD_CLOEXEC, 0));
+        auto named = nlohmann::json::parse(json);
+        named["pid"] = pid;
+        asio::post(engine_.io(), [this, id, copies, state = named.dump()] {
+          if ((*copies)[0] && (*copies)[1] && (*copies)[2] &&
+              !store_->keep(id, state, std::move(*copies), false))
+            check_holder();
+        });
+      }
+      log("container " + id + ": the process its runtime did not name is pid " +
+          std::to_string(pid) + " (bound at its first call)");
+      return "";
+    };
+    c.session->add_unbound_listener(h.listener.release(), std::move(h.ids), std::move(bind));
+    ++c.listeners;
+    log(who + " (" + container_status_name(st.state.status) + ") joins its session (" +
+        std::to_string(c.listeners) + " listeners), bound to its first caller");
     return true;
   }
 
@@ -569,6 +553,8 @@ class Agent : public ControlVerbs {
 }  // namespace
 
 int run_agent(const AgentOptions& o) {
+  // The agent must see every container's processes with host pids: seccomp reports pids in the
+  // listener holder's pid namespace, and the BPF observer reports host tids.
   if (!in_initial_pid_namespace())
     throw Error(
         "gdrproxy agent must run in the initial pid namespace (seccomp and the BPF observer "

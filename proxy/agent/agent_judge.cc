@@ -22,23 +22,6 @@
 
 namespace gdrproxy::proxy {
 
-bool untrapped_agrees(const ProfileUntrapped& profile, const std::vector<uint32_t>& allowed,
-                      std::string& why) {
-  if (profile.unjudged) {
-    why = "its profile's " + *profile.unjudged + ", which the agent cannot judge";
-    return false;
-  }
-  for (const uint32_t r : profile.requests)
-    if (!std::binary_search(allowed.begin(), allowed.end(), r)) {
-      char hex[16];
-      std::snprintf(hex, sizeof hex, "0x%x", r);
-      why = std::string("its profile lets ioctl ") + hex +
-            " run untrapped, which its rule's policy, mode and trace do not allow unread";
-      return false;
-    }
-  return true;
-}
-
 AgentJudge::AgentJudge(boost::asio::io_context& io, LsmChoice choice,
                        const std::optional<std::string>& pin, Log log, SayRefusal say)
     : choice_(choice), log_(std::move(log)), say_(std::move(say)), sweep_timer_(io) {
@@ -215,7 +198,7 @@ std::string AgentJudge::judge_pending(
   try {
     const uint32_t number = ++last_scope_;
     const Grants none = Grants::from_specs(catalog, std::vector<std::string>{});
-    judge_->add_scope(number, ioctl_lsm_tables(catalog, none, KernelAllowed{}));
+    judge_->add_scope(number, container_lsm_tables(catalog, none, KernelAllowed{}, {}));
     auto scope = std::make_unique<JudgedScope>(*judge_, number);
     judge_->judge_cgroup(*at, number);
     pending_[at->id] = Pending{id, cgroup, std::move(scope)};
@@ -290,18 +273,8 @@ ContainerJudgement AgentJudge::judge_container(SessionConfig& cfg, const std::st
 std::unique_ptr<JudgedScope> AgentJudge::scope_for(
     const CgroupV2& cgroup, const DeviceCatalog& catalog, const Grants& grants,
     const KernelAllowed& allowed, const std::vector<uint32_t>& profile, uint32_t& from_creation) {
-  // Only the requests this profile lets through are the judge's; the others trap.
-  const auto in_profile = [&profile](std::vector<uint32_t> v) {
-    std::erase_if(
-        v, [&](uint32_t r) { return !std::binary_search(profile.begin(), profile.end(), r); });
-    return v;
-  };
-  KernelAllowed judged;
-  judged.requests = profile;
-  judged.uvm_requests = in_profile(allowed.uvm_requests);
-  judged.frontend_requests = in_profile(allowed.frontend_requests);
   const uint32_t number = ++last_scope_;
-  judge_->add_scope(number, ioctl_lsm_tables(catalog, grants, judged));
+  judge_->add_scope(number, container_lsm_tables(catalog, grants, allowed, profile));
   auto scope = std::make_unique<JudgedScope>(*judge_, number);
   const auto pending = pending_.find(cgroup.id);
   const uint32_t replacing = pending != pending_.end() ? pending->second.scope->number() : 0;

@@ -55,11 +55,6 @@ struct ContainerJudgement {
   uint32_t from_creation = 0;  // the pending scope its own replaced (0: none)
 };
 
-// Whether every request `profile` lets run untrapped is in `allowed` (a session's own set);
-// `why` names the first that is not.
-bool untrapped_agrees(const ProfileUntrapped& profile, const std::vector<uint32_t>& allowed,
-                      std::string& why);
-
 class AgentJudge {
  public:
   enum class State { kOff, kUnpinned, kPinned };

@@ -177,9 +177,11 @@ void RuntimeIntake::admit(ReceivedState rs, const std::string& who, uint64_t con
   const std::string process = process_name(*st);
   Handover h;
   h.listener = std::move(fds[st->seccomp_fd_index]);
-  // Bind the session to the process, not to the message: it must exist now.
-  h.pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, st->pid, 0)));
-  if (!h.pidfd) {
+  // Bind the session to the process, not to the message: it must exist now. A process its
+  // runtime did not name (pid 0, crun's exec) is bound to its first caller instead, and only
+  // then put in the fd store (agent.cc).
+  if (st->pid != 0) h.pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, st->pid, 0)));
+  if (st->pid != 0 && !h.pidfd) {
     log_(process + " is gone (" + std::strerror(errno) + "): listener closed");
     forget_connection(conn_key);
     return;
@@ -193,7 +195,9 @@ void RuntimeIntake::admit(ReceivedState rs, const std::string& who, uint64_t con
     forget_connection(conn_key);
     return;
   }
-  if (store_ && store_->names_entries()) {
+  if (st->pid == 0) {
+    forget_connection(conn_key);
+  } else if (store_ && store_->names_entries()) {
     if (const auto key =
             store_->put(rs.json, {h.listener.get(), h.pidfd.get(), h.ids.fd()}, conn_key)) {
       h.key = *key;
@@ -203,6 +207,45 @@ void RuntimeIntake::admit(ReceivedState rs, const std::string& who, uint64_t con
     }
   }
   adopt_(*st, std::move(h), rs.json);
+}
+
+// The listeners a previous agent left in the fd store: each process comes back as if its
+// runtime had just handed it over, through the pidfd that agent verified; one that cannot is
+// dropped from the store, that entry alone (its container's other processes keep theirs).
+void RuntimeIntake::reattach(bool previous_agent_stuck) {
+  if (!store_) return;
+  std::vector<StoredListener> kept = store_->take_all();
+  log_("fd store " + store_->path() + ": " + std::to_string(kept.size()) + " process(es) kept");
+  for (StoredListener& l : kept) {
+    Handover h;
+    h.listener = std::move(l.listener);
+    h.pidfd = std::move(l.pidfd);
+    h.key = l.key;
+    h.in_holder = true;
+    h.from_previous_agent = true;
+    std::string why;
+    const auto st = parse_container_process_state(l.state_json, 1, why);
+    if (!st) {
+      log_("fd store: " + why);
+      h.listener.reset();
+      if (h.key != 0) store_->forget(h.key);
+      continue;
+    }
+    const std::string process = process_name(*st);
+    if (!h.pidfd) {
+      log_(process + ": the fd store kept no pidfd for it (a holder older than this agent): " +
+           "listener closed");
+    } else {
+      try {
+        h.ids = ReceivedIdPage::adopt(std::move(l.ids), !previous_agent_stuck);
+        adopt_(*st, std::move(h), l.state_json);
+        continue;
+      } catch (const std::exception& e) {
+        log_(process + ": " + e.what() + ": listener closed");
+      }
+    }
+    let_go(h, st->state.id, store_);
+  }
 }
 
 }  // namespace gdrproxy::proxy

@@ -33,6 +33,10 @@ class RuntimeIntake {
   RuntimeIntake(boost::asio::io_context& io, const AgentOptions& options, FdStoreClient* store,
                 AgentLog log, Adopt adopt);
 
+  // The listeners a previous agent left in the fd store, each adopted as if its runtime had just
+  // handed it over (`previous_agent_stuck`: that agent cannot finish exiting, so the calls it had
+  // received are failed, not handled again: received_ids.h).
+  void reattach(bool previous_agent_stuck);
   // Starts (or resumes) taking runtimes: through the fd store's holder when one can, else on the
   // socket itself. Called again when a new holder runs.
   void serve();

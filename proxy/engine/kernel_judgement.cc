@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "base/escape.h"
+#include "base/hex.h"
 #include "base/unique_fd.h"
 #include "proxy/engine/call_handler.h"
 #include "proxy/engine/line_format.h"
@@ -50,6 +51,36 @@ void unread_allow(const KernelJudgementFacts& f, KernelJudgement& j) {
 }
 
 }  // namespace
+
+bool untrapped_agrees(const ProfileUntrapped& profile, const std::vector<uint32_t>& allowed,
+                      std::string& why) {
+  if (profile.unjudged) {
+    why = "its profile's " + *profile.unjudged + ", which the agent cannot judge";
+    return false;
+  }
+  for (const uint32_t r : profile.requests)
+    if (!std::binary_search(allowed.begin(), allowed.end(), r)) {
+      why = "its profile lets ioctl " + hex(r) +
+            " run untrapped, which its rule's policy, mode and trace do not allow unread";
+      return false;
+    }
+  return true;
+}
+
+IoctlLsmTables container_lsm_tables(const DeviceCatalog& catalog, const Grants& grants,
+                                    const KernelAllowed& allowed,
+                                    const std::vector<uint32_t>& profile) {
+  const auto in_profile = [&profile](std::vector<uint32_t> v) {
+    std::erase_if(
+        v, [&](uint32_t r) { return !std::binary_search(profile.begin(), profile.end(), r); });
+    return v;
+  };
+  KernelAllowed judged;
+  judged.requests = profile;
+  judged.uvm_requests = in_profile(allowed.uvm_requests);
+  judged.frontend_requests = in_profile(allowed.frontend_requests);
+  return ioctl_lsm_tables(catalog, grants, judged);
+}
 
 bool every_gpu_granted(const DeviceCatalog& catalog, const Grants& grants) {
   for (const DeviceNode& n : catalog.nodes())

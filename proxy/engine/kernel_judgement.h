@@ -6,6 +6,11 @@
 // (every node of its class granted, or the LSM judge refusing it on the others), and only in
 // enforce mode without a trace, where nothing is recorded of it; the unread set is the same
 // computed as if every class qualified, because the handler checks the fd's node first.
+// This is the one owner of what runs untrapped and what the kernel judges: `run`'s filter and
+// judge come from kernel_judgement(); an OCI profile's untrapped ALLOW rules and the agent's
+// check of them (container_untrapped_ioctls and host_container_untrapped_ioctls in
+// session_setup.h call kernel_judgement() as that container's session would, then
+// untrapped_agrees() below); the agent judge's tables (container_lsm_tables() below).
 #pragma once
 
 #include <sys/types.h>
@@ -25,6 +30,7 @@
 #include "proxy/policy/policy.h"
 #include "proxy/sandbox/ioctl_lsm.h"
 #include "proxy/sandbox/kernel_allow.h"
+#include "proxy/sandbox/profile_untrapped.h"
 #include "proxy/trace/trace_record.h"
 
 namespace gdrproxy::proxy {
@@ -56,6 +62,20 @@ struct KernelJudgement {
 // Throws gdrproxy::Error with --lsm on where the kernel cannot run the judge; with --lsm auto,
 // `note` says why it goes on without.
 KernelJudgement kernel_judgement(const KernelJudgementFacts& f, std::string& note);
+
+// An agent's container, whose runtime installed its profile: whether every request the profile
+// lets run untrapped is in `allowed` (what the container's session would let its own filter run,
+// container_untrapped_ioctls in session_setup.h); `why` names the first that is not, or the rule
+// whose effect only libseccomp's ordering decides (ProfileUntrapped::unjudged).
+bool untrapped_agrees(const ProfileUntrapped& profile, const std::vector<uint32_t>& allowed,
+                      std::string& why);
+
+// The BPF LSM tables of an agent's container judged by its cgroup: its grants, and of the
+// requests `allowed` lets run untrapped only those its profile (`profile`, sorted) lets through;
+// the others trap, and the agent judges them.
+IoctlLsmTables container_lsm_tables(const DeviceCatalog& catalog, const Grants& grants,
+                                    const KernelAllowed& allowed,
+                                    const std::vector<uint32_t>& profile);
 
 // Every NVIDIA GPU node of `catalog` is granted: device objects then need no GPU check.
 bool every_gpu_granted(const DeviceCatalog& catalog, const Grants& grants);

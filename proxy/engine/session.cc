@@ -175,11 +175,15 @@ void Session::note(const std::string& msg) const {
 }
 
 void Session::add_listener(int listener_fd, ReceivedIdPage ids) {
+  add_unbound_listener(listener_fd, std::move(ids), nullptr);
+}
+
+void Session::add_unbound_listener(int listener_fd, ReceivedIdPage ids, BindCheck bind) {
   if (thread_.joinable()) {
     auto page = std::make_shared<ReceivedIdPage>(std::move(ids));
-    asio::post(io_, [this, listener_fd, page] {
+    asio::post(io_, [this, listener_fd, page, bind = std::move(bind)]() mutable {
       try {
-        add_listener_here(listener_fd, std::move(*page));
+        add_listener_here(listener_fd, std::move(*page), std::move(bind));
       } catch (const Error& e) {
         // Said even when quiet: a process of the sandbox is left without its device calls.
         std::fprintf(stderr, "%s%s\n", log_prefix_.c_str(), printable(e.what()).c_str());
@@ -187,7 +191,7 @@ void Session::add_listener(int listener_fd, ReceivedIdPage ids) {
     });
     return;
   }
-  add_listener_here(listener_fd, std::move(ids));
+  add_listener_here(listener_fd, std::move(ids), std::move(bind));
   work_.emplace(io_.get_executor());
   thread_ = std::thread([this] {
     // Signals are the engine loop's to take, never this thread's: a signal must not interrupt a
@@ -209,10 +213,11 @@ void Session::add_listener(int listener_fd, ReceivedIdPage ids) {
   watchdog_.start(engine_.io());
 }
 
-void Session::add_listener_here(int listener_fd, ReceivedIdPage ids) {
+void Session::add_listener_here(int listener_fd, ReceivedIdPage ids, BindCheck bind) {
   auto l = std::make_unique<Listener>();
   l->fd = UniqueFd(listener_fd);
   l->ids = std::move(ids);
+  l->bind = std::move(bind);
   l->recv_buf.resize((engine_.notif_size() + 7) / 8);
   // Synchronous wake-ups cut a round trip from ~50 us to ~6 us on 2-vCPU VMs (kernel >= 6.6),
   // but on many-core hosts they move every caller onto the supervisor's CPU (docs/PERFORMANCE.md).
@@ -297,12 +302,38 @@ GDRPROXY_HOT void Session::receive(Listener& l) {
         if (!page) l.ids.received(req.id);
         if (l.ids.recovering()) answer_stranded(l, req.id);
       }
+      if ((l.bind || l.refused) && !bound(l, req)) continue;
       handle_from(l, req);
     } catch (const std::exception& e) {
       note(std::string("internal error in a receiver, serving on: ") + e.what());
     }
   }
   l.done.store(true, std::memory_order_release);
+}
+
+// Only a listener's first caller is checked: the filter is inherited by the children it forks
+// later, and the runtime gave the listener to that process alone.
+bool Session::bound(Listener& l, const seccomp_notif& req) {
+  if (l.bind) {
+    std::string why;
+    try {
+      why = l.bind(static_cast<pid_t>(req.pid), l.fd.get(), req.id);
+    } catch (const std::exception& e) {
+      why = std::string("its first caller could not be checked: ") + e.what();
+    }
+    l.bind = nullptr;
+    if (!why.empty()) {
+      l.refused = true;
+      // Said even when quiet: a process is left without its device calls.
+      std::fprintf(stderr, "%s%s\n", log_prefix_.c_str(),
+                   printable("a listener its runtime did not name a process for is refused: " +
+                             why + " (its calls fail with ENOSYS)")
+                       .c_str());
+    }
+  }
+  if (!l.refused) return true;
+  notif_error(l.fd.get(), req.id, ENOSYS);
+  return false;
 }
 
 // One call, received on `l`, handled under the session's lock.

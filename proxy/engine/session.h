@@ -75,6 +75,13 @@ class Session {
   // its fd store) receives the id of each notification received; one taken over from a killed
   // agent first has that agent's unanswered calls answered (received_ids.h).
   void add_listener(int listener_fd, ReceivedIdPage ids = {});
+  // A listener whose process its runtime did not name (crun's `exec`): the first caller received
+  // on it is checked by `bind` (on the receiver's thread, with the caller's pid as the session
+  // sees it, the listener and the call's id; it answers "" when the caller is the sandbox's, else
+  // why not) before its call is handled. A caller refused makes the listener refused: that call
+  // and every later one on it fail with ENOSYS, unread, and the reason is said once.
+  using BindCheck = std::function<std::string(pid_t pid, int listener_fd, uint64_t id)>;
+  void add_unbound_listener(int listener_fd, ReceivedIdPage ids, BindCheck bind);
   // The sandbox's own pid namespace (the inode of /proc/<pid>/ns/pid of its first process): the
   // processes pidfd_getfd may be brokered between. Unset, or the supervisor's own: none.
   void set_pid_namespace(ino_t ns) { handler_->set_pid_namespace(ns); }
@@ -134,6 +141,8 @@ class Session {
     std::atomic<bool> leave{false};  // the receiver returns at its next wake-up
     std::atomic<bool> done{false};   // it has: join it
     bool hung_up = false;
+    BindCheck bind;        // set until its first caller is checked (add_unbound_listener)
+    bool refused = false;  // its first caller was not the sandbox's: every call ENOSYS
   };
   // The one place a notification is answered; each records that the current one was. A call
   // the watchdog answered first is not answered again (they then return -ETIMEDOUT).
@@ -146,7 +155,9 @@ class Session {
   void note(const std::string& msg) const;
   // The unknown-driver rule, what the kernel judges, the call handler and the trace, per config_.
   void set_up(std::unique_ptr<JsonTraceWriter> json);
-  void add_listener_here(int listener_fd, ReceivedIdPage ids);
+  void add_listener_here(int listener_fd, ReceivedIdPage ids, BindCheck bind);
+  // A call on a listener not bound yet: its caller checked. False: the call was answered ENOSYS.
+  bool bound(Listener& l, const seccomp_notif& req);
   // One call received on `l`, handled under mu_ (receive and handle_stranded).
   void handle_from(Listener& l, seccomp_notif& req);
   // A taken-over listener's recovery (received_ids.h), on its receiver thread.

@@ -135,8 +135,11 @@ std::string checked_id(const Checker& check, const json& state) {
 }
 
 // `state`, runtime-spec runtime.md "State". Its id was read first, by checked_id.
+// `unnamed`: the state of a process its runtime did not name (pid 0): crun's exec reports its
+// bundle as "." (relative to nothing the agent knows), which is then left empty; the agent uses
+// the served container's own bundle.
 void check_runtime_state(const Checker& check, const json& state,
-                         ContainerProcessState::RuntimeState& out) {
+                         ContainerProcessState::RuntimeState& out, bool unnamed = false) {
   out.oci_version = required_string(check, state, "ociVersion", "state.ociVersion");
 
   const json* status = member(state, "status");
@@ -162,10 +165,14 @@ void check_runtime_state(const Checker& check, const json& state,
   if (const json* bundle = member(state, "bundle")) {
     const std::string* path =
         bundle->is_string() ? &bundle->get_ref<const std::string&>() : nullptr;
-    if (path == nullptr || path->empty() || path->front() != '/' ||
-        path->find('\0') != std::string::npos)
-      check.expected("state.bundle", "an absolute path", bundle);
-    out.bundle = *path;
+    const bool relative = path != nullptr && !path->empty() && path->front() != '/' &&
+                          path->find('\0') == std::string::npos;
+    if (!(unnamed && relative)) {  // else left empty
+      if (path == nullptr || path->empty() || path->front() != '/' ||
+          path->find('\0') != std::string::npos)
+        check.expected("state.bundle", "an absolute path", bundle);
+      out.bundle = *path;
+    }
   }
 
   if (const json* annotations = member(state, "annotations")) {
@@ -193,8 +200,10 @@ ContainerProcessState check_document(const json& doc, size_t fds_received) {
   out.oci_version = required_string(check, doc, "ociVersion", "ociVersion");
 
   const json* pid = member(doc, "pid");
-  const auto n = as_pid(pid, 1);
-  if (!n) check.expected("pid", "a positive integer that fits pid_t", pid);
+  // 0: the runtime did not name the process (crun's `exec` sends 0); the agent then binds the
+  // listener to its first caller, and only into a container it serves already.
+  const auto n = as_pid(pid, 0);
+  if (!n) check.expected("pid", "an integer from 0 that fits pid_t", pid);
   out.pid = *n;
 
   check_fds(check, doc, fds_received, out);
@@ -204,7 +213,7 @@ ContainerProcessState check_document(const json& doc, size_t fds_received) {
     out.metadata = metadata->get<std::string>();
   }
 
-  check_runtime_state(check, *state, out.state);
+  check_runtime_state(check, *state, out.state, out.pid == 0);
   return out;
 }
 

@@ -36,7 +36,8 @@ struct ContainerProcessState {
   std::vector<std::string> fd_names;
   // Position of the seccomp listener among the received fds (< fds_received).
   size_t seccomp_fd_index = 0;
-  // The process the listener belongs to, as the runtime's pid namespace sees it (> 0).
+  // The process the listener belongs to, as the runtime's pid namespace sees it; 0 when the
+  // runtime does not say (crun 1.8's `exec`): the agent binds such a listener to its first caller.
   pid_t pid = 0;
   // linux.seccomp.listenerMetadata; empty when absent.
   std::string metadata;

@@ -196,6 +196,43 @@ case_exec_joins_its_container() {
   wait $init
 }
 
+case_crun_exec_bound_to_its_first_caller() {
+  # crun 1.8's exec names no process ("pid": 0): the agent binds that listener to the first caller
+  # received on it, checked to be in the container's pid namespace and cgroup, and serves it as
+  # the container's (its grants, its trace).
+  start_agent
+  in_container team-a-12 runc-init -- sleep 3 >"$WORK/init.out" 2>&1 &
+  local init=$!
+  for i in $(seq 50); do grep -q "container team-a-12: process" "$WORK/agent.log" && break; sleep 0.1; done
+  in_container team-a-12 crun-exec -- sh -c "$(probe uverbs0); $(probe uverbs1)" >"$WORK/exec.out" 2>&1 || fail "exec exit $?"
+  expect_line "$WORK/exec.out" "uverbs0-open" " OK ioctl="
+  expect_line "$WORK/exec.out" "uverbs1-open" " ERR EACCES$"
+  expect_in "$WORK/agent.log" "container team-a-12: process 0 (running) joins its session (2 listeners), bound to its first caller"
+  expect_in "$WORK/agent.log" "container team-a-12: the process its runtime did not name is pid "
+  kill $init 2>/dev/null
+  wait $init
+}
+
+case_crun_exec_not_the_containers_refused() {
+  # A listener whose runtime named no process, for a container whose init has a pid namespace of
+  # its own, whose first caller is not in it (a runtime's message naming a container the process
+  # is not in): every call on it fails with ENOSYS, unread, and the line says why. One for a
+  # container the agent does not serve is refused at once.
+  start_agent
+  in_container team-a-13 runc-init --pidns -- sleep 3 >"$WORK/init.out" 2>&1 &
+  local init=$!
+  for i in $(seq 50); do grep -q "container team-a-13: process" "$WORK/agent.log" && break; sleep 0.1; done
+  in_container team-a-13 crun-exec -- sh -c "$(probe uverbs0)" >"$WORK/exec.out" 2>&1
+  expect_line "$WORK/exec.out" "uverbs0-open" " ERR ENOSYS$"
+  expect_in "$WORK/agent.log" "a listener its runtime did not name a process for is refused: its first caller, pid "
+  expect_in "$WORK/agent.log" "lives in another pid namespace than container team-a-13's (its calls fail with ENOSYS)"
+  in_container team-a-14 crun-exec -- sh -c "$(probe uverbs0)" >"$WORK/exec2.out" 2>&1
+  expect_line "$WORK/exec2.out" "uverbs0-open" " ERR ENOSYS$"
+  expect_in "$WORK/agent.log" "container team-a-14: process 0 refused: its runtime named no process (pid 0), which may only join a container this agent serves already"
+  kill $init 2>/dev/null
+  wait $init
+}
+
 case_exec_listeners_closed_when_their_process_exits() {
   # A runtime that execs into a container every few seconds (a liveness probe) hands over a
   # listener each time: once that process has exited, its listener is closed and its receiver

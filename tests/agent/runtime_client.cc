@@ -4,7 +4,7 @@
 // with the listener fd (SCM_RIGHTS on the first of several sendmsg calls), then lets the child
 // exec the command, whose device calls the agent now serves. The idea not to miss: this is the
 // protocol only; what the command may do is decided by the agent, from its own config.
-// Usage: runtime_client SOCKET ID runc-init|runc-exec|crun [--metadata M] [--bundle DIR]
+// Usage: runtime_client SOCKET ID runc-init|runc-exec|crun|crun-exec [--metadata M] [--bundle DIR]
 //                       [--pidns] [--trap-pidfd-getfd] [--pause-ms N] -- CMD...
 //   --bundle DIR        report DIR as the bundle as it is; without it a bundle is made in $TMPDIR
 //                       whose config.json hands the listener to SOCKET with metadata M (as the
@@ -47,14 +47,17 @@ int fail(const char* what) {
 std::string state_json(const std::string& style, const std::string& id, pid_t pid,
                        const std::string& metadata, const std::string& bundle) {
   nlohmann::json j;
-  const bool crun = style == "crun";
+  const bool crun = style.rfind("crun", 0) == 0;
+  // crun 1.8's exec names no process: "pid": 0 (the agent binds the listener to its first
+  // caller), in a running container's state.
+  if (style == "crun-exec") pid = 0;
   j["ociVersion"] = crun ? "0.2.0" : "1.2.0";
   j["fds"] = {"seccompFd"};
   j["pid"] = pid;
   if (!metadata.empty()) j["metadata"] = metadata;
   j["state"] = {{"ociVersion", crun ? "0.2.0" : "1.2.0"},
                 {"id", id},
-                {"status", style == "runc-exec" ? "running" : "creating"},
+                {"status", style == "runc-exec" || style == "crun-exec" ? "running" : "creating"},
                 {"pid", pid},
                 {"bundle", bundle},
                 {"annotations", {{"io.example/tenant-wrote-this", "grants=everything"}}}};
@@ -90,9 +93,10 @@ int main(int argc, char** argv) {
     }
   }
   if (args.size() < 5 || dashdash < 3 || dashdash + 1 >= args.size()) {
-    std::fprintf(stderr,
-                 "usage: runtime_client SOCKET ID runc-init|runc-exec|crun [--metadata M] "
-                 "[--bundle DIR] [--pidns] [--trap-pidfd-getfd] [--pause-ms N] -- CMD...\n");
+    std::fprintf(
+        stderr,
+        "usage: runtime_client SOCKET ID runc-init|runc-exec|crun|crun-exec [--metadata M] "
+        "[--bundle DIR] [--pidns] [--trap-pidfd-getfd] [--pause-ms N] -- CMD...\n");
     return 2;
   }
   const std::string socket_path = args[0], id = args[1], style = args[2];
