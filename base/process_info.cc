@@ -118,4 +118,13 @@ bool in_initial_pid_namespace() {
   return true;  // a kernel without NSpid has no pid namespaces to be in
 }
 
+pid_t pid_of_pidfd(int pidfd) {
+  std::ifstream in("/proc/self/fdinfo/" + std::to_string(pidfd));
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("Pid:", 0) == 0)
+      return static_cast<pid_t>(std::strtol(line.c_str() + 4, nullptr, 10));
+  return -1;
+}
+
 }  // namespace gdrproxy

@@ -41,6 +41,10 @@ ino_t pid_namespace_of(pid_t pid);
 // Whether this process is in the initial pid namespace (one NSpid in /proc/self/status; true on a
 // kernel without NSpid, which has no pid namespaces to be in).
 bool in_initial_pid_namespace();
+// The pid (in our pid namespace) of the process behind `pidfd`, from /proc/self/fdinfo; <= 0 when
+// it is not a pidfd or its process is gone (kernels before 5.13 may still show its number: check
+// that the pidfd still signals).
+pid_t pid_of_pidfd(int pidfd);
 
 // Whether `pid` is a killed process that cannot finish exiting: a thread of it blocked in the
 // kernel (a FUSE request its server never answers) while its main thread is a zombie, or is that

@@ -38,6 +38,7 @@
 #include "proxy/agent/handover.h"
 #include "proxy/agent/listener_check.h"
 #include "proxy/agent/runtime_intake.h"
+#include "proxy/agent/served_container.h"
 #include "proxy/engine/engine.h"
 #include "proxy/engine/session.h"
 #include "proxy/oci/hook_command.h"
@@ -55,25 +56,6 @@ constexpr const char* kUnnamedOutsideAContainer =
 // Bundle reads past their deadline (their thread blocked on a filesystem that does not answer)
 // after which handovers are refused at once.
 constexpr size_t kMaxStuckBundleReads = 8;
-
-struct Container {
-  std::string id;
-  std::string bundle, status, metadata, rule;
-  pid_t pid = -1;
-  // What the agent verified of the init process (through its pidfd), not what the runtime said:
-  // every process that later joins the container must be in this pid namespace.
-  ino_t pidns = 0;
-  std::string cgroup;
-  std::optional<std::string> group;  // the rule's pidfd_getfd_group
-  unsigned listeners = 0;
-  bool draining = false;  // `ctl drain ID`: no new process joins; served until its last exits
-  std::vector<std::string> grants;
-  Mode mode = Mode::kEnforce;
-  // How the judge judges it (its scope: nullptr when not judged in the kernel). Declared before
-  // the session: forgotten after it stopped.
-  ContainerJudgement judged;
-  std::unique_ptr<Session> session;
-};
 
 class Agent : public ControlVerbs {
  public:
@@ -209,6 +191,9 @@ class Agent : public ControlVerbs {
   AgentLog log_to() {
     return [this](const std::string& msg) { log(msg); };
   }
+  JoinContext join_context() {
+    return {store_ ? &*store_ : nullptr, log_to(), engine_.io(), [this] { check_holder(); }};
+  }
 
   // Adopts a handover in two steps: the process is checked now (a seccomp listener, alive, its
   // pid namespace and cgroup through its pidfd); its bundle is read on a thread of its own
@@ -273,13 +258,13 @@ class Agent : public ControlVerbs {
       return false;
     }
     if (it != containers_.end() && !it->second->session->ended())
-      return st.pid == 0 ? join_unnamed(*it->second, st, h, json, untrapped)
-                         : join(*it->second, st, h, json, untrapped);
+      return st.pid == 0 ? join_unnamed(*it->second, st, h, json, untrapped, join_context())
+                         : join(*it->second, st, h, json, untrapped, join_context());
     if (st.pid == 0) {  // its container ended while its bundle was read
       log(who + kUnnamedOutsideAContainer);
       return false;
     }
-    auto c = std::make_unique<Container>();
+    auto c = std::make_unique<ServedContainer>();
     c->id = id;
     c->bundle = st.state.bundle;
     c->status = container_status_name(st.state.status);
@@ -300,7 +285,7 @@ class Agent : public ControlVerbs {
       c->judged =
           judge_->judge_container(cfg, c->cgroup, untrapped, engine_.nvidia(), *catalog, kill_why);
       if (!kill_why.empty()) {
-        kill_refused(h.pidfd.get(), who, kill_why);
+        kill_refused(h.pidfd.get(), who, kill_why, log_to());
         return false;
       }
       c->grants = cfg.grants.all() ? std::vector<std::string>{"(all)"} : cfg.grants.names();
@@ -329,7 +314,7 @@ class Agent : public ControlVerbs {
       asio::post(engine_.io(), [this, id] { drop(id); });
     });
     c->session->watch_init(h.pidfd.get());
-    give_listener(*c, h, st, json);
+    give_listener(*c, h, st, json, join_context());
     static_cast<void>(h.pidfd.release());  // the session's now
     c->listeners = 1;
     std::string g;
@@ -344,116 +329,6 @@ class Agent : public ControlVerbs {
                       : std::string()));
     containers_[id] = std::move(c);
     return true;
-  }
-
-  // A process of a container already served (`runc exec`) joins its session, if it is one of
-  // the container's: in its pid namespace, from its bundle, in its cgroup when the judge judges
-  // it there, its profile letting run untrapped nothing the session would not allow unread.
-  bool join(Container& c, const ContainerProcessState& st, Handover& h, const std::string& json,
-            const ProfileUntrapped& untrapped) {
-    const std::string who = process_name(st);
-    // `runc exec` enters the container's namespaces: a process elsewhere that names this
-    // container is not one of its processes, whatever the message says.
-    if (h.pidns != c.pidns || st.state.bundle != c.bundle) {
-      log(who + " refused: it claims container " + c.id + " but " +
-          (h.pidns != c.pidns ? "lives in another pid namespace" : "comes from another bundle") +
-          " (its trapped calls fail with ENOSYS)");
-      return false;
-    }
-    std::string why;
-    if (!untrapped_agrees(untrapped, c.session->kernel_allowed().requests, why)) {
-      kill_refused(h.pidfd.get(), who, why);
-      return false;
-    }
-    // The judge judges the container's cgroup and what lies below it: a process elsewhere
-    // would run unjudged (`runc exec --cgroup` may name only a cgroup below it).
-    if (c.judged.scope && h.cgroup != c.cgroup && h.cgroup.rfind(c.cgroup + "/", 0) != 0) {
-      kill_refused(h.pidfd.get(), who,
-                   "it runs in cgroup " + printable(h.cgroup) + ", outside its container's " +
-                       printable(c.cgroup) + ", where the BPF LSM judge does not judge it");
-      return false;
-    }
-    give_listener(c, h, st, json);
-    ++c.listeners;
-    log(who + " (" + container_status_name(st.state.status) + ") joins its session (" +
-        std::to_string(c.listeners) + " listeners)");
-    return true;
-  }
-
-  // A process its runtime did not name (crun's `exec` sends pid 0) joins its container's session
-  // bound to the first caller received on its listener: that caller must be in the container's
-  // pid namespace and in its cgroup (or below it), checked through a pidfd opened while its call
-  // is pending; otherwise the listener is refused (every call ENOSYS), and the process killed
-  // when the container is judged in the kernel (outside the judged cgroup its profile's untrapped
-  // requests would run unjudged). Its fd-store entry is made once it is bound, with that pid.
-  bool join_unnamed(Container& c, const ContainerProcessState& st, Handover& h,
-                    const std::string& json, const ProfileUntrapped& untrapped) {
-    const std::string who = process_name(st);
-    std::string why;
-    if (!st.state.bundle.empty() && st.state.bundle != c.bundle)
-      why = "it claims container " + c.id + " but comes from another bundle";
-    else if (!untrapped_agrees(untrapped, c.session->kernel_allowed().requests, why))
-      why += "; it cannot be killed before its first call, its runtime named no process";
-    if (!why.empty()) {
-      log(who + " refused: " + why + " (its trapped calls fail with ENOSYS)");
-      return false;
-    }
-    auto ids_copy =
-        std::make_shared<UniqueFd>(store_ ? ::fcntl(h.ids.fd(), F_DUPFD_CLOEXEC, 0) : -1);
-    Session::BindCheck bind = [this, id = c.id, pidns = c.pidns, cgroup = c.cgroup,
-                               judged = c.judged.scope != nullptr, json,
-                               ids_copy](pid_t pid, int listener, uint64_t call) -> std::string {
-      UniqueFd pidfd;
-      if (std::string refused =
-              check_first_caller(pid, listener, call, id, pidns, cgroup, judged, pidfd);
-          !refused.empty())
-        return refused;
-      if (store_ && *ids_copy) {
-        auto copies = std::make_shared<std::array<UniqueFd, 3>>();
-        for (size_t i = 0; const int f : {listener, pidfd.get(), ids_copy->get()})
-          (*copies)[i++].reset(::fcntl(f, F_DUPFD_CLOEXEC, 0));
-        auto named = nlohmann::json::parse(json);
-        named["pid"] = pid;
-        asio::post(engine_.io(), [this, id, copies, state = named.dump()] {
-          if ((*copies)[0] && (*copies)[1] && (*copies)[2] &&
-              !store_->keep(id, state, std::move(*copies), false))
-            check_holder();
-        });
-      }
-      log("container " + id + ": the process its runtime did not name is pid " +
-          std::to_string(pid) + " (bound at its first call)");
-      return "";
-    };
-    c.session->add_unbound_listener(h.listener.release(), std::move(h.ids), std::move(bind));
-    ++c.listeners;
-    log(who + " (" + container_status_name(st.state.status) + ") joins its session (" +
-        std::to_string(c.listeners) + " listeners), bound to its first caller");
-    return true;
-  }
-
-  // Hands the handover's listener and id page to `c`'s session. One fd-store entry per process,
-  // with the pidfd checked here (the holder drops it when the process exits); one put on receipt or
-  // from the store is there already. The client keeps copies too, for a holder that has to be
-  // replaced.
-  void give_listener(Container& c, Handover& h, const ContainerProcessState& st,
-                     const std::string& json) {
-    std::array<UniqueFd, 3> copies;
-    if (store_)
-      for (size_t i = 0; const int f : {h.listener.get(), h.pidfd.get(), h.ids.fd()})
-        copies[i++].reset(::fcntl(f, F_DUPFD_CLOEXEC, 0));
-    c.session->add_listener(h.listener.release(), std::move(h.ids));
-    // Put here only for an older holder, which names no entry: once the session has the
-    // listener, since such an entry could not be forgotten alone.
-    if (copies[0] && copies[1] && copies[2] &&
-        !store_->keep(st.state.id, json, std::move(copies), h.in_holder))
-      check_holder();
-  }
-
-  // A process whose profile lets calls run untrapped that its container may not make: its
-  // listener alone would not stop them, so it is killed (a container's init: the container).
-  void kill_refused(int pidfd, const std::string& who, const std::string& why) {
-    const bool killed = ::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0) == 0;
-    log(who + " refused: " + why + (killed ? " (killed)" : " (could not be killed: it exited)"));
   }
 
   // A refusal of the judge, said by the session of the container it was made for.
@@ -541,7 +416,7 @@ class Agent : public ControlVerbs {
                             kMaxStuckBundleReads};
   // Declared before the containers: each forgets its scope in the judge when it goes.
   std::optional<AgentJudge> judge_;
-  std::map<std::string, std::unique_ptr<Container>> containers_;
+  std::map<std::string, std::unique_ptr<ServedContainer>> containers_;
   // Each pidfd_getfd group's live containers and their pid namespaces: read from the sessions'
   // threads (the peer check), written on the loop.
   std::mutex groups_mu_;

@@ -18,7 +18,6 @@
 #include "base/unique_fd.h"
 #include "proxy/agent/handover.h"
 #include "proxy/engine/engine.h"
-#include "proxy/engine/session_setup.h"
 
 namespace gdrproxy::proxy {
 
@@ -223,12 +222,11 @@ ContainerJudgement AgentJudge::judge_container(SessionConfig& cfg, const std::st
   if (judge_) judged_at = cgroup_v2(cgroup, out.why_not);
   cfg.judged_per_device = judged_at && state() == State::kPinned;
   const bool untrapped_asked = untrapped.unjudged || !untrapped.requests.empty();
-  const auto untrapped_set = [&](const SessionConfig& config) {
-    std::string note;
-    return container_untrapped_ioctls(config, nvidia, catalog, note);
-  };
   KernelAllowed ours;
-  if (untrapped_asked) ours = untrapped_set(cfg);
+  if (untrapped_asked) {
+    std::string note;
+    ours = container_untrapped_ioctls(cfg, nvidia, catalog, note);
+  }
   if (judge_) {
     try {
       if (!judged_at) throw Error(out.why_not);
@@ -242,25 +240,12 @@ ContainerJudgement AgentJudge::judge_container(SessionConfig& cfg, const std::st
   }
   // --lsm auto serves it unjudged: a judgement from its creation would refuse it every call.
   if (!out.scope && judged_at) pending_.erase(judged_at->id);
-  if (!out.scope && cfg.judged_per_device) {  // not judged after all
-    cfg.judged_per_device = false;
-    if (untrapped_asked) ours = untrapped_set(cfg);
-  }
+  if (!out.scope) cfg.judged_per_device = false;  // not judged after all
   // What its profile lets run untrapped never reaches the agent: each request must be one this
   // container's session would allow unread, or the container must not run at all.
   if (untrapped_asked) {
-    if (!untrapped_agrees(untrapped, ours.requests, kill_why)) {
-      // A profile made for a judged container (`oci prepare --lsm-judged`) says so.
-      std::string unused;
-      SessionConfig judged = cfg;
-      judged.judged_per_device = true;
-      if (!cfg.judged_per_device &&
-          untrapped_agrees(untrapped, untrapped_set(judged).requests, unused))
-        kill_why +=
-            " (device classes only partly granted need the agent's pinned BPF LSM judge over the "
-            "container's cgroup: agent --lsm on --lsm-pin DIR)";
-      return out;
-    }
+    kill_why = profile_refusal(cfg, untrapped, nvidia, catalog);
+    if (!kill_why.empty()) return out;
     cfg.kernel_allow = true;  // its stats then say what runs untrapped
   }
   return out;

@@ -24,15 +24,6 @@ bool verified_facts(int pidfd, pid_t pid, ino_t& pidns, std::string& cgroup) {
   return pidns != 0 && ::syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0) == 0;
 }
 
-pid_t pid_of_pidfd(int pidfd) {
-  std::ifstream in("/proc/self/fdinfo/" + std::to_string(pidfd));
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("Pid:", 0) == 0)
-      return static_cast<pid_t>(std::strtol(line.c_str() + 4, nullptr, 10));
-  return -1;
-}
-
 void let_go(Handover& h, const std::string& id, FdStoreClient* store) {
   h.listener.reset();
   if (!h.in_holder || !store) return;

@@ -37,10 +37,6 @@ std::string process_name(const ContainerProcessState& st);
 // process and not of a reused pid. False when it is gone.
 bool verified_facts(int pidfd, pid_t pid, ino_t& pidns, std::string& cgroup);
 
-// The pid (in our pid namespace) of the process behind `pidfd`, from /proc/self/fdinfo; <= 0 when
-// it is gone (kernels before 5.13 may still show its number: verified_facts then finds it dead).
-pid_t pid_of_pidfd(int pidfd);
-
 // A listener refused: closed here, and its fd-store entry (this handover's, or the one it came
 // from) forgotten in `store` (may be null), so that its process's trapped calls fail rather than
 // wait.

@@ -14,20 +14,6 @@
 #include "proxy/engine/seccomp_notify.h"
 
 namespace gdrproxy::proxy {
-namespace {
-
-// The pid (in our pid namespace) a pidfd refers to, from /proc/self/fdinfo; -1 when it is not a
-// pidfd or its process is gone.
-pid_t pid_of_pidfd(int fd) {
-  std::ifstream in("/proc/self/fdinfo/" + std::to_string(fd));
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("Pid:", 0) == 0)
-      return static_cast<pid_t>(std::strtol(line.c_str() + 4, nullptr, 10));
-  return -1;
-}
-
-}  // namespace
 
 KernelInputs::KernelInputs(const DeviceCatalog& catalog, const LiveCatalog& later,
                            const Grants& grants, int deny_errno, const NvidiaDriver& nvidia)

@@ -12,6 +12,7 @@
 #include "base/unique_fd.h"
 #include "proxy/engine/call_handler.h"
 #include "proxy/engine/line_format.h"
+#include "proxy/engine/session_setup.h"
 
 namespace gdrproxy::proxy {
 namespace {
@@ -51,6 +52,45 @@ void unread_allow(const KernelJudgementFacts& f, KernelJudgement& j) {
 }
 
 }  // namespace
+
+KernelAllowed container_untrapped_ioctls(const SessionConfig& config, const NvidiaDriver& nv,
+                                         const DeviceCatalog& catalog, std::string& note) {
+  SessionConfig c = config;
+  c.kernel_allow = true;
+  c.lsm = LsmChoice::kOff;
+  const Enforcement enforcement = enforcement_for(c, nv, catalog, note);
+  return kernel_judgement_for(c, nv, catalog, c.trace_text || c.trace_json.has_value(), enforcement,
+                              note)
+      .allowed;
+}
+
+std::vector<uint32_t> host_container_untrapped_ioctls(
+    const Policy& policy, const std::vector<std::string>& grants, const std::string& dev_root,
+    std::string& note, bool judged_per_device, const std::optional<std::string>& nvidia_abi_as) {
+  Engine engine(DeviceCatalog::scan(dev_root), nvidia_abi_as);
+  SessionConfig c = planned_session(policy, engine.catalog(), grants, std::nullopt);
+  c.judged_per_device = judged_per_device;
+  return container_untrapped_ioctls(c, engine.nvidia(), engine.catalog(), note).requests;
+}
+
+std::string profile_refusal(const SessionConfig& config, const ProfileUntrapped& untrapped,
+                            const NvidiaDriver& nvidia, const DeviceCatalog& catalog) {
+  const auto allowed = [&](const SessionConfig& c) {
+    std::string note;
+    return container_untrapped_ioctls(c, nvidia, catalog, note).requests;
+  };
+  std::string why;
+  if (untrapped_agrees(untrapped, allowed(config), why)) return "";
+  // A profile made for a judged container (`oci prepare --lsm-judged`) says so.
+  SessionConfig judged = config;
+  judged.judged_per_device = true;
+  std::string unused;
+  if (!config.judged_per_device && untrapped_agrees(untrapped, allowed(judged), unused))
+    why +=
+        " (device classes only partly granted need the agent's pinned BPF LSM judge over the "
+        "container's cgroup: agent --lsm on --lsm-pin DIR)";
+  return why;
+}
 
 bool untrapped_agrees(const ProfileUntrapped& profile, const std::vector<uint32_t>& allowed,
                       std::string& why) {

@@ -8,9 +8,9 @@
 // computed as if every class qualified, because the handler checks the fd's node first.
 // This is the one owner of what runs untrapped and what the kernel judges: `run`'s filter and
 // judge come from kernel_judgement(); an OCI profile's untrapped ALLOW rules and the agent's
-// check of them (container_untrapped_ioctls and host_container_untrapped_ioctls in
-// session_setup.h call kernel_judgement() as that container's session would, then
-// untrapped_agrees() below); the agent judge's tables (container_lsm_tables() below).
+// check of them (container_untrapped_ioctls(), host_container_untrapped_ioctls() and
+// profile_refusal() below run kernel_judgement() as that container's session would); the agent
+// judge's tables (container_lsm_tables() below).
 #pragma once
 
 #include <sys/types.h>
@@ -27,6 +27,7 @@
 #include "proxy/devices/device_catalog.h"
 #include "proxy/engine/call_inputs.h"
 #include "proxy/engine/denial_log.h"
+#include "proxy/engine/session_config.h"
 #include "proxy/policy/policy.h"
 #include "proxy/sandbox/ioctl_lsm.h"
 #include "proxy/sandbox/kernel_allow.h"
@@ -34,6 +35,8 @@
 #include "proxy/trace/trace_record.h"
 
 namespace gdrproxy::proxy {
+
+struct NvidiaDriver;
 
 struct KernelJudgementFacts {
   const DeviceCatalog& catalog;
@@ -63,9 +66,33 @@ struct KernelJudgement {
 // `note` says why it goes on without.
 KernelJudgement kernel_judgement(const KernelJudgementFacts& f, std::string& note);
 
+// The requests an OCI profile may let run untrapped for a container served with `config` (its
+// grants, policy, mode and trace): what that session would let its own filter run, without the
+// BPF LSM judge (a runtime loads none), or with the agent's where config.judged_per_device. `oci
+// prepare --kernel-allow` and the runtime shim write them (proxy/sandbox/profile_untrapped.h); the
+// agent requires a profile's to be among them.
+KernelAllowed container_untrapped_ioctls(const SessionConfig& config, const NvidiaDriver& nvidia,
+                                         const DeviceCatalog& catalog, std::string& note);
+
+// The same for a container granted `grants` (names or /dev paths) under `policy` in the policy's
+// mode, without a trace, on this host: the catalog at `dev_root` and the loaded NVIDIA driver.
+// `judged_per_device`: for an agent whose pinned BPF LSM judge judges the container.
+// `nvidia_abi_as`: the release whose tables judge the NVIDIA driver, as the agent is told.
+std::vector<uint32_t> host_container_untrapped_ioctls(
+    const Policy& policy, const std::vector<std::string>& grants, const std::string& dev_root,
+    std::string& note, bool judged_per_device = false,
+    const std::optional<std::string>& nvidia_abi_as = std::nullopt);
+
+// Why an agent's container whose profile lets `untrapped` run untrapped must not run when served
+// with `config`: "" when every such request is one its session would let its own filter run
+// (container_untrapped_ioctls); else the first that is not (untrapped_agrees), with what would
+// make it agree where that would (the agent's pinned BPF LSM judge over its cgroup).
+std::string profile_refusal(const SessionConfig& config, const ProfileUntrapped& untrapped,
+                            const NvidiaDriver& nvidia, const DeviceCatalog& catalog);
+
 // An agent's container, whose runtime installed its profile: whether every request the profile
 // lets run untrapped is in `allowed` (what the container's session would let its own filter run,
-// container_untrapped_ioctls in session_setup.h); `why` names the first that is not, or the rule
+// container_untrapped_ioctls); `why` names the first that is not, or the rule
 // whose effect only libseccomp's ordering decides (ProfileUntrapped::unjudged).
 bool untrapped_agrees(const ProfileUntrapped& profile, const std::vector<uint32_t>& allowed,
                       std::string& why);

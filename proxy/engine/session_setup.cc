@@ -37,26 +37,6 @@ KernelJudgement kernel_judgement_for(const SessionConfig& config, const NvidiaDr
       note);
 }
 
-KernelAllowed container_untrapped_ioctls(const SessionConfig& config, const NvidiaDriver& nv,
-                                         const DeviceCatalog& catalog, std::string& note) {
-  SessionConfig c = config;
-  c.kernel_allow = true;
-  c.lsm = LsmChoice::kOff;
-  const Enforcement enforcement = enforcement_for(c, nv, catalog, note);
-  return kernel_judgement_for(c, nv, catalog, c.trace_text || c.trace_json.has_value(), enforcement,
-                              note)
-      .allowed;
-}
-
-std::vector<uint32_t> host_container_untrapped_ioctls(
-    const Policy& policy, const std::vector<std::string>& grants, const std::string& dev_root,
-    std::string& note, bool judged_per_device, const std::optional<std::string>& nvidia_abi_as) {
-  Engine engine(DeviceCatalog::scan(dev_root), nvidia_abi_as);
-  SessionConfig c = planned_session(policy, engine.catalog(), grants, std::nullopt);
-  c.judged_per_device = judged_per_device;
-  return container_untrapped_ioctls(c, engine.nvidia(), engine.catalog(), note).requests;
-}
-
 CallHandlerSetup handler_setup(const SessionConfig& config, Engine& engine,
                                const DeviceCatalog& catalog, const Enforcement& enforcement,
                                KernelJudgement& judgement, bool tracing, bool observed) {

@@ -37,23 +37,6 @@ KernelJudgement kernel_judgement_for(const SessionConfig& config, const NvidiaDr
                                      const DeviceCatalog& catalog, bool tracing,
                                      const Enforcement& enforcement, std::string& note);
 
-// The requests an OCI profile may let run untrapped for a container served with `config` (its
-// grants, policy, mode and trace): what that session would let its own filter run, without the
-// BPF LSM judge (a runtime loads none), or with the agent's where config.judged_per_device. `oci
-// prepare --kernel-allow` and the runtime shim write them (proxy/sandbox/profile_untrapped.h); the
-// agent requires a profile's to be among them.
-KernelAllowed container_untrapped_ioctls(const SessionConfig& config, const NvidiaDriver& nvidia,
-                                         const DeviceCatalog& catalog, std::string& note);
-
-// The same for a container granted `grants` (names or /dev paths) under `policy` in the policy's
-// mode, without a trace, on this host: the catalog at `dev_root` and the loaded NVIDIA driver.
-// `judged_per_device`: for an agent whose pinned BPF LSM judge judges the container.
-// `nvidia_abi_as`: the release whose tables judge the NVIDIA driver, as the agent is told.
-std::vector<uint32_t> host_container_untrapped_ioctls(
-    const Policy& policy, const std::vector<std::string>& grants, const std::string& dev_root,
-    std::string& note, bool judged_per_device = false,
-    const std::optional<std::string>& nvidia_abi_as = std::nullopt);
-
 // The call handler's setup; takes the judgement's unread requests. `observed`: an observer
 // completes traced calls at their exit.
 CallHandlerSetup handler_setup(const SessionConfig& config, Engine& engine,

@@ -10,7 +10,7 @@
 #include "base/command_failure.h"
 #include "base/error.h"
 #include "base/escape.h"
-#include "proxy/engine/session_setup.h"
+#include "proxy/engine/kernel_judgement.h"
 #include "proxy/oci/agent_sockets.h"
 #include "proxy/oci/bundle_prepare.h"
 #include "proxy/oci/cdi_spec.h"

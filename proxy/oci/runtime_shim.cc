@@ -17,7 +17,7 @@
 #include "base/escape.h"
 #include "netns/rdma_sysfs.h"
 #include "proxy/devices/device_catalog.h"
-#include "proxy/engine/session_setup.h"
+#include "proxy/engine/kernel_judgement.h"
 #include "proxy/oci/bundle_prepare.h"
 #include "proxy/oci/runtime_config.h"
 #include "proxy/policy/glob.h"
