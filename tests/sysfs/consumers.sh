@@ -7,7 +7,8 @@
 #   walk, `gdrproxy sysfs affinity`) must be the source's for every GPU-NIC pair.
 #
 # usage: consumers.sh GDRPROXY FIXTURE WORKDIR GPUS NICS EXPECT_GPUS EXPECT_IB
-#   WORKDIR       scratch directory (removed at exit); a relative name is placed under $TMPDIR
+#   WORKDIR       scratch directory (removed at exit); a relative name is the prefix of a new
+#                 one under $TMPDIR (NAME.XXXXXX), so that runs side by side never share it
 #   FIXTURE       a fixture name for prepare_fixture.sh, or an existing file-system root (sys/, proc/)
 #   GPUS, NICS    --gpus/--nics values ("-" = option not given: the defaults)
 #   EXPECT_GPUS   GPUs the tree must expose (comma separated, "" for none)
@@ -19,8 +20,14 @@ if [[ $(id -u) != 0 ]]; then echo "SKIP: needs root (mount namespaces, bind moun
 GDRPROXY=$(realpath "$1"); FIXTURE=$2; WORK=$3; GPUS=$4; NICS=$5; EXPECT_GPUS=$6; EXPECT_IB=$7
 BUILD_FLAGS=${8:-}
 HERE=$(cd "$(dirname "$0")" && pwd)
-[[ $WORK == /* ]] || WORK=${TMPDIR:-/tmp}/$WORK
-rm -rf "$WORK"; mkdir -p "$WORK"; WORK=$(realpath "$WORK")
+if [[ $WORK == /* ]]; then
+  rm -rf "$WORK"; mkdir -p "$WORK"
+else
+  # A directory of this run's own: two test runs side by side (a second ctest) must not remove
+  # each other's trees.
+  WORK=$(mktemp -d "${TMPDIR:-/tmp}/${WORK//\//.}.XXXXXX")
+fi
+WORK=$(realpath "$WORK")
 cleanup() { rm -rf "$WORK"; }
 trap cleanup EXIT
 [[ -n ${KEEP_WORK:-} ]] && trap - EXIT
