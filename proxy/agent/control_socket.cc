@@ -19,41 +19,42 @@ std::string json_line(const nlohmann::json& j) {
 }
 
 nlohmann::json listed(const ContainerView& c) {
-  nlohmann::json j;
-  j["id"] = c.id;
-  j["pid"] = c.pid;
-  j["pidns"] = c.pidns;
-  j["cgroup"] = c.cgroup;
-  j["status"] = c.status;
-  j["bundle"] = c.bundle;
-  j["rule"] = c.rule;
-  j["grants"] = c.grants;
-  j["mode"] = c.mode == Mode::kEnforce ? "enforce" : "trace";
-  j["listeners"] = c.listeners;
-  j["draining"] = c.draining;
+  nlohmann::json j = {{"id", c.id},
+                      {"pid", c.pid},
+                      {"pidns", c.pidns},
+                      {"cgroup", c.cgroup},
+                      {"status", c.status},
+                      {"bundle", c.bundle},
+                      {"rule", c.rule},
+                      {"grants", c.grants},
+                      {"listeners", c.listeners},
+                      {"draining", c.draining},
+                      {"mode", c.mode == Mode::kEnforce ? "enforce" : "trace"}};
   if (c.judged_in_kernel) j["judged_in_kernel"] = *c.judged_in_kernel;
   return j;
 }
 
 nlohmann::json counted(const ContainerView& c) {
   const SessionStats& s = c.stats;
-  nlohmann::json j;
-  j["id"] = c.id;
-  j["ioctls"] = s.ioctls;
-  j["opens"] = s.opens;
-  j["brokered"] = s.brokered;
-  j["denied"] = s.denied;
+  nlohmann::json j = {{"id", c.id},
+                      {"ioctls", s.ioctls},
+                      {"opens", s.opens},
+                      {"brokered", s.brokered},
+                      {"denied", s.denied},
+                      {"handler_faults", s.handler_faults},
+                      {"allowed_unread", s.allowed_unread},
+                      {"trap_copies_used", s.trap_copies_used},
+                      {"trap_copies_missed", s.trap_copies_missed},
+                      {"trap_copies_torn", s.trap_copies_torn},
+                      {"observer_lost", s.observer_lost},
+                      {"observer_skipped", s.observer_skipped},
+                      {"results_unobserved", s.results_unobserved},
+                      {"fds_watched", s.fds_watched},
+                      {"fds_unwatched_gone", s.fds_unwatched_gone},
+                      {"deadline_failures", s.deadline_failures},
+                      {"degraded", s.degraded},
+                      {"stuck", s.stuck}};
   if (c.judged_in_kernel == "cgroup") j["kernel_refused"] = s.kernel_refused;
-  j["handler_faults"] = s.handler_faults;
-  j["allowed_unread"] = s.allowed_unread;
-  j["trap_copies_used"] = s.trap_copies_used;
-  j["trap_copies_missed"] = s.trap_copies_missed;
-  j["trap_copies_torn"] = s.trap_copies_torn;
-  j["observer_lost"] = s.observer_lost;
-  j["observer_skipped"] = s.observer_skipped;
-  j["results_unobserved"] = s.results_unobserved;
-  j["fds_watched"] = s.fds_watched;
-  j["fds_unwatched_gone"] = s.fds_unwatched_gone;
   // Where an ioctl's handling time goes (us per ioctl, over the sampled calls).
   const auto us = [&](uint64_t ns) {
     return s.ioctl_phase_samples ? double(ns) / 1e3 / double(s.ioctl_phase_samples) : 0.0;
@@ -66,9 +67,6 @@ nlohmann::json counted(const ContainerView& c) {
                               {"answer", us(ph.answer)}, {"trace", us(ph.trace)}};
   j["p50_us"] = double(s.p50_ns) / 1e3;
   j["p99_us"] = double(s.p99_ns) / 1e3;
-  j["deadline_failures"] = s.deadline_failures;
-  j["degraded"] = s.degraded;
-  j["stuck"] = s.stuck;
   return j;
 }
 

@@ -4,9 +4,12 @@
 # the demo embeds cannot drift from the fixture and the capture code.
 # usage: example_snapshot_current.sh GDRPROXY EXAMPLE_JSON WORKDIR
 set -euo pipefail
-GDRPROXY=$1; EXAMPLE=$2; WORK=$3
+# WORKDIR is a prefix: this run's tree is WORKDIR.XXXXXX, so that runs side by side (a second
+# ctest) never remove each other's.
+GDRPROXY=$1; EXAMPLE=$2
 HERE=$(cd "$(dirname "$0")" && pwd)
-rm -rf "$WORK"; mkdir -p "$(dirname "$WORK")"
+mkdir -p "$(dirname "$3")"
+WORK=$(mktemp -d "$3.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 "$HERE/prepare_fixture.sh" hgx-ib8 "$WORK"
 "$GDRPROXY" sysfs snapshot --root "$WORK" -o "$WORK.json" 2>/dev/null
