@@ -92,20 +92,22 @@ stopped() { # RUNTIME ID: waits (bounded) for the container's process to be gone
   fail "$2 did not stop"
 }
 ctr_ns() { nsenter --net="$work/ctr.net" "$@"; }
+# Container ids carry this run's pid: a runtime's cgroup and the rail hooks' claims are named
+# after the id host-wide, so two runs side by side (a second ctest) must not share one.
 for ((i = 0; i < n; i++)); do
   make_bundle "$work/p$i"
-  timed plain_start up plain_rt "$work/p$i" "plain-$i"
-  stopped plain_rt "plain-$i"
-  timed plain_delete plain_rt delete "plain-$i"
+  timed plain_start up plain_rt "$work/p$i" "plain-$$-$i"
+  stopped plain_rt "plain-$$-$i"
+  timed plain_delete plain_rt delete "plain-$$-$i"
   make_bundle "$work/g$i"
   # The rails go in through the hooks prepare writes; the shim then finds them already there.
   "$build/gdrproxy" oci prepare "$work/g$i" --grant uverbs0 --listener "$work/a.sock" --rails rail0,rail1 \
     --allow-plain-rails --no-sysfs "${judge[@]}" >/dev/null
   jq 'del(.linux.seccomp)' "$work/g$i/config.json" >"$work/g$i/c.json" && mv "$work/g$i/c.json" "$work/g$i/config.json"
-  timed gdr_start up gdr_rt "$work/g$i" "start-$i"
+  timed gdr_start up gdr_rt "$work/g$i" "start-$$-$i"
   grep -q "/sys of 0 GPU(s) and 1 NIC(s)" "$work/err" || fail "the shim built no /sys"
-  stopped gdr_rt "start-$i"
-  timed gdr_delete gdr_rt delete "start-$i"
+  stopped gdr_rt "start-$$-$i"
+  timed gdr_delete gdr_rt delete "start-$$-$i"
   ip -o link show rail1 | grep -q "state UP" || fail "rail1 is not back, up, after delete"
   # The kernel's share: the same two rails moved in and back out by ip(8), no gdrproxy.
   timed moves_in sh -c "ip link set rail0 netns $work/ctr.net && ip link set rail1 netns $work/ctr.net"

@@ -9,6 +9,18 @@ set -euo pipefail
 bin=$(realpath "$1")
 limit_s=30
 [[ $EUID -eq 0 ]] || { echo "SKIP: needs root"; exit 77; }
+# Run in a network and mount namespace of its own, with its own /run/netns and TMPDIR, and count
+# only the processes in that network namespace: what the checks below compare is then what the
+# demo did, not what tests running beside it (a second ctest) did to the host meanwhile.
+if [[ -z ${GDRPROXY_DEMO_TEST_INNER:-} ]]; then
+  GDRPROXY_DEMO_TEST_INNER=1 exec unshare --net --mount --propagation private "$0" "$@"
+fi
+mkdir -p /run/netns && mount -t tmpfs none /run/netns
+ip link set lo up
+TMPDIR=$(mktemp -d /tmp/gdrproxy-demotest.XXXXXX)
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
+own_net=$(readlink /proc/self/ns/net)
 
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
@@ -17,10 +29,11 @@ has() { grep -qF -- "$1" <<<"$out"; }
 # What the demo must leave as it found it.
 netns_list() { ip netns list 2>/dev/null | awk '{print $1}' | sort; }
 link_names() { ip -o link show | awk -F': ' '{print $2}' | sort; }
-demo_dirs() { find /tmp -maxdepth 1 -name "gdrproxy-demo-*" 2>/dev/null | sort || true; }
+demo_dirs() { find "$TMPDIR" -maxdepth 1 -name "gdrproxy-demo-*" 2>/dev/null | sort || true; }
 procs_of_bin() {
   for p in /proc/[0-9]*; do
-    [[ "$(readlink "$p/exe" 2>/dev/null)" == "$bin" ]] && echo "${p#/proc/}"
+    [[ "$(readlink "$p/exe" 2>/dev/null)" == "$bin" && "$(readlink "$p/ns/net" 2>/dev/null)" == "$own_net" ]] &&
+      echo "${p#/proc/}"
   done | sort || true
 }
 netns_before=$(netns_list) links_before=$(link_names) dirs_before=$(demo_dirs)
