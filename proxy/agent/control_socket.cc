@@ -34,26 +34,28 @@ nlohmann::json listed(const ContainerView& c) {
   return j;
 }
 
+// `ctl stats`'s counters, by name.
+constexpr std::pair<const char*, uint64_t SessionStats::*> kCounters[] = {
+    {"ioctls", &SessionStats::ioctls},
+    {"opens", &SessionStats::opens},
+    {"brokered", &SessionStats::brokered},
+    {"denied", &SessionStats::denied},
+    {"handler_faults", &SessionStats::handler_faults},
+    {"allowed_unread", &SessionStats::allowed_unread},
+    {"trap_copies_used", &SessionStats::trap_copies_used},
+    {"trap_copies_missed", &SessionStats::trap_copies_missed},
+    {"trap_copies_torn", &SessionStats::trap_copies_torn},
+    {"observer_lost", &SessionStats::observer_lost},
+    {"observer_skipped", &SessionStats::observer_skipped},
+    {"results_unobserved", &SessionStats::results_unobserved},
+    {"fds_watched", &SessionStats::fds_watched},
+    {"fds_unwatched_gone", &SessionStats::fds_unwatched_gone},
+    {"deadline_failures", &SessionStats::deadline_failures}};
+
 nlohmann::json counted(const ContainerView& c) {
   const SessionStats& s = c.stats;
-  nlohmann::json j = {{"id", c.id},
-                      {"ioctls", s.ioctls},
-                      {"opens", s.opens},
-                      {"brokered", s.brokered},
-                      {"denied", s.denied},
-                      {"handler_faults", s.handler_faults},
-                      {"allowed_unread", s.allowed_unread},
-                      {"trap_copies_used", s.trap_copies_used},
-                      {"trap_copies_missed", s.trap_copies_missed},
-                      {"trap_copies_torn", s.trap_copies_torn},
-                      {"observer_lost", s.observer_lost},
-                      {"observer_skipped", s.observer_skipped},
-                      {"results_unobserved", s.results_unobserved},
-                      {"fds_watched", s.fds_watched},
-                      {"fds_unwatched_gone", s.fds_unwatched_gone},
-                      {"deadline_failures", s.deadline_failures},
-                      {"degraded", s.degraded},
-                      {"stuck", s.stuck}};
+  nlohmann::json j = {{"id", c.id}, {"degraded", s.degraded}, {"stuck", s.stuck}};
+  for (const auto& [name, counter] : kCounters) j[name] = s.*counter;
   if (c.judged_in_kernel == "cgroup") j["kernel_refused"] = s.kernel_refused;
   // Where an ioctl's handling time goes (us per ioctl, over the sampled calls).
   const auto us = [&](uint64_t ns) {

@@ -179,7 +179,7 @@ void RuntimeIntake::admit(ReceivedState rs, const std::string& who, uint64_t con
   h.listener = std::move(fds[st->seccomp_fd_index]);
   // Bind the session to the process, not to the message: it must exist now. A process its
   // runtime did not name (pid 0, crun's exec) is bound to its first caller instead, and only
-  // then put in the fd store (agent.cc).
+  // then put in the fd store (served_container.cc).
   if (st->pid != 0) h.pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, st->pid, 0)));
   if (st->pid != 0 && !h.pidfd) {
     log_(process + " is gone (" + std::strerror(errno) + "): listener closed");

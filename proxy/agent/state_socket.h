@@ -29,8 +29,8 @@ struct ReceivedState {
 
 // What has arrived so far on one connection, read without ever waiting: the agent's loop calls
 // read_available() each time the connection is readable, so one slow peer holds nothing but its
-// own connection (its deadline is the caller's, agent.cc's handshakes). The rules are those of
-// receive_container_state() below.
+// own connection (its deadline is the caller's, runtime_intake.cc's handshakes). The rules are
+// those of receive_container_state() below.
 class StateReader {
  public:
   // `leave_in_socket`: peek instead of read (MSG_PEEK from offset 0, SO_PEEK_OFF), so that the

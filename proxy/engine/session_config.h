@@ -37,7 +37,7 @@ struct SessionConfig {
   // Let the requests this policy allows whatever their parameters run in the kernel, untrapped
   // (enforce mode without a trace only): the session computes them, the launcher installs them.
   // For an agent's container the runtime installed them from its profile: set when the profile
-  // holds some, which the agent checked against container_untrapped_ioctls (session_setup.h).
+  // holds some, which the agent checked against container_untrapped_ioctls (kernel_judgement.h).
   bool kernel_allow = false;
   // The BPF LSM ioctl judge (proxy/sandbox/ioctl_lsm.h; `gdrproxy run` only): off; on (refuse
   // to start where the kernel cannot run it); auto (use it where it can).
