@@ -80,4 +80,8 @@ std::optional<CgroupV2> cgroup_v2(const std::string& path, std::string& why) {
   return c;
 }
 
+bool cgroup_at_or_below(const std::string& path, const std::string& root) {
+  return path == root || path.rfind(root + "/", 0) == 0;
+}
+
 }  // namespace gdrproxy

@@ -22,6 +22,9 @@ struct CgroupV2 {
 // cgroup2 mount; nullopt and why (one line) when there is no such mount or no such cgroup.
 std::optional<CgroupV2> cgroup_v2(const std::string& path, std::string& why);
 
+// Whether cgroup path `path` is `root` itself or lies below it (as cgroup_of() gives both).
+bool cgroup_at_or_below(const std::string& path, const std::string& root);
+
 // This process's cgroup2 mount, opened (invalid when there is none), for cgroup_v2_exists.
 UniqueFd cgroup2_root();
 

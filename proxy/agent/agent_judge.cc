@@ -187,7 +187,7 @@ std::string AgentJudge::judge_pending(
     return answer({{"error", "process " + pid_text +
                                  " shares the agent's mount namespace: not a container's"}});
   const std::string own = cgroup_of(::getpid());
-  if (cgroup.empty() || cgroup == "/" || own == cgroup || own.rfind(cgroup + "/", 0) == 0)
+  if (cgroup.empty() || cgroup == "/" || cgroup_at_or_below(own, cgroup))
     return refuse("its cgroup " + printable(cgroup) + " holds the agent itself");
   if (judged_already(cgroup)) return answer({{"judged", "already"}});
   std::string why;

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "base/cgroup_v2.h"
 #include "base/escape.h"
 #include "base/process_info.h"
 #include "proxy/agent/listener_check.h"
@@ -60,7 +61,7 @@ std::string check_first_caller(pid_t pid, int listener, uint64_t call, const std
   std::string refused;
   if (ns != pidns)
     refused = caller + ", lives in another pid namespace than container " + id + "'s";
-  else if (cg != cgroup && cg.rfind(cgroup + "/", 0) != 0)
+  else if (!cgroup_at_or_below(cg, cgroup))
     refused = caller + ", runs in cgroup " + printable(cg) + ", outside container " + id + "'s " +
               printable(cgroup);
   if (!refused.empty() && kill &&

@@ -9,6 +9,7 @@
 #include <boost/asio/post.hpp>
 #include <nlohmann/json.hpp>
 
+#include "base/cgroup_v2.h"
 #include "base/escape.h"
 #include "proxy/engine/kernel_judgement.h"
 
@@ -32,7 +33,7 @@ bool join(ServedContainer& c, const ContainerProcessState& st, Handover& h, cons
   }
   // The judge judges the container's cgroup and what lies below it: a process elsewhere
   // would run unjudged (`runc exec --cgroup` may name only a cgroup below it).
-  if (c.judged.scope && h.cgroup != c.cgroup && h.cgroup.rfind(c.cgroup + "/", 0) != 0) {
+  if (c.judged.scope && !cgroup_at_or_below(h.cgroup, c.cgroup)) {
     kill_refused(h.pidfd.get(), who,
                  "it runs in cgroup " + printable(h.cgroup) + ", outside its container's " +
                      printable(c.cgroup) + ", where the BPF LSM judge does not judge it",
