@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# A pod of three through containerd's CRI plugin (Debian 12's containerd 1.6), driven as a kubelet
+# drives it, with the runtime handler "gdrproxy" (a RuntimeClass's): RunPodSandbox, an init
+# container with no device run to completion, then two app containers whose devices come in
+# CreateContainer as a device plugin's Allocate returns them (A: uverbs0, B: uverbs1). The idea
+# not to miss: every container of the pod, the sandbox's pause included, goes containerd ->
+# containerd-shim-runc-v2 -> gdrproxy-runtime (BinaryName) -> runc, and each app container's
+# calls reach `gdrproxy agent` in a session of its own, named by the CRI's container id. Checked:
+#   - A and B each see only their node, run calls on it, traced in their own trace, and are
+#     refused the other's node (absent from /dev; made by its number, the device cgroup says no);
+#   - the init container and the pause container are given no device;
+#   - `ctl list` names each app container (CRI id, its bundle under containerd's state);
+#   - ExecSync into A: its calls are A's (same session, same trace);
+#   - ContainerStatus, StopContainer, RemoveContainer, StopPodSandbox, RemovePodSandbox succeed
+#     and leave no runc state, no session in `ctl list`, no network namespace;
+#   - a pod with no handler (the default, runc) is untouched: its bundles have no listener and
+#     the agent never hears of it.
+# Test-rig parts: stand-in device nodes, images built offline (tests/cri/lib.sh), the runtime as a
+# link named gdrproxy-runtime to the build's binary, everything under a mktemp directory, in a
+# mount and network namespace of the test's own.
+# Usage: pod_test.sh GDRPROXY ATTACK_CLIENT   (root, containerd, runc; 77 = skipped)
+set -uo pipefail
+GP=$(realpath "$1")
+A=$(realpath "$2")
+BENCH=$(realpath "$(dirname "$A")/../bench/ioctl_bench")
+command -v containerd >/dev/null && command -v ctr >/dev/null ||
+  { echo "SKIP: containerd is not installed (scripts/setup.sh installs it)"; exit 77; }
+/usr/bin/python3 -c 'import grpc, google.protobuf' 2>/dev/null && command -v protoc >/dev/null ||
+  { echo "SKIP: needs python3-grpcio, python3-protobuf and protobuf-compiler"; exit 77; }
+# shellcheck source=tests/oci/lib.sh
+. "$(dirname "$0")/../oci/lib.sh"
+# shellcheck source=tests/cri/lib.sh
+. "$(dirname "$0")/lib.sh"
+OCI_ENTER_TIMEOUT=240 oci_enter "$GP" net "$0" "$@"
+WORK=$(mktemp -d /tmp/gdrproxy-cri.XXXXXX)
+chmod 755 "$WORK"
+AGENT_PID=''
+cleanup() {
+  cri_cleanup
+  [[ -n $AGENT_PID ]] && kill -KILL "$AGENT_PID" 2>/dev/null
+  umount -R "$WORK" 2>/dev/null
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+ip link set lo up
+fail() {
+  echo "FAIL: $*" >&2
+  [[ -f $WORK/agent.log ]] && sed 's/^/  [agent] /' "$WORK/agent.log" >&2
+  [[ -f $WORK/containerd.log ]] && grep -aiE 'level=(error|warning)' "$WORK/containerd.log" | tail -20 | sed 's/^/  [containerd] /' >&2
+  exit 1
+}
+
+mkdir -p "$WORK/traces"
+oci_start_agent '{"version": 1, "containers": [{"match": {"id": "*"}, "grants": ["uverbs0", "uverbs1"],
+  "grants_from_metadata": true, "trace": true}]}' --trace-dir "$WORK/traces"
+RT=$WORK/bin/gdrproxy-runtime
+mkdir -p "$WORK/bin" && ln -s "$GP" "$RT"
+jq -n --arg s "$SOCK" '{version: 1, runtime: "runc", listener: $s, grants: ["uverbs0", "uverbs1"], sysfs: false}' \
+  >"$WORK/runtime.json"
+cri_containerd "$RT" "$WORK/runtime.json"
+cri_images
+cri version | jq -e '.runtimeName == "containerd"' >/dev/null || fail "Version does not name containerd"
+export CRI_CTR_BINDS="$(dirname "$A") $(dirname "$BENCH")"
+
+# ctr_state ID: the container's state as ContainerStatus gives it.
+ctr_state() { cri status "$1" | jq -r .state; }
+# wait_exited ID: until the container has exited (bounded), then its exit code.
+wait_exited() {
+  local i
+  for i in $(seq 100); do [[ $(ctr_state "$1") == CONTAINER_EXITED ]] && break; sleep 0.1; done
+  cri status "$1" | jq -r '.exitCode // 0'
+}
+# log_has ID REGEX: the container's CRI log (timestamp stream tag line) has a line matching.
+log_has() {
+  local f i
+  f=$(cri status "$1" | jq -r .logPath)
+  for i in $(seq 100); do grep -qaE -- "$2" "$f" 2>/dev/null && return 0; sleep 0.1; done
+  echo "--- $f:" >&2; cat -v "$f" >&2
+  fail "expected /$2/ in $1's log"
+}
+# session_of ID: the agent's ctl list entry of that container (empty if none).
+ctl_list() { "$GP" agent ctl --ctl-socket "$WORK/run/agent.ctl" list; }
+session_of() { ctl_list | jq -c --arg id "$1" 'select(.id == $id)'; }
+# traced ID NODE: that container's trace's ioctls on NODE.
+traced() { jq -s --arg d "$2" '[.[] | select(.device == $d and .syscall == "ioctl")] | length' "$WORK/traces/$1.jsonl" 2>/dev/null || echo 0; }
+
+# 1. The pod, through the handler.
+POD_JSON=$(cri_pod three)
+cri_runp "$POD_JSON" gdrproxy
+pod=$CRI_POD
+cri inspectp "$pod" >"$WORK/pod.status" &&
+  jq -e '(.state // "SANDBOX_READY") == "SANDBOX_READY" and .runtimeHandler == "gdrproxy"' "$WORK/pod.status" >/dev/null ||
+  { cat "$WORK/pod.status"; fail "the pod is not ready on handler gdrproxy"; }
+pod_ip=$(cri inspectp "$pod" | jq -r .network.ip)
+[[ $pod_ip == 203.0.113.* ]] || fail "the pod has no address from the test's bridge: $pod_ip"
+
+# 2. The init container: no device, runs to completion.
+init=$(cri create "$pod" "$(cri_ctr three init '[]' '["sh", "-c", "echo ib: $(ls /dev/infiniband 2>/dev/null | wc -l) nodes"]')" "$POD_JSON") ||
+  fail "CreateContainer init"
+cri start "$init" || fail "StartContainer init"
+[[ $(wait_exited "$init") == 0 ]] || fail "the init container did not exit 0"
+log_has "$init" " ib: 0 nodes$"
+
+# 3. The app containers, A with uverbs0 and B with uverbs1.
+app() { # NAME OWN OTHER
+  local own=$2 other=$3
+  cri_ctr three "$1" "[{\"container_path\": \"/dev/infiniband/uverbs$own\", \"host_path\": \"/dev/infiniband/uverbs$own\", \"permissions\": \"rw\"}]" \
+    "$(jq -n --arg s "echo ib: \$(ls /dev/infiniband)
+      $BENCH client 3 /dev/infiniband/uverbs$own >/dev/null && echo bench: ok
+      $A open /dev/infiniband/uverbs$other rdwr syscall
+      mknod /dev/other c 231 $((192 + other)) && head -c1 /dev/other; echo other-rc=\$?
+      exec sleep 300" '["sh", "-c", $s]')"
+}
+declare -A cid
+for n in 0 1; do
+  name=app$n
+  cid[$n]=$(cri create "$pod" "$(app "$name" "$n" $((1 - n)))" "$POD_JSON") || fail "CreateContainer $name"
+  cri start "${cid[$n]}" || fail "StartContainer $name"
+done
+for n in 0 1; do
+  c=${cid[$n]}
+  log_has "$c" "other-rc="
+  log_has "$c" " ib: uverbs$n$"
+  log_has "$c" " bench: ok$"
+  log_has "$c" " open-syscall ERR ENOENT$"
+  log_has "$c" "other.*Operation not permitted"
+  log_has "$c" " other-rc=1$"
+  [[ $(ctr_state "$c") == CONTAINER_RUNNING ]] || fail "app$n is not running"
+  [[ $(traced "$c" "uverbs$n") -ge 3 ]] || fail "app$n's uverbs$n ioctls are not in its trace"
+  [[ $(traced "$c" "uverbs$((1 - n))") == 0 ]] || fail "app$n's trace has calls on the other node"
+  s=$(session_of "$c")
+  [[ -n $s ]] || { ctl_list; fail "ctl list does not name app$n ($c)"; }
+  jq -e --arg b "/k8s.io/$c" '.bundle | endswith($b)' <<<"$s" >/dev/null || fail "app$n's session names another bundle: $s"
+done
+
+# 4. The pause container and the init container: never given a device.
+pause_s=$(session_of "$pod")
+if [[ -n $pause_s ]]; then
+  jq -e '.grants == []' <<<"$pause_s" >/dev/null || fail "the pause container is served with devices: $pause_s"
+fi
+[[ ! -s $WORK/traces/$pod.jsonl || $(jq -s '[.[] | select(.device != null and .device != "")] | length' "$WORK/traces/$pod.jsonl") == 0 ]] ||
+  fail "the pause container's trace holds device calls"
+[[ $(traced "$init" uverbs0) == 0 && $(traced "$init" uverbs1) == 0 ]] || fail "the init container made device calls"
+
+# 5. ExecSync into A: its calls are A's.
+before=$(traced "${cid[0]}" uverbs0)
+cri exec "${cid[0]}" -- sh -c "$BENCH client 4 /dev/infiniband/uverbs0 >/dev/null && echo exec: ok" >"$WORK/exec.out" 2>&1 ||
+  { cat "$WORK/exec.out"; fail "ExecSync into app0"; }
+expect "$WORK/exec.out" "^exec: ok$"
+cri exec "${cid[0]}" -- sh -c "exit 3" && fail "ExecSync's exit code was not passed on"
+for i in $(seq 50); do [[ $(traced "${cid[0]}" uverbs0) -ge $((before + 4)) ]] && break; sleep 0.1; done
+[[ $(traced "${cid[0]}" uverbs0) -ge $((before + 4)) ]] ||
+  fail "ExecSync's calls are not in app0's trace ($before before, $(traced "${cid[0]}" uverbs0) after)"
+[[ $(traced "${cid[1]}" uverbs0) == 0 ]] || fail "ExecSync's calls landed in app1's trace"
+
+# 6. The pod's end, step by step as a kubelet ends it.
+for n in 0 1; do
+  cri stop --grace 1 "${cid[$n]}" || fail "StopContainer app$n"
+  [[ $(ctr_state "${cid[$n]}") == CONTAINER_EXITED ]] || fail "app$n is not exited after StopContainer"
+done
+cri stopp "$pod" || fail "StopPodSandbox"
+for c in "${cid[@]}" "$init"; do cri rm "$c" || fail "RemoveContainer $c"; done
+cri rmp "$pod" || fail "RemovePodSandbox"
+for i in $(seq 50); do [[ -z $(ctl_list | jq -r .id | grep -E "^($pod|${cid[0]}|${cid[1]})$") ]] && break; sleep 0.1; done
+[[ -z $(ctl_list | jq -r .id | grep -E "^($pod|${cid[0]}|${cid[1]})$") ]] || { ctl_list; fail "the agent still serves the pod's containers"; }
+[[ -z $(runc --root "$WORK/runc/k8s.io" list -q 2>/dev/null) ]] || fail "runc keeps state: $(runc --root "$WORK/runc/k8s.io" list -q)"
+[[ -z $(ls -A "$WORK/ctd/state/io.containerd.runtime.v2.task/k8s.io" 2>/dev/null) ]] || fail "containerd keeps bundles"
+[[ -z $(find "$WORK/ctd/state" -path '*netns*' -type f 2>/dev/null) ]] || fail "a pod network namespace is left"
+for n in 0 1; do expect "$WORK/agent.log" "container ${cid[$n]} ended: [1-9][0-9]* ioctl"; done
+grep -a "ended:" "$WORK/agent.log" | grep -v " 0 denied" && fail "the agent denied calls"
+
+# 7. A pod with no handler: runc, untouched by gdrproxy.
+agent_lines=$(wc -l <"$WORK/agent.log")
+P2_JSON=$(cri_pod plain)
+cri_runp "$P2_JSON"
+plain=$CRI_POD
+cri inspectp "$plain" | jq -e '(.runtimeHandler // "") | . == "" or . == "runc"' >/dev/null || fail "the plain pod's handler"
+pc=$(cri create "$plain" "$(cri_ctr plain app '[{"container_path": "/dev/infiniband/uverbs0", "host_path": "/dev/infiniband/uverbs0", "permissions": "rw"}]' \
+  "$(jq -n --arg s "$BENCH client 2 /dev/infiniband/uverbs0 >/dev/null && echo bench: ok; exec sleep 300" '["sh", "-c", $s]')")" "$P2_JSON") ||
+  fail "CreateContainer in the plain pod"
+cri start "$pc" || fail "StartContainer in the plain pod"
+log_has "$pc" " bench: ok$"
+for id in "$plain" "$pc"; do
+  cfg=$WORK/ctd/state/io.containerd.runtime.v2.task/k8s.io/$id/config.json
+  [[ -f $cfg ]] || fail "no bundle for $id"
+  jq -e '(.linux.seccomp.listenerPath // "") == ""' "$cfg" >/dev/null || fail "the plain pod's $id has a seccomp listener"
+done
+[[ -z $(session_of "$pc") && -z $(session_of "$plain") ]] || fail "the agent serves the plain pod"
+[[ ! -e $WORK/traces/$pc.jsonl ]] || fail "the plain pod's container has a trace"
+cri stopp "$plain" && cri rmp "$plain" || fail "ending the plain pod"
+[[ $(sed -n "$((agent_lines + 1)),\$p" "$WORK/agent.log" | grep -c -e "$plain" -e "$pc") == 0 ]] ||
+  fail "the agent's log names the plain pod"
+echo "PASS: a pod of three through containerd's CRI with handler gdrproxy: each app container its own node, trace and session, refused the other's; init and pause given nothing; ExecSync traced as its container's; the pod's end leaves nothing; a pod without the handler untouched"
