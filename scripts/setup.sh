@@ -22,6 +22,12 @@ packages=(
   # (tests/oci/podman_test.sh); Docker (dockerd, containerd, containerd-shim-runc-v2) through
   # the same shim (tests/oci/docker_test.sh; on rxe devices in the VM stage: tests/vm/docker.sh)
   podman docker.io
+  # Kubernetes as a kubelet drives it (tests/cri): containerd's CRI plugin (containerd comes with
+  # docker.io) with Debian's CNI plugins, and the test's small CRI client (gRPC, protobuf)
+  containernetworking-plugins python3-grpcio python3-protobuf protobuf-compiler
+  # the DaemonSet's image (scripts/build-image.sh: a Debian base made with debootstrap); the
+  # agent's metrics and alert rules checked with Prometheus' promtool
+  debootstrap prometheus
   # the CDI spec schema check (tests/oci/cdi_test.sh); the Kubernetes files' parse
   # (tests/deploy/kubernetes_test.py)
   python3-jsonschema python3-yaml

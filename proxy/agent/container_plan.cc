@@ -33,6 +33,8 @@ SessionConfig plan_container(const std::string& id, const ContainerRule& rule,
   cfg.sync_wakeup = options.sync_wakeup;
   cfg.blocking_deadline_ms = options.blocking_deadline_ms;
   cfg.broker_pidfd_getfd = rule.broker_pidfd_getfd;
+  // The runtime accepted it unconfined (runtime.json "accept_unconfined"): said and traced.
+  cfg.unconfined = metadata_line(metadata, kUnconfinedMetadataKey);
   return cfg;
 }
 

@@ -4,10 +4,12 @@
 // (session_setup.h); nothing here changes once it serves.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "proxy/devices/device_catalog.h"
+#include "proxy/engine/call_metrics.h"
 #include "proxy/policy/policy.h"
 #include "proxy/sandbox/ioctl_lsm.h"
 
@@ -15,6 +17,8 @@ namespace gdrproxy::proxy {
 
 struct SessionConfig {
   std::string name;  // shown in notes: "" for `gdrproxy run`, the container id for the agent
+  // Where its calls are counted for the agent's metrics (call_metrics.h); none for `gdrproxy run`.
+  std::shared_ptr<CallMetrics> metrics;
   Policy policy;
   Grants grants;
   Mode mode = Mode::kEnforce;
@@ -46,6 +50,10 @@ struct SessionConfig {
   // over the container's cgroup): its untrapped requests then qualify where some node of their
   // class is granted, as with `lsm` (kernel_allow.h).
   bool judged_per_device = false;
+  // The container is unconfined (privileged: proxy/oci/container_privilege.h) and its operator
+  // accepted that (runtime.json "accept_unconfined"): what makes it so. The session says it once
+  // and, when tracing, its trace opens with a record saying so.
+  std::optional<std::string> unconfined;
 };
 
 }  // namespace gdrproxy::proxy

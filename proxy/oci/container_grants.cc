@@ -83,30 +83,39 @@ json ContainerGrants::cgroup_rules(const DeviceCatalog& catalog) const {
   return out;
 }
 
+std::string metadata_with_line(const std::string& metadata, std::string_view key,
+                               const std::string& value) {
+  const std::string prefix = std::string(key) + "=";
+  std::string out;
+  std::istringstream in(metadata);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(prefix, 0) != 0 && !line.empty()) out += line + "\n";
+  return out + prefix + value;
+}
+
+std::optional<std::string> metadata_line(const std::string& metadata, std::string_view key) {
+  const std::string prefix = std::string(key) + "=";
+  std::istringstream in(metadata);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(prefix, 0) == 0) return line.substr(prefix.size());
+  return std::nullopt;
+}
+
 std::string metadata_with_grants(const std::string& metadata,
                                  const std::vector<std::string>& names) {
   std::string joined;
   for (const auto& n : names) joined += (joined.empty() ? "" : ",") + n;
-  std::string out;
-  std::istringstream in(metadata);
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind(std::string(kGrantsMetadataKey) + "=", 0) != 0 && !line.empty())
-      out += line + "\n";
-  return out + std::string(kGrantsMetadataKey) + "=" + joined;
+  return metadata_with_line(metadata, kGrantsMetadataKey, joined);
 }
 
 std::optional<std::vector<std::string>> grants_in_metadata(const std::string& metadata) {
-  const std::string key = std::string(kGrantsMetadataKey) + "=";
-  std::istringstream in(metadata);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(key, 0) != 0) continue;
-    std::vector<std::string> out;
-    std::istringstream names(line.substr(key.size()));
-    for (std::string n; std::getline(names, n, ',');)
-      if (!n.empty()) out.push_back(n);
-    return out;
-  }
-  return std::nullopt;
+  const std::optional<std::string> line = metadata_line(metadata, kGrantsMetadataKey);
+  if (!line) return std::nullopt;
+  std::vector<std::string> out;
+  std::istringstream names(*line);
+  for (std::string n; std::getline(names, n, ',');)
+    if (!n.empty()) out.push_back(n);
+  return out;
 }
 
 }  // namespace gdrproxy::proxy

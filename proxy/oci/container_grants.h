@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "proxy/devices/device_catalog.h"
@@ -18,6 +19,9 @@ namespace gdrproxy::proxy {
 
 // The metadata key that carries a container's grants ("gdrproxy-grants=uverbs0,rdma_cm").
 inline constexpr std::string_view kGrantsMetadataKey = "gdrproxy-grants";
+// The metadata key that marks a container its operator accepted unconfined, with what makes it
+// so ("gdrproxy-unconfined=CAP_SYS_ADMIN; no user namespace"): proxy/oci/container_privilege.h.
+inline constexpr std::string_view kUnconfinedMetadataKey = "gdrproxy-unconfined";
 
 struct ContainerGrants {
   std::vector<DeviceNode> nodes;  // granted, brokerable nodes of the catalog
@@ -37,6 +41,11 @@ struct ContainerGrants {
   nlohmann::json cgroup_rules(const DeviceCatalog& catalog) const;
 };
 
+// "KEY=value" merged into `metadata` (newline-separated key=value lines; an existing KEY line is
+// replaced), and the value of the KEY line of `metadata` (nullopt: none).
+std::string metadata_with_line(const std::string& metadata, std::string_view key,
+                               const std::string& value);
+std::optional<std::string> metadata_line(const std::string& metadata, std::string_view key);
 // "gdrproxy-grants=a,b" merged into `metadata` (newline-separated key=value lines; an existing
 // gdrproxy-grants line is replaced).
 std::string metadata_with_grants(const std::string& metadata,

@@ -29,7 +29,7 @@ ShimConfig parse_shim_config(std::string_view text, const std::string& origin) {
         k != "metadata" && k != "sysfs" && k != "sysfs_root" && k != "comment" && k != "rails" &&
         k != "rail_profile" && k != "allow_plain_rails" && k != "rail_state_dir" &&
         k != "kernel_allow" && k != "lsm_judged" && k != "lsm_hook" && k != "agent_ctl" &&
-        k != "policy" && k != "nvidia_abi_as" &&
+        k != "policy" && k != "nvidia_abi_as" && k != "accept_unconfined" &&
         // Kept for existing files: pidfd_getfd is always trapped now, and the agent's rule
         // decides whether it is brokered, so this key has no effect.
         k != "broker_pidfd_getfd")
@@ -75,6 +75,7 @@ ShimConfig parse_shim_config(std::string_view text, const std::string& origin) {
     c.nvidia_abi_as = (str("nvidia_abi_as", s), s);
     if (s.empty()) bad("nvidia_abi_as", "expected a driver release, e.g. \"595.45.04\"");
   }
+  boolean("accept_unconfined", c.accept_unconfined);
   c.found = true;
   return c;
 }

@@ -46,6 +46,10 @@ struct ShimConfig {
   // "nvidia_abi_as": the release whose tables judge the node's NVIDIA driver when "kernel_allow"
   // asks what runs untrapped; the agent's config must name the same ("nvidia_abi_as").
   std::optional<std::string> nvidia_abi_as;
+  // "accept_unconfined": true starts a privileged container that asks for a granted device
+  // (proxy/oci/container_privilege.h) with one warning line, and marks it in listenerMetadata so
+  // the agent says it and its trace records it; false (the default) refuses it.
+  bool accept_unconfined = false;
   bool found = false;
 };
 

@@ -19,6 +19,8 @@
 #include "proxy/devices/device_catalog.h"
 #include "proxy/engine/kernel_judgement.h"
 #include "proxy/oci/bundle_prepare.h"
+#include "proxy/oci/container_grants.h"
+#include "proxy/oci/container_privilege.h"
 #include "proxy/oci/runtime_config.h"
 #include "proxy/policy/glob.h"
 
@@ -45,17 +47,32 @@ std::string rfc3339_now() {
 }  // namespace
 
 std::string runtime_log_line(const std::string& format, const std::string& msg,
-                             const std::string& time) {
+                             const std::string& time, const std::string& level) {
   // Bytes that are not UTF-8 become U+FFFD rather than an exception (the shim's own messages
   // are printable ASCII already).
   constexpr auto kReplace = json::error_handler_t::replace;
   if (format == "json")
-    return json{{"level", "error"}, {"msg", msg}, {"time", time}}.dump(-1, ' ', false, kReplace) +
+    return json{{"level", level}, {"msg", msg}, {"time", time}}.dump(-1, ' ', false, kReplace) +
            "\n";
   // logrus' text format quotes the message as Go's %q does; JSON's escaping agrees for what
   // printable() leaves in it.
-  return "time=\"" + time + "\" level=error msg=" + json(msg).dump(-1, ' ', false, kReplace) + "\n";
+  return "time=\"" + time + "\" level=" + level +
+         " msg=" + json(msg).dump(-1, ' ', false, kReplace) + "\n";
 }
+
+namespace {
+
+// containerd-shim-runc-v2 (Docker, Kubernetes) shows the runtime's messages from its log file
+// (--log), not from its stderr: a line there in the runtime's --log-format.
+void append_runtime_log(const RuntimeCall& call, const std::string& msg, const std::string& level) {
+  if (call.log_path.empty()) return;
+  if (FILE* f = std::fopen(call.log_path.c_str(), "ae")) {
+    std::fputs(runtime_log_line(call.log_format, msg, rfc3339_now(), level).c_str(), f);
+    std::fclose(f);
+  }
+}
+
+}  // namespace
 
 RuntimeCall parse_runtime_args(const std::vector<std::string>& args) {
   RuntimeCall call;
@@ -96,8 +113,32 @@ int run_runtime_shim(const ShimOptions& o, const std::vector<std::string>& runti
     if (runtime.empty()) runtime = config.runtime;
     if (call.verb == "create" || call.verb == "run") {
       const DeviceCatalog catalog = DeviceCatalog::scan();
-      const std::vector<std::string> asked =
-          o.grants ? *o.grants : requested_devices_of_bundle(call.bundle, catalog);
+      // A privileged container first: it asks for every host device (some never grantable), and
+      // the line must say why it is refused.
+      const Unconfinement u = unconfinement_of_bundle(call.bundle);
+      std::vector<std::string> asked;
+      try {
+        asked = o.grants ? *o.grants : requested_devices_of_bundle(call.bundle, catalog);
+      } catch (const Error&) {
+        if (u.unconfined() && !config.accept_unconfined)
+          throw Error(unconfined_refusal(u, "every host device"));
+        throw;
+      }
+      std::optional<std::string> unconfined;
+      if (!asked.empty()) {
+        std::string names;
+        for (const std::string& n : asked) names += (names.empty() ? "" : ",") + n;
+        if (u.unconfined() && !config.accept_unconfined) throw Error(unconfined_refusal(u, names));
+        if (u.unconfined()) {
+          const std::string warning =
+              "gdrproxy runtime: warning: starting a privileged container (" + u.joined() +
+              ") with " + printable(names) + ", as " + o.config_path +
+              " accepts (\"accept_unconfined\"): it can undo every guard on its devices";
+          std::fprintf(stderr, "%s\n", warning.c_str());
+          append_runtime_log(call, warning, "warning");
+          unconfined = u.joined();
+        }
+      }
       for (const std::string& name : asked) {
         bool allowed = false;
         for (const std::string& g : config.grants)
@@ -126,6 +167,9 @@ int run_runtime_shim(const ShimOptions& o, const std::vector<std::string>& runti
       p.base = config.base;
       p.profile.listener_path = config.listener;
       p.profile.metadata = config.metadata;
+      if (unconfined)
+        p.profile.metadata =
+            metadata_with_line(config.metadata.value_or(""), kUnconfinedMetadataKey, *unconfined);
       p.profile.caps = docker_default_caps();
       p.profile.wait_killable_recv = runtime_supports_wait_killable_recv(runtime);
       if (config.kernel_allow) {
@@ -143,14 +187,7 @@ int run_runtime_shim(const ShimOptions& o, const std::vector<std::string>& runti
     const std::string msg =
         "gdrproxy runtime: " + printable(e.what()) + ": not starting the container";
     std::fprintf(stderr, "%s\n", msg.c_str());
-    // containerd-shim-runc-v2 (Docker, Kubernetes) shows the runtime's error from its log file,
-    // not from its stderr.
-    if (!call.log_path.empty()) {
-      if (FILE* f = std::fopen(call.log_path.c_str(), "ae")) {
-        std::fputs(runtime_log_line(call.log_format, msg, rfc3339_now()).c_str(), f);
-        std::fclose(f);
-      }
-    }
+    append_runtime_log(call, msg, "error");
     return 1;
   }
   std::vector<char*> argv;

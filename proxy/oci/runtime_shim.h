@@ -34,10 +34,10 @@ struct RuntimeCall {
   std::string log_path;
   std::string log_format = "text";
 };
-// A refusal as runc writes an error to its --log file: a JSON line {"level", "msg", "time"} for
-// --log-format json, else logrus' text line.
+// A message as runc writes one to its --log file (`level`: "error", "warning"): a JSON line
+// {"level", "msg", "time"} for --log-format json, else logrus' text line.
 std::string runtime_log_line(const std::string& format, const std::string& msg,
-                             const std::string& time);
+                             const std::string& time, const std::string& level = "error");
 RuntimeCall parse_runtime_args(const std::vector<std::string>& args);
 
 // Prepares (for create/run) and execs the runtime; returns only on failure, with the exit
