@@ -90,6 +90,24 @@ Session::Session(Engine& engine, SessionConfig config)
   watch_hangups();
   id_ = engine_.attach(this);  // last: a constructor that throws leaves no route behind
   trace_->set_session_id(id_);
+  if (config_.unconfined) record_unconfined(*config_.unconfined);
+}
+
+void Session::record_unconfined(const std::string& why) {
+  // Said even when quiet, as denial lines are: the operator must see it.
+  std::fprintf(stderr,
+               "%swarning: serving an unconfined container (%s), accepted by the operator: it "
+               "can undo every guard on its devices\n",
+               log_prefix_.c_str(), printable(why).c_str());
+  if (!tracing_) return;
+  TraceRecord r;
+  r.seq = engine_.next_seq();
+  r.wall_time = wall_seconds();
+  r.syscall = "start";
+  r.decision = "unconfined";
+  r.reason = "accepted by the operator: " + why;
+  std::lock_guard<std::mutex> lock(mu_);
+  trace_->emit(std::move(r));
 }
 
 void Session::set_up(std::unique_ptr<JsonTraceWriter> json) {

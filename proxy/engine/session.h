@@ -122,6 +122,8 @@ class Session {
   // A refusal the BPF LSM judge made for one of this session's tasks (another's judge: the
   // agent's, which reads its ring), said in one line and traced as the session's own refusals.
   void say_kernel_refusal(const IoctlLsm::Refusal& f);
+  // The opening warning, and trace record, of an unconfined container its operator accepted.
+  void record_unconfined(const std::string& why);
   // The closing lines of `gdrproxy run`: lost results, failed-closed calls, counts.
   void print_summary(bool with_stats) const;
 
