@@ -37,7 +37,7 @@ chmod 755 "$WORK"
 AGENT_PID=''
 cleanup() {
   cri_cleanup
-  [[ -n $AGENT_PID ]] && kill -KILL "$AGENT_PID" 2>/dev/null
+  [[ -n $AGENT_PID ]] && { kill -KILL "$AGENT_PID" && wait "$AGENT_PID"; } 2>/dev/null
   umount -R "$WORK" 2>/dev/null
   rm -rf "$WORK"
 }
