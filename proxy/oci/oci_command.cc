@@ -244,7 +244,10 @@ void add_runtime_command(CLI::App& app, int& exit_code,
       "`gdrproxy oci prepare` does, for the devices the container asks for in linux.devices\n"
       "(--device, CDI), each of which must be within the \"grants\" of /etc/gdrproxy/runtime.json\n"
       "(else the container is not started); then it execs the real runtime with the same\n"
-      "arguments. Other verbs pass through untouched. Annotations are never read.\n"
+      "arguments. A privileged container (an allow-all device rule, CAP_SYS_ADMIN, SYS_MODULE\n"
+      "or SYS_RAWIO, no user namespace) that asks for such a device is refused with the reason\n"
+      "unless runtime.json has \"accept_unconfined\": true. Other verbs pass through untouched.\n"
+      "Annotations are never read.\n"
       "Example: gdrproxy runtime --runtime runc -- list");
   auto o = std::make_shared<ShimOptions>();
   auto runtime = std::make_shared<std::string>();
