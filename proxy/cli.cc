@@ -176,6 +176,15 @@ void add_agent(CLI::App& app, int& exit_code) {
                     "call a killed agent was handling is handled again by the next). The holder "
                     "also accepts runtimes for the agent and keeps the runtime socket across a "
                     "kill or SIGTERM, so runtimes wait for the next agent; `ctl drain` removes it");
+  auto metrics = std::make_shared<std::string>();
+  agent
+      ->add_option("--metrics", *metrics,
+                   "Serve Prometheus metrics (text format 0.0.4) at GET /metrics on ADDR: a unix "
+                   "socket path (root only, mode 0600), 127.0.0.1:PORT (this host), or "
+                   "0.0.0.0:PORT (a pod's network, for a cluster's Prometheus); no other address "
+                   "is taken. Scrapers are read on the agent's loop with the handshake deadline, "
+                   "at most 4 at once, their request at most 8 KiB. Series: docs/METRICS.md")
+      ->type_name("ADDR");
   agent->add_option("--dev-root", opts->dev_root, "Where the device nodes are")
       ->capture_default_str();
   auto agent_abi_as = std::make_shared<std::string>();
@@ -272,7 +281,7 @@ void add_agent(CLI::App& app, int& exit_code) {
     for (const std::string& a : *args) line += " " + a;
     exit_code = agent_ctl(opts->ctl_socket, line);
   });
-  agent->callback([ctl, opts, config, trace_dir, fd_store, agent_trap_copy, agent_lsm,
+  agent->callback([ctl, opts, config, trace_dir, fd_store, metrics, agent_trap_copy, agent_lsm,
                    agent_lsm_pin, agent_abi_as, &exit_code] {
     if (ctl->parsed()) return;
     opts->trap_copy = trap_copy_choice(*agent_trap_copy);
@@ -284,6 +293,7 @@ void add_agent(CLI::App& app, int& exit_code) {
     if (!config->empty()) opts->config = *config;
     if (!trace_dir->empty()) opts->trace_dir = *trace_dir;
     if (!fd_store->empty()) opts->fd_store = *fd_store;
+    if (!metrics->empty()) opts->metrics = *metrics;
     if (!agent_abi_as->empty()) opts->nvidia_abi_as = *agent_abi_as;
     exit_code = run_guarded("gdrproxy agent", 1, [&] { return run_agent(*opts); });
   });

@@ -37,6 +37,9 @@
 #include "proxy/agent/fd_store.h"
 #include "proxy/agent/handover.h"
 #include "proxy/agent/listener_check.h"
+#include "proxy/agent/metrics_registry.h"
+#include "proxy/agent/metrics_server.h"
+#include "proxy/agent/metrics_text.h"
 #include "proxy/agent/runtime_intake.h"
 #include "proxy/agent/served_container.h"
 #include "proxy/engine/engine.h"
@@ -93,6 +96,11 @@ class Agent : public ControlVerbs {
     judge_.emplace(engine_.io(), opts_.lsm, opts_.lsm_pin, log_to(),
                    [this](const IoctlLsm::Refusal& f) { return say_refusal(f); });
     control_.serve(*this);
+    if (opts_.metrics) {
+      metrics_server_.emplace(engine_.io(), parse_metrics_address(*opts_.metrics),
+                              std::chrono::milliseconds(opts_.handshake_deadline_ms), log_to());
+      metrics_server_->serve([this] { return render_metrics(metrics_snapshot()); });
+    }
     signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
       if (ec) return;
       log("stopping on signal " + std::to_string(sig) + ": " + std::to_string(containers_.size()) +
@@ -191,6 +199,35 @@ class Agent : public ControlVerbs {
   AgentLog log_to() {
     return [this](const std::string& msg) { log(msg); };
   }
+  // A handover refused: its listener closed (its process's trapped calls fail with ENOSYS). One
+  // the fd store kept for this agent across a restart is a listener lost.
+  void refuse_handover(Handover& h, const std::string& id) {
+    metrics_.adoption(AdoptionOutcome::kRefused);
+    if (h.from_previous_agent) metrics_.listener_lost();
+    let_go(h, id, store_ ? &*store_ : nullptr);
+  }
+  // What a scrape shows: the registry's counts and what the live containers are now.
+  MetricsSnapshot metrics_snapshot() const {
+    MetricsSnapshot s = metrics_.snapshot();
+    for (const auto& [id, c] : containers_) {
+      ++(c->mode == Mode::kEnforce ? s.containers_enforce : s.containers_trace);
+      if (c->session->degraded()) ++s.containers_degraded;
+      s.trace_bytes += c->session->trace_bytes();
+    }
+    s.start_time_seconds = start_time_;
+    switch (judge_ ? judge_->state() : AgentJudge::State::kOff) {
+      case AgentJudge::State::kOff:
+        s.judge_state = "off";
+        break;
+      case AgentJudge::State::kUnpinned:
+        s.judge_state = "unpinned";
+        break;
+      case AgentJudge::State::kPinned:
+        s.judge_state = "pinned";
+        break;
+    }
+    return s;
+  }
   JoinContext join_context() {
     return {store_ ? &*store_ : nullptr, log_to(), engine_.io(), [this] { check_holder(); }};
   }
@@ -203,7 +240,7 @@ class Agent : public ControlVerbs {
     auto h = std::make_shared<Handover>(std::move(handover));
     if (std::string why; !checked_process(st, *h, why)) {
       log(process_name(st) + why);
-      let_go(*h, st.state.id, store_ ? &*store_ : nullptr);
+      refuse_handover(*h, st.state.id);
       return;
     }
     // A process its runtime did not name joins a container served already, whose bundle is the
@@ -213,7 +250,7 @@ class Agent : public ControlVerbs {
       const auto it = containers_.find(st.state.id);
       if (it == containers_.end() || it->second->session->ended()) {
         log(process_name(st) + kUnnamedOutsideAContainer);
-        let_go(*h, st.state.id, store_ ? &*store_ : nullptr);
+        refuse_handover(*h, st.state.id);
         return;
       }
       bundle_dir = it->second->bundle;
@@ -221,9 +258,13 @@ class Agent : public ControlVerbs {
     const auto finish = [this, st, h, json](BundleReads::Result bundle) {
       const std::string who = process_name(st);
       try {
+        const bool joins = containers_.contains(st.state.id);
         if (!bundle.ok) {
           log(who + " refused: " + bundle.why + " (its trapped calls fail with ENOSYS)");
         } else if (adopt(st, *h, json, bundle.untrapped)) {
+          metrics_.adoption(h->from_previous_agent ? AdoptionOutcome::kReattached
+                            : joins                ? AdoptionOutcome::kJoined
+                                                   : AdoptionOutcome::kNewContainer);
           if (h->from_previous_agent)
             log("container " + st.state.id + ": re-attached from the fd store " + store_->path() +
                 " (process " + std::to_string(st.pid) + ")");
@@ -233,13 +274,13 @@ class Agent : public ControlVerbs {
         log(who + ": internal error while adopting it: " + e.what());
         if (!h->listener) return;  // a session has it
       }
-      let_go(*h, st.state.id, store_ ? &*store_ : nullptr);
+      refuse_handover(*h, st.state.id);
     };
     try {
       bundle_reads_.check(bundle_dir, opts_.socket, st.metadata, finish);
     } catch (const std::exception& e) {  // no thread could be started
       log(process_name(st) + ": its bundle cannot be read (" + e.what() + "): listener closed");
-      let_go(*h, st.state.id, store_ ? &*store_ : nullptr);
+      refuse_handover(*h, st.state.id);
     }
   }
 
@@ -290,8 +331,10 @@ class Agent : public ControlVerbs {
       }
       c->grants = cfg.grants.all() ? std::vector<std::string>{"(all)"} : cfg.grants.names();
       c->mode = cfg.mode;
+      cfg.metrics = metrics_.container_started(id);
       c->session = std::make_unique<Session>(engine_, std::move(cfg));
     } catch (const std::exception& e) {
+      if (it == containers_.end()) metrics_.container_ended(id, 0);
       log("container " + id + ": " + e.what() + ": listener closed");
       return false;
     }
@@ -367,6 +410,7 @@ class Agent : public ControlVerbs {
              ? ", " + std::to_string(s.kernel_refused) + " refused in the kernel"
              : "") +
         lat);
+    metrics_.container_ended(id, it->second->session->trace_bytes());
     // Its fd-store entries went when their processes exited: the holder drops them itself.
     if (store_) store_->forget_copies_of(id);
     containers_.erase(it);
@@ -423,6 +467,10 @@ class Agent : public ControlVerbs {
   std::multimap<std::string, std::pair<std::string, ino_t>> group_members_;
   asio::steady_timer holder_timer_{engine_.io()};
   bool draining_ = false;  // `ctl drain`: no new container or process; stop when none is left
+  MetricsRegistry metrics_;
+  const double start_time_ =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  std::optional<MetricsServer> metrics_server_;  // --metrics
 };
 
 }  // namespace
@@ -434,6 +482,7 @@ int run_agent(const AgentOptions& o) {
     throw Error(
         "gdrproxy agent must run in the initial pid namespace (seccomp and the BPF observer "
         "report host pids); run it on the host, not in a container");
+  if (o.metrics) static_cast<void>(parse_metrics_address(*o.metrics));  // a bad ADDR said first
   AgentConfig config = o.config ? AgentConfig::load_file(*o.config)
                                 : AgentConfig::from_json_text("{\"version\": 1}", "(no --config)");
   if (o.trace_dir) {

@@ -56,6 +56,9 @@ struct AgentOptions {
   std::optional<std::string> nvidia_abi_as;
   // Where the rail hooks keep their journals: rails of containers gone are given back at start.
   std::string rail_state_dir = "/run/gdrproxy";
+  // Serve Prometheus metrics at this unix socket path or 127.0.0.1:PORT / 0.0.0.0:PORT
+  // (metrics_server.h).
+  std::optional<std::string> metrics;
 };
 
 // Serves until SIGTERM or SIGINT. Throws gdrproxy::Error for setup errors (bad config, socket

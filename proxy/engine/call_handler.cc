@@ -114,6 +114,7 @@ GDRPROXY_HOT CallDecision CallHandler::ioctl(IoctlNotification n) {
     if (ph) ph->lookup += t_read - n.t0;
     // Not one of our devices (the filter matches by number only): let it be.
     if (!node) return d;
+    d.call_class = call_class(node->device_class);
     if (!setup_.grants.granted(*node)) {
       // An fd of an ungranted device (inherited, passed over a socket, or opened around the
       // broker) is refused whatever the mode: grants are never advisory.
@@ -227,6 +228,7 @@ void CallHandler::refuse_ungranted(CallDecision& d, const seccomp_notif& req, in
                 printable(r.reason).c_str(), errno_name(r.err));
   d.answer = CallDecision::Answer::kError;
   d.err = r.err;
+  d.denial = DenialReason::kUngranted;
 }
 
 // Why NVIDIA device instance `instance` may not be used here (empty: it is a granted GPU). The
@@ -271,6 +273,7 @@ void CallHandler::settle(CallDecision& d, TraceRecord& r, const DeviceNode& node
                   printable(v.reason).c_str(), errno_name(v.err));
     d.answer = CallDecision::Answer::kError;
     d.err = v.err;
+    d.denial = DenialReason::kPolicy;
     return;
   }
   r.decision = v.action == Action::kDeny ? "allow (would deny: trace mode)" : "allow";
@@ -311,6 +314,7 @@ std::string CallHandler::observed_write(TraceRecord& r, const DeviceNode& node,
 // Without brokering the call is refused: an OCI profile always traps it.
 CallDecision CallHandler::pidfd_getfd(const seccomp_notif& req) {
   CallDecision d;
+  d.call_class = kPidfdGetfdClass;
   const pid_t tid = static_cast<pid_t>(req.pid);
   const int caller_pidfd_nr = static_cast<int>(req.data.args[0]);
   const int target_fd = static_cast<int>(req.data.args[1]);
@@ -329,6 +333,7 @@ CallDecision CallHandler::pidfd_getfd(const seccomp_notif& req) {
                   r.who.ns_tid, printable(reason).c_str(), errno_name(err));
     d.answer = CallDecision::Answer::kError;
     d.err = err;
+    d.denial = DenialReason::kPidfdGetfd;
   };
   const ino_t own = in_.pidfds.own_pid_namespace();
   if (!setup_.broker_pidfd_getfd) {
@@ -392,6 +397,7 @@ CallDecision CallHandler::open(const seccomp_notif& req) {
     return d;
   }
   if (od.kind == OpenDecision::Kind::kPass) return d;
+  if (od.node) d.call_class = call_class(od.node->device_class);
   TraceRecord& r = d.record.emplace();
   begin_record(r, req, req.data.nr == SYS_openat2 ? "openat2" : "openat");
   r.device = od.node ? od.node->name : quote_text(od.path);
@@ -428,6 +434,8 @@ CallDecision CallHandler::open(const seccomp_notif& req) {
     }
     d.answer = CallDecision::Answer::kError;
     d.err = od.err;
+    d.denial = od.kind == OpenDecision::Kind::kDeny ? DenialReason::kOpenRefused
+                                                    : DenialReason::kOpenFailed;
     return d;
   }
   d.answer = CallDecision::Answer::kFd;

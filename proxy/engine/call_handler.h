@@ -25,6 +25,7 @@
 #include "proxy/decode/decoded_call.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/engine/call_inputs.h"
+#include "proxy/engine/call_metrics.h"
 #include "proxy/engine/denial_log.h"
 #include "proxy/engine/session_stats.h"
 #include "proxy/gpudirect/dmabuf_check.h"
@@ -55,6 +56,9 @@ struct CallDecision {
   UniqueFd fd;                  // kFd: the supervisor's own, closed once installed
   std::string line;             // printed before the answer, after the session's prefix
   std::optional<TraceRecord> record;
+  // What it is counted under (call_metrics.h): the class of its device, and why it was refused.
+  uint8_t call_class = kNoDeviceClass;
+  DenialReason denial = DenialReason::kNone;
 };
 
 struct CallHandlerSetup {

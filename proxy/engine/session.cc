@@ -143,7 +143,10 @@ void Session::say_kernel_refusal(const IoctlLsm::Refusal& f) {
 void Session::say_kernel_refusal_locked(const IoctlLsm::Refusal& f) {
   ++stats_.kernel_refused;
   TraceRecord r;
-  const std::string line = lsm_refusal(f, inputs_.device(f.rdev), lsm_said_, r);
+  const DeviceNode* node = inputs_.device(f.rdev);
+  if (CallMetrics* m = config_.metrics.get())
+    m->refused(node ? call_class(node->device_class) : kNoDeviceClass, DenialReason::kKernelJudge);
+  const std::string line = lsm_refusal(f, node, lsm_said_, r);
   if (!line.empty()) std::fprintf(stderr, "%s%s\n", log_prefix_.c_str(), line.c_str());
   if (!tracing_) return;
   r.seq = engine_.next_seq();
@@ -563,6 +566,10 @@ SessionStats Session::stats() {
   return stats_here();
 }
 
+uint64_t Session::trace_bytes() const {
+  return trace_ ? trace_->json_bytes() : 0;
+}
+
 SessionStats Session::stats_here() const {
   SessionStats s = stats_;
   handler_->add_counts(s);
@@ -599,11 +606,15 @@ GDRPROXY_HOT void Session::handle(const seccomp_notif& req) {
     dispatch(req, t0, sampled);
   } catch (const std::exception& e) {
     ++stats_.handler_faults;
+    if (CallMetrics* m = config_.metrics.get())
+      m->refused(kNoDeviceClass, DenialReason::kHandlerFault);
     std::fprintf(stderr, "%sinternal error handling %s of pid %llu, failed closed: %s\n",
                  log_prefix_.c_str(), req.data.nr == SYS_ioctl ? "an ioctl" : "an open",
                  static_cast<unsigned long long>(req.pid), printable(e.what()).c_str());
   } catch (...) {
     ++stats_.handler_faults;
+    if (CallMetrics* m = config_.metrics.get())
+      m->refused(kNoDeviceClass, DenialReason::kHandlerFault);
     std::fprintf(stderr, "%sinternal error handling a call of pid %llu, failed closed\n",
                  log_prefix_.c_str(), static_cast<unsigned long long>(req.pid));
   }
@@ -639,9 +650,15 @@ GDRPROXY_HOT void Session::dispatch(const seccomp_notif& req, uint64_t t0, bool 
       }
       CallDecision d = handler_->ioctl(std::move(n));
       carry_out(req, d, t0);
-      if (!sampled) return;
+      CallMetrics* const m = config_.metrics.get();
+      if (!sampled) {
+        if (m) m->count(d.call_class, d.denial, false, 0);
+        return;
+      }
       ++stats_.ioctl_phase_samples;
-      charge_trace(stats_.ioctl_ns, before, record_latency(stats_.ns_ioctl, t0));
+      const uint64_t ns = record_latency(stats_.ns_ioctl, t0);
+      charge_trace(stats_.ioctl_ns, before, ns);
+      if (m) m->count(d.call_class, d.denial, true, ns);
       return;
     }
     case SYS_open:
@@ -651,12 +668,14 @@ GDRPROXY_HOT void Session::dispatch(const seccomp_notif& req, uint64_t t0, bool 
       ++stats_.opens;
       CallDecision d = handler_->open(req);
       carry_out(req, d, t0);
-      record_latency(stats_.ns_open, t0);
+      const uint64_t ns = record_latency(stats_.ns_open, t0);
+      if (CallMetrics* m = config_.metrics.get()) m->count(d.call_class, d.denial, true, ns);
       return;
     }
     case SYS_pidfd_getfd: {
       CallDecision d = handler_->pidfd_getfd(req);
       carry_out(req, d, t0);
+      if (CallMetrics* m = config_.metrics.get()) m->count(d.call_class, d.denial, false, 0);
       return;
     }
     default:

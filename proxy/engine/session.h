@@ -109,6 +109,10 @@ class Session {
   // From the session's thread (a copy, within 500 ms), or what the watchdog knows while stuck.
   SessionStats stats();
   const std::string& name() const { return config_.name; }
+  // Some call was not answered in time (from any thread).
+  bool degraded() const { return watchdog_.degraded(); }
+  // Bytes its JSON trace has written (from any thread).
+  uint64_t trace_bytes() const;
   const SessionConfig& config() const { return config_; }
   bool tracing() const { return tracing_; }
   // The ioctl requests the filter may let run untrapped (empty unless config.kernel_allow, in

@@ -70,6 +70,7 @@ class SessionTrace {
   void add_counts(SessionStats& s) const;
   // Records the JSON file did not take in time.
   uint64_t dropped() const { return json_ ? json_->dropped() : 0; }
+  uint64_t json_bytes() const { return json_ ? json_->written_bytes() : 0; }
 
  private:
   uint64_t cookie_of(uint32_t index) const { return (uint64_t{id_} << 32) | index; }

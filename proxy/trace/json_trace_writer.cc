@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <mutex>
@@ -26,19 +27,22 @@ struct JsonTraceWriter::State {
   // wakes on its own within kGather, and a push wakes it only for a full batch.
   bool asleep = false;
   uint64_t dropped = 0;
+  std::atomic<uint64_t> written{0};  // bytes the file took (the writer's thread adds)
   UniqueFd file;
 };
 
 namespace {
 
-// Writes all of `buf`; false when the file refuses it (an error other than an interruption).
-bool write_all(int fd, const std::string& buf) {
+// Writes all of `buf`, counting into `written` what the file took; false when the file refuses
+// it (an error other than an interruption).
+bool write_all(int fd, const std::string& buf, std::atomic<uint64_t>& written) {
   size_t done = 0;
   while (done < buf.size()) {
     const ssize_t n = ::write(fd, buf.data() + done, buf.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
     done += static_cast<size_t>(n);
+    written.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
   }
   return true;
 }
@@ -75,13 +79,13 @@ void write_loop(const std::shared_ptr<JsonTraceWriter::State>& s) {
       buf += '\n';
       ++in_buf;
       if (buf.size() >= kWriteAt) {
-        if (!write_all(s->file.get(), buf)) lost += in_buf;
+        if (!write_all(s->file.get(), buf, s->written)) lost += in_buf;
         buf.clear();
         in_buf = 0;
       }
     }
     if (flush && !buf.empty()) {
-      if (!write_all(s->file.get(), buf)) lost += in_buf;
+      if (!write_all(s->file.get(), buf, s->written)) lost += in_buf;
       buf.clear();
       in_buf = 0;
     }
@@ -144,6 +148,10 @@ void JsonTraceWriter::finish(std::chrono::milliseconds grace) {
     state_->dropped += state_->queue.size();
     state_->queue.clear();
   }
+}
+
+uint64_t JsonTraceWriter::written_bytes() const {
+  return state_->written.load(std::memory_order_relaxed);
 }
 
 uint64_t JsonTraceWriter::dropped() const {

@@ -39,6 +39,8 @@ class JsonTraceWriter {
   void finish(std::chrono::milliseconds grace);
   // Records dropped: a full queue, or still queued when finish() gave up.
   uint64_t dropped() const;
+  // Bytes written to the file so far (from any thread).
+  uint64_t written_bytes() const;
 
   struct State;  // shared with the writer's thread (json_trace_writer.cc)
 
