@@ -2,23 +2,28 @@
 the binaries: the RuntimeClass's handler is containerd's runtime name, its BinaryName is the link
 the installer makes, the agent's socket is the runtime config's listener and the agent's default,
 the shim's config path is its default, the CDI kind and devices of the example Pod are what
-`gdrproxy cdi generate` writes, and the ConfigMap's runtime.json and agent.json load in the real
-binaries. No cluster runs here: this is what can be checked without one.
+`gdrproxy cdi generate` writes, the ConfigMap's runtime.json and agent.json load in the real
+binaries, and the agent's --metrics port is its pod's metrics containerPort and scrape annotation
+(served, on a free loopback port here). No cluster runs here: this is what can be checked without one.
 Usage: kubernetes_test.py GDRPROXY SOURCE_DIR"""
 import glob
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 import yaml
 
 gp, src = sys.argv[1:3]
 docs = {}
 for path in sorted(glob.glob(os.path.join(src, "deploy/kubernetes/*.yaml"))):
+    if path.endswith("/gdrproxy-alerts.yaml"):  # Prometheus rules (tests/agent/metrics_test.sh)
+        continue
     for d in yaml.safe_load_all(open(path)):
         assert d.get("apiVersion") and d.get("kind") and d["metadata"].get("name"), (path, d)
         docs[(d["kind"], d["metadata"]["name"])] = d
@@ -52,6 +57,17 @@ cmd = agent["containers"][0]["command"]
 sock = cmd[cmd.index("--socket") + 1]
 assert sock == runtime["listener"] == help_default(["agent"], "--socket"), sock
 mounts = {m["mountPath"] for m in agent["containers"][0]["volumeMounts"]}
+# Metrics: the port --metrics serves on the pod's network is the container's "metrics" port and
+# the one the scrape annotations name.
+metrics_addr = cmd[cmd.index("--metrics") + 1]
+m = re.fullmatch(r"0\.0\.0\.0:(\d+)", metrics_addr)
+assert m, metrics_addr
+ports = {p["name"]: p for p in agent["containers"][0]["ports"]}
+assert ports["metrics"]["containerPort"] == int(m.group(1)), (ports, metrics_addr)
+notes = docs[("DaemonSet", "gdrproxy-agent")]["spec"]["template"]["metadata"]["annotations"]
+assert notes["prometheus.io/scrape"] == "true", notes
+assert notes["prometheus.io/port"] == m.group(1), (notes, metrics_addr)
+assert notes.get("prometheus.io/path", "/metrics") == "/metrics", notes
 assert os.path.dirname(sock) in mounts and os.path.dirname(cmd[cmd.index("--config") + 1]) in mounts
 # The example Pod: the runtime class, and CDI names of the kind cdi generate writes.
 pod = docs[("Pod", "gdrproxy-example")]
@@ -71,15 +87,26 @@ with tempfile.TemporaryDirectory() as t:
     r = subprocess.run([gp, "runtime", "--config", os.path.join(t, "runtime.json"), "--", "--version"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+    # The agent's metrics on a free loopback port (the pod's address is host-wide here).
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
     a = subprocess.Popen([gp, "agent", "--socket", os.path.join(t, "a.sock"), "--ctl-socket",
-                          os.path.join(t, "a.ctl"), "--config", os.path.join(t, "agent.json")],
+                          os.path.join(t, "a.ctl"), "--config", os.path.join(t, "agent.json"),
+                          "--metrics", f"127.0.0.1:{port}"],
                          stderr=subprocess.PIPE, text=True)
     for _ in range(100):
         if os.path.exists(os.path.join(t, "a.sock")) or a.poll() is not None:
             break
         time.sleep(0.05)
     started = os.path.exists(os.path.join(t, "a.sock"))
+    page = ""
+    if started:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{notes.get('prometheus.io/path', '/metrics')}",
+                                    timeout=5) as r:
+            page = r.read().decode()
     a.kill()
     err = a.communicate()[1]
     assert started, err
+    assert "# TYPE gdrproxy_calls_total counter" in page, page
 print(f"PASS: {len(docs)} Kubernetes objects parse and agree with each other and the binaries")
