@@ -13,7 +13,8 @@
 #   cri                 the CRI client on that containerd
 #   cri_pod / cri_ctr   pod and container configs as CRI JSON
 #   cri_cleanup         every pod removed, containerd and its shims stopped, runc state gone
-# Variables the caller may set before cri_containerd: CRI_SNAPSHOTTER (native), CRI_WAIT (30 s).
+# Variables the caller may set before cri_containerd: CRI_SNAPSHOTTER (overlayfs where it works,
+# else native: cri_snapshotter), CRI_WAIT (30 s).
 
 CRI_LIB_DIR=$(dirname "${BASH_SOURCE[0]}")
 CRI_PAUSE_IMAGE=gdrproxy.test/pause:1
@@ -64,6 +65,20 @@ C
   fail "the CRI plugin does not list the imported images"
 }
 
+# cri_snapshotter: overlayfs where $WORK's file system takes an overlay mount (a node's usual
+# snapshotter: a container's rootfs costs no copy), else native (a copy per container).
+cri_snapshotter() {
+  local o=$WORK/ovl-probe
+  mkdir -p "$o/lower" "$o/upper" "$o/work" "$o/merged"
+  if mount -t overlay overlay -o "lowerdir=$o/lower,upperdir=$o/upper,workdir=$o/work" "$o/merged" 2>/dev/null; then
+    umount "$o/merged"
+    echo overlayfs
+  else
+    echo native
+  fi
+  rm -rf "$o"
+}
+
 # cri_containerd RUNTIME RUNTIME_CONFIG: Debian's containerd (1.6) on $WORK/ctd, its CRI plugin
 # with the handler "gdrproxy" (runc v2 shim, BinaryName RUNTIME, the shim reading RUNTIME_CONFIG
 # through GDRPROXY_RUNTIME_CONFIG in containerd's environment, which its shims inherit) and
@@ -78,7 +93,7 @@ C
 # restart).
 cri_containerd() {
   local rt=$1 rtconf=$2 c=$WORK/ctd
-  CRI_SNAPSHOTTER=${CRI_SNAPSHOTTER:-native}
+  [[ -n ${CRI_SNAPSHOTTER:-} ]] || CRI_SNAPSHOTTER=$(cri_snapshotter)
   CTD_SOCK=$c/containerd.sock
   mkdir -p "$c" "$WORK/cni/net.d" "$WORK/cni/ipam" "$WORK/runc" "$WORK/pods" || fail "mkdir under $WORK"
   local nocg=false

@@ -9,8 +9,10 @@
 # the two handlers alternate pod by pod, so drift of the machine falls on both. The pod's stop and
 # removal are not timed.
 # The goal is a ratio of at most 1.10 (docs/PERFORMANCE.md). As a test it fails only above
-# CRI_BENCH_MAX_RATIO (default 1.5: a bound against the same run's baseline, generous enough for
-# a few pods on a machine running a second suite beside it; 0 turns it off).
+# CRI_BENCH_MAX_RATIO (default 2.0: a bound against the same run's baseline, generous enough for
+# a few pods on a 2-core machine running a second suite beside it, where the ratio was seen at
+# 1.4; 0 turns it off). The snapshotter is overlayfs where it works (tests/cri/lib.sh), so a
+# container's rootfs is no copy whose disk time would hide the runtime's share.
 # Test-rig parts as tests/cri/pod_test.sh's: stand-in device nodes, images built offline.
 # Usage: [CRI_BENCH_PODS=N] [CRI_BENCH_MAX_RATIO=R] pod_start_bench.sh GDRPROXY ATTACK_CLIENT
 #        (root, containerd, runc; 77 = skipped)
@@ -74,7 +76,7 @@ for ((i = 0; i < N; i++)); do
   if ((i % 2)); then one gdrproxy "$i"; one runc "$i"; else one runc "$i"; one gdrproxy "$i"; fi
 done
 r=$(median <"$WORK/runc.total.us") g=$(median <"$WORK/gdrproxy.total.us")
-echo "CRI pod start to the first device call (RunPodSandbox + CreateContainer + StartContainer), median of $N pods each:"
+echo "CRI pod start to the first device call (RunPodSandbox + CreateContainer + StartContainer), median of $N pods each ($CRI_SNAPSHOTTER snapshotter):"
 awk -v r="$r" -v g="$g" 'BEGIN {
   printf "  %-36s %8.1f ms\n", "runc handler (baseline)", r / 1000
   printf "  %-36s %8.1f ms\n", "gdrproxy handler (shim + agent)", g / 1000
@@ -86,7 +88,7 @@ for step in runp create start ready; do
 done
 ratio=$(awk -v g="$g" -v r="$r" 'BEGIN { printf "%.2f", g / r }')
 echo "ratio $ratio (goal <= 1.10)"
-bound=${CRI_BENCH_MAX_RATIO:-1.5}
+bound=${CRI_BENCH_MAX_RATIO:-2.0}
 if [[ $bound != 0 ]] && awk -v x="$ratio" -v b="$bound" 'BEGIN { exit !(x > b) }'; then
   fail "ratio $ratio is above the bound $bound"
 fi
