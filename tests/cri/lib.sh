@@ -10,8 +10,10 @@
 # Functions (each documented where it is defined):
 #   cri_images          the pause and busybox images, built here, imported into containerd
 #   cri_containerd      containerd with handlers "gdrproxy" (RUNTIME, RUNTIME_CONFIG) and "runc"
+#   cri_snapshotter     overlayfs where it mounts here, else native
 #   cri                 the CRI client on that containerd
 #   cri_pod / cri_ctr   pod and container configs as CRI JSON
+#   cri_runp            RunPodSandbox, the pod remembered for cri_cleanup
 #   cri_cleanup         every pod removed, containerd and its shims stopped, runc state gone
 # Variables the caller may set before cri_containerd: CRI_SNAPSHOTTER (overlayfs where it works,
 # else native: cri_snapshotter), CRI_WAIT (30 s).
@@ -182,6 +184,7 @@ cri_pod() {
 # NAME.log under the pod's log directory) and prints its path.
 cri_ctr() {
   local f=$WORK/pods/$1.$2.json binds
+  # shellcheck disable=SC2086 # CRI_CTR_BINDS is a list of directories, split on spaces
   binds=$(printf '%s\n' /usr/lib /usr/lib64 ${CRI_CTR_BINDS:-} | jq -R '{container_path: ., host_path: ., readonly: true}' | jq -s .)
   jq -n --arg n "$2" --argjson dev "$3" --argjson argv "$4" --argjson mounts "$binds" \
     '{metadata: {name: $n, attempt: 0}, image: {image: "'"$CRI_BUSYBOX_IMAGE"'"}, command: $argv,

@@ -49,7 +49,7 @@ mkdir -p "$WORK/bin" "$WORK/fifo" && ln -s "$GP" "$RT"
 jq -n --arg s "$SOCK" '{version: 1, runtime: "runc", listener: $s, grants: ["uverbs0"], sysfs: false}' >"$WORK/runtime.json"
 cri_containerd "$RT" "$WORK/runtime.json"
 cri_images
-export CRI_CTR_BINDS="$(dirname "$BENCH") $WORK/fifo"
+CRI_CTR_BINDS="$(dirname "$BENCH") $WORK/fifo"
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 # one HANDLER I: one pod's start (cri_client.py startpod: the calls from one client process, as

@@ -60,7 +60,7 @@ jq -n --arg s "$SOCK" '{version: 1, runtime: "runc", listener: $s, grants: ["uve
 cri_containerd "$RT" "$WORK/runtime.json"
 cri_images
 cri version | jq -e '.runtimeName == "containerd"' >/dev/null || fail "Version does not name containerd"
-export CRI_CTR_BINDS="$(dirname "$A") $(dirname "$BENCH")"
+CRI_CTR_BINDS="$(dirname "$A") $(dirname "$BENCH")"
 
 # ctr_state ID: the container's state as ContainerStatus gives it.
 ctr_state() { cri status "$1" | jq -r .state; }

@@ -90,7 +90,7 @@ jq -n --arg s "$SOCK" --arg sys "$WORK/rsys" --arg st "$STATE" '{version: 1, run
   rail_state_dir: $st}' >"$WORK/runtime.json"
 cri_containerd "$RT" "$WORK/runtime.json"
 cri_images
-export CRI_CTR_BINDS="$(dirname "$BENCH")"
+CRI_CTR_BINDS="$(dirname "$BENCH")"
 
 traced() { jq -s --arg d "$2" '[.[] | select(.device == $d and .syscall == "ioctl")] | length' "$WORK/traces/$1.jsonl" 2>/dev/null || echo 0; }
 # in_pod ID: the IPv4 addresses the container sees (its pod's network namespace).
