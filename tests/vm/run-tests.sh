@@ -11,7 +11,8 @@
 # two containers (runc, then crun) under one agent with RoCE between them (tests/vm/containers.sh),
 # runs gdr-harness on two simulated nodes with rxe rails, ib_write_bw between their containers
 # (tests/vm/harness.sh), ib_write_bw between two Docker containers started through the runtime
-# shim (tests/vm/docker.sh), then runs the benchmark (tests/vm/bench.sh).
+# shim (tests/vm/docker.sh), ib_write_bw between two pods started through containerd's CRI plugin
+# with the runtime handler gdrproxy (tests/vm/cri.sh), then runs the benchmark (tests/vm/bench.sh).
 #
 # The one idea: rxe0 on lo carries the raw-verbs tools (GID ::ffff:127.0.0.1); rdma_cm refuses
 # 127/8, so rxe1 sits on a dummy netdev with 192.0.2.1 (the guest has no NIC, nothing leaves it);
@@ -164,6 +165,9 @@ fi
 
 # ---- two Docker containers (dockerd, containerd, the runtime shim) with RoCE between them ------
 . "$here/docker.sh"
+
+# ---- two pods through containerd's CRI plugin (handler gdrproxy), RoCE on their CNI eth0 -------
+. "$here/cri.sh"
 
 # ---- benchmark ----------------------------------------------------------------------------------
 if [[ ${GDRVM_SKIP_BENCH:-0} != 1 ]]; then
