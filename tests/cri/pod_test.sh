@@ -128,6 +128,12 @@ for n in 0 1; do
   [[ $(ctr_state "$c") == CONTAINER_RUNNING ]] || fail "app$n is not running"
   [[ $(traced "$c" "uverbs$n") -ge 3 ]] || fail "app$n's uverbs$n ioctls are not in its trace"
   [[ $(traced "$c" "uverbs$((1 - n))") == 0 ]] || fail "app$n's trace has calls on the other node"
+  # The bundle containerd wrote, as the shim left it: its listener is the agent's, and the CRI's
+  # annotations name the pod and the container.
+  jq -e --arg s "$SOCK" --arg n "app$n" '.linux.seccomp.listenerPath == $s and
+    .annotations["io.kubernetes.cri.sandbox-name"] == "three" and .annotations["io.kubernetes.cri.container-name"] == $n' \
+    "$WORK/ctd/state/io.containerd.runtime.v2.task/k8s.io/$c/config.json" >/dev/null ||
+    fail "app$n's config.json has no listener or no CRI names"
   s=$(session_of "$c")
   [[ -n $s ]] || { ctl_list; fail "ctl list does not name app$n ($c)"; }
   jq -e --arg b "/k8s.io/$c" '.bundle | endswith($b)' <<<"$s" >/dev/null || fail "app$n's session names another bundle: $s"
