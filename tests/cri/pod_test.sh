@@ -139,6 +139,10 @@ for n in 0 1; do
   jq -e --arg b "/k8s.io/$c" '.bundle | endswith($b)' <<<"$s" >/dev/null || fail "app$n's session names another bundle: $s"
 done
 
+cri ps --pod "$pod" | jq -e --arg i "$init" --arg a "${cid[0]}" --arg b "${cid[1]}" \
+  '[.containers[] | {(.id): .state}] | add | .[$i] == "CONTAINER_EXITED" and .[$a] == "CONTAINER_RUNNING" and .[$b] == "CONTAINER_RUNNING" and length == 3' \
+  >/dev/null || fail "ListContainers does not list the pod's three containers as they are"
+
 # 4. The pause container and the init container: never given a device.
 pause_s=$(session_of "$pod")
 if [[ -n $pause_s ]]; then

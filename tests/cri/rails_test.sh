@@ -7,7 +7,8 @@
 # namespace of the test's own, and once the pod is removed its addresses, routes, rules and the
 # rails' sysctls must read back as before and the hooks' state directory hold nothing, also when
 # the pod lived through one of (CASE):
-#   plain               nothing else: the rails go in once, are seen from the pod, come back;
+#   plain               nothing else: the rails go in once, are seen from the pod, come back
+#                       with the container holding them, go in again with its next attempt;
 #   agent_killed        `kill -9` of the agent mid-pod, a new one on the same --fd-store: the
 #                       container's calls (ExecSync) are served and traced again, as its own;
 #   containerd_killed   `kill -9` of containerd mid-pod (its shims keep the containers), started
@@ -163,6 +164,20 @@ esac
 cri stop --grace 1 "$ca" || fail "StopContainer nic"
 for i in $(seq 50); do ip link show rail0 >/dev/null 2>&1 && break; sleep 0.1; done
 rails_back "StopContainer of the container holding them ($CASE)"
+if [[ $CASE == plain ]]; then
+  # The kubelet restarts that container in the same pod (its next attempt): the rails go in again.
+  jq '.metadata.attempt = 1' "$WORK/pods/railed.nic.json" >"$WORK/pods/railed.nic1.json"
+  ca1=$(cri create "$pod" "$WORK/pods/railed.nic1.json" "$POD_JSON") || fail "CreateContainer nic, attempt 1"
+  cri start "$ca1" || fail "StartContainer nic, attempt 1"
+  in_pod "$ca1" >"$WORK/a1.addr" 2>&1
+  expect "$WORK/a1.addr" "rail0 +inet 198\.51\.100\.10/24"
+  [[ $(ls "$STATE" | wc -l) == 1 ]] || fail "after the restart, the rail state directory holds: $(ls "$STATE")"
+  served "$ca1" uverbs0 "the container's restart"
+  cri stop --grace 1 "$ca1" || fail "StopContainer nic, attempt 1"
+  for i in $(seq 50); do ip link show rail0 >/dev/null 2>&1 && break; sleep 0.1; done
+  rails_back "StopContainer of the restarted container"
+  cri rm "$ca1" || fail "RemoveContainer nic, attempt 1"
+fi
 cri stop --grace 1 "$cb" || fail "StopContainer other"
 cri stopp "$pod" || fail "StopPodSandbox"
 for c in "$ca" "$cb"; do cri rm "$c" || fail "RemoveContainer $c"; done
