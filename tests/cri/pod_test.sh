@@ -83,6 +83,12 @@ ctl_list() { "$GP" agent ctl --ctl-socket "$WORK/run/agent.ctl" list; }
 session_of() { ctl_list | jq -c --arg id "$1" 'select(.id == $id)'; }
 # traced ID NODE: that container's trace's ioctls on NODE.
 traced() { jq -s --arg d "$2" '[.[] | select(.device == $d and .syscall == "ioctl")] | length' "$WORK/traces/$1.jsonl" 2>/dev/null || echo 0; }
+# traced_at_least ID NODE N: waits (bounded) until that trace holds N ioctls on NODE.
+traced_at_least() {
+  local i
+  for i in $(seq 50); do [[ $(traced "$1" "$2") -ge $3 ]] && return 0; sleep 0.1; done
+  return 1
+}
 
 # 1. The pod, through the handler.
 POD_JSON=$(cri_pod three)
@@ -126,7 +132,7 @@ for n in 0 1; do
   log_has "$c" "other.*Operation not permitted"
   log_has "$c" " other-rc=1$"
   [[ $(ctr_state "$c") == CONTAINER_RUNNING ]] || fail "app$n is not running"
-  [[ $(traced "$c" "uverbs$n") -ge 3 ]] || fail "app$n's uverbs$n ioctls are not in its trace"
+  traced_at_least "$c" "uverbs$n" 3 || fail "app$n's uverbs$n ioctls are not in its trace"
   [[ $(traced "$c" "uverbs$((1 - n))") == 0 ]] || fail "app$n's trace has calls on the other node"
   # The bundle containerd wrote, as the shim left it: its listener is the agent's, and the CRI's
   # annotations name the pod and the container.
@@ -158,8 +164,7 @@ cri exec "${cid[0]}" -- sh -c "$BENCH client 4 /dev/infiniband/uverbs0 >/dev/nul
   { cat "$WORK/exec.out"; fail "ExecSync into app0"; }
 expect "$WORK/exec.out" "^exec: ok$"
 cri exec "${cid[0]}" -- sh -c "exit 3" && fail "ExecSync's exit code was not passed on"
-for i in $(seq 50); do [[ $(traced "${cid[0]}" uverbs0) -ge $((before + 4)) ]] && break; sleep 0.1; done
-[[ $(traced "${cid[0]}" uverbs0) -ge $((before + 4)) ]] ||
+traced_at_least "${cid[0]}" uverbs0 $((before + 4)) ||
   fail "ExecSync's calls are not in app0's trace ($before before, $(traced "${cid[0]}" uverbs0) after)"
 [[ $(traced "${cid[1]}" uverbs0) == 0 ]] || fail "ExecSync's calls landed in app1's trace"
 

@@ -141,6 +141,12 @@ case $CASE in
     # The holder kept the runtime socket: the new agent serves once its log says so.
     for i in $(seq 100); do grep -q "gdrproxy agent: serving" "$WORK/agent.log" && break; sleep 0.05; done
     expect "$WORK/agent.log" "fd store .*: [1-9][0-9]* process\(es\) kept"
+    # Each container re-attached before its calls are counted: a re-attached session's trace
+    # starts anew (the session opens its trace file truncated), so counts before it do not carry.
+    for c in "$ca" "$cb"; do
+      for i in $(seq 100); do grep -q "container $c: re-attached" "$WORK/agent.log" && break; sleep 0.05; done
+      expect "$WORK/agent.log" "container $c: re-attached from the fd store"
+    done
     served "$ca" uverbs0 "the agent's restart"
     served "$cb" uverbs1 "the agent's restart"
     in_pod "$ca" >"$WORK/a2.addr" 2>&1
