@@ -34,7 +34,8 @@ struct ContainerRule {
   bool broker_pidfd_getfd = false;
   // Take the grants from the gdrproxy-grants line of listenerMetadata (written by `gdrproxy oci
   // prepare` or the runtime shim into the bundle's config.json, which the agent checks the
-  // metadata against); `grants`, when given, is then the ceiling: a name outside it is refused.
+  // metadata against); `grants`, when given, is then the ceiling, whose entries may be '*'
+  // globs ("uverbs*", as runtime.json's): a name no entry matches is refused.
   bool grants_from_metadata = false;
   std::optional<std::string> pidfd_getfd_group;
   std::string origin;  // "containers[2]" or "default", for notes

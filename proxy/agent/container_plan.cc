@@ -8,6 +8,7 @@
 #include "proxy/engine/session_setup.h"
 #include "proxy/oci/container_grants.h"
 #include "proxy/oci/container_state.h"
+#include "proxy/policy/glob.h"
 
 namespace gdrproxy::proxy {
 
@@ -20,7 +21,8 @@ SessionConfig plan_container(const std::string& id, const ContainerRule& rule,
     if (!asked) throw Error("its metadata has no gdrproxy-grants line");
     if (rule.grants)
       for (const std::string& n : *asked)
-        if (std::find(rule.grants->begin(), rule.grants->end(), n) == rule.grants->end())
+        if (std::none_of(rule.grants->begin(), rule.grants->end(),
+                         [&](const std::string& g) { return glob_match(g.c_str(), n.c_str()); }))
           throw Error("its metadata asks for " + n + ", which rule " + rule.origin +
                       " does not allow");
     names = *asked;

@@ -145,6 +145,16 @@ TEST_F(ContainerPlan, GrantsFromMetadataWithinTheRulesCeiling) {
   EXPECT_EQ(plan(r, "gdrproxy-grants=uverbs1").grants.names(), std::vector<std::string>{"uverbs1"});
 }
 
+// The ceiling as the Kubernetes ConfigMap writes it, globs as runtime.json's grants.
+TEST_F(ContainerPlan, GrantsFromMetadataWithinACeilingOfGlobs) {
+  ContainerRule r = granting({"uverbs*", "rdma_cm"});
+  r.grants_from_metadata = true;
+  EXPECT_EQ(plan(r, "gdrproxy-grants=uverbs1,rdma_cm").grants.names(),
+            (std::vector<std::string>{"uverbs1", "rdma_cm"}));
+  EXPECT_EQ(refusal(r, "gdrproxy-grants=uverbs0,nvidia0"),
+            "its metadata asks for nvidia0, which rule containers[0] does not allow");
+}
+
 TEST_F(ContainerPlan, MetadataIsIgnoredUnlessTheRuleTakesGrantsFromIt) {
   EXPECT_EQ(plan(granting({"uverbs0"}), "gdrproxy-grants=uverbs1").grants.names(),
             std::vector<std::string>{"uverbs0"});
