@@ -14,7 +14,10 @@
 #   - ContainerStatus, StopContainer, RemoveContainer, StopPodSandbox, RemovePodSandbox succeed
 #     and leave no runc state, no session in `ctl list`, no network namespace;
 #   - a pod with no handler (the default, runc) is untouched: its bundles have no listener and
-#     the agent never hears of it.
+#     the agent never hears of it;
+#   - a privileged container (securityContext.privileged) asking for a device is refused at
+#     StartContainer with the reason and the fix; IPC_LOCK and NET_RAW alone are served; with
+#     runtime.json's "accept_unconfined" a SYS_ADMIN container starts, warned and traced.
 # Test-rig parts: stand-in device nodes, images built offline (tests/cri/lib.sh), the runtime as a
 # link named gdrproxy-runtime to the build's binary, everything under a mktemp directory, in a
 # mount and network namespace of the test's own.
@@ -205,4 +208,47 @@ done
 cri stopp "$plain" && cri rmp "$plain" || fail "ending the plain pod"
 [[ $(sed -n "$((agent_lines + 1)),\$p" "$WORK/agent.log" | grep -c -e "$plain" -e "$pc") == 0 ]] ||
   fail "the agent's log names the plain pod"
-echo "PASS: a pod of three through containerd's CRI with handler gdrproxy: each app container its own node, trace and session, refused the other's; init and pause given nothing; ExecSync traced as its container's; the pod's end leaves nothing; a pod without the handler untouched"
+
+# 8. Privileged pods, as a kubelet makes them (securityContext.privileged on the sandbox and the
+# container: containerd gives the container every host device, an allow-all device rule and every
+# capability): refused at StartContainer with the reason and the fix, the agent never seeing
+# it; IPC_LOCK and NET_RAW alone start and are served; with runtime.json's "accept_unconfined" a
+# container with CAP_SYS_ADMIN starts, its log and the agent's saying so.
+# Test rig: the sandbox's pause, privileged, needs every capability, which runc cannot give
+# where this machine's root lacks one: runtime.json's runtime is then runc-bounded (oci_runc_bounded).
+jq --arg r "$(oci_runc_bounded "$WORK/bin/runc-bounded")" '.runtime = $r' "$WORK/runtime.json" >"$WORK/rt.new" &&
+  mv "$WORK/rt.new" "$WORK/runtime.json" || fail "runtime.json with runc-bounded"
+P3_JSON=$(cri_pod priv '{"privileged": true}')
+cri_runp "$P3_JSON" gdrproxy
+priv=$CRI_POD
+# priv_ctr NAME SECURITY_CONTEXT_JSON: a container of the privileged pod asking for uverbs0.
+priv_ctr() {
+  local f
+  f=$(cri_ctr priv "$1" '[{"container_path": "/dev/infiniband/uverbs0", "host_path": "/dev/infiniband/uverbs0", "permissions": "rw"}]' \
+    "$(jq -n --arg s "$BENCH client 3 /dev/infiniband/uverbs0 >/dev/null && echo bench: ok; exec sleep 300" '["sh", "-c", $s]')")
+  jq --argjson sc "$2" '.linux.security_context += $sc' "$f" >"$f.new" && mv "$f.new" "$f" || fail "priv_ctr $1"
+  echo "$f"
+}
+pc=$(cri create "$priv" "$(priv_ctr privileged '{"privileged": true}')" "$P3_JSON") || fail "CreateContainer privileged"
+cri start "$pc" >"$WORK/priv.out" 2>&1 && fail "a privileged container asking for uverbs0 started"
+expect "$WORK/priv.out" "the container is privileged \(the device cgroup allows every device.*CAP_SYS_ADMIN.*no user namespace\) and asks for"
+expect "$WORK/priv.out" "add CAP_IPC_LOCK for pinned memory"
+expect "$WORK/priv.out" "accept_unconfined"
+[[ -z $(session_of "$pc") ]] && ! grep -q "$pc" "$WORK/agent.log" || fail "the agent saw the refused privileged container"
+ipc=$(cri create "$priv" "$(priv_ctr ipc '{"capabilities": {"add_capabilities": ["IPC_LOCK", "NET_RAW"]}}')" "$P3_JSON") ||
+  fail "CreateContainer with IPC_LOCK and NET_RAW"
+cri start "$ipc" || fail "a container with IPC_LOCK and NET_RAW alone did not start"
+log_has "$ipc" " bench: ok$"
+traced_at_least "$ipc" uverbs0 3 || fail "the IPC_LOCK container's calls are not traced"
+jq '.accept_unconfined = true' "$WORK/runtime.json" >"$WORK/rt.new" && mv "$WORK/rt.new" "$WORK/runtime.json" ||
+  fail "runtime.json accepting unconfined containers"
+adm=$(cri create "$priv" "$(priv_ctr admin '{"capabilities": {"add_capabilities": ["SYS_ADMIN"]}}')" "$P3_JSON") ||
+  fail "CreateContainer with SYS_ADMIN"
+cri start "$adm" || fail "an accepted container with SYS_ADMIN did not start"
+log_has "$adm" "gdrproxy runtime: warning: starting a privileged container \(CAP_SYS_ADMIN; no user namespace\) with uverbs0"
+log_has "$adm" " bench: ok$"
+expect "$WORK/agent.log" "\[$adm\] warning: serving an unconfined container \(CAP_SYS_ADMIN; no user namespace\)"
+head -1 "$WORK/traces/$adm.jsonl" | jq -e '.decision == "unconfined"' >/dev/null ||
+  fail "the accepted container's trace does not open with the unconfined record"
+cri stopp "$priv" && cri rmp "$priv" || fail "ending the privileged pod"
+echo "PASS: a pod of three through containerd's CRI with handler gdrproxy: each app container its own node, trace and session, refused the other's; init and pause given nothing; ExecSync traced as its container's; the pod's end leaves nothing; a pod without the handler untouched; a privileged container refused with the reason, IPC_LOCK and NET_RAW served, an accepted one warned and traced"

@@ -144,3 +144,30 @@ oci_veth_rails() {
     ip link set rail${r}p up
   done
 }
+
+# oci_runc_bounded PATH: prints the runtime a privileged container can start under on this
+# machine: "runc" where the capability bounding set is full (a node's is), else PATH, written
+# here: runc with the capabilities this machine lacks taken out of the bundle (test rig: this
+# build machine's root lacks CAP_SYS_RESOURCE, and runc cannot give a capability it lacks).
+oci_runc_bounded() {
+  local missing lacks
+  missing=$((~0x$(awk '/^CapBnd/ {print $2}' /proc/self/status) & ((1 << ($(cat /proc/sys/kernel/cap_last_cap) + 1)) - 1)))
+  ((missing)) || { echo runc; return 0; }
+  lacks=$(capsh --decode="$(printf '%x' "$missing")" | sed 's/.*=//' | tr '[:lower:]' '[:upper:]') ||
+    fail "capsh (libcap2-bin) is needed"
+  cat >"$1" <<EOS
+#!/bin/sh
+# runc, the bundle's capabilities without $lacks (this machine's bounding set lacks them).
+prev=
+for a; do
+  if [ "\$prev" = --bundle ] || [ "\$prev" = -b ]; then
+    jq --arg drop "$lacks" '(\$drop | split(",")) as \$d | .process.capabilities |= map_values(map(select(IN(\$d[]) | not)))' \\
+      "\$a/config.json" >"\$a/config.json.bounded" && mv "\$a/config.json.bounded" "\$a/config.json" || exit 1
+  fi
+  prev=\$a
+done
+exec runc "\$@"
+EOS
+  chmod 755 "$1" || fail "cannot write $1"
+  echo "$1"
+}
