@@ -89,6 +89,7 @@ cri_snapshotter() {
 # cgroup2 hierarchy of a host that binds cpu and memory to cgroup v1 has no controller for the
 # pods' shares: the CRI plugin's cgroup support is then off (disable_cgroup; runc still puts
 # each container in a cgroup of its own and applies its device program). Sets CTD_SOCK, CTD_PID.
+# CRI_MORE_HANDLERS ("NAME=BINARY ...") adds handlers of the same kind with those BinaryNames.
 # DBG_RUNC names a program to stand for runc under the "runc" handler (a wrapper that keeps
 # bundles and runc's logs, when a pod fails to start for a reason of the machine's).
 # Called again after containerd was killed, it starts on the same root and state (a node's
@@ -145,6 +146,11 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
       [$cri.containerd.runtimes.gdrproxy.options]
         BinaryName = "$rt"
         Root = "$WORK/runc"
+$(for h in ${CRI_MORE_HANDLERS:-}; do
+    printf '    [%s.containerd.runtimes.%s]\n      runtime_type = "io.containerd.runc.v2"\n' "$cri" "${h%%=*}"
+    printf '      [%s.containerd.runtimes.%s.options]\n        BinaryName = "%s"\n        Root = "%s"\n' \
+      "$cri" "${h%%=*}" "${h#*=}" "$WORK/runc"
+  done)
   [$cri.cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$WORK/cni/net.d"
