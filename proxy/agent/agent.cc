@@ -159,6 +159,7 @@ class Agent : public ControlVerbs {
       v.status = c->status;
       v.bundle = c->bundle;
       v.rule = c->rule;
+      v.pod = c->pod;
       v.grants = c->grants;
       v.mode = c->mode;
       v.listeners = c->listeners;
@@ -261,7 +262,7 @@ class Agent : public ControlVerbs {
         const bool joins = containers_.contains(st.state.id);
         if (!bundle.ok) {
           log(who + " refused: " + bundle.why + " (its trapped calls fail with ENOSYS)");
-        } else if (adopt(st, *h, json, bundle.untrapped)) {
+        } else if (adopt(st, *h, json, bundle.untrapped, bundle.pod)) {
           metrics_.adoption(h->from_previous_agent ? AdoptionOutcome::kReattached
                             : joins                ? AdoptionOutcome::kJoined
                                                    : AdoptionOutcome::kNewContainer);
@@ -286,10 +287,10 @@ class Agent : public ControlVerbs {
 
   // The last step: gives the checked process's listener to its container's session, made on
   // first sight (`h.listener` is then empty); its bundle has been found to hand its listener to
-  // this agent, its profile letting `untrapped` run without a trap. False: refused (the caller
-  // lets it go: that process's trapped calls then fail with ENOSYS).
+  // this agent, its profile letting `untrapped` run without a trap, its annotations naming `pod`.
+  // False: refused (the caller lets it go: that process's trapped calls then fail with ENOSYS).
   bool adopt(const ContainerProcessState& st, Handover& h, const std::string& json,
-             const ProfileUntrapped& untrapped) {
+             const ProfileUntrapped& untrapped, const PodIdentity& pod) {
     const std::string& id = st.state.id;
     const std::string who = process_name(st);
     auto it = containers_.find(id);
@@ -310,6 +311,7 @@ class Agent : public ControlVerbs {
     c->bundle = st.state.bundle;
     c->status = container_status_name(st.state.status);
     c->metadata = st.metadata;
+    c->pod = pod;
     c->pid = st.pid;
     c->pidns = h.pidns;
     c->cgroup = h.cgroup;
@@ -322,6 +324,8 @@ class Agent : public ControlVerbs {
           id, rule, st.metadata,
           rule.policy_file ? Policy::load_file(*rule.policy_file) : Policy::builtin_default(),
           *catalog, {opts_.trace_dir, opts_.quiet, opts_.sync_wakeup, opts_.blocking_deadline_ms});
+      // Re-attached after a restart: its trace keeps what the previous agent recorded.
+      cfg.trace_append = h.from_previous_agent;
       std::string kill_why;
       c->judged =
           judge_->judge_container(cfg, c->cgroup, untrapped, engine_.nvidia(), *catalog, kill_why);
@@ -362,8 +366,8 @@ class Agent : public ControlVerbs {
     c->listeners = 1;
     std::string g;
     for (const auto& n : c->grants) g += (g.empty() ? "" : ",") + n;
-    log(who + " (" + c->status + "), rule " + c->rule + ", grants [" + g + "], mode " +
-        (c->mode == Mode::kEnforce ? "enforce" : "trace") +
+    log(who + " (" + c->status + ")" + pod_identity_said(c->pod) + ", rule " + c->rule +
+        ", grants [" + g + "], mode " + (c->mode == Mode::kEnforce ? "enforce" : "trace") +
         (rule.broker_pidfd_getfd
              ? ", pidfd_getfd brokered" + (c->group ? " in group " + *c->group : std::string())
              : std::string()) +

@@ -29,7 +29,7 @@ bool same_socket(const std::string& a, const std::string& b) {
 
 bool bundle_hands_listener_to(const std::string& bundle, const std::string& socket_path,
                               const std::string& metadata, std::string& why,
-                              ProfileUntrapped* untrapped) {
+                              ProfileUntrapped* untrapped, PodIdentity* pod) {
   const std::string path = bundle + "/config.json";
   const std::string shown = printable(path);
   if (bundle.empty() || bundle[0] != '/') {
@@ -89,6 +89,7 @@ bool bundle_hands_listener_to(const std::string& bundle, const std::string& sock
     return false;
   }
   if (untrapped) *untrapped = profile_untrapped_ioctls(*seccomp);
+  if (pod) *pod = pod_identity_of(j);
   return true;
 }
 

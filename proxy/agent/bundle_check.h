@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "proxy/agent/pod_identity.h"
 #include "proxy/sandbox/profile_untrapped.h"
 
 namespace gdrproxy::proxy {
@@ -17,8 +18,10 @@ namespace gdrproxy::proxy {
 // `metadata`. Otherwise false, with `why` naming the bundle and what did not hold.
 // `untrapped` (when given) receives what its profile lets ioctl requests do without a trap
 // (proxy/sandbox/profile_untrapped.h), for the agent to compare with the container's policy.
+// `pod` (when given) receives the Kubernetes pod and container its annotations name
+// (pod_identity.h; empty for a bundle that names none).
 bool bundle_hands_listener_to(const std::string& bundle, const std::string& socket_path,
                               const std::string& metadata, std::string& why,
-                              ProfileUntrapped* untrapped = nullptr);
+                              ProfileUntrapped* untrapped = nullptr, PodIdentity* pod = nullptr);
 
 }  // namespace gdrproxy::proxy

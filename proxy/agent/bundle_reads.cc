@@ -83,7 +83,7 @@ void BundleReads::check(const std::string& bundle, const std::string& socket,
       });
   std::thread([read, shared = shared_, bundle, socket, metadata] {
     Result r;
-    r.ok = bundle_hands_listener_to(bundle, socket, metadata, r.why, &r.untrapped);
+    r.ok = bundle_hands_listener_to(bundle, socket, metadata, r.why, &r.untrapped, &r.pod);
     std::lock_guard<std::mutex> lock(shared->mu);
     if (!shared->io) return;  // the agent is gone
     asio::post(*shared->io, [read, shared, r = std::move(r)]() mutable {

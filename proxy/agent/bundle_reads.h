@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "proxy/agent/pod_identity.h"
 #include "proxy/sandbox/profile_untrapped.h"
 
 namespace gdrproxy::proxy {
@@ -23,6 +24,7 @@ class BundleReads {
     bool ok = false;
     std::string why;  // !ok: one line naming the bundle and what did not hold
     ProfileUntrapped untrapped;
+    PodIdentity pod;  // the Kubernetes pod and container its annotations name (pod_identity.h)
   };
   using Done = std::function<void(Result)>;
 

@@ -31,6 +31,16 @@ nlohmann::json listed(const ContainerView& c) {
                       {"draining", c.draining},
                       {"mode", c.mode == Mode::kEnforce ? "enforce" : "trace"}};
   if (c.judged_in_kernel) j["judged_in_kernel"] = *c.judged_in_kernel;
+  // Names the pod's creator chose: escaped by the JSON writer, as every string here.
+  if (!c.pod.pod_namespace.empty() || !c.pod.pod_name.empty() || !c.pod.pod_id.empty()) {
+    nlohmann::json pod = nlohmann::json::object();
+    if (!c.pod.pod_namespace.empty()) pod["namespace"] = c.pod.pod_namespace;
+    if (!c.pod.pod_name.empty()) pod["name"] = c.pod.pod_name;
+    if (!c.pod.pod_id.empty()) pod["id"] = c.pod.pod_id;
+    j["pod"] = std::move(pod);
+  }
+  if (!c.pod.container.empty()) j["container"] = c.pod.container;
+  if (!c.pod.kind.empty()) j["kind"] = c.pod.kind;
   return j;
 }
 

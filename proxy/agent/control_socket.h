@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "proxy/agent/handshakes.h"
+#include "proxy/agent/pod_identity.h"
 #include "proxy/agent/root_sockets.h"
 #include "proxy/engine/session_stats.h"
 #include "proxy/policy/policy.h"
@@ -26,6 +27,7 @@ struct ContainerView {
   pid_t pid = 0;
   ino_t pidns = 0;
   std::string cgroup, status, bundle, rule;
+  PodIdentity pod;  // listed as "pod", "container" and "kind" where its bundle named them
   std::vector<std::string> grants;
   Mode mode = Mode::kEnforce;
   unsigned listeners = 0;

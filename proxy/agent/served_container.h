@@ -18,6 +18,7 @@
 #include "proxy/agent/agent_judge.h"
 #include "proxy/agent/fd_store.h"
 #include "proxy/agent/handover.h"
+#include "proxy/agent/pod_identity.h"
 #include "proxy/agent/root_sockets.h"
 #include "proxy/engine/session.h"
 #include "proxy/sandbox/profile_untrapped.h"
@@ -27,6 +28,7 @@ namespace gdrproxy::proxy {
 struct ServedContainer {
   std::string id;
   std::string bundle, status, metadata, rule;
+  PodIdentity pod;  // what its bundle's CRI annotations name, for the operator (unchecked)
   pid_t pid = -1;
   // What the agent verified of the init process (through its pidfd), not what the runtime said:
   // every process that later joins the container must be in this pid namespace.

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -55,6 +56,17 @@ void install_release_handler() {
   });
 }
 
+// A trace file added to (SessionConfig::trace_append) whose last line its previous writer left
+// unfinished (killed mid-write) is ended, so that the next record starts a line of its own. `fd`
+// is open for reading too.
+void end_unfinished_line(int fd) {
+  struct stat st {};
+  char last = '\n';
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+      ::pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n')
+    static_cast<void>(::write(fd, "\n", 1));
+}
+
 // No task uses the listener's filter any more (and no notification is left on it).
 bool listener_hung_up(int fd) {
   pollfd p{fd, POLLIN, 0};
@@ -81,8 +93,12 @@ Session::Session(Engine& engine, SessionConfig config)
   hangups_ = std::make_unique<asio::posix::stream_descriptor>(io_, hangups.release());
   std::unique_ptr<JsonTraceWriter> json;
   if (config_.trace_json) {
-    UniqueFd f(::open(config_.trace_json->c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
+    UniqueFd f(::open(
+        config_.trace_json->c_str(),
+        O_CREAT | O_CLOEXEC | (config_.trace_append ? O_RDWR | O_APPEND : O_WRONLY | O_TRUNC),
+        0666));
     if (!f) throw_errno("cannot write trace file " + *config_.trace_json, errno);
+    if (config_.trace_append) end_unfinished_line(f.get());
     json = std::make_unique<JsonTraceWriter>(std::move(f));
   }
   set_up(std::move(json));

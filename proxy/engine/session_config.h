@@ -24,7 +24,11 @@ struct SessionConfig {
   Mode mode = Mode::kEnforce;
   bool trace_text = false;                // text lines on stderr
   std::optional<std::string> trace_json;  // JSONL file, opened close-on-exec
-  bool quiet = false;                     // no notes on stderr (denial lines stay)
+  // Add to trace_json rather than start it anew: the agent's container re-attached from the fd
+  // store after a restart keeps the records its previous agent wrote (a line that agent left
+  // unfinished is ended first, so that each record stays a line of its own).
+  bool trace_append = false;
+  bool quiet = false;  // no notes on stderr (denial lines stay)
   // SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP on every listener; nullopt = by CPU count.
   std::optional<bool> sync_wakeup;
   // An NVIDIA driver the ABI tables do not know: police NVIDIA calls trace-only rather than

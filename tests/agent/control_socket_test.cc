@@ -21,6 +21,7 @@ class TwoContainers : public ControlVerbs {
     a.grants = {"uverbs0"};
     a.listeners = 2;
     a.judged_in_kernel = "cgroup";
+    a.pod = {"gdrproxy-test", "three\n{\"id\":\"forged\"}", "0123abcd", "app0", "container"};
     ContainerView b;
     b.id = "evil\"\n{\"id\":\"forged\"}";
     b.mode = Mode::kTrace;
@@ -69,6 +70,13 @@ TEST(ControlAnswer, ListIsOneLinePerContainerAndATenantsIdCannotForgeOne) {
     EXPECT_TRUE(v[0].contains(k)) << k;
   EXPECT_EQ(v[1]["id"], "evil\"\n{\"id\":\"forged\"}");
   EXPECT_EQ(v[1]["mode"], "trace");
+  // The pod and container its bundle's CRI annotations name; none for a container without.
+  EXPECT_EQ(v[0]["pod"], nlohmann::json({{"namespace", "gdrproxy-test"},
+                                         {"name", "three\n{\"id\":\"forged\"}"},
+                                         {"id", "0123abcd"}}));
+  EXPECT_EQ(v[0]["container"], "app0");
+  EXPECT_EQ(v[0]["kind"], "container");
+  for (const char* k : {"pod", "container", "kind"}) EXPECT_FALSE(v[1].contains(k)) << k;
 }
 
 TEST(ControlAnswer, StatsCountPerContainerAndKernelRefusalsOnlyWhereJudged) {
