@@ -358,18 +358,22 @@ case_hung_memory_costs_only_its_container() {
 case_restart_with_fd_store_reattaches() {
   # With --fd-store a holder process keeps each container's listener: a SIGKILLed agent's
   # container is not failed (its call made while no agent runs waits), and the next agent
-  # re-attaches it with the same grants and answers that call.
-  local store=$WORK/run/fds.sock c i
+  # re-attaches it with the same grants and answers that call, adding to its trace: what the
+  # killed agent traced stays at the file's start.
+  local store=$WORK/run/fds.sock t=$WORK/traces/team-a-5.jsonl c i
   trap 'pkill -KILL -f -- "--fd-store $WORK/run/fds.sock" 2>/dev/null; [[ -n $AGENT_PID ]] && kill -KILL $AGENT_PID 2>/dev/null; rm -rf "$WORK"' EXIT
   start_agent --fd-store "$store"
-  in_container team-a-5 runc-init -- sh -c "sleep 1; $(probe uverbs0); $(probe uverbs1)" >"$WORK/c.out" 2>&1 &
+  in_container team-a-5 runc-init -- sh -c "$(probe uverbs1); sleep 2; $(probe uverbs0); $(probe uverbs1)" >"$WORK/c.out" 2>&1 &
   c=$!
-  for i in $(seq 50); do grep -q "container team-a-5: process" "$WORK/agent.log" && break; sleep 0.1; done
+  for i in $(seq 50); do has "$t" uverbs1 deny 2>/dev/null && break; sleep 0.1; done
+  has "$t" uverbs1 deny || { cat "$t"; fail "the denial before the kill is not traced"; }
   kill -KILL "$AGENT_PID"
   wait "$AGENT_PID" 2>/dev/null
   AGENT_PID=
-  # The container calls at 1 s, with no agent: the call must wait, not fail.
-  sleep 2
+  cp "$t" "$WORK/before-kill.jsonl"
+  # The container calls again 2 s after its first call (traced within the session's 1 s sweep),
+  # with no agent: the call must wait, not fail.
+  sleep 3
   kill -0 $c 2>/dev/null || { cat "$WORK/c.out"; fail "the container did not wait for the next agent"; }
   rm -f "$SOCK" "$CTL"
   start_agent --fd-store "$store"
@@ -379,6 +383,10 @@ case_restart_with_fd_store_reattaches() {
   expect_in "$WORK/agent.log" "container team-a-5: re-attached from the fd store"
   for i in $(seq 50); do grep -q "team-a-5 ended" "$WORK/agent.log" && break; sleep 0.1; done
   expect_in "$WORK/agent.log" "container team-a-5 ended"
+  cmp -s -n "$(stat -c %s "$WORK/before-kill.jsonl")" "$WORK/before-kill.jsonl" "$t" ||
+    { cat "$t"; fail "the restarted agent's trace does not start with what was traced before the kill"; }
+  jq -e -s '[.[] | select(.device == "uverbs1" and .decision == "deny")] | length >= 2' "$t" >/dev/null &&
+    has "$t" uverbs0 allow || { cat "$t"; fail "the trace lacks a denial or the open, before or after the restart"; }
 }
 
 # with_fd_store: the agent is started with --fd-store (STORE); the holder it starts (a copy of

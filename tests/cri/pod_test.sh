@@ -146,6 +146,10 @@ for n in 0 1; do
   s=$(session_of "$c")
   [[ -n $s ]] || { ctl_list; fail "ctl list does not name app$n ($c)"; }
   jq -e --arg b "/k8s.io/$c" '.bundle | endswith($b)' <<<"$s" >/dev/null || fail "app$n's session names another bundle: $s"
+  # ... and its pod and container, as the bundle's CRI annotations name them; the agent's log too.
+  jq -e --arg p "$pod" --arg n "app$n" '.pod == {namespace: "gdrproxy-test", name: "three", id: $p} and
+    .container == $n and .kind == "container"' <<<"$s" >/dev/null || fail "ctl list does not name app$n's pod and container: $s"
+  grep -F "container $c: process" "$WORK/agent.log" | grep -qF " pod gdrproxy-test/three container app$n, rule " || fail "the agent's log does not name app$n's pod and container"
 done
 
 cri ps --pod "$pod" | jq -e --arg i "$init" --arg a "${cid[0]}" --arg b "${cid[1]}" \
@@ -156,6 +160,8 @@ cri ps --pod "$pod" | jq -e --arg i "$init" --arg a "${cid[0]}" --arg b "${cid[1
 pause_s=$(session_of "$pod")
 if [[ -n $pause_s ]]; then
   jq -e '.grants == []' <<<"$pause_s" >/dev/null || fail "the pause container is served with devices: $pause_s"
+  jq -e '.kind == "sandbox" and .pod.name == "three" and .pod.namespace == "gdrproxy-test"' <<<"$pause_s" >/dev/null ||
+    fail "ctl list does not name the pause container as its pod's sandbox: $pause_s"
 fi
 [[ ! -s $WORK/traces/$pod.jsonl || $(jq -s '[.[] | select(.device != null and .device != "")] | length' "$WORK/traces/$pod.jsonl") == 0 ]] ||
   fail "the pause container's trace holds device calls"

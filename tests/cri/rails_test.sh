@@ -10,7 +10,8 @@
 #   plain               nothing else: the rails go in once, are seen from the pod, come back
 #                       with the container holding them, go in again with its next attempt;
 #   agent_killed        `kill -9` of the agent mid-pod, a new one on the same --fd-store: the
-#                       container's calls (ExecSync) are served and traced again, as its own;
+#                       container's calls (ExecSync) are served and traced again, as its own,
+#                       after those traced before the kill (its trace is added to, not restarted);
 #   containerd_killed   `kill -9` of containerd mid-pod (its shims keep the containers), started
 #                       again on the same root and state, as a node's restart: the CRI still
 #                       knows the pod, ExecSync is served, the pod's end gives the rails back.
@@ -137,16 +138,23 @@ case $CASE in
     kill -KILL "$AGENT_PID"
     wait "$AGENT_PID" 2>/dev/null
     mv "$WORK/agent.log" "$WORK/agent.1.log"
+    # What the killed agent traced of each container: still the start of its trace once the next
+    # agent has re-attached it (the re-attached session adds to the file).
+    for c in "$ca" "$cb"; do cp "$WORK/traces/$c.jsonl" "$WORK/$c.before-kill.jsonl"; done
+    [[ $(traced "$ca" uverbs0) -ge 2 ]] || fail "before the agent's kill, nic's calls are not in its trace"
     oci_start_agent "$AGENT_CONFIG" --trace-dir "$WORK/traces" --fd-store "$STORE"
     # The holder kept the runtime socket: the new agent serves once its log says so.
     for i in $(seq 100); do grep -q "gdrproxy agent: serving" "$WORK/agent.log" && break; sleep 0.05; done
     expect "$WORK/agent.log" "fd store .*: [1-9][0-9]* process\(es\) kept"
-    # Each container re-attached before its calls are counted: a re-attached session's trace
-    # starts anew (the session opens its trace file truncated), so counts before it do not carry.
+    # Each container re-attached (its session opens its trace then): the calls traced before the
+    # kill are still there, the file's start as it was.
     for c in "$ca" "$cb"; do
       for i in $(seq 100); do grep -q "container $c: re-attached" "$WORK/agent.log" && break; sleep 0.05; done
       expect "$WORK/agent.log" "container $c: re-attached from the fd store"
+      cmp -s -n "$(stat -c %s "$WORK/$c.before-kill.jsonl")" "$WORK/$c.before-kill.jsonl" "$WORK/traces/$c.jsonl" ||
+        fail "after the agent's restart, $c's trace lost what was traced before the kill"
     done
+    [[ $(traced "$ca" uverbs0) -ge 2 ]] || fail "after the agent's restart, nic's calls from before the kill are not in its trace"
     served "$ca" uverbs0 "the agent's restart"
     served "$cb" uverbs1 "the agent's restart"
     in_pod "$ca" >"$WORK/a2.addr" 2>&1
