@@ -11,6 +11,8 @@
 #   - the init container and the pause container are given no device;
 #   - `ctl list` names each app container (CRI id, its bundle under containerd's state);
 #   - ExecSync into A: its calls are A's (same session, same trace);
+#   - a sidecar with no device handed A's uverbs0 fd over an abstract UNIX socket (the pod's
+#     shared network namespace) is refused at its first ioctl on it, in one line naming it;
 #   - ContainerStatus, StopContainer, RemoveContainer, StopPodSandbox, RemovePodSandbox succeed
 #     and leave no runc state, no session in `ctl list`, no network namespace;
 #   - a pod with no handler (the default, runc) is untouched: its bundles have no listener and
@@ -177,6 +179,23 @@ traced_at_least "${cid[0]}" uverbs0 $((before + 4)) ||
   fail "ExecSync's calls are not in app0's trace ($before before, $(traced "${cid[0]}" uverbs0) after)"
 [[ $(traced "${cid[1]}" uverbs0) == 0 ]] || fail "ExecSync's calls landed in app1's trace"
 
+# 5b. A sidecar with no device, handed app0's uverbs0 fd over a UNIX socket (abstract: a pod's
+# containers share its network namespace, so no shared volume is needed): its own session
+# refuses the fd at its first ioctl, unread, in one line naming the device.
+sock="@gdrproxy-cri-fd-$$"
+cri exec "${cid[0]}" -- "$A" sendfd /dev/infiniband/uverbs0 "$sock" >"$WORK/sendfd.out" 2>&1 &
+sender=$!
+side=$(cri create "$pod" "$(cri_ctr three side '[]' "$(jq -n --arg a "$A" --arg s "$sock" \
+  '["sh", "-c", ($a + " recvfd " + $s + " 0xc0181b01; exec sleep 300")]')")" "$POD_JSON") || fail "CreateContainer side"
+cri start "$side" || fail "StartContainer side"
+log_has "$side" " recvfd (OK|ERR)"
+wait "$sender"
+expect "$WORK/sendfd.out" "^sendfd OK$"
+log_has "$side" " recvfd ERR E"
+! grep -q " recvfd OK" "$(cri status "$side" | jq -r .logPath)" || fail "the sidecar ran an ioctl on app0's fd"
+expect "$WORK/agent.log" "\[$side\] denied .*uverbs0"
+cri stop --grace 1 "$side" && cri rm "$side" || fail "ending the sidecar"
+
 # 6. The pod's end, step by step as a kubelet ends it.
 for n in 0 1; do
   cri stop --grace 1 "${cid[$n]}" || fail "StopContainer app$n"
@@ -191,7 +210,7 @@ for i in $(seq 50); do [[ -z $(ctl_list | jq -r .id | grep -E "^($pod|${cid[0]}|
 [[ -z $(ls -A "$WORK/ctd/state/io.containerd.runtime.v2.task/k8s.io" 2>/dev/null) ]] || fail "containerd keeps bundles"
 [[ -z $(find "$WORK/ctd/state" -path '*netns*' -type f 2>/dev/null) ]] || fail "a pod network namespace is left"
 for n in 0 1; do expect "$WORK/agent.log" "container ${cid[$n]} ended: [1-9][0-9]* ioctl"; done
-grep -a "ended:" "$WORK/agent.log" | grep -v " 0 denied" && fail "the agent denied calls"
+grep -a "ended:" "$WORK/agent.log" | grep -v -e " 0 denied" -e "$side" && fail "the agent denied calls beyond the sidecar's"
 
 # 7. A pod with no handler: runc, untouched by gdrproxy.
 agent_lines=$(wc -l <"$WORK/agent.log")

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -47,6 +48,17 @@ const char* ename(int e) {
 int report_err(const char* attack, int err) {
   std::printf("%s ERR %s\n", attack, ename(err));
   return 0;
+}
+
+// SOCKET as a UNIX address: a path, or "@NAME" in the abstract namespace (a network
+// namespace's, which a pod's containers share). Returns the address's length.
+socklen_t unix_address(const char* socket, sockaddr_un& a) {
+  a.sun_family = AF_UNIX;
+  const bool abstract = socket[0] == '@';
+  std::snprintf(a.sun_path, sizeof a.sun_path, "%s", socket);
+  if (abstract) a.sun_path[0] = '\0';
+  return abstract ? static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + std::strlen(socket))
+                  : static_cast<socklen_t>(sizeof a);
 }
 
 int access_mode(const std::string& m) {
@@ -339,6 +351,42 @@ int main(int argc, char** argv) {
     api.api = UFFD_API;
     if (::ioctl(fd, UFFDIO_API, &api) != 0) return report_err("uffd-dev-api", errno);
     std::printf("uffd-dev OK\n");
+    return 0;
+  }
+  if (what == "sendfd" && argc == 4) {
+    // Another container's process opens its own device and hands the fd over a UNIX socket at
+    // SOCKET (a path both see, or "@NAME": abstract, shared by a pod's containers through their
+    // network namespace): one connection, bounded by an alarm.
+    const int fd = ::open(argv[2], O_RDWR | O_CLOEXEC);
+    if (fd < 0) return report_err("sendfd", errno);
+    sockaddr_un a{};
+    const socklen_t len = unix_address(argv[3], a);
+    const int l = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (l < 0 || ::bind(l, reinterpret_cast<sockaddr*>(&a), len) != 0 || ::listen(l, 1) != 0)
+      return report_err("sendfd", errno);
+    ::alarm(60);
+    const int c = ::accept4(l, nullptr, nullptr, SOCK_CLOEXEC);
+    if (c < 0 || !gdrproxy::proxy::send_fd(c, fd)) return report_err("sendfd", errno);
+    std::printf("sendfd OK\n");
+    return 0;
+  }
+  if (what == "recvfd" && argc == 4) {
+    // The receiving side: connects to SOCKET (retried for 30 s), takes the fd and issues REQ on
+    // it with zeroed parameters, as with fdioctl.
+    sockaddr_un a{};
+    const socklen_t len = unix_address(argv[2], a);
+    const int c = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int tries = 300;
+    while (::connect(c, reinterpret_cast<sockaddr*>(&a), len) != 0 && --tries > 0)
+      ::usleep(100 * 1000);
+    if (tries == 0) return report_err("recvfd", errno);
+    std::string why;
+    const int fd = gdrproxy::proxy::recv_fd(c, why);
+    if (fd < 0) return report_err("recvfd", EBADF);
+    const auto req = static_cast<unsigned long>(std::strtoul(argv[3], nullptr, 0));
+    static uint8_t params[16384];
+    if (::ioctl(fd, req, params) != 0) return report_err("recvfd", errno);
+    std::printf("recvfd OK 0x%08lx\n", req);
     return 0;
   }
   if (what == "kill-parent") {
