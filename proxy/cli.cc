@@ -8,6 +8,7 @@
 
 #include "base/command_failure.h"
 #include "proxy/agent/agent.h"
+#include "proxy/agent/fd_store_holder.h"
 #include "proxy/oci/hook_command.h"
 #include "proxy/oci/oci_command.h"
 #include "proxy/run/run_command.h"
@@ -176,6 +177,12 @@ void add_agent(CLI::App& app, int& exit_code) {
                     "call a killed agent was handling is handled again by the next). The holder "
                     "also accepts runtimes for the agent and keeps the runtime socket across a "
                     "kill or SIGTERM, so runtimes wait for the next agent; `ctl drain` removes it");
+  agent->add_flag("--fd-store-external", opts->fd_store_external,
+                  "With --fd-store: the holder is another process's (`gdrproxy agent fd-store "
+                  "PATH`, e.g. a container of the agent's pod, where the runtime kills whatever "
+                  "the agent's container leaves): wait up to 30 s for it to answer at start, and "
+                  "never start one; a holder gone while the agent runs gets every live entry "
+                  "back once the next one answers");
   auto metrics = std::make_shared<std::string>();
   agent
       ->add_option("--metrics", *metrics,
@@ -281,9 +288,29 @@ void add_agent(CLI::App& app, int& exit_code) {
     for (const std::string& a : *args) line += " " + a;
     exit_code = agent_ctl(opts->ctl_socket, line);
   });
-  agent->callback([ctl, opts, config, trace_dir, fd_store, metrics, agent_trap_copy, agent_lsm,
-                   agent_lsm_pin, agent_abi_as, &exit_code] {
-    if (ctl->parsed()) return;
+  auto* holder = agent->add_subcommand(
+      "fd-store",
+      "Run the fd store's holder at PATH in the foreground: the process that keeps every\n"
+      "container's seccomp listener while no agent runs, for `gdrproxy agent --fd-store PATH\n"
+      "--fd-store-external`. Without it the agent double-forks its own holder, which outlives the\n"
+      "agent only where the service manager kills the agent alone (systemd's KillMode=process);\n"
+      "a container runtime kills every process an agent's container leaves, the holder too, so\n"
+      "on Kubernetes the holder runs as a container of its own in the agent's pod. SIGTERM or\n"
+      "SIGINT stops it and drops every listener it holds (an agent restart then loses its\n"
+      "containers; with no agent running their trapped calls fail with ENOSYS): stop it only\n"
+      "with the node drained. Refuses to start while a holder answers at PATH. Root only.\n"
+      "Example: gdrproxy agent fd-store /run/gdrproxy/fds.sock");
+  auto holder_path = std::make_shared<std::string>();
+  holder->add_option("path", *holder_path, "The holder's socket (the agent's --fd-store)")
+      ->required();
+  holder->callback([holder_path, &exit_code] {
+    exit_code = run_guarded("gdrproxy agent fd-store", 1, [&] { return run_holder(*holder_path); });
+  });
+  agent->callback([ctl, holder, opts, config, trace_dir, fd_store, metrics, agent_trap_copy,
+                   agent_lsm, agent_lsm_pin, agent_abi_as, &exit_code] {
+    if (ctl->parsed() || holder->parsed()) return;
+    if (opts->fd_store_external && fd_store->empty())
+      throw CLI::ValidationError("--fd-store-external", "goes with --fd-store");
     opts->trap_copy = trap_copy_choice(*agent_trap_copy);
     opts->lsm = lsm_choice(*agent_lsm);
     if (!agent_lsm_pin->empty()) {

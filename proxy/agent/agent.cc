@@ -73,8 +73,10 @@ class Agent : public ControlVerbs {
         // agent runs).
         control_(engine_.io(), o.ctl_socket, std::chrono::milliseconds(o.handshake_deadline_ms),
                  o.max_handshakes, log_to(), &previous_agent_stuck_),
-        store_(o.fd_store ? std::optional(FdStoreClient::connect_or_start(*o.fd_store))
-                          : std::nullopt),
+        store_(!o.fd_store           ? std::nullopt
+               : o.fd_store_external ? std::optional(FdStoreClient::connect_external(
+                                           *o.fd_store, kExternalHolderWait))
+                                     : std::optional(FdStoreClient::connect_or_start(*o.fd_store))),
         intake_(engine_.io(), o, store_ ? &*store_ : nullptr, log_to(),
                 [this](const ContainerProcessState& st, Handover h, const std::string& json) {
                   begin_adoption(st, std::move(h), json);

@@ -32,6 +32,9 @@ struct AgentOptions {
   // every running container (trapped calls wait for it meanwhile instead of failing with ENOSYS;
   // one a killed agent was handling fails with EINTR).
   std::optional<std::string> fd_store;
+  // The fd store's holder is another process's (`gdrproxy agent fd-store PATH`, a container of
+  // the agent's pod): waited for at start (kExternalHolderWait), and never started here.
+  bool fd_store_external = false;
   std::string dev_root = "/dev";
   // An open whose path lookup or host open has not finished by then fails with EIO and marks
   // its container's session degraded (a hung FUSE mount must cost that container, not others).

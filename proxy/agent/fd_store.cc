@@ -34,11 +34,33 @@ namespace gdrproxy::proxy {
 
 using namespace fd_wire;
 
+FdStoreClient::FdStoreClient(std::string path, bool names_entries, UniqueFd lock, bool external)
+    : path_(std::move(path)),
+      names_entries_(names_entries),
+      lock_(std::move(lock)),
+      external_(external),
+      holder_name_(name_of(path_)) {}
+
 FdStoreClient FdStoreClient::connect_or_start(const std::string& path) {
   UniqueFd lock = lock_fd_store(path);
-  if (connect_to(path)) return FdStoreClient(path, false, std::move(lock));
+  if (holder_answers(path)) return FdStoreClient(path, false, std::move(lock), false);
   start_holder(path);
-  return FdStoreClient(path, true, std::move(lock));
+  return FdStoreClient(path, true, std::move(lock), false);
+}
+
+FdStoreClient FdStoreClient::connect_external(const std::string& path,
+                                              std::chrono::milliseconds wait) {
+  UniqueFd lock = lock_fd_store(path);
+  const auto until = std::chrono::steady_clock::now() + wait;
+  while (!holder_answers(path)) {
+    if (std::chrono::steady_clock::now() >= until)
+      throw Error("no fd-store holder answers at " + path + " after " +
+                  std::to_string(wait.count() / 1000) +
+                  " s; with --fd-store-external `gdrproxy agent fd-store " + path +
+                  "` runs it (the agent starts none)");
+    ::usleep(100 * 1000);
+  }
+  return FdStoreClient(path, false, std::move(lock), true);
 }
 
 UniqueFd FdStoreClient::take_runtime_socket(const std::string& path) {
@@ -176,9 +198,24 @@ void FdStoreClient::forget_exited() {
 
 std::optional<size_t> FdStoreClient::replace_holder_if_gone() {
   // A connection closed at once: the holder reads its end and goes on.
-  if (connect_to(path_)) return std::nullopt;
-  forget_exited();
-  start_holder(path_);
+  if (holder_answers(path_)) {
+    const auto name = name_of(path_);
+    if (name == holder_name_ && !holder_lost_) return std::nullopt;
+    // Another holder than the one that has the entries (an external one restarted).
+    holder_name_ = name;
+    holder_lost_ = false;
+    forget_exited();
+  } else if (external_) {
+    if (holder_lost_) return std::nullopt;
+    holder_lost_ = true;
+    throw Error(
+        "it is external (--fd-store-external), so the agent starts none; every live "
+        "process's entry goes into the next one that answers");
+  } else {
+    forget_exited();
+    start_holder(path_);
+    holder_name_ = name_of(path_);
+  }
   names_entries_ = true;
   // The runtime socket first: runtimes that connect meanwhile wait in its backlog again.
   put_runtime_socket();

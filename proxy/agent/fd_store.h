@@ -11,7 +11,10 @@
 // agent instead of failing with ENOSYS (the trade the operator opts into with --fd-store).
 // The agent keeps its own copies of what it put (FdStoreClient::keep), so that a holder that is
 // killed while the agent runs is replaced, with every live process's entry, within a second
-// (replace_holder_if_gone): otherwise the next agent restart would lose every container.
+// (replace_holder_if_gone): otherwise the next agent restart would lose every container. Where
+// the holder is another process's to run (--fd-store-external: a container of the agent's pod,
+// since the container runtime kills whatever the agent's container leaves), the agent never
+// starts one: it waits for that holder, and puts every live entry in each new one that answers.
 // The holder also keeps a copy of the agent's own runtime socket, listening: a killed agent's
 // socket stays bound, so a runtime that connects while no agent runs waits in its backlog (its
 // state and listener queued in the kernel) for the next agent, which takes the socket back,
@@ -42,6 +45,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -74,6 +78,10 @@ struct Subscription {
   uint64_t kept = 0;  // how many of the first are ones an earlier agent had not read whole
 };
 
+// How long an agent with an external holder waits for it at start: the pod's containers are
+// started in order, but the holder's is not waited for.
+inline constexpr std::chrono::milliseconds kExternalHolderWait{30000};
+
 class FdStoreClient {
  public:
   // Connects to the holder at `path`, starting one (a detached process of this binary's code)
@@ -81,6 +89,11 @@ class FdStoreClient {
   // store (one agent per store: a second would take the first's listeners; the line names the
   // first's pid).
   static FdStoreClient connect_or_start(const std::string& path);
+  // Connects to the holder at `path` that another process runs (`gdrproxy agent fd-store PATH`),
+  // waiting up to `wait` for it to answer; never starts one, now or later (replace_holder_if_gone
+  // then waits for the next one). Throws gdrproxy::Error when none answers in time, or when
+  // another agent uses the store.
+  static FdStoreClient connect_external(const std::string& path, std::chrono::milliseconds wait);
 
   // The runtime socket the holder keeps, when the file at `path` is still the one it was bound
   // to (a listening AF_UNIX stream socket); else empty (none kept, the path removed or bound
@@ -119,7 +132,10 @@ class FdStoreClient {
   void forget_copies_of(const std::string& id);
   // When no holder answers at the path (it was killed), starts a new one and puts in it every
   // kept entry whose process is alive; how many. nullopt when the holder answered. Throws
-  // gdrproxy::Error when no holder can be started.
+  // gdrproxy::Error when no holder can be started. An external store's holder is never started
+  // here: the first check that finds none throws (later ones answer nullopt), and the entries go
+  // into the next one that answers. A holder that answers on a socket other than the one this
+  // client last knew (replaced between two checks) gets them too.
   std::optional<size_t> replace_holder_if_gone();
   void forget(uint64_t key) const;
   // A holder of a build before issue 29 names no entry: it closes every listener of container
@@ -132,8 +148,7 @@ class FdStoreClient {
     std::string id, state_json;
     std::array<UniqueFd, 3> fds;  // listener, pidfd, received-id page
   };
-  FdStoreClient(std::string path, bool names_entries, UniqueFd lock)
-      : path_(std::move(path)), names_entries_(names_entries), lock_(std::move(lock)) {}
+  FdStoreClient(std::string path, bool names_entries, UniqueFd lock, bool external);
   void forget_exited();
   void put_runtime_socket() const;  // the kept copy, into the holder
   std::string path_;
@@ -142,6 +157,9 @@ class FdStoreClient {
   UniqueFd socket_copy_;  // the runtime socket, for a replacement holder
   SocketName socket_name_;
   UniqueFd lock_;  // PATH.lock, write-locked while this agent uses the store
+  bool external_;  // the holder is another process's: never started here
+  std::optional<SocketName> holder_name_;  // the holder's socket this client last put entries in
+  bool holder_lost_ = false;               // an external holder is gone; none answered since
 };
 
 }  // namespace gdrproxy::proxy

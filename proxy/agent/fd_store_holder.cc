@@ -1,5 +1,6 @@
 // The holder's one epoll set tells it of a request, of a kept process's exit (its pidfd
-// readable) and of a kept listener's hang-up; SOCK_SEQPACKET keeps each record one packet.
+// readable), of a kept listener's hang-up and, in the foreground, of SIGTERM or SIGINT;
+// SOCK_SEQPACKET keeps each record one packet.
 #include "proxy/agent/fd_store_holder.h"
 
 #include <fcntl.h>
@@ -8,6 +9,7 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -18,6 +20,7 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <span>
@@ -47,21 +50,27 @@ struct Kept {
 };
 
 // The holder: serves its socket, watches its entries and, while an agent subscribes, accepts
-// runtimes on the agent's runtime socket for it; until killed. An epoll event's data is a tag
-// below for the sockets, else an entry's key (keys count up from 1).
+// runtimes on the agent's runtime socket for it; until killed, or until `stop_fd` (a signalfd,
+// -1 for none) is readable. An epoll event's data is a tag below for the sockets, else an entry's
+// key (keys count up from 1).
 class Holder {
  public:
-  explicit Holder(int listen_fd) : listen_fd_(listen_fd), ep_(::epoll_create1(EPOLL_CLOEXEC)) {
-    if (!ep_ || !watch(listen_fd_, EPOLLIN, kTagRequests)) _exit(1);
+  Holder(int listen_fd, int stop_fd) : listen_fd_(listen_fd), ep_(::epoll_create1(EPOLL_CLOEXEC)) {
+    if (!ep_ || !watch(listen_fd_, EPOLLIN, kTagRequests) ||
+        (stop_fd >= 0 && !watch(stop_fd, EPOLLIN, kTagStop)))
+      _exit(1);
   }
 
-  [[noreturn]] void run() {
+  // Until stop_fd is readable; the number of listener entries then held.
+  size_t run() {
     for (;;) {
       epoll_event events[64];
       const int n = ::epoll_wait(ep_.get(), events, 64, -1);
       for (int e = 0; e < n; ++e) {
         const uint64_t tag = events[e].data.u64;
-        if (tag == kTagRequests)
+        if (tag == kTagStop)
+          return kept_.size();
+        else if (tag == kTagRequests)
           serve_request();
         else if (tag == kTagRuntimes)
           accept_runtime();
@@ -77,6 +86,7 @@ class Holder {
   static constexpr uint64_t kTagRequests = 0;
   static constexpr uint64_t kTagRuntimes = ~uint64_t{0};
   static constexpr uint64_t kTagSubscriber = ~uint64_t{0} - 1;
+  static constexpr uint64_t kTagStop = ~uint64_t{0} - 2;
 
   bool watch(int fd, uint32_t events, uint64_t tag, int op = EPOLL_CTL_ADD) {
     epoll_event ev{};
@@ -280,11 +290,8 @@ class Holder {
   bool waiting_to_send_ = false;
 };
 
-}  // namespace
-
-// Starts a holder at `path`: binds here (so the socket exists when we return), then hands the
-// listening socket to a double-forked process that keeps no other fd of ours.
-void start_holder(const std::string& path) {
+// The holder's socket at `path`, bound and listening (a stale file there is replaced), mode 0600.
+UniqueFd bind_holder_socket(const std::string& path) {
   ::unlink(path.c_str());
   const sockaddr_un a = address_of(path);
   UniqueFd l(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
@@ -293,6 +300,28 @@ void start_holder(const std::string& path) {
                      ::listen(l.get(), 64) == 0;
   ::umask(old);
   if (!bound) throw_errno("cannot start the fd store at " + path, errno);
+  return l;
+}
+
+// Three fds an entry: as many as the hard limit allows.
+void raise_fd_limit() {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &r);
+  }
+}
+
+}  // namespace
+
+bool holder_answers(const std::string& path) {
+  return static_cast<bool>(connect_to(path));
+}
+
+// Starts a holder at `path`: binds here (so the socket exists when we return), then hands the
+// listening socket to a double-forked process that keeps no other fd of ours.
+void start_holder(const std::string& path) {
+  UniqueFd l = bind_holder_socket(path);
   const pid_t p = ::fork();
   if (p < 0) throw_errno("fork", errno);
   if (p == 0) {
@@ -310,17 +339,41 @@ void start_holder(const std::string& path) {
       if (dn > 3) ::close(dn);
     }
     ::signal(SIGPIPE, SIG_IGN);
-    // Three fds an entry: as many as the hard limit allows.
-    rlimit r{};
-    if (::getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
-      r.rlim_cur = r.rlim_max;
-      ::setrlimit(RLIMIT_NOFILE, &r);
-    }
-    Holder(3).run();
+    raise_fd_limit();
+    Holder(3, -1).run();
+    _exit(0);
   }
   l.reset();
   int st;
   ::waitpid(p, &st, 0);
+}
+
+int run_holder(const std::string& path) {
+  if (holder_answers(path))
+    throw Error("a holder already answers at " + path +
+                ": one holder per path (stop that one, or give this one another path)");
+  sigset_t stop;
+  ::sigemptyset(&stop);
+  ::sigaddset(&stop, SIGTERM);
+  ::sigaddset(&stop, SIGINT);
+  if (::sigprocmask(SIG_BLOCK, &stop, nullptr) != 0) throw_errno("sigprocmask", errno);
+  const UniqueFd signals(::signalfd(-1, &stop, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!signals) throw_errno("signalfd", errno);
+  const UniqueFd l = bind_holder_socket(path);
+  const auto name = name_of(path);
+  ::signal(SIGPIPE, SIG_IGN);
+  raise_fd_limit();
+  std::cerr << "gdrproxy agent fd-store: holding containers' listeners at " << path
+            << " (SIGTERM drops them)" << std::endl;
+  const size_t held = Holder(l.get(), signals.get()).run();
+  // The path goes with us, unless another holder has bound it since.
+  if (name && name_of(path) == name) ::unlink(path.c_str());
+  std::cerr << "gdrproxy agent fd-store: stopped; the " << held
+            << " listener(s) it held are dropped: a running agent serves on and puts them in the "
+               "next holder, but with no agent running their containers' trapped calls fail with "
+               "ENOSYS"
+            << std::endl;
+  return 0;
 }
 
 }  // namespace gdrproxy::proxy

@@ -1004,6 +1004,125 @@ case_nvidia_abi_as_judges_an_uncovered_driver() {
   done
 }
 
+# with_foreground_holder: the fd store's holder runs as `gdrproxy agent fd-store STORE`, a process
+# of its own (HOLDER_PID, its log holder.log), as the fd-store container of the agent's pod runs
+# it; killed at exit, and with it every listener it keeps.
+with_foreground_holder() {
+  STORE=$WORK/run/fds.sock HOLDER_PID=
+  trap '[[ -n $HOLDER_PID ]] && kill -KILL $HOLDER_PID 2>/dev/null
+        [[ -n ${AGENT_CG:-} ]] && { echo 1 >"$AGENT_CG/cgroup.kill"; for i in $(seq 50); do rmdir "$AGENT_CG" 2>/dev/null && break; sleep 0.1; done; }
+        [[ -n $AGENT_PID ]] && kill -KILL $AGENT_PID 2>/dev/null; rm -rf "$WORK"' EXIT
+}
+start_foreground_holder() {
+  local i
+  mkdir -p "$(dirname "$STORE")"
+  "$GP" agent fd-store "$STORE" 2>"$WORK/holder.log" &
+  HOLDER_PID=$!
+  for i in $(seq 100); do grep -q "holding containers' listeners" "$WORK/holder.log" && return 0; sleep 0.05; done
+  cat "$WORK/holder.log"
+  fail "the foreground holder did not start"
+}
+serving_within() {
+  local i
+  for i in $(seq $(($1 * 10))); do grep -q "gdrproxy agent: serving" "$WORK/agent.log" && return 0; sleep 0.1; done
+  return 1
+}
+
+case_agent_uses_a_running_foreground_holder() {
+  # An agent with --fd-store that finds a holder answering at the path uses it and starts none of
+  # its own: the socket stays the foreground holder's, no other holder process runs, and the
+  # container's listener is in that holder.
+  local ino c i
+  with_foreground_holder
+  start_foreground_holder
+  ino=$(stat -c %i "$STORE")
+  start_agent --fd-store "$STORE"
+  serving_within 5 || fail "the agent did not serve"
+  [[ $(stat -c %i "$STORE") == "$ino" ]] || fail "the agent bound a holder of its own at $STORE"
+  [[ -z $(holder_pid) ]] || fail "the agent started a holder of its own: $(holder_pid)"
+  touch "$WORK/hold"
+  in_container team-a-41 runc-init -- sh -c "while [ -e $WORK/hold ]; do sleep 0.1; done; $(probe uverbs0)" >"$WORK/c.out" 2>&1 &
+  c=$!
+  for i in $(seq 50); do
+    (($(find /proc/$HOLDER_PID/fd -lname 'anon_inode:seccomp notify' | wc -l) == 1)) && break
+    sleep 0.1
+  done
+  (($(find /proc/$HOLDER_PID/fd -lname 'anon_inode:seccomp notify' | wc -l) == 1)) ||
+    fail "the container's listener is not in the foreground holder"
+  rm "$WORK/hold"
+  gone_within 10 $c || fail "the container did not finish"
+  wait $c || { rc=$?; cat "$WORK/c.out"; fail "container exit $rc"; }
+  expect_line "$WORK/c.out" "uverbs0-open" " OK ioctl="
+}
+
+case_restart_with_foreground_holder_after_the_agents_cgroup_is_killed() {
+  # The agent's pod on Kubernetes: the agent runs in a cgroup of its own (its container's) with
+  # --fd-store-external, started before the holder (the kubelet does not wait for the holder's
+  # container), and the holder is `gdrproxy agent fd-store` outside that cgroup. The agent's
+  # container is killed whole (cgroup.kill, as the runtime's shim does to a host-pid container);
+  # the next agent re-attaches the running container from the holder and its trapped calls are
+  # served. A second holder on the same path is refused in one line; SIGTERM stops the holder.
+  local cg root c i rc=0
+  root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
+  [[ -n $root ]] || { echo "SKIP [$CASE]: no cgroup v2 mounted"; exit 77; }
+  with_foreground_holder
+  cg=$root/gdrproxy-agent-test-$$
+  mkdir "$cg" 2>/dev/null || { echo "SKIP [$CASE]: cannot make a cgroup under $root"; exit 77; }
+  AGENT_CG=$cg
+  [[ -e $cg/cgroup.kill ]] || { echo "SKIP [$CASE]: the kernel has no cgroup.kill"; exit 77; }
+  start_agent_in_cgroup() {
+    sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg" "$GP" agent --socket "$SOCK" \
+      --ctl-socket "$CTL" --config "$WORK/agent.json" --fd-store "$STORE" --fd-store-external \
+      >"$WORK/agent.log" 2>&1 &
+    AGENT_PID=$!
+  }
+  start_agent_in_cgroup
+  sleep 1
+  kill -0 "$AGENT_PID" 2>/dev/null || fail "the agent did not wait for the external holder"
+  [[ ! -e $STORE ]] || fail "the agent with --fd-store-external started a holder itself"
+  start_foreground_holder
+  serving_within 10 || fail "the agent did not serve once the external holder answered"
+  [[ -z $(holder_pid) ]] || fail "the agent started a holder of its own: $(holder_pid)"
+  # One holder per path: a second is refused in one line, and the first serves on.
+  "$GP" agent fd-store "$STORE" >"$WORK/second.log" 2>&1 || rc=$?
+  ((rc == 1)) || { cat "$WORK/second.log"; fail "a second holder on the path exit $rc"; }
+  [[ $(wc -l <"$WORK/second.log") == 1 ]] || { cat "$WORK/second.log"; fail "expected one line"; }
+  expect_in "$WORK/second.log" "gdrproxy agent fd-store: a holder already answers at $STORE"
+  kill -0 "$HOLDER_PID" || fail "the first holder is gone"
+  touch "$WORK/hold"
+  in_container team-a-40 runc-init -- sh -c "$A open /dev/infiniband/uverbs0 rdwr syscall | sed s/^/before-/
+    while [ -e $WORK/hold ]; do sleep 0.1; done
+    $A open /dev/infiniband/uverbs0 rdwr syscall | sed s/^/after-/; $(probe uverbs1)" >"$WORK/c.out" 2>&1 &
+  c=$!
+  for i in $(seq 50); do grep -q "^before-open" "$WORK/c.out" && break; sleep 0.1; done
+  expect_line "$WORK/c.out" "before-open" " OK ioctl="
+  # The agent's container is killed whole.
+  echo 1 >"$cg/cgroup.kill" || fail "cgroup.kill"
+  for i in $(seq 50); do [[ -z $(cat "$cg/cgroup.procs") ]] && break; sleep 0.1; done
+  [[ -z $(cat "$cg/cgroup.procs") ]] || fail "the agent's cgroup still has processes"
+  wait "$AGENT_PID" 2>/dev/null
+  AGENT_PID=
+  cp "$WORK/agent.log" "$WORK/agent.1.log"
+  kill -0 "$HOLDER_PID" || fail "the holder died with the agent's cgroup"
+  kill -0 "$c" || fail "the container did not outlive its agent"
+  start_agent_in_cgroup
+  serving_within 10 || fail "the restarted agent did not serve"
+  expect_in "$WORK/agent.log" "container team-a-40: re-attached from the fd store"
+  rm "$WORK/hold"
+  gone_within 10 $c || fail "the re-attached container's calls were not served"
+  wait $c || { rc=$?; cat "$WORK/c.out"; fail "container exit $rc"; }
+  expect_line "$WORK/c.out" "after-open" " OK ioctl="
+  expect_line "$WORK/c.out" "uverbs1-open" " ERR EACCES$"
+  # SIGTERM stops the holder cleanly, its socket removed.
+  kill -TERM "$HOLDER_PID"
+  rc=0
+  wait "$HOLDER_PID" || rc=$?
+  HOLDER_PID=
+  ((rc == 0)) || { cat "$WORK/holder.log"; fail "the holder's exit on SIGTERM: $rc"; }
+  expect_in "$WORK/holder.log" "gdrproxy agent fd-store: stopped; the 0 listener(s) it held are dropped"
+  [[ ! -e $STORE ]] || fail "the stopped holder left its socket"
+}
+
 case_second_agent_on_one_fd_store_refused() {
   # Two agents on one fd store would take each other's listeners: the second is refused in one
   # line naming the first's pid, and the first serves on. Once the first is killed, the store is
