@@ -4,7 +4,8 @@ the installer makes, the agent's socket is the runtime config's listener and the
 the shim's config path is its default, the CDI kind and devices of the example Pod are what
 `gdrproxy cdi generate` writes, the ConfigMap's runtime.json and agent.json load in the real
 binaries, and the agent's --metrics port is its pod's metrics containerPort and scrape annotation
-(served, on a free loopback port here). No cluster runs here: this is what can be checked without one.
+(served, on a free loopback port here), and the fd store's holder is the pod's first container at
+the agent's --fd-store path, the agent told not to start its own. No cluster runs here: this is what can be checked without one.
 Usage: kubernetes_test.py GDRPROXY SOURCE_DIR"""
 import glob
 import json
@@ -51,18 +52,34 @@ script = installer["initContainers"][0]["command"][-1]
 assert f"ln -sf gdrproxy /host{binary}" in script, script
 # The shim reads runtime.json where the installer puts it: its default path.
 assert f"/host{os.path.dirname(help_default(['runtime'], '--config'))}/" in script
-agent = docs[("DaemonSet", "gdrproxy-agent")]["spec"]["template"]["spec"]
+agent_ds = docs[("DaemonSet", "gdrproxy-agent")]
+agent = agent_ds["spec"]["template"]["spec"]
 assert agent["hostPID"] is True
-cmd = agent["containers"][0]["command"]
+containers = {c["name"]: c for c in agent["containers"]}
+# The fd store's holder is a container of its own, started first (a runtime kills whatever the
+# agent's container leaves, a holder it forked included), at the path the agent names with
+# --fd-store-external, through the same /run/gdrproxy mount; the pod is replaced only when
+# deleted (an upgrade drops the holder's listeners: a drained node's).
+assert [c["name"] for c in agent["containers"]] == ["fd-store", "agent"], agent["containers"]
+assert agent_ds["spec"]["updateStrategy"] == {"type": "OnDelete"}, agent_ds["spec"].get("updateStrategy")
+cmd = containers["agent"]["command"]
+holder = containers["fd-store"]
+assert holder["image"] == containers["agent"]["image"], (holder["image"], containers["agent"]["image"])
+assert holder["command"][:3] == [cmd[0], "agent", "fd-store"] and len(holder["command"]) == 4, holder["command"]
+assert cmd[cmd.index("--fd-store") + 1] == holder["command"][3], (cmd, holder["command"])
+assert "--fd-store-external" in cmd, cmd
+run_mount = [m for m in containers["agent"]["volumeMounts"] if m["mountPath"] == "/run/gdrproxy"]
+assert len(run_mount) == 1 and holder["volumeMounts"] == run_mount, (holder["volumeMounts"], run_mount)
+assert os.path.dirname(holder["command"][3]) == "/run/gdrproxy", holder["command"]
 sock = cmd[cmd.index("--socket") + 1]
 assert sock == runtime["listener"] == help_default(["agent"], "--socket"), sock
-mounts = {m["mountPath"] for m in agent["containers"][0]["volumeMounts"]}
+mounts = {m["mountPath"] for m in containers["agent"]["volumeMounts"]}
 # Metrics: the port --metrics serves on the pod's network is the container's "metrics" port and
 # the one the scrape annotations name.
 metrics_addr = cmd[cmd.index("--metrics") + 1]
 m = re.fullmatch(r"0\.0\.0\.0:(\d+)", metrics_addr)
 assert m, metrics_addr
-ports = {p["name"]: p for p in agent["containers"][0]["ports"]}
+ports = {p["name"]: p for p in containers["agent"]["ports"]}
 assert ports["metrics"]["containerPort"] == int(m.group(1)), (ports, metrics_addr)
 notes = docs[("DaemonSet", "gdrproxy-agent")]["spec"]["template"]["metadata"]["annotations"]
 assert notes["prometheus.io/scrape"] == "true", notes
