@@ -12,12 +12,16 @@
 #   - the script builds the base (debootstrap, timed) and the image; a second run reuses the base;
 #   - the installer's command installs the binary, its gdrproxy-runtime link, the ConfigMap's
 #     configs, containerd's drop-in and a CDI spec;
-#   - the agent container's mounts: /run/gdrproxy follows mounts made on the host after it
+#   - the agent's pod: the fd store's holder in a container of its own, started first, and the
+#     agent's container; its mounts: /run/gdrproxy follows mounts made on the host after it
 #     started (HostToContainer), /sys/fs/bpf is the host's bpffs; it reads the bundles under
 #     /run/containerd;
 #   - `docker run --runtime gdrproxy` (the installed link, the installed runtime.json with
 #     "sysfs": false, the rig's one edit) with a stand-in uverbs node: the container's ioctls
 #     are served by the agent in the image;
+#   - the agent's container killed (every process in it) and started again, as the kubelet
+#     restarts it: a container running meanwhile is re-attached and served (the holder's
+#     container kept its listener);
 #   - a pod through containerd's CRI plugin with the handler of the installed drop-in
 #     (tests/deploy/image_cri_pod.sh): likewise served.
 # Usage: image_test.sh GDRPROXY BUILD_DIR   (root, docker.io, debootstrap, Debian's mirror; 77 = skipped)
@@ -42,7 +46,7 @@ curl -sfI --max-time 20 "$MIRROR/dists/bookworm/Release" >/dev/null ||
   { echo "SKIP: Debian's mirror $MIRROR does not answer (debootstrap needs it)"; exit 77; }
 WORK=$(mktemp -d /tmp/gdrproxy-image.XXXXXX)
 chmod 755 "$WORK"
-DOCKERD_PID='' AGENT=gdrproxy-agent-$$
+DOCKERD_PID='' AGENT=gdrproxy-agent-$$ HOLDER=gdrproxy-fd-store-$$
 # The engines' state (containers' bundles) under /run/containerd, as on a node (below).
 DW=/run/containerd/docker-$$ CW=/run/containerd/cri-$$
 cleanup() {
@@ -146,7 +150,10 @@ kind=$("$H/usr/local/bin/gdrproxy" cdi generate --no-driver-files | jq -r .kind)
 jq -e --arg k "$kind" '.kind == $k and (.devices | length) >= 1' "$H/etc/cdi/gdrproxy.json" >/dev/null ||
   fail "the installer wrote no CDI spec of kind $kind"
 
-# 3. The agent as its DaemonSet runs it; its socket appears in the host's /run/gdrproxy.
+# 3. The agent's pod as its DaemonSet runs it: the fd store's holder first, then the agent (which
+# waits for it); the agent's socket appears in the host's /run/gdrproxy.
+run_args gdrproxy-agent fd-store
+docker run -d --name "$HOLDER" --network none "${IMAGE_RUNTIME[@]}" "${ARGS[@]}" >/dev/null || fail "docker run of the fd-store container"
 run_args gdrproxy-agent agent
 docker run -d --name "$AGENT" --network none "${IMAGE_RUNTIME[@]}" "${ARGS[@]}" >/dev/null || fail "docker run of the agent's container"
 for i in $(seq 100); do [[ -S /run/gdrproxy/agent.sock ]] && break; sleep 0.1; done
@@ -183,10 +190,41 @@ done
 expect "$WORK/agent.log" "container [0-9a-f]{64} ended: [1-9][0-9]* ioctl"
 grep "ended:" "$WORK/agent.log" | grep -v " 0 denied" && fail "the agent denied calls"
 
-# 5. A pod through containerd's CRI plugin with the handler the installer wrote, in a network
+# 5. The agent's container killed whole (its process crashed, say) and started again, as the
+# kubelet restarts it: a container served before goes on being served, its listener kept by the
+# fd-store container meanwhile.
+docker logs "$HOLDER" 2>&1 | grep -q "holding containers' listeners at /run/gdrproxy/fds.sock" ||
+  { docker logs "$HOLDER"; fail "the fd-store container holds no store at /run/gdrproxy/fds.sock"; }
+mkdir -m 755 "$WORK/hold" || fail "mkdir $WORK/hold"
+LONG=long-$$
+docker run -d --name "$LONG" --runtime gdrproxy --network none -v /usr/lib:/usr/lib:ro \
+  -v /usr/lib64:/usr/lib64:ro -v "$bdir:$bdir:ro" -v "$WORK/hold:/hold:ro" --device /dev/infiniband/uverbs0 gdrproxy-test:1 \
+  sh -c "$BENCH client 3 /dev/infiniband/uverbs0 >/dev/null && echo before: ok
+    while [ ! -e /hold/go ]; do sleep 0.1; done
+    $BENCH client 3 /dev/infiniband/uverbs0 >/dev/null && echo after: ok" >/dev/null || fail "docker run of $LONG"
+for i in $(seq 100); do docker logs "$LONG" 2>&1 | grep -q "^before: ok$" && break; sleep 0.1; done
+docker logs "$LONG" >"$WORK/long.out" 2>&1
+expect "$WORK/long.out" "^before: ok$"
+docker kill "$AGENT" >/dev/null || fail "docker kill of the agent's container"
+docker start "$AGENT" >/dev/null || fail "docker start of the agent's container"
+[[ $(docker inspect -f '{{.State.Running}}' "$HOLDER") == true ]] || fail "the fd-store container died with the agent's"
+for i in $(seq 100); do
+  agent_log
+  grep -q "re-attached from the fd store" "$WORK/agent.log" && break
+  sleep 0.1
+done
+expect "$WORK/agent.log" "container [0-9a-f]{64}: re-attached from the fd store"
+touch "$WORK/hold/go"
+rc=$(docker wait "$LONG") || fail "docker wait $LONG"
+docker logs "$LONG" >"$WORK/long.out" 2>&1
+[[ $rc == 0 ]] || { cat "$WORK/long.out"; fail "the container re-attached after the agent's restart exit $rc"; }
+expect "$WORK/long.out" "^after: ok$"
+docker rm "$LONG" >/dev/null
+
+# 6. A pod through containerd's CRI plugin with the handler the installer wrote, in a network
 # namespace of its own (the CRI plugin's bridge).
 mkdir -m 755 "$CW" || fail "mkdir $CW"
 unshare --net "$SRC/tests/deploy/image_cri_pod.sh" "$GP" "$BENCH" "$H" "$AGENT" "$CW" >"$WORK/cri.out" 2>&1 ||
   { cat "$WORK/cri.out"; fail "the pod through containerd's CRI"; }
 cat "$WORK/cri.out"
-echo "PASS: the image built by scripts/build-image.sh (base reused on the second run), the node installer's command installed gdrproxy, its link, configs, containerd's drop-in and a CDI spec, and the agent in the image, mounted as its DaemonSet says, served a container started through the installed runtime (docker) and a pod through the installed handler (containerd's CRI)"
+echo "PASS: the image built by scripts/build-image.sh (base reused on the second run), the node installer's command installed gdrproxy, its link, configs, containerd's drop-in and a CDI spec, and the agent in the image, mounted as its DaemonSet says beside its fd-store container, served a container started through the installed runtime (docker), kept serving it across a kill and restart of its container, and served a pod through the installed handler (containerd's CRI)"
