@@ -151,9 +151,12 @@ case_served_calls_counted_on_a_unix_socket() {
 }
 
 case_tcp_scrape_survives_hostile_scrapers() {
-  local port
+  local port held
   port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  start_agent --metrics "127.0.0.1:$port" --handshake-deadline-ms 1000
+  # A handshake deadline of 4 s: scrapers that send nothing hold their slots that long, so a
+  # container served in under 3 s meanwhile was not waiting behind them (a bound with room for a
+  # loaded machine; the cut-offs are checked only to have come, long before the clients' 30 s).
+  start_agent --metrics "127.0.0.1:$port" --handshake-deadline-ms 4000
   SCRAPE=(curl)
   URL=http://127.0.0.1:$port/metrics
   for i in $(seq 50); do curl -s --max-time 1 -o /dev/null "$URL" && break; sleep 0.05; done
@@ -169,12 +172,12 @@ case_tcp_scrape_survives_hostile_scrapers() {
 import socket, sys, threading, time
 port = int(sys.argv[1])
 def idle(i):
-    s = socket.create_connection(("127.0.0.1", port)); s.settimeout(15); t = time.time()
+    s = socket.create_connection(("127.0.0.1", port)); s.settimeout(30); t = time.time()
     try: got = s.recv(100)
     except OSError as e: got = repr(e).encode()
     print(f"idle {i} cut off after {time.time() - t:.1f} s: {got[:20]!r}", flush=True)
 def flood():
-    s = socket.create_connection(("127.0.0.1", port)); s.settimeout(15); t = time.time()
+    s = socket.create_connection(("127.0.0.1", port)); s.settimeout(30); t = time.time()
     data = b"GET /metrics HTTP/1.1\r\nX-Flood: " + b"a" * (1 << 20); sent = 0
     try:
         while sent < len(data): sent += s.send(data[sent:sent + 65536])
@@ -197,9 +200,14 @@ PY
   wait $HOSTILE_PID
   HOSTILE_PID=
   cat "$WORK/hostile.out"
-  [[ $(grep -c "^idle .* cut off after [0-2]\.[0-9] s: b''" "$WORK/hostile.out") == 6 ]] ||
-    fail "scrapers sending nothing were not all cut off within the deadline"
-  grep -qE "^flood cut off after [0-2]\.[0-9] s .*(431|Error)" "$WORK/hostile.out" ||
+  # Each idle one closed with nothing sent, never by its own timeout: those past the 4 read at
+  # once are dropped as they come, the others held to the deadline; the flood answered 431 (or
+  # reset) past 8 KiB. No bound tighter than the deadline: a loaded machine delays every step.
+  [[ $(awk "/^idle .* cut off after .* s: b''\$/ && \$6 < 25" "$WORK/hostile.out" | wc -l) == 6 ]] ||
+    fail "scrapers sending nothing were not all cut off"
+  held=$(awk '/^idle / && $6 >= 3.5' "$WORK/hostile.out" | wc -l)
+  ((held >= 1 && held <= 4)) || fail "idle scrapers: $held held to the deadline (1 to 4 expected)"
+  grep -qE "^flood cut off after [0-9]+\.[0-9] s .*(431|Error)" "$WORK/hostile.out" ||
     fail "the 1 MiB header was not cut off"
   for i in $(seq 50); do grep -q " ended: " "$WORK/agent.log" && break; sleep 0.1; done
   scrape "$WORK/m2"
