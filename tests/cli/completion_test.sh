@@ -75,8 +75,9 @@ expect_offered "$(printf '%s\n' auto off on)" gdrproxy agent --trap-copy = "" # 
 expect_offered "$(printf '%s\n' enforce trace)" gdrproxy run --mode ""
 expect_offered "$(printf '%s\n' drain judge-pending list stats)" gdrproxy agent ctl ""
 expect_offered bash gdrproxy completion ""
-# An option's value is not read as a subcommand: after `agent --config netns`, still agent's.
-expect_offered ctl gdrproxy agent --config netns ""
+# An option's value is not read as a subcommand: after `agent --config netns`, still agent's
+# (ctl, and fd-store: the holder in the foreground).
+expect_offered "$(printf '%s\n' ctl fd-store)" gdrproxy agent --config netns ""
 # A file name where an option takes a path, and where a positional is free.
 touch "$WORK/policy-a.json"
 expect_offered policy-a.json gdrproxy run --policy policy-a

@@ -367,10 +367,14 @@ def run_agent(examples, work):
         return
     for where, ex in servers:
         label = f"[{where}] {ex}"
-        proc = subprocess.Popen([GP] + gdrproxy_words(ex)[1:], cwd=work, stdout=subprocess.PIPE,
+        words = gdrproxy_words(ex)
+        # `agent fd-store PATH` is a holder, not an agent: it serves PATH, and no ctl answers it.
+        holder = words[1:3] == ["agent", "fd-store"]
+        serving = [words[-1]] if holder else ["/run/gdrproxy/agent.sock", "/run/gdrproxy/agent.ctl"]
+        proc = subprocess.Popen([GP] + words[1:], cwd=work, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
         for _ in range(100):
-            if os.path.exists("/run/gdrproxy/agent.sock") and os.path.exists("/run/gdrproxy/agent.ctl"):
+            if all(os.path.exists(p) for p in serving):
                 break
             if proc.poll() is not None:
                 break
@@ -378,7 +382,7 @@ def run_agent(examples, work):
         if proc.poll() is not None:
             fail(label, f"exited {proc.returncode}: {proc.stdout.read()[-300:]}")
             continue
-        for cwhere, cex in ctls:
+        for cwhere, cex in ([] if holder else ctls):
             r = subprocess.run([GP] + gdrproxy_words(cex)[1:], cwd=work, capture_output=True,
                                text=True, timeout=30)
             if r.returncode != 0:
@@ -394,6 +398,10 @@ def run_agent(examples, work):
             continue
         if rc != 0:
             fail(label, f"exit {rc} on SIGTERM: {proc.stdout.read()[-300:]}")
+        elif holder and os.path.exists(serving[0]):
+            fail(label, f"stopped on SIGTERM but left its socket {serving[0]}")
+        elif holder:
+            ok(label, "held its socket, stopped on SIGTERM, socket removed")
         else:
             ok(label, "served, answered, stopped on SIGTERM")
 
