@@ -171,11 +171,14 @@ case_tcp_scrape_survives_hostile_scrapers() {
   python3 - "$port" >"$WORK/hostile.out" 2>&1 <<'PY' &
 import socket, sys, threading, time
 port = int(sys.argv[1])
+said = threading.Lock()
+def say(line):  # one whole line at a time: the threads' prints would interleave
+    with said: print(line, flush=True)
 def idle(i):
     s = socket.create_connection(("127.0.0.1", port)); s.settimeout(30); t = time.time()
     try: got = s.recv(100)
     except OSError as e: got = repr(e).encode()
-    print(f"idle {i} cut off after {time.time() - t:.1f} s: {got[:20]!r}", flush=True)
+    say(f"idle {i} cut off after {time.time() - t:.1f} s: {got[:20]!r}")
 def flood():
     s = socket.create_connection(("127.0.0.1", port)); s.settimeout(30); t = time.time()
     data = b"GET /metrics HTTP/1.1\r\nX-Flood: " + b"a" * (1 << 20); sent = 0
@@ -183,7 +186,7 @@ def flood():
         while sent < len(data): sent += s.send(data[sent:sent + 65536])
         got = s.recv(100)
     except OSError as e: got = repr(e).encode()
-    print(f"flood cut off after {time.time() - t:.1f} s having sent {sent}: {got[:40]!r}", flush=True)
+    say(f"flood cut off after {time.time() - t:.1f} s having sent {sent}: {got[:40]!r}")
 ts = [threading.Thread(target=idle, args=(i,)) for i in range(6)] + [threading.Thread(target=flood)]
 for t in ts: t.start()
 for t in ts: t.join()
