@@ -17,8 +17,8 @@
 # Environment:
 #   RXE_VM_OUT      host directory for console.log, the initramfs and the guest's results
 #                   (default build/rxe-vm)
-#   RXE_VM_TIMEOUT  seconds for the whole VM, boot to power-off (default 1500: the stage takes
-#                   12 to 15 minutes on a 2-core machine, longer while other work runs beside it)
+#   RXE_VM_TIMEOUT  seconds for the whole VM, boot to power-off (default 1800: the stage takes
+#                   15 to 20 minutes on a 2-core machine, longer while other work runs beside it)
 #   RXE_VM_SMP, RXE_VM_MEM   vCPUs (2) and MiB (2048)
 #   RXE_VM_ACCEL    tcg (default) or kvm (only where real VMX/SVM is available)
 #   RXE_VM_TCG_THREAD  single (default): one host thread runs both vCPUs. multi is faster, but
@@ -48,7 +48,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd -P)
 build=$(realpath -m "$repo/build")
 out=${RXE_VM_OUT:-$repo/build/rxe-vm}
-vm_timeout=${RXE_VM_TIMEOUT:-1500}
+vm_timeout=${RXE_VM_TIMEOUT:-1800}
 smp=${RXE_VM_SMP:-2}
 mem=${RXE_VM_MEM:-2048}
 accel=${RXE_VM_ACCEL:-tcg}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of gdrproxy against the build in build/ (scripts/setup.sh makes it).
 # Unit and integration tests run through CTest on this machine's real kernel; then the Soft-RoCE
-# VM stage (scripts/rxe-vm.sh, 10 to 14 minutes) runs the real uverbs ABI under gdrproxy.
+# VM stage (scripts/rxe-vm.sh, 15 to 20 minutes) runs the real uverbs ABI under gdrproxy.
 # GDRPROXY_SKIP_VM=1 skips that stage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
