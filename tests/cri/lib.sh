@@ -8,6 +8,7 @@
 # tests/oci/lib.sh, whose fail/expect this file uses), and its EXIT trap calls cri_cleanup.
 #
 # Functions (each documented where it is defined):
+#   cri_require         skip (77) unless containerd and the CRI client's modules are here
 #   cri_images          the pause and busybox images, built here, imported into containerd
 #   cri_containerd      containerd with handlers "gdrproxy" (RUNTIME, RUNTIME_CONFIG) and "runc"
 #   cri_snapshotter     overlayfs where it mounts here, else native
@@ -23,6 +24,15 @@ CRI_PAUSE_IMAGE=gdrproxy.test/pause:1
 CRI_BUSYBOX_IMAGE=gdrproxy.test/busybox:1
 CRI_PODS=()
 CTD_PID=''
+
+# cri_require: exits 77 (skipped) with the reason unless containerd, ctr, protoc and Debian's
+# python3 with grpcio and protobuf are installed (scripts/setup.sh installs them).
+cri_require() {
+  command -v containerd >/dev/null && command -v ctr >/dev/null ||
+    { echo "SKIP: containerd is not installed (scripts/setup.sh installs it)"; exit 77; }
+  /usr/bin/python3 -c 'import grpc, google.protobuf' 2>/dev/null && command -v protoc >/dev/null ||
+    { echo "SKIP: needs python3-grpcio, python3-protobuf and protobuf-compiler"; exit 77; }
+}
 
 # cri ARGS...: tests/cri/cri_client.py on this containerd's socket (Debian's python3, whose
 # grpcio and protobuf it needs); the messages are compiled into $WORK/pb on first use.

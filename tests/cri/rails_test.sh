@@ -24,14 +24,11 @@ A=$(realpath "$2")
 CASE=$3
 BENCH=$(realpath "$(dirname "$A")/../bench/ioctl_bench")
 case $CASE in plain | agent_killed | containerd_killed) ;; *) echo "rails_test.sh: no case $CASE" >&2; exit 2 ;; esac
-command -v containerd >/dev/null && command -v ctr >/dev/null ||
-  { echo "SKIP: containerd is not installed (scripts/setup.sh installs it)"; exit 77; }
-/usr/bin/python3 -c 'import grpc, google.protobuf' 2>/dev/null && command -v protoc >/dev/null ||
-  { echo "SKIP: needs python3-grpcio, python3-protobuf and protobuf-compiler"; exit 77; }
 # shellcheck source=tests/oci/lib.sh
 . "$(dirname "$0")/../oci/lib.sh"
 # shellcheck source=tests/cri/lib.sh
 . "$(dirname "$0")/lib.sh"
+cri_require
 OCI_ENTER_TIMEOUT=240 oci_enter "$GP" net "$0" "$@"
 WORK=$(mktemp -d /tmp/gdrproxy-cri-rails.XXXXXX)
 chmod 755 "$WORK"
