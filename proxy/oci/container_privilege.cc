@@ -5,7 +5,7 @@
 
 #include "base/error.h"
 #include "base/escape.h"
-#include "base/file_io.h"
+#include "base/lists.h"
 
 namespace gdrproxy::proxy {
 namespace {
@@ -44,9 +44,7 @@ bool holds_cap(const json& caps, std::string_view cap) {
 }  // namespace
 
 std::string Unconfinement::joined() const {
-  std::string out;
-  for (const std::string& r : reasons) out += (out.empty() ? "" : "; ") + r;
-  return out;
+  return join_list(reasons, "; ");
 }
 
 Unconfinement container_unconfinement(std::string_view config_json, const std::string& origin) {
@@ -81,13 +79,6 @@ Unconfinement container_unconfinement(std::string_view config_json, const std::s
   if (allow_all && holds_cap(caps, "CAP_MKNOD")) u.reasons.push_back("CAP_MKNOD");
   if (!u.reasons.empty()) u.reasons.push_back("no user namespace");
   return u;
-}
-
-Unconfinement unconfinement_of_bundle(const std::string& bundle) {
-  const std::string path = bundle + "/config.json";
-  const std::optional<std::string> text = read_text(path, kWholeFile);
-  if (!text) throw Error("cannot read " + path);
-  return container_unconfinement(*text, path);
 }
 
 std::string unconfined_refusal(const Unconfinement& u, const std::string& devices) {

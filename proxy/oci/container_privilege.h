@@ -32,9 +32,6 @@ inline constexpr std::string_view kUnconfiningCaps[] = {"CAP_SYS_ADMIN", "CAP_SY
 // is not a JSON object or a judged field has the wrong type.
 Unconfinement container_unconfinement(std::string_view config_json, const std::string& origin);
 
-// The same of <bundle>/config.json. Throws gdrproxy::Error when it cannot be read.
-Unconfinement unconfinement_of_bundle(const std::string& bundle);
-
 // The one line that refuses such a container asking for `devices` (joined names), saying why and
 // what to do instead.
 std::string unconfined_refusal(const Unconfinement& u, const std::string& devices);

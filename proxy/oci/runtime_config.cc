@@ -105,12 +105,4 @@ std::vector<std::string> requested_devices(std::string_view config_json, const s
   return out;
 }
 
-std::vector<std::string> requested_devices_of_bundle(const std::string& bundle,
-                                                     const DeviceCatalog& catalog) {
-  const std::string path = bundle + "/config.json";
-  const std::optional<std::string> text = read_text(path, kWholeFile);
-  if (!text) throw Error("cannot read " + path);
-  return requested_devices(*text, path, catalog);
-}
-
 }  // namespace gdrproxy::proxy

@@ -64,7 +64,5 @@ ShimConfig load_shim_config(const std::string& path);
 // that is malformed, or a device that can never be granted.
 std::vector<std::string> requested_devices(std::string_view config_json, const std::string& origin,
                                            const DeviceCatalog& catalog);
-std::vector<std::string> requested_devices_of_bundle(const std::string& bundle,
-                                                     const DeviceCatalog& catalog);
 
 }  // namespace gdrproxy::proxy

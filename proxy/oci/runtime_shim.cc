@@ -15,6 +15,8 @@
 
 #include "base/error.h"
 #include "base/escape.h"
+#include "base/file_io.h"
+#include "base/lists.h"
 #include "netns/rdma_sysfs.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/engine/kernel_judgement.h"
@@ -113,12 +115,16 @@ int run_runtime_shim(const ShimOptions& o, const std::vector<std::string>& runti
     if (runtime.empty()) runtime = config.runtime;
     if (call.verb == "create" || call.verb == "run") {
       const DeviceCatalog catalog = DeviceCatalog::scan();
+      // The bundle's config.json, read once for both judgements.
+      const std::string spec_path = call.bundle + "/config.json";
+      const std::optional<std::string> spec = read_text(spec_path, kWholeFile);
+      if (!spec) throw Error("cannot read " + spec_path);
       // A privileged container first: it asks for every host device (some never grantable), and
       // the line must say why it is refused.
-      const Unconfinement u = unconfinement_of_bundle(call.bundle);
+      const Unconfinement u = container_unconfinement(*spec, spec_path);
       std::vector<std::string> asked;
       try {
-        asked = o.grants ? *o.grants : requested_devices_of_bundle(call.bundle, catalog);
+        asked = o.grants ? *o.grants : requested_devices(*spec, spec_path, catalog);
       } catch (const Error&) {
         if (u.unconfined() && !config.accept_unconfined)
           throw Error(unconfined_refusal(u, "every host device"));
@@ -126,8 +132,7 @@ int run_runtime_shim(const ShimOptions& o, const std::vector<std::string>& runti
       }
       std::optional<std::string> unconfined;
       if (!asked.empty()) {
-        std::string names;
-        for (const std::string& n : asked) names += (names.empty() ? "" : ",") + n;
+        const std::string names = join_list(asked);
         if (u.unconfined() && !config.accept_unconfined) throw Error(unconfined_refusal(u, names));
         if (u.unconfined()) {
           const std::string warning =
