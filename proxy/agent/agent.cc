@@ -28,6 +28,7 @@
 
 #include "base/error.h"
 #include "base/escape.h"
+#include "base/lists.h"
 #include "base/unix_request.h"
 #include "proxy/agent/agent_config.h"
 #include "proxy/agent/agent_judge.h"
@@ -366,8 +367,7 @@ class Agent : public ControlVerbs {
     give_listener(*c, h, st, json, join_context());
     static_cast<void>(h.pidfd.release());  // the session's now
     c->listeners = 1;
-    std::string g;
-    for (const auto& n : c->grants) g += (g.empty() ? "" : ",") + n;
+    const std::string g = join_list(c->grants);
     log(who + " (" + c->status + ")" + pod_identity_said(c->pod) + ", rule " + c->rule +
         ", grants [" + g + "], mode " + (c->mode == Mode::kEnforce ? "enforce" : "trace") +
         (rule.broker_pidfd_getfd

@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "base/error.h"
+#include "base/lists.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/oci/container_grants.h"
 #include "proxy/oci/oci_device_number.h"
@@ -38,8 +39,7 @@ std::string prepare_bundle(const std::string& bundle, const PrepareOptions& o) {
   const DeviceCatalog catalog = DeviceCatalog::scan(o.dev_root);
   const ContainerGrants grants = ContainerGrants::resolve(catalog, o.grants);
 
-  std::string names;
-  for (const auto& n : grants.names()) names += (names.empty() ? "" : ",") + n;
+  const std::string names = join_list(grants.names());
   ProfileOptions p = o.profile;
   p.metadata = metadata_with_grants(p.metadata.value_or(""), grants.names());
   json& linux = config["linux"];

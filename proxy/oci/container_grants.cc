@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "base/error.h"
+#include "base/lists.h"
 #include "proxy/abi/device_drivers.h"
 
 namespace gdrproxy::proxy {
@@ -103,19 +104,13 @@ std::optional<std::string> metadata_line(const std::string& metadata, std::strin
 
 std::string metadata_with_grants(const std::string& metadata,
                                  const std::vector<std::string>& names) {
-  std::string joined;
-  for (const auto& n : names) joined += (joined.empty() ? "" : ",") + n;
-  return metadata_with_line(metadata, kGrantsMetadataKey, joined);
+  return metadata_with_line(metadata, kGrantsMetadataKey, join_list(names));
 }
 
 std::optional<std::vector<std::string>> grants_in_metadata(const std::string& metadata) {
   const std::optional<std::string> line = metadata_line(metadata, kGrantsMetadataKey);
   if (!line) return std::nullopt;
-  std::vector<std::string> out;
-  std::istringstream names(*line);
-  for (std::string n; std::getline(names, n, ',');)
-    if (!n.empty()) out.push_back(n);
-  return out;
+  return split_list(*line);
 }
 
 }  // namespace gdrproxy::proxy
