@@ -34,7 +34,9 @@ cri_images
 # manifests' name.
 docker save gdrproxy:latest | timeout 120 ctr -a "$CTD_SOCK" -n k8s.io images import --snapshotter "$CRI_SNAPSHOTTER" - \
   >"$WORK/import.out" 2>&1 || { cat "$WORK/import.out"; fail "docker save | ctr -n k8s.io images import -"; }
-for i in $(seq 50); do cri inspecti gdrproxy:latest 2>/dev/null | grep -q '"id"' && break; sleep 0.1; done
+# The CRI plugin learns of an import from containerd's image events, later on a loaded machine:
+# waited for up to 30 s (a hang guard, not a speed goal).
+for ((i = SECONDS + 30; SECONDS < i;)); do cri inspecti gdrproxy:latest 2>/dev/null | grep -q '"id"' && break; sleep 0.2; done
 cri inspecti gdrproxy:latest 2>/dev/null | grep -q '"id"' || fail "the CRI plugin does not know gdrproxy:latest after the import"
 
 POD_JSON=$(cri_pod image-pod)
