@@ -7,5 +7,6 @@ namespace gdrproxy::proxy {
 
 inline constexpr const char* kAgentSocket = "/run/gdrproxy/agent.sock";    // runtimes' handovers
 inline constexpr const char* kAgentCtlSocket = "/run/gdrproxy/agent.ctl";  // `gdrproxy agent ctl`
+inline constexpr const char* kRailStateDir = "/run/gdrproxy";  // the rails' journals, per container
 
 }  // namespace gdrproxy::proxy

@@ -146,7 +146,7 @@ std::string prepare_bundle(const std::string& bundle, const PrepareOptions& o) {
         (*h)["args"].push_back("--state-dir");
         (*h)["args"].push_back(*o.rail_state_dir);
       }
-    hook_list("createRuntime").push_back(create);
+    if (!o.rails_moved_at_create) hook_list("createRuntime").push_back(create);
     hook_list("poststop").push_back(poststop);
   }
 
@@ -163,7 +163,9 @@ std::string prepare_bundle(const std::string& bundle, const PrepareOptions& o) {
   return path + ": grants [" + names + "], listener " + p.listener_path + ", " +
          std::to_string(nodes.size()) + " device node(s), " + std::to_string(cgroup.size()) +
          " device cgroup rule(s)" + untrapped +
-         (o.rails.empty() ? "" : ", " + std::to_string(o.rails.size()) + " rail(s) by hooks") +
+         (o.rails.empty() ? ""
+          : ", " + std::to_string(o.rails.size()) + " rail(s) " +
+                (o.rails_moved_at_create ? "moved while it is created" : "by hooks")) +
          (o.judge_hook_ctl ? ", judged from its creation (hook judge, " + *o.judge_hook_ctl + ")"
                            : "") +
          (sys ? ", /sys of " + std::to_string(sys->gpus.size()) + " GPU(s) and " +

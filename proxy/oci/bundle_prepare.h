@@ -27,6 +27,9 @@ struct PrepareOptions {
   std::vector<std::string> rails;
   std::string rail_profile = "multirail";
   bool allow_plain_rails = false;  // rails without an RDMA device (test rigs)
+  // The runtime shim moves them itself while the runtime creates the container (early_rails.h):
+  // only the poststop hook is written.
+  bool rails_moved_at_create = false;
   // Where the hooks keep their journals (`gdrproxy hook ... --state-dir`); unset: their default.
   std::optional<std::string> rail_state_dir;
   // The agent's control socket for a createRuntime hook `gdrproxy hook judge`, the first of

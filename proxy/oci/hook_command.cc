@@ -37,6 +37,7 @@
 #include "netns/rdma_sysfs.h"
 #include "netns/restore.h"
 #include "proxy/oci/agent_sockets.h"
+#include "proxy/oci/container_rails.h"
 #include "proxy/oci/container_state.h"
 
 namespace gdrproxy::proxy {
@@ -44,12 +45,9 @@ namespace {
 
 constexpr size_t kMaxStateBytes = 1 << 20;
 constexpr int kStdinTimeoutMs = 10000;
-// How long a moved rail's RoCE GID may take to come back (the GID cache works asynchronously).
-constexpr int kGidWaitSteps = 30;
-constexpr int kGidWaitStepMs = 100;
 
 struct HookArgs {
-  std::string state_dir = "/run/gdrproxy";
+  std::string state_dir = kRailStateDir;
   std::string ctl_socket = kAgentCtlSocket;
   std::vector<std::string> rails;
   std::string profile = "multirail";
@@ -81,11 +79,8 @@ ContainerProcessState::RuntimeState state_from_stdin() {
 }
 
 std::string journal_dir(const HookArgs& a, const std::string& id) {
-  return a.state_dir + "/" + container_file_name(id);
+  return container_rails_dir(a.state_dir, id);
 }
-
-// The file in a container's directory that names its process: "<pid> <start time>\n".
-constexpr const char* kOwnerFile = "owner";
 
 // The path the journal names the container's network namespace by, for poststop to find it
 // again: the bundle's own network namespace path when it has one (a pinned namespace outlives
@@ -143,37 +138,6 @@ void unpin_netns(const std::string& pin) {
   ::unlink(pin.c_str());
 }
 
-// Restores every journal in a container's directory; removes the directory when all are done.
-int restore_dir(const std::string& dir) {
-  std::error_code ec;
-  // One restorer at a time: a dead container's poststop hook and an agent's sweep may both take
-  // its directory. The second waits, then finds the directory given back and removed.
-  const UniqueFd held(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!held) return 0;  // nothing was moved, or given back
-  while (::flock(held.get(), LOCK_EX) != 0)
-    if (errno != EINTR) throw Error("cannot lock " + printable(dir) + ": " + std::strerror(errno));
-  struct stat now {
-  }, locked{};
-  if (::stat(dir.c_str(), &now) != 0 || ::fstat(held.get(), &locked) != 0 ||
-      now.st_ino != locked.st_ino || now.st_dev != locked.st_dev)
-    return 0;  // given back by the other restorer while this one waited
-  // Every hook's journal (a completed restore leaves NAME.journal.done, which restore reads).
-  std::set<std::string> journals;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    std::string name = e.path().string();
-    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".done") == 0)
-      name.resize(name.size() - 5);
-    if (name.size() > 8 && name.compare(name.size() - 8, 8, ".journal") == 0) journals.insert(name);
-  }
-  int problems = 0;
-  for (const std::string& j : journals) problems += netns::restore_command(j, std::cerr);
-  if (problems != 0) return problems;  // pins stay, for the next try to find the rails in
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
-    if (e.path().extension() == ".netns") unpin_netns(e.path().string());
-  std::filesystem::remove_all(dir, ec);
-  return 0;
-}
-
 int create_runtime(const HookArgs& a) {
   const auto st = state_from_stdin();
   const std::string who = "container " + printable(st.id);
@@ -201,7 +165,7 @@ int create_runtime(const HookArgs& a) {
     throw Error(who + ": " + dir + " is not a directory of ours");
   {
     // Who the rails were moved for, for a later sweep (written whole, then renamed in place).
-    const std::string owner = dir + "/" + kOwnerFile;
+    const std::string owner = dir + "/" + kRailOwnerFile;
     try {
       write_owner_file(owner, {st.pid, started});
     } catch (const Error&) {
@@ -234,77 +198,20 @@ int create_runtime(const HookArgs& a) {
       throw;
     }
   }
-  std::vector<netns::RdmaNetdev> backing;  // which rails back an RDMA device, read before the move
-  bool exclusive = false;                  // RDMA devices go with their rails (netns/rdma_netns.h)
   try {
-    backing = netns::enumerate_rdma_netdevs("/sys");
-    exclusive = netns::rdma_netns_mode_here() == netns::RdmaNetnsMode::kExclusive;
-    netns::move_rails(m, std::cerr);
+    move_container_rails({who, m, a.allow_plain_rails}, std::cerr);
   } catch (...) {
-    // move_rails rolled back; nothing is left to give back.
+    // Nothing is left moved: the namespace's pin and the claim go too.
     if (pinned) unpin_netns(m.target_path);
     ::unlink(claim.c_str());
     throw;
-  }
-  // Each rail that backs an RDMA device (as read before the move) must get a RoCE v2 IPv4 GID
-  // back after it: the kernel drops a netdev's GIDs when it leaves the namespace and adds them
-  // again, asynchronously, when the move re-adds its addresses. Without one NCCL's IB plugin finds
-  // no usable GID for the device inside the container. In exclusive RDMA netns mode the devices
-  // left the host's sysfs with the rails: they are read as the container's namespace sees them.
-  std::string problem;
-  const auto check_gids = [&](const std::string& sysfs_root) {
-    auto usable_gid = [&](const std::string& ibdev, unsigned port) {
-      for (const auto& d : netns::enumerate_rdma_netdevs(sysfs_root))
-        if (d.ibdev == ibdev && d.port == port && netns::roce_v2_ipv4_gid_index(d, {}) >= 0)
-          return true;
-      return false;
-    };
-    for (const std::string& rail : a.rails) {
-      const auto it = std::find_if(backing.begin(), backing.end(),
-                                   [&](const netns::RdmaNetdev& d) { return d.netdev == rail; });
-      if (it == backing.end()) {
-        if (!a.allow_plain_rails) {
-          problem =
-              "rail " + rail + " backs no RDMA device (--allow-plain-rails to move it anyway)";
-          break;
-        }
-        std::cerr << "gdrproxy hook: " << who << ": rail " << rail << " backs no RDMA device\n";
-        continue;
-      }
-      bool usable = false;
-      for (int i = 0; i < kGidWaitSteps && !(usable = usable_gid(it->ibdev, it->port)); ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(kGidWaitStepMs));
-      if (!usable) {
-        problem = "rail " + rail + " (" + it->ibdev + " port " + std::to_string(it->port) +
-                  ") has no RoCE v2 IPv4 GID " + std::to_string(kGidWaitSteps * kGidWaitStepMs) +
-                  " ms after the move" +
-                  (exclusive ? " (as the container's namespace sees it)" : "");
-        break;
-      }
-    }
-  };
-  try {
-    if (exclusive)
-      netns::in_sysfs_of(netns::NetnsFd::open_path(m.target_path), check_gids);
-    else
-      check_gids("/sys");
-  } catch (const Error& e) {
-    problem = e.what();
-  }
-  if (!problem.empty()) {
-    netns::restore_command(m.journal, std::cerr);
-    ::unlink(m.journal.c_str());
-    ::unlink((m.journal + ".done").c_str());
-    if (pinned) unpin_netns(m.target_path);
-    ::unlink(claim.c_str());
-    throw Error(who + ": " + problem + "; rails given back");
   }
   return 0;
 }
 
 int poststop(const HookArgs& a) {
   const std::string id = a.id.empty() ? state_from_stdin().id : a.id;
-  return restore_dir(journal_dir(a, id)) == 0 ? 0 : 1;
+  return restore_rails_dir(journal_dir(a, id)) == 0 ? 0 : 1;
 }
 
 int sweep(const HookArgs& a) {
@@ -320,7 +227,7 @@ int restore_rails_of_gone_containers(const std::string& state_dir,
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(state_dir, ec)) {
     if (!e.is_directory(ec) || e.is_symlink(ec)) continue;
-    const auto owner = read_owner_file((e.path() / kOwnerFile).string());
+    const auto owner = read_owner_file((e.path() / kRailOwnerFile).string());
     if (!owner) continue;  // not a rail hook's directory
     const pid_t pid = owner->pid;
     const std::string name = printable(e.path().filename().string());
@@ -329,7 +236,7 @@ int restore_rails_of_gone_containers(const std::string& state_dir,
     int p = 0;
     std::string why;
     try {
-      p = restore_dir(e.path().string());
+      p = restore_rails_dir(e.path().string());
     } catch (const std::exception& x) {
       p = 1;
       why = ": " + printable(x.what());

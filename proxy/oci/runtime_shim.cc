@@ -20,9 +20,11 @@
 #include "netns/rdma_sysfs.h"
 #include "proxy/devices/device_catalog.h"
 #include "proxy/engine/kernel_judgement.h"
+#include "proxy/oci/agent_sockets.h"
 #include "proxy/oci/bundle_prepare.h"
 #include "proxy/oci/container_grants.h"
 #include "proxy/oci/container_privilege.h"
+#include "proxy/oci/early_rails.h"
 #include "proxy/oci/runtime_config.h"
 #include "proxy/policy/glob.h"
 
@@ -102,8 +104,13 @@ RuntimeCall parse_runtime_args(const std::vector<std::string>& args) {
       ++k;
     } else if (a.rfind("--bundle=", 0) == 0) {
       call.bundle = a.substr(9);
+    } else if (a == "--pid-file" && k + 1 < args.size()) {
+      call.pid_file = args[++k];
+    } else if (a.rfind("--pid-file=", 0) == 0) {
+      call.pid_file = a.substr(11);
     }
   }
+  if (i + 1 < args.size()) call.id = args.back();
   return call;
 }
 
@@ -113,6 +120,9 @@ int run_runtime_shim(const ShimOptions& o, const std::vector<std::string>& runti
   try {
     const ShimConfig config = load_shim_config(o.config_path);
     if (runtime.empty()) runtime = config.runtime;
+    // A container whose rails the shim moves at create starts only with them in place.
+    if (call.verb == "start" && config.rails && !call.id.empty())
+      await_early_rails_move(config.rail_state_dir.value_or(kRailStateDir), call.id);
     if (call.verb == "create" || call.verb == "run") {
       const DeviceCatalog catalog = DeviceCatalog::scan();
       // The bundle's config.json, read once for both judgements.
@@ -167,6 +177,23 @@ int run_runtime_shim(const ShimOptions& o, const std::vector<std::string>& runti
         p.rail_profile = config.rail_profile;
         p.allow_plain_rails = config.allow_plain_rails;
         p.rail_state_dir = config.rail_state_dir;
+        // A bundle that names its network namespace (a pod's) has it before the container: the
+        // rails move while the runtime creates it, and `start` waits for them (early_rails.h).
+        // runc's create-and-start `run`, and a new namespace, keep the createRuntime hook.
+        const std::string netns_path = bundle_network_namespace_path(*spec);
+        if (!p.rails.empty() && call.verb == "create" && !call.pid_file.empty() &&
+            !call.id.empty() && !netns_path.empty()) {
+          EarlyRailsRequest r;
+          r.id = call.id;
+          r.netns_path = netns_path;
+          r.pid_file = call.pid_file;
+          r.rails = p.rails;
+          r.profile = p.rail_profile;
+          r.allow_plain_rails = p.allow_plain_rails;
+          r.state_dir = config.rail_state_dir.value_or(kRailStateDir);
+          begin_early_rails_move(r);
+          p.rails_moved_at_create = true;
+        }
       }
       if (config.lsm_hook) p.judge_hook_ctl = config.agent_ctl;
       p.base = config.base;

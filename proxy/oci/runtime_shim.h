@@ -33,6 +33,8 @@ struct RuntimeCall {
   // errors from (its JSON lines), so the shim's own refusal is written there too.
   std::string log_path;
   std::string log_format = "text";
+  std::string id;        // the container's id: the last argument
+  std::string pid_file;  // create's --pid-file
 };
 // A message as runc writes one to its --log file (`level`: "error", "warning"): a JSON line
 // {"level", "msg", "time"} for --log-format json, else logrus' text line.

@@ -2,7 +2,8 @@
 # Rails in a pod through containerd's CRI with the runtime handler "gdrproxy": runtime.json's
 # "rails": true moves the netdevs of a container's NIC (uverbs0's device: two veth rails in a
 # constructed sysfs) into the pod's network namespace, the one CNI set up and every container of
-# the pod shares, by the createRuntime hook the shim writes; the poststop hook gives them back
+# the pod shares, by the shim while runc creates the container (the pod's bundle names that
+# namespace: proxy/oci/early_rails.h); the poststop hook the shim writes gives them back
 # when that container's runtime state is deleted. The idea not to miss: the "host" is a network
 # namespace of the test's own, and once the pod is removed its addresses, routes, rules and the
 # rails' sysctls must read back as before and the hooks' state directory hold nothing, also when
@@ -118,6 +119,9 @@ in_pod "$cb" >"$WORK/b.addr" 2>&1
 expect "$WORK/b.addr" "rail0 +inet 198\.51\.100\.10/24"
 ip link show rail0 >/dev/null 2>&1 && fail "rail0 is still on the host while the pod runs"
 [[ $(ls "$STATE" | wc -l) == 1 ]] || fail "the rail state directory holds: $(ls "$STATE")"
+# The pod's bundle names its network namespace: the shim moved the rails while runc created the
+# container, and its start waited for them (proxy/oci/early_rails.h).
+[[ $(cat "$STATE"/*/early-move 2>/dev/null) == ok ]] || fail "the rails were not moved at the container's create"
 
 # served ID NODE WHEN: an ExecSync device call in that container, traced as its own.
 served() {

@@ -19,12 +19,19 @@ TEST(RuntimeArgs, ContainerdShimsCreateIsRead) {
   EXPECT_EQ(c.bundle, "/run/x");
   EXPECT_EQ(c.log_path, "/run/x/log.json");
   EXPECT_EQ(c.log_format, "json");
+  EXPECT_EQ(c.pid_file, "/run/x/init.pid");
+  EXPECT_EQ(c.id, "abc");
   // "=" forms, and no --log at all.
   const RuntimeCall d = parse_runtime_args({"--log=/l", "--log-format=text", "start", "abc"});
   EXPECT_EQ(d.verb, "start");
   EXPECT_EQ(d.log_path, "/l");
   EXPECT_EQ(d.log_format, "text");
+  EXPECT_EQ(d.id, "abc");
+  EXPECT_EQ(d.pid_file, "");
   EXPECT_EQ(parse_runtime_args({"--debug", "state", "abc"}).log_path, "");
+  EXPECT_EQ(parse_runtime_args({"create", "--pid-file=/p", "--bundle", "/b", "x"}).pid_file, "/p");
+  // A verb with no id names none.
+  EXPECT_EQ(parse_runtime_args({"--root", "/r", "list"}).id, "");
 }
 
 TEST(RuntimeArgs, RefusalIsARuncLogLine) {
