@@ -163,9 +163,10 @@ std::string prepare_bundle(const std::string& bundle, const PrepareOptions& o) {
   return path + ": grants [" + names + "], listener " + p.listener_path + ", " +
          std::to_string(nodes.size()) + " device node(s), " + std::to_string(cgroup.size()) +
          " device cgroup rule(s)" + untrapped +
-         (o.rails.empty() ? ""
-          : ", " + std::to_string(o.rails.size()) + " rail(s) " +
-                (o.rails_moved_at_create ? "moved while it is created" : "by hooks")) +
+         (o.rails.empty()
+              ? ""
+              : ", " + std::to_string(o.rails.size()) + " rail(s) " +
+                    (o.rails_moved_at_create ? "moved while it is created" : "by hooks")) +
          (o.judge_hook_ctl ? ", judged from its creation (hook judge, " + *o.judge_hook_ctl + ")"
                            : "") +
          (sys ? ", /sys of " + std::to_string(sys->gpus.size()) + " GPU(s) and " +

@@ -41,7 +41,9 @@ constexpr const char* kEarlyMoveLog = "early-move.log";
 constexpr int kCreateLimitMs = 600 * 1000;
 constexpr auto kStartWait = std::chrono::seconds(60);
 
-std::string who_of(const std::string& id) { return "container " + printable(id); }
+std::string who_of(const std::string& id) {
+  return "container " + printable(id);
+}
 
 // Closes every descriptor but stdio and `keep`.
 void close_all_but(std::initializer_list<int> keep) {
@@ -84,11 +86,10 @@ void adopt_container(const EarlyRailsRequest& r, const std::string& dir, int run
   const UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0)));
   const std::string started = process_start_time(static_cast<pid_t>(pid));
   struct stat ns {};
-  const bool in_target =
-      ::stat(("/proc/" + std::to_string(pid) + "/ns/net").c_str(), &ns) == 0 &&
-      ns.st_dev == target.st_dev && ns.st_ino == target.st_ino;
-  const bool alive =
-      pidfd && ::syscall(SYS_pidfd_send_signal, pidfd.get(), 0, nullptr, 0) == 0 && !started.empty();
+  const bool in_target = ::stat(("/proc/" + std::to_string(pid) + "/ns/net").c_str(), &ns) == 0 &&
+                         ns.st_dev == target.st_dev && ns.st_ino == target.st_ino;
+  const bool alive = pidfd && ::syscall(SYS_pidfd_send_signal, pidfd.get(), 0, nullptr, 0) == 0 &&
+                     !started.empty();
   if (!alive) throw Error(who + ": its process " + std::to_string(pid) + " is gone");
   if (!in_target)
     throw Error(who + ": its process " + std::to_string(pid) +
@@ -175,7 +176,8 @@ void begin_early_rails_move(const EarlyRailsRequest& r) {
       !S_ISDIR(ds.st_mode) || ds.st_uid != ::geteuid())
     throw Error(who + ": " + dir + " is not a directory of ours");
   const std::string lock = dir + "/" + kEarlyMoveFile;
-  const UniqueFd lfd(::open(lock.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0600));
+  const UniqueFd lfd(
+      ::open(lock.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (!lfd)
     throw Error(who + ": " + lock + ": " + std::strerror(errno) +
                 (errno == EEXIST ? " (its rails are being moved already, or an earlier move was "
