@@ -117,6 +117,12 @@ int restore_rails_dir(const std::string& dir) {
   if (::stat(dir.c_str(), &now) != 0 || ::fstat(held.get(), &locked) != 0 ||
       now.st_ino != locked.st_ino || now.st_dev != locked.st_dev)
     return 0;  // given back by the other restorer while this one waited
+  // A mover still at work (its container deleted before it started): its end first, so the
+  // journal read here is whole and no rail moves after it was given back.
+  const UniqueFd moving(
+      ::openat(held.get(), kEarlyMoveFile, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  while (moving && ::flock(moving.get(), LOCK_SH) != 0)
+    if (errno != EINTR) throw Error("cannot lock " + printable(dir) + "/" + kEarlyMoveFile);
   // Every hook's journal (a completed restore leaves NAME.journal.done, which restore reads).
   std::set<std::string> journals;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {

@@ -17,6 +17,8 @@ namespace gdrproxy::proxy {
 // The file in a container's rail directory that names who holds the rails, "<pid> <start
 // time>\n" (base/owner_file.h): the container's process, or the mover while it works.
 inline constexpr const char* kRailOwnerFile = "owner";
+// The file in it that the runtime shim's mover (early_rails.h) holds locked while it works.
+inline constexpr const char* kEarlyMoveFile = "early-move";
 
 // The directory of the container `id`'s journals under `state_dir`.
 std::string container_rails_dir(const std::string& state_dir, const std::string& id);
@@ -34,8 +36,9 @@ struct ContainerRailMove {
 void move_container_rails(const ContainerRailMove& m, std::ostream& log);
 
 // Gives back every journal in a container's directory and removes it with its namespace pins
-// when all are done; one restorer at a time (flock on the directory). Returns the problems left
-// (0: given back, or nothing was there).
+// when all are done; one restorer at a time (flock on the directory), and not while a mover is
+// at work on the rails (it waits for the mover's end). Returns the problems left (0: given back,
+// or nothing was there).
 int restore_rails_dir(const std::string& dir);
 
 }  // namespace gdrproxy::proxy

@@ -32,9 +32,9 @@
 namespace gdrproxy::proxy {
 namespace {
 
-// In the container's rail directory: the mover's lock, held while it works, and then its word
-// ("ok", or "error: <cause>"); and its log (what the hook would have written to the runtime).
-constexpr const char* kEarlyMoveFile = "early-move";
+// In the container's rail directory: the mover's lock (kEarlyMoveFile), held while it works, and
+// then its word ("ok", or "error: <cause>"); and its log (what the hook would have written to the
+// runtime).
 constexpr const char* kEarlyMoveLog = "early-move.log";
 // How long the runtime's create may take before the mover gives the rails back, and how long
 // `start` waits for the mover.
@@ -135,12 +135,20 @@ void adopt_container(const EarlyRailsRequest& r, const std::string& dir, int run
       word += "; rails given back";
     }
     std::cerr << "gdrproxy runtime: " << word << "\n";
-    // No container, so no `start` to tell and no poststop: the directory goes now.
-    if (!created) restore_rails_dir(dir);
   }
   std::cerr.flush();
   if (::pwrite(lock_fd, word.data(), word.size(), 0) != static_cast<ssize_t>(word.size()))
     ::ftruncate(lock_fd, 0);  // an empty word reads as the mover's death: `start` is refused
+  if (!created) {
+    // No container, so no `start` to tell and no poststop: the directory goes now (its
+    // restorer waits for no mover once this one has let go).
+    ::flock(lock_fd, LOCK_UN);
+    try {
+      restore_rails_dir(dir);
+    } catch (const std::exception& e) {
+      std::cerr << "gdrproxy runtime: " << e.what() << "\n";
+    }
+  }
   ::_exit(0);
 }
 

@@ -13,6 +13,8 @@
 #               `start` is refused with the cause, the host never changed;
 #   mover_killed  the mover is killed while the runtime still creates: `start` is refused, and
 #               `gdrproxy hook sweep` (the agent's at start) gives the rails back;
+#   deleted_before_start  poststop (runc's delete) while the mover still works waits for it,
+#               then gives the rails back;
 #   twice       a second create of the same id while the first holds its rails is refused.
 # Test-rig parts: the runtime is a script standing for runc, whose create's outcome the case
 # chooses; stand-in device nodes; veth rails in a constructed sysfs; the "host" is a network
@@ -169,6 +171,23 @@ expect "$WORK/kill.start" "container c-kill: the move of its rails ended without
 expect "$WORK/kill.sweep" "container c-kill is gone .*: its rails were given back"
 back "the mover's kill and a sweep"
 echo "mover_killed: start refused, the sweep gave the rails back"
+
+# Deleted before its start (a CRI request given up between create and start): the poststop hook
+# waits for the mover's end before it reads the journal, so no rail moves after the give-back.
+echo slow >"$WORK/mode"
+bundle c-del
+create c-del >"$WORK/del.create" 2>&1 &
+creating=$!
+for _ in $(seq 100); do host_net | grep -q . || break; sleep 0.05; done
+host_net | grep -q . && fail "c-del: the rails did not move"
+"$GP" hook poststop --id c-del --state-dir "$STATE" >"$WORK/del.poststop" 2>&1 &
+post=$!
+sleep 0.5
+kill -0 "$post" 2>/dev/null || fail "poststop did not wait for the mover still at work"
+wait "$creating" || { cat "$WORK/del.create"; fail "the create of c-del"; }
+wait "$post" || { cat "$WORK/del.poststop"; fail "poststop of c-del"; }
+back "a poststop while its mover worked"
+echo "deleted_before_start: poststop waited for the mover, then gave the rails back"
 
 echo slow >"$WORK/mode"
 bundle c-twice
