@@ -148,23 +148,28 @@ back "a failed move"
 runtime_json true
 echo "move_fails: start refused with the cause, the host as before"
 
-echo slow >"$WORK/mode"
-bundle c-kill
-create c-kill >"$WORK/kill.create" 2>&1 &
-creating=$!
-mover=
+# slow_create ID: a create of ID whose runtime takes 3 s, in the background (its pid in
+# `creating`), returned from once the mover has moved the rails out of the host.
+slow_create() {
+  echo slow >"$WORK/mode"
+  bundle "$1"
+  create "$1" >"$WORK/$1.create" 2>&1 &
+  creating=$!
+  for _ in $(seq 100); do host_net | grep -q . || return 0; sleep 0.05; done
+  fail "$1: the mover had not moved the rails 5 s after the create began"
+}
+
+slow_create c-kill
+# Once the shim has become the runtime, the only process left with its command line is the mover.
 for _ in $(seq 100); do
-  # Once the shim has become the runtime, the only process with its command line is the mover.
-  pgrep -f "runc-standin --root $WORK/runc create --bundle $WORK/c-kill " >/dev/null &&
-    mover=$(pgrep -f "gdrproxy-runtime --root $WORK/runc create --bundle $WORK/c-kill ")
-  [[ -n $mover ]] && ! host_net | grep -q . && break
+  pgrep -f "runc-standin --root $WORK/runc create --bundle $WORK/c-kill " >/dev/null && break
   sleep 0.05
 done
+mover=$(pgrep -f "gdrproxy-runtime --root $WORK/runc create --bundle $WORK/c-kill ")
 [[ -n $mover ]] || fail "no mover found while the runtime creates"
-host_net | grep -q . && fail "the mover had not moved the rails 5 s after the create began"
 # shellcheck disable=SC2086 # one argument per pid
 kill -KILL $mover
-wait "$creating" || { cat "$WORK/kill.create"; fail "create (mover_killed)"; }
+wait "$creating" || { cat "$WORK/c-kill.create"; fail "create (mover_killed)"; }
 rt start c-kill >"$WORK/kill.start" 2>&1 && fail "start succeeded though its mover was killed"
 expect "$WORK/kill.start" "container c-kill: the move of its rails ended without a word"
 "$GP" hook sweep --state-dir "$STATE" >"$WORK/kill.sweep" 2>&1
@@ -174,26 +179,17 @@ echo "mover_killed: start refused, the sweep gave the rails back"
 
 # Deleted before its start (a CRI request given up between create and start): the poststop hook
 # waits for the mover's end before it reads the journal, so no rail moves after the give-back.
-echo slow >"$WORK/mode"
-bundle c-del
-create c-del >"$WORK/del.create" 2>&1 &
-creating=$!
-for _ in $(seq 100); do host_net | grep -q . || break; sleep 0.05; done
-host_net | grep -q . && fail "c-del: the rails did not move"
+slow_create c-del
 "$GP" hook poststop --id c-del --state-dir "$STATE" >"$WORK/del.poststop" 2>&1 &
 post=$!
 sleep 0.5
 kill -0 "$post" 2>/dev/null || fail "poststop did not wait for the mover still at work"
-wait "$creating" || { cat "$WORK/del.create"; fail "the create of c-del"; }
+wait "$creating" || { cat "$WORK/c-del.create"; fail "the create of c-del"; }
 wait "$post" || { cat "$WORK/del.poststop"; fail "poststop of c-del"; }
 back "a poststop while its mover worked"
 echo "deleted_before_start: poststop waited for the mover, then gave the rails back"
 
-echo slow >"$WORK/mode"
-bundle c-twice
-create c-twice >"$WORK/twice.create" 2>&1 &
-creating=$!
-for _ in $(seq 100); do [[ -e $STATE/c-twice/early-move ]] && break; sleep 0.02; done
+slow_create c-twice
 create c-twice >"$WORK/twice.second" 2>&1 && fail "a second create of c-twice succeeded while the first held its rails"
 expect "$WORK/twice.second" "its rails are being moved already"
 wait "$creating" || fail "the first create of c-twice"
