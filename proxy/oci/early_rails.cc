@@ -129,10 +129,19 @@ void adopt_container(const EarlyRailsRequest& r, const std::string& dir, int run
   } catch (const std::exception& e) {
     word = std::string("error: ") + e.what();
     if (moved) {
-      netns::restore_command(c.move.journal, std::cerr);
-      ::unlink(c.move.journal.c_str());
-      ::unlink((c.move.journal + ".done").c_str());
-      word += "; rails given back";
+      // A journal that cannot be given back stays, for poststop or the sweep to try again.
+      int problems = 1;
+      try {
+        problems = netns::restore_command(c.move.journal, std::cerr);
+      } catch (const std::exception& x) {
+        std::cerr << "gdrproxy runtime: " << x.what() << "\n";
+      }
+      if (problems == 0) {
+        ::unlink(c.move.journal.c_str());
+        ::unlink((c.move.journal + ".done").c_str());
+      }
+      word += problems == 0 ? "; rails given back"
+                            : "; rails not all given back (journal " + c.move.journal + ")";
     }
     std::cerr << "gdrproxy runtime: " << word << "\n";
   }
