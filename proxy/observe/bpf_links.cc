@@ -5,6 +5,7 @@
 #include <bpf/libbpf.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include <cstdarg>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <string_view>
 #include <system_error>
 #include <thread>
@@ -91,15 +93,34 @@ void destroy_links_side_by_side(std::vector<bpf_link*>& links) {
   links.clear();
 }
 
-TracefsForAttach::TracefsForAttach() {
+void with_tracefs(const std::function<void()>& fn) {
   struct stat st;
-  if (::stat("/sys/kernel/tracing/events", &st) == 0) return;
-  if (::stat("/sys/kernel/debug/tracing/events", &st) == 0) return;
-  mounted_ = ::mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, nullptr) == 0;
-}
-
-TracefsForAttach::~TracefsForAttach() {
-  if (mounted_) ::umount2("/sys/kernel/tracing", MNT_DETACH);
+  if (::stat("/sys/kernel/tracing/events", &st) == 0 ||
+      ::stat("/sys/kernel/debug/tracing/events", &st) == 0) {
+    fn();
+    return;
+  }
+  std::exception_ptr failed;
+  auto in_own_mounts = [&] {
+    // CLONE_NEWNS gives this thread its own fs_struct too; the process's other threads keep
+    // theirs. Private propagation first, so the mount reaches no other namespace. Should either
+    // step fail, fn runs anyway and its attach says why it could not.
+    if (::unshare(CLONE_NEWNS) == 0 &&
+        ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0)
+      ::mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, nullptr);
+    try {
+      fn();
+    } catch (...) {
+      failed = std::current_exception();
+    }
+  };
+  try {
+    std::thread(in_own_mounts).join();
+  } catch (const std::system_error&) {
+    fn();  // no thread to spare: here, where the attach says why it could not
+    return;
+  }
+  if (failed) std::rethrow_exception(failed);
 }
 
 void detach_bpf_after_exit() {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,18 +35,12 @@ bool attach_every_program(bpf_object* obj, bool lsm, std::vector<bpf_link*>& lin
 // Destroys every link (one thread each where threads can be had) and clears the list.
 void destroy_links_side_by_side(std::vector<bpf_link*>& links);
 
-// libbpf finds tracepoint ids through tracefs. Where the host has not mounted it, it is mounted
-// for the attach only and detached right after: the host's mount table is left as it was.
-class TracefsForAttach {
- public:
-  TracefsForAttach();
-  ~TracefsForAttach();
-  TracefsForAttach(const TracefsForAttach&) = delete;
-  TracefsForAttach& operator=(const TracefsForAttach&) = delete;
-
- private:
-  bool mounted_ = false;
-};
+// libbpf finds tracepoint ids through tracefs. Where this mount namespace has none mounted,
+// `fn` (the object's load and attach) runs on a thread of its own, in a mount namespace of its
+// own where tracefs is mounted: the host's mount table never changes, so two attaches at once (in
+// one process or two) never take tracefs away from each other. Elsewhere `fn` runs here. What
+// `fn` throws is thrown here.
+void with_tracefs(const std::function<void()>& fn);
 
 // For a process about to exit (the end of `gdrproxy run`): detaching programs waits for RCU grace
 // periods in the kernel, about 0.45 s on a 32-CPU host, which would hold back the run's exit

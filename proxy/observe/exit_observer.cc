@@ -14,11 +14,14 @@
 namespace gdrproxy::proxy {
 
 std::unique_ptr<ExitObserver> ExitObserver::open(Callback cb, std::string& why) {
-  TracefsForAttach tracefs;
   std::unique_ptr<ExitObserver> o(new ExitObserver());
   o->cb_ = std::move(cb);
-  o->obj_ = load_embedded_bpf(kSyscallExitBpf, kSyscallExitBpfSize, "bpf", why);
-  if (!o->obj_ || !attach_every_program(o->obj_, false, o->links_, "bpf", why)) return nullptr;
+  bool attached = false;
+  with_tracefs([&] {
+    o->obj_ = load_embedded_bpf(kSyscallExitBpf, kSyscallExitBpfSize, "bpf", why);
+    attached = o->obj_ && attach_every_program(o->obj_, false, o->links_, "bpf", why);
+  });
+  if (!attached) return nullptr;
   o->pending_fd_ = bpf_object__find_map_fd_by_name(o->obj_, "pending");
   if (!o->mapping_.map(bpf_object__find_map_fd_by_name(o->obj_, "pending_slots"),
                        sizeof(gdrproxy_pending_slot) * GDRPROXY_PENDING_SLOTS, true,

@@ -57,16 +57,19 @@ bool TrapCopy::unchanged() const {
 }
 
 std::unique_ptr<TrapCopies> TrapCopies::open(std::string& why) {
-  TracefsForAttach tracefs;
   std::unique_ptr<TrapCopies> t(new TrapCopies());
-  t->obj_ = load_embedded_bpf(kTrapCopyBpf, kTrapCopyBpfSize, "bpf", why);
-  if (!t->obj_) return nullptr;
-  if (!t->mapping_.map(bpf_object__find_map_fd_by_name(t->obj_, "copies"),
-                       sizeof(gdrproxy_trap_copy) * GDRPROXY_TRAP_COPY_SLOTS, false, "the copies",
-                       why))
-    return nullptr;
-  t->slots_ = static_cast<const volatile gdrproxy_trap_copy*>(t->mapping_.data());
-  if (!attach_every_program(t->obj_, false, t->links_, "bpf", why)) return nullptr;
+  bool attached = false;
+  with_tracefs([&] {
+    t->obj_ = load_embedded_bpf(kTrapCopyBpf, kTrapCopyBpfSize, "bpf", why);
+    if (!t->obj_) return;
+    if (!t->mapping_.map(bpf_object__find_map_fd_by_name(t->obj_, "copies"),
+                         sizeof(gdrproxy_trap_copy) * GDRPROXY_TRAP_COPY_SLOTS, false,
+                         "the copies", why))
+      return;
+    t->slots_ = static_cast<const volatile gdrproxy_trap_copy*>(t->mapping_.data());
+    attached = attach_every_program(t->obj_, false, t->links_, "bpf", why);
+  });
+  if (!attached) return nullptr;
   return t;
 }
 

@@ -413,6 +413,30 @@ case_trace_summarize() {
   if "$GP" trace summarize /nonexistent 2>"$WORK/err"; then fail "missing file accepted"; fi
 }
 
+case_observers_attach_where_no_tracefs_is_mounted() {
+  # A host without tracefs (this build machine, a minimal node): gdrproxy mounts one for its BPF
+  # observers' attach, which two observers of one run do side by side. Mounted where the other
+  # thread could see it, the first one's unmount took it from under the second, whose attach then
+  # failed (ENOENT) and the run showed no results of allowed calls. Here: a mount namespace with no
+  # tracefs (private: the host keeps its own), eight runs one after the other, each with the
+  # observers attached, and no tracefs left behind.
+  if [[ -z ${GDRPROXY_IT_NO_TRACEFS:-} ]]; then
+    GDRPROXY_IT_NO_TRACEFS=1 exec unshare -m --propagation private "$0" "$GP" "$CLIENT" "$CASE"
+  fi
+  local m
+  for m in /sys/kernel/debug/tracing /sys/kernel/tracing /sys/kernel/debug; do umount -l "$m" 2>/dev/null; done
+  [[ -e /sys/kernel/tracing/events || -e /sys/kernel/debug/tracing/events ]] && fail "tracefs is still mounted here"
+  local i
+  for i in $(seq 8); do
+    sandboxed --trace-json "$WORK/t$i.jsonl" -- "$TK" exercise uverbs /dev/infiniband/uverbs0 >/dev/null 2>"$WORK/err$i"
+    expect_not_in "$WORK/err$i" "will not be shown"
+    # REG_MR fails on the stand-in device: its result is known only through the exit observer.
+    [[ $(jq_count "$WORK/t$i.jsonl" "r['call']=='INVOKE_WRITE(REG_MR)' and r.get('result') == -1") == 1 ]] ||
+      fail "run $i: REG_MR's failure is not in the trace"
+  done
+  [[ -z $(findmnt -n -t tracefs) ]] || fail "a tracefs mount was left: $(findmnt -n -t tracefs)"
+}
+
 case_rdma_cm_opened_by_caller_writes_untrapped() {
   # rdma_cm commands are write()s that the kernel accepts only from the opener's credentials:
   # a granted rdma_cm node is opened by the caller, and none of its writes reach gdrproxy.
