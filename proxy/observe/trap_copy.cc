@@ -63,8 +63,8 @@ std::unique_ptr<TrapCopies> TrapCopies::open(std::string& why) {
     t->obj_ = load_embedded_bpf(kTrapCopyBpf, kTrapCopyBpfSize, "bpf", why);
     if (!t->obj_) return;
     if (!t->mapping_.map(bpf_object__find_map_fd_by_name(t->obj_, "copies"),
-                         sizeof(gdrproxy_trap_copy) * GDRPROXY_TRAP_COPY_SLOTS, false,
-                         "the copies", why))
+                         sizeof(gdrproxy_trap_copy) * GDRPROXY_TRAP_COPY_SLOTS, false, "the copies",
+                         why))
       return;
     t->slots_ = static_cast<const volatile gdrproxy_trap_copy*>(t->mapping_.data());
     attached = attach_every_program(t->obj_, false, t->links_, "bpf", why);
