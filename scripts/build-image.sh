@@ -54,7 +54,10 @@ die() { echo "build-image.sh: $*" >&2; exit 1; }
 packages() {
   local lib path
   for lib in $(objdump -p "$build/gdrproxy" | awk '$1 == "NEEDED" {print $2}'); do
-    path=$(ldd "$build/gdrproxy" | awk -v l="$lib" '$1 == l && $2 == "=>" {print $3}')
+    # "libX => /path (addr)", or the loader's own line, "/path/ld-linux-x86-64.so.2 (addr)"
+    # (NEEDED where the binary carries libstdc++).
+    path=$(ldd "$build/gdrproxy" | awk -v l="$lib" '$1 == l && $2 == "=>" {print $3; exit}
+      $2 != "=>" && $1 ~ /^\// && (n = split($1, p, "/")) && p[n] == l {print $1; exit}')
     [[ -n $path ]] || die "ldd finds no $lib for $build/gdrproxy"
     dpkg-query -S "$(realpath "$path")" 2>/dev/null || dpkg-query -S "$path" ||
       die "no Debian package holds $path"
