@@ -32,15 +32,26 @@ namespace {
 constexpr int kGidWaitSteps = 30;
 constexpr int kGidWaitStepMs = 100;
 
+}  // namespace
+
 void unpin_netns(const std::string& pin) {
   ::umount2(pin.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW);
   ::unlink(pin.c_str());
 }
 
-}  // namespace
-
 std::string container_rails_dir(const std::string& state_dir, const std::string& id) {
   return state_dir + "/" + container_file_name(id);
+}
+
+std::string make_container_rails_dir(const std::string& state_dir, const std::string& id,
+                                     const std::string& who) {
+  ::mkdir(state_dir.c_str(), 0700);
+  const std::string dir = container_rails_dir(state_dir, id);
+  struct stat ds {};
+  if ((::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) || ::lstat(dir.c_str(), &ds) != 0 ||
+      !S_ISDIR(ds.st_mode) || ds.st_uid != ::geteuid())
+    throw Error(who + ": " + dir + " is not a directory of ours");
+  return dir;
 }
 
 void move_container_rails(const ContainerRailMove& c, std::ostream& log) {

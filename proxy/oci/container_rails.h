@@ -23,6 +23,14 @@ inline constexpr const char* kEarlyMoveFile = "early-move";
 // The directory of the container `id`'s journals under `state_dir`.
 std::string container_rails_dir(const std::string& state_dir, const std::string& id);
 
+// Makes (or finds) that directory, and `state_dir` above it, mode 0700; throws gdrproxy::Error
+// naming `who` unless it is a real directory (no link) owned by this user. Returns its path.
+std::string make_container_rails_dir(const std::string& state_dir, const std::string& id,
+                                     const std::string& who);
+
+// Undoes a bind mount that pins a network namespace beside a journal, and removes its file.
+void unpin_netns(const std::string& pin);
+
 // What one move of a container's rails is.
 struct ContainerRailMove {
   std::string who;  // "container <id>", printable, for messages

@@ -186,12 +186,7 @@ void begin_early_rails_move(const EarlyRailsRequest& r) {
     const netns::NetnsFd ns = netns::NetnsFd::open_path(r.netns_path);
     if (::fstat(ns.fd(), &target) != 0) throw_errno(who + ": " + printable(r.netns_path), errno);
   }
-  ::mkdir(r.state_dir.c_str(), 0700);
-  const std::string dir = container_rails_dir(r.state_dir, r.id);
-  struct stat ds {};
-  if ((::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) || ::lstat(dir.c_str(), &ds) != 0 ||
-      !S_ISDIR(ds.st_mode) || ds.st_uid != ::geteuid())
-    throw Error(who + ": " + dir + " is not a directory of ours");
+  const std::string dir = make_container_rails_dir(r.state_dir, r.id, who);
   const std::string lock = dir + "/" + kEarlyMoveFile;
   const UniqueFd lfd(
       ::open(lock.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0600));

@@ -133,11 +133,6 @@ void pin_netns(int nsfd, const std::string& pin) {
   }
 }
 
-void unpin_netns(const std::string& pin) {
-  ::umount2(pin.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW);
-  ::unlink(pin.c_str());
-}
-
 int create_runtime(const HookArgs& a) {
   const auto st = state_from_stdin();
   const std::string who = "container " + printable(st.id);
@@ -155,14 +150,9 @@ int create_runtime(const HookArgs& a) {
   if (!ns || !alive || started.empty()) {
     throw Error(who + ": cannot open the network namespace of process " + std::to_string(st.pid));
   }
-  ::mkdir(a.state_dir.c_str(), 0700);
   // One directory per container (several hooks, one per NIC a CDI spec names, share it), one
   // journal per hook, claimed with O_EXCL: two hooks never write the same journal.
-  const std::string dir = journal_dir(a, st.id);
-  struct stat ds {};
-  if ((::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) || ::lstat(dir.c_str(), &ds) != 0 ||
-      !S_ISDIR(ds.st_mode) || ds.st_uid != ::geteuid())
-    throw Error(who + ": " + dir + " is not a directory of ours");
+  const std::string dir = make_container_rails_dir(a.state_dir, st.id, who);
   {
     // Who the rails were moved for, for a later sweep (written whole, then renamed in place).
     const std::string owner = dir + "/" + kRailOwnerFile;
