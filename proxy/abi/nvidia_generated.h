@@ -9,6 +9,7 @@
 // is its parent plus a patch, the way the driver's own branch history grows.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <span>
@@ -18,41 +19,48 @@
 
 namespace gdrproxy::proxy {
 
+// Names are held in the rows, not pointed to: a table of pointers is relocated by the loader
+// at every start of the binary (some 12,000 pointers, 250 KB of pages written), and the binary
+// starts once or twice per container (the runtime shim). These are the longest names a row
+// holds; generate.py refuses a release whose names do not fit.
+inline constexpr size_t kNvGenName = 96;         // a control's, class's, record's or field's name
+inline constexpr size_t kNvGenRmClassName = 64;  // the NVOC class(es), "A|B" when several
+
 struct NvGenControl {
-  uint32_t cmd;            // methodId of the class's exported method table
-  const char* name;        // the SDK header's NV*_CTRL_CMD_* name (else the handler's name)
-  const char* nvoc_class;  // the RM class(es) exporting it, "A|B" when several do
-  int32_t param_size;      // sizeof its parameter struct on x86-64, 0 none, -1 not derivable
-  uint32_t flags;          // RMCTRL_FLAGS_* bits, decoded by NvGenTables::control_flags()
-  uint32_t access_right;   // the RS access right it needs, 0 none
+  uint32_t cmd;           // methodId of the class's exported method table
+  char name[kNvGenName];  // the SDK header's NV*_CTRL_CMD_* name (else the handler's name)
+  char nvoc_class[kNvGenRmClassName];  // the RM class(es) exporting it, "A|B" when several do
+  int32_t param_size;     // sizeof its parameter struct on x86-64, 0 none, -1 not derivable
+  uint32_t flags;         // RMCTRL_FLAGS_* bits, decoded by NvGenTables::control_flags()
+  uint32_t access_right;  // the RS access right it needs, 0 none
 };
 
 enum class NvGenParams : uint8_t { kNone = 0, kOptional = 1, kRequired = 2 };
 
 struct NvGenClass {
-  uint32_t id;             // hClass of RM_ALLOC
-  const char* name;        // e.g. "NV01_DEVICE_0"
-  const char* nvoc_class;  // the RM class that implements it, e.g. "Device"
-  int32_t param_size;      // sizeof its allocation parameters, 0 none, -1 not derivable
-  uint8_t params;          // NvGenParams
-  uint32_t rs_flags;       // RS_FLAGS_* bits, decoded by NvGenTables::class_flags()
+  uint32_t id;                         // hClass of RM_ALLOC
+  char name[kNvGenName];               // e.g. "NV01_DEVICE_0"
+  char nvoc_class[kNvGenRmClassName];  // the RM class that implements it, e.g. "Device"
+  int32_t param_size;                  // sizeof its allocation parameters, 0 none, -1 not derivable
+  uint8_t params;                      // NvGenParams
+  uint32_t rs_flags;                   // RS_FLAGS_* bits, decoded by NvGenTables::class_flags()
 };
 
 struct NvGenEscape {
   uint8_t nr;
-  const char* name;         // NV_ESC_ without the prefix
+  char name[kNvGenName];    // NV_ESC_ without the prefix
   uint16_t param_size;      // a size the driver's handler checks, 0 = none derivable
   uint16_t alt_param_size;  // a second accepted size (RM_ALLOC: NVOS21 beside NVOS64), 0 none
   uint16_t elem_size;       // >0: the parameter is an array of such elements; param_size is then 0
   int16_t status_offset;    // offset of the NV_STATUS the driver writes back, -1 none
-  int16_t alt_status_offset;  // the same in the alt_param_size struct, -1 none
-  const char* record;         // the parameter struct's name (find_record), "" none
-  const char* alt_record;     // the alt_param_size struct's name, "" none
+  int16_t alt_status_offset;    // the same in the alt_param_size struct, -1 none
+  char record[kNvGenName];      // the parameter struct's name (find_record), "" none
+  char alt_record[kNvGenName];  // the alt_param_size struct's name, "" none
 };
 
 struct NvGenUvmIoctl {
   uint32_t cmd;
-  const char* name;
+  char name[kNvGenName];
   int32_t param_size;     // sizeof UVM_*_PARAMS, 0 none, -1 not derivable
   int32_t status_offset;  // offset of its rmStatus, -1 none
 };
@@ -60,7 +68,7 @@ struct NvGenUvmIoctl {
 // A struct's size on x86-64 (the escapes' and UVM's parameter structs and a few more).
 struct NvGenRecord {
   uint32_t key;  // nvidia_fnv1a32(name)
-  const char* name;
+  char name[kNvGenName];
   uint32_t size;
 };
 
@@ -68,8 +76,8 @@ struct NvGenRecord {
 // ("params.status"); an array is one field (element 0's offset, the whole array's size).
 struct NvGenField {
   uint32_t key;  // nvidia_fnv1a32(record + "." + field)
-  const char* record;
-  const char* field;
+  char record[kNvGenName];
+  char field[kNvGenName];
   uint32_t offset;
   uint32_t size;
 };
@@ -78,27 +86,27 @@ struct NvGenField {
 // "NV20_SUBDEVICE_0_THERMAL"; the legacy ones (category bit 0x80) name GSS-forwarded commands.
 struct NvGenInterface {
   uint32_t id;
-  const char* name;
+  char name[kNvGenName];
 };
 
 // A control number an SDK header names that no class's exported method table has (the driver
 // answers it elsewhere: forwarded to the GPU's firmware, or not at all).
 struct NvGenCommandName {
   uint32_t cmd;
-  const char* name;
+  char name[kNvGenName];
 };
 
 // A command the driver converts to a newer control before dispatching it
 // (rmapi_deprecated_control.c): the caller's call is judged as that control.
 struct NvGenDeprecated {
   uint32_t cmd;
-  const char* name;
+  char name[kNvGenName];
   uint32_t target;  // the control it is converted to (the _V2 or _V3 of the same name)
 };
 
 struct NvGenFlag {
   uint32_t bit;
-  const char* name;  // without the RMCTRL_FLAGS_ / RS_FLAGS_ prefix
+  char name[kNvGenName];  // without the RMCTRL_FLAGS_ / RS_FLAGS_ prefix
 };
 
 // One release's merged tables. Built on first lookup and never changed after, so lookups from

@@ -33,10 +33,15 @@ constexpr uint32_t kMaxListed = 32;
 
 using Bytes = std::span<const uint8_t>;
 
+// Sized to what it formats: a control's name alone may be 76 characters, and a fixed buffer
+// cut the refusal's line short.
 std::string fmt(const char* f, auto... args) {
-  char buf[128];
-  std::snprintf(buf, sizeof buf, f, args...);
-  return buf;
+  const int n = std::snprintf(nullptr, 0, f, args...);
+  if (n <= 0) return {};
+  std::string out(static_cast<size_t>(n) + 1, '\0');
+  std::snprintf(out.data(), out.size(), f, args...);
+  out.resize(static_cast<size_t>(n));
+  return out;
 }
 
 template <typename T>

@@ -8,5 +8,8 @@ namespace gdrproxy::proxy {
 inline constexpr const char* kAgentSocket = "/run/gdrproxy/agent.sock";    // runtimes' handovers
 inline constexpr const char* kAgentCtlSocket = "/run/gdrproxy/agent.ctl";  // `gdrproxy agent ctl`
 inline constexpr const char* kRailStateDir = "/run/gdrproxy";  // the rails' journals, per container
+// What each runtime binary supports, as the shim found it (runtime_feature_cache.h); the dot keeps
+// it apart from the rails' journals, named by container ids, which never start with one.
+inline constexpr const char* kRuntimeFeatureDir = "/run/gdrproxy/.runtimes";
 
 }  // namespace gdrproxy::proxy

@@ -203,7 +203,8 @@ int run_runtime_shim(const ShimOptions& o, const std::vector<std::string>& runti
         p.profile.metadata =
             metadata_with_line(config.metadata.value_or(""), kUnconfinedMetadataKey, *unconfined);
       p.profile.caps = docker_default_caps();
-      p.profile.wait_killable_recv = runtime_supports_wait_killable_recv(runtime);
+      p.profile.wait_killable_recv =
+          runtime_supports_wait_killable_recv(runtime, kRuntimeFeatureDir);
       if (config.kernel_allow) {
         const Policy policy =
             config.policy ? Policy::load_file(*config.policy) : Policy::builtin_default();

@@ -18,6 +18,7 @@
 #include "base/json_field_error.h"
 #include "base/program_path.h"
 #include "base/unique_fd.h"
+#include "proxy/oci/runtime_feature_cache.h"
 #include "proxy/sandbox/profile_untrapped.h"
 
 namespace gdrproxy::proxy {
@@ -226,20 +227,25 @@ json merge_profile(const json& base_in, const ProfileOptions& o) {
   return out;
 }
 
-bool runtime_supports_wait_killable_recv(const std::string& runtime) {
+bool runtime_supports_wait_killable_recv(const std::string& runtime, const std::string& cache_dir) {
   if (kernel_version(running_kernel()) < std::pair<int, int>{5, 19}) return false;
   const std::string path = program_path(runtime);
-  // Mapped, not read into a string: the scan runs at every container create, and a runtime is
-  // megabytes (copying runc 1.1 byte by byte took about 24 ms here).
   const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   struct stat st {};
   if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) return false;
+  // The binary opened is the one keyed: a replaced runtime has another inode or ctime.
+  const std::string key = runtime_feature_key("wait-killable-recv", st);
+  if (!cache_dir.empty())
+    if (const std::optional<bool> known = cached_runtime_feature(cache_dir, key)) return *known;
+  // Mapped, not read into a string: a runtime is megabytes (copying runc 1.1 byte by byte took
+  // about 24 ms here; the mapped scan still about 6 ms, hence the cache).
   const size_t size = static_cast<size_t>(st.st_size);
   void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
   if (map == MAP_FAILED) return false;
   static constexpr char kFlag[] = "SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV";
   const bool found = ::memmem(map, size, kFlag, sizeof kFlag - 1) != nullptr;
   ::munmap(map, size);
+  if (!cache_dir.empty()) remember_runtime_feature(cache_dir, key, found);
   return found;
 }
 

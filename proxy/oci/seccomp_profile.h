@@ -45,7 +45,9 @@ nlohmann::json merge_profile(const nlohmann::json& base, const ProfileOptions& o
 
 // Whether the runtime (a path, or a name looked up in PATH) names
 // SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (runc >= 1.5 does; older runtimes refuse a flag they do
-// not know), and the running kernel is >= 5.19.
-bool runtime_supports_wait_killable_recv(const std::string& runtime);
+// not know), and the running kernel is >= 5.19. With `cache_dir`, the binary's answer is kept
+// there and read back on later calls (runtime_feature_cache.h); empty: scanned every time.
+bool runtime_supports_wait_killable_recv(const std::string& runtime,
+                                         const std::string& cache_dir = "");
 
 }  // namespace gdrproxy::proxy

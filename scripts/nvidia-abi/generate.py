@@ -509,6 +509,36 @@ def generate_release(git_dir, tag):
 PARAM_KIND = {"NONE": 0, "OPTIONAL": 1, "REQUIRED": 2}
 
 
+def row_name_limits():
+    """(name, RM class name) capacities of a row's char arrays, from nvidia_generated.h (the one
+    place they are written), less the terminating NUL."""
+    header = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                          "../../proxy/abi/nvidia_generated.h")
+    text = read(header)
+
+    def limit(name):
+        m = re.search(r"\b%s = (\d+);" % name, text)
+        if not m:
+            sys.exit("%s: no %s" % (header, name))
+        return int(m.group(1)) - 1
+    return limit("kNvGenName"), limit("kNvGenRmClassName")
+
+
+def check_names_fit(version, table_rows):
+    """Exits when a name is longer than a row holds (the tables keep names in the rows)."""
+    name_max, class_max = row_name_limits()
+    for table, by_key in table_rows.items():
+        for text in by_key.values():
+            for i, s in enumerate(re.findall(r'"([^"]*)"', text)):
+                is_class = table in ("controls", "classes") and i == 1
+                cap = class_max if is_class else name_max
+                if len(s) > cap:
+                    sys.exit("%s: %s name %r has %d characters, more than the %d a row holds "
+                             "(raise %s in proxy/abi/nvidia_generated.h)" % (
+                                 version, table, s, len(s), cap,
+                                 "kNvGenRmClassName" if is_class else "kNvGenName"))
+
+
 def rows(rel):
     """{table: {key: initializer text}} of one release."""
     c = {k: '{0x%08xu, "%s", "%s", %d, 0x%xu, 0x%xu}' % (k, n, cls, size, fl, acc)
@@ -655,6 +685,7 @@ def main():
         cur = rows_of(tag)
         if extra:
             cur = supplemented(cur, rows_of(extra))
+        check_names_fit(version, cur)
         # Keep only what a later release can still need.
         wanted = {t for _, tg, ex in releases[i + 1:] for t in (tg, ex) if t}
         for t in list(cache):

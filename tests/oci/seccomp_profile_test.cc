@@ -10,6 +10,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -21,10 +22,13 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 
 #include "base/error.h"
+#include "base/file_io.h"
 #include "proxy/engine/fd_passing.h"
 #include "proxy/oci/profile_compiler.h"
+#include "proxy/oci/runtime_feature_cache.h"
 #include "proxy/oci/seccomp_profile.h"
 #include "proxy/sandbox/kernel_allow.h"
 #include "proxy/sandbox/profile_untrapped.h"
@@ -373,6 +377,64 @@ TEST(OciSeccomp, WaitKillableSupportIsReadFromTheRuntimeBinary) {
   ::unlink(with.c_str());
   ::unlink(without.c_str());
   ::rmdir(dir);
+}
+
+// The answer is kept per binary: a second call reads it back instead of scanning (seen by
+// changing the kept answer), a changed binary is scanned afresh, and an entry that is a link or
+// a directory that others may write is not believed.
+TEST(OciSeccomp, WaitKillableAnswerIsKeptPerBinary) {
+  char dir[] = "/tmp/gdrproxy-wkc.XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string bin = std::string(dir) + "/runc", cache = std::string(dir) + "/cache/.runtimes";
+  auto write = [](const std::string& path, const std::string& text) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    ::close(fd);
+  };
+  struct utsname u {};
+  ASSERT_EQ(::uname(&u), 0);
+  int major = 0, minor = 0;
+  std::sscanf(u.release, "%d.%d", &major, &minor);
+  if (std::make_pair(major, minor) < std::make_pair(5, 19))
+    GTEST_SKIP() << "the kernel has no SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV: nothing is kept";
+  write(bin, "runc SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV");
+  EXPECT_TRUE(runtime_supports_wait_killable_recv(bin, cache));
+  struct stat st {};
+  ASSERT_EQ(::stat(bin.c_str(), &st), 0);
+  const std::string entry = cache + "/" + runtime_feature_key("wait-killable-recv", st);
+  struct stat cs {};
+  ASSERT_EQ(::stat(cache.c_str(), &cs), 0) << "the cache directory (and its parent) were made";
+  EXPECT_EQ(cs.st_mode & 0777, 0700u);
+  ASSERT_EQ(::access(entry.c_str(), R_OK), 0) << "the answer was kept";
+  write(entry, "0\n");  // a kept answer is believed: no scan
+  EXPECT_FALSE(runtime_supports_wait_killable_recv(bin, cache));
+  write(entry, "1\n");
+  EXPECT_TRUE(runtime_supports_wait_killable_recv(bin, cache));
+  // A replaced binary (another inode) is scanned afresh and kept under its own key.
+  ::unlink(bin.c_str());
+  write(bin, "runc 1.1 SECCOMP_FILTER_FLAG_WAIT_KILLABLE");
+  EXPECT_FALSE(runtime_supports_wait_killable_recv(bin, cache));
+  // Not believed: an entry that is a link, garbage, or a cache others may write.
+  ASSERT_EQ(::stat(bin.c_str(), &st), 0);
+  const std::string entry2 = cache + "/" + runtime_feature_key("wait-killable-recv", st);
+  const std::string lie = std::string(dir) + "/lie";
+  write(lie, "1\n");
+  ::unlink(entry2.c_str());
+  ASSERT_EQ(::symlink(lie.c_str(), entry2.c_str()), 0);
+  EXPECT_FALSE(runtime_supports_wait_killable_recv(bin, cache));
+  ::unlink(entry2.c_str());
+  write(entry2, "yes\n");
+  EXPECT_FALSE(runtime_supports_wait_killable_recv(bin, cache));
+  write(entry2, "1\n");
+  ASSERT_EQ(::chmod(cache.c_str(), 0777), 0);
+  EXPECT_FALSE(runtime_supports_wait_killable_recv(bin, cache));
+  EXPECT_EQ(cached_runtime_feature(cache, runtime_feature_key("wait-killable-recv", st)),
+            std::nullopt);
+  // A cache that cannot be made still answers, by scanning.
+  EXPECT_FALSE(runtime_supports_wait_killable_recv(bin, bin + "/not-a-dir"));
+  std::string err;
+  EXPECT_TRUE(remove_tree(dir, &err)) << err;
 }
 
 }  // namespace

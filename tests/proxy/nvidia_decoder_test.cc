@@ -4,6 +4,8 @@
 // unreadable or truncated memory, absurd counts, unknown numbers) is reported, never crashes.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "proxy/abi/nvidia_generated.h"
@@ -138,6 +140,27 @@ TEST(NvidiaDecoder, AnAllocationsParameterSizeIsTheClasss) {
   p64.paramsSize = 0;
   c = decode_fe(0x2b, bytes_of(p64));
   EXPECT_TRUE(c.malformed.empty()) << c.malformed;
+}
+
+// A refusal's line is whole however long the control's name: the longest-named fixed-size
+// control with another paramsSize (a 128-byte buffer once cut such a line mid-word).
+TEST(NvidiaDecoder, AControlsWrongSizeIsSaidWholeForTheLongestName) {
+  const NvGenControl* longest = nullptr;
+  for (const NvGenControl* g : abi().generated->controls())
+    if (g->param_size > 8 && (!longest || std::strlen(g->name) > std::strlen(longest->name)))
+      longest = g;
+  ASSERT_NE(longest, nullptr);
+  ASSERT_GT(std::strlen(longest->name), 60u);
+  Nvos54 p{};
+  p.cmd = longest->cmd;
+  p.paramsSize = static_cast<uint32_t>(longest->param_size) - 8;
+  const DecodedCall c = decode_fe(0x2a, bytes_of(p));
+  char cmd[16];
+  std::snprintf(cmd, sizeof cmd, "0x%x", longest->cmd);
+  EXPECT_EQ(c.malformed, std::string("RM_CONTROL ") + longest->name + "(" + cmd + ") paramsSize " +
+                             std::to_string(longest->param_size - 8) + " is not the " +
+                             std::to_string(longest->param_size) +
+                             " bytes of its parameters in 580.159.04's tables");
 }
 
 TEST(NvidiaDecoder, RmControlNamesEveryCommand) {
