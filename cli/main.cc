@@ -29,11 +29,19 @@ int main(int argc, char** argv) {
   // the file a global option --gdrproxy-config=PATH names (podman: --runtime-flag
   // gdrproxy-config=PATH; taken out before the real runtime sees the arguments), or the file
   // GDRPROXY_RUNTIME_CONFIG names (engines that pass their environment on).
+  // A link named gdrproxy-runtime-NAME (a second runtime handler, e.g. gdrproxy-runtime-rails)
+  // reads runtime-NAME.json beside the file gdrproxy-runtime would read, unless told otherwise.
   const std::string self = own[0].substr(own[0].rfind('/') + 1);
-  if (self == "gdrproxy-runtime") {
+  constexpr std::string_view kShimName = "gdrproxy-runtime";
+  if (self.rfind(kShimName, 0) == 0 &&
+      gdrproxy::proxy::is_shim_link_suffix(self.substr(kShimName.size()))) {
     std::vector<std::string> as_sub = {own[0], "runtime"};
     std::optional<std::string> config;
     if (const char* c = std::getenv("GDRPROXY_RUNTIME_CONFIG")) config = c;
+    const std::string suffix = self.substr(kShimName.size());
+    if (!suffix.empty())
+      config = gdrproxy::proxy::suffixed_shim_config(
+          config.value_or(gdrproxy::proxy::kRuntimeConfigPath), suffix);
     std::vector<std::string> args(own.begin() + 1, own.end());
     constexpr std::string_view kFlag = "--gdrproxy-config=";
     for (auto it = args.begin(); it != args.end() && it->rfind('-', 0) == 0;) {

@@ -122,10 +122,21 @@ void adopt_container(const EarlyRailsRequest& r, const std::string& dir, int run
     // The mover holds the rails until the container does: should it die, the sweep gives them
     // back.
     write_owner_file(dir + "/" + kRailOwnerFile, {::getpid(), process_start_time(::getpid())});
+    const auto began = std::chrono::steady_clock::now();
+    const auto ms_since = [&] {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(
+                 std::chrono::steady_clock::now() - began)
+          .count();
+    };
     move_container_rails(c, std::cerr);
     moved = true;
+    const auto moved_ms = ms_since();
     created = false;
     adopt_container(r, dir, runtime_pidfd, target, created);
+    // When a start waits: the move's own time, and when runc's create let the rails be handed on.
+    std::cerr << "gdrproxy runtime: rails " << printable(join_list(r.rails)) << " moved in "
+              << moved_ms << " ms; the container's process holds them " << ms_since()
+              << " ms after the move began\n";
   } catch (const std::exception& e) {
     word = std::string("error: ") + e.what();
     if (moved) {

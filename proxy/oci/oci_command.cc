@@ -247,7 +247,8 @@ void add_runtime_command(CLI::App& app, int& exit_code,
       "arguments. A privileged container (an allow-all device rule, CAP_SYS_ADMIN, SYS_MODULE\n"
       "or SYS_RAWIO, no user namespace) that asks for such a device is refused with the reason\n"
       "unless runtime.json has \"accept_unconfined\": true. Other verbs pass through untouched.\n"
-      "Annotations are never read.\n"
+      "Annotations are never read. A link named gdrproxy-runtime-NAME (a second runtime\n"
+      "handler) reads runtime-NAME.json beside the file the plain link reads.\n"
       "Example: gdrproxy runtime --runtime runc -- list");
   auto o = std::make_shared<ShimOptions>();
   auto runtime = std::make_shared<std::string>();

@@ -114,6 +114,20 @@ RuntimeCall parse_runtime_args(const std::vector<std::string>& args) {
   return call;
 }
 
+bool is_shim_link_suffix(std::string_view suffix) {
+  if (suffix.empty()) return true;
+  if (suffix.size() < 2 || suffix[0] != '-') return false;
+  return std::all_of(suffix.begin() + 1, suffix.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.';
+  });
+}
+
+std::string suffixed_shim_config(const std::string& base, const std::string& suffix) {
+  const std::string dir = dirname_of(base);  // "" for a name without a directory
+  return join(dir.empty() ? "." : dir, "runtime" + suffix + ".json");
+}
+
 int run_runtime_shim(const ShimOptions& o, const std::vector<std::string>& runtime_args) {
   std::string runtime = o.runtime.value_or("");
   const RuntimeCall call = parse_runtime_args(runtime_args);

@@ -12,11 +12,20 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gdrproxy::proxy {
 
 inline constexpr const char* kRuntimeConfigPath = "/etc/gdrproxy/runtime.json";
+
+// A second runtime handler is a link named gdrproxy-runtime-NAME: `suffix` is what follows
+// "gdrproxy-runtime" in the link's name, "" for the shim itself or "-NAME" (NAME of letters,
+// digits, '_' and '.'); anything else is no name of the shim's.
+bool is_shim_link_suffix(std::string_view suffix);
+// The file such a link reads: runtime-NAME.json in the directory of `base`, the file the plain
+// link would read (/etc/gdrproxy/runtime.json, or GDRPROXY_RUNTIME_CONFIG's).
+std::string suffixed_shim_config(const std::string& base, const std::string& suffix);
 
 struct ShimOptions {
   std::optional<std::string> runtime;  // else the config's "runtime", else runc

@@ -52,4 +52,20 @@ TEST(RuntimeArgs, LogLineOfBytesThatAreNotUtf8) {
 }
 
 }  // namespace
+// A second runtime handler is a link gdrproxy-runtime-NAME reading runtime-NAME.json beside the
+// plain link's file; other names are not the shim's (no path can be smuggled in by the name).
+TEST(RuntimeArgs, ASuffixedLinkReadsItsOwnFileBesideThePlainOne) {
+  EXPECT_TRUE(is_shim_link_suffix(""));
+  EXPECT_TRUE(is_shim_link_suffix("-rails"));
+  EXPECT_TRUE(is_shim_link_suffix("-gpu_2.a"));
+  EXPECT_FALSE(is_shim_link_suffix("-"));
+  EXPECT_FALSE(is_shim_link_suffix("rails"));
+  EXPECT_FALSE(is_shim_link_suffix("-a/../b"));
+  EXPECT_FALSE(is_shim_link_suffix("-a b"));
+  EXPECT_EQ(suffixed_shim_config("/etc/gdrproxy/runtime.json", "-rails"),
+            "/etc/gdrproxy/runtime-rails.json");
+  EXPECT_EQ(suffixed_shim_config("/srv/conf/node.json", "-rails"), "/srv/conf/runtime-rails.json");
+  EXPECT_EQ(suffixed_shim_config("runtime.json", "-x"), "./runtime-x.json");
+}
+
 }  // namespace gdrproxy::proxy

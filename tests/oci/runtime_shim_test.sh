@@ -26,10 +26,10 @@ AGENT_PID=
 # Container ids name the runtime: a runtime's cgroup is named after the id, host-wide, so the runc
 # and crun runs of this test, run side by side, would otherwise share a cgroup and the first to
 # finish would kill the other's container.
-C1=shim-$RT-1 C2=shim-$RT-2 C4=shim-$RT-4 C5=shim-$RT-5
+C1=shim-$RT-1 C2=shim-$RT-2 C3=shim-$RT-3 C4=shim-$RT-4 C5=shim-$RT-5
 cleanup() {
   local c
-  for c in "$C1" "$C2" "$C4" "$C5"; do $RT --root "$WORK/rt" delete -f "$c" >/dev/null 2>&1; done
+  for c in "$C1" "$C2" "$C3" "$C4" "$C5"; do $RT --root "$WORK/rt" delete -f "$c" >/dev/null 2>&1; done
   [[ -n $AGENT_PID ]] && kill -KILL "$AGENT_PID" 2>/dev/null
   rm -rf "$WORK"
 }
@@ -109,6 +109,20 @@ expect "$WORK/2.out" "asks for device uverbs1, which .*runtime.json does not gra
 $RT --root "$WORK/rt" state "$C2" >/dev/null 2>&1 && fail "$RT created $C2 anyway"
 grep -q "$C2" "$WORK/agent.log" && fail "the agent saw $C2"
 jq -e '.linux.seccomp | not' "$WORK/shim-2/config.json" >/dev/null || fail "the refused bundle was edited"
+
+# A second handler: the link gdrproxy-runtime-two reads runtime-two.json beside the file the
+# plain link reads (GDRPROXY_RUNTIME_CONFIG's here), which grants uverbs1; the plain file refused
+# it above. A link whose file is missing grants nothing.
+jq '.grants = ["uverbs1"]' "$WORK/runtime.json" >"$WORK/runtime-two.json"
+ln -s "$GP" "$WORK/gdrproxy-runtime-two" && ln -s "$GP" "$WORK/gdrproxy-runtime-none"
+bundle shim-3 uverbs1
+GDRPROXY_RUNTIME_CONFIG=$WORK/runtime.json "${rt_env[@]}" "$WORK/gdrproxy-runtime-none" --root "$WORK/rt" \
+  run --bundle "$WORK/shim-3" "$C3" >"$WORK/2n.out" 2>&1 && { cat "$WORK/2n.out"; fail "a link with no file of its own granted uverbs1"; }
+expect "$WORK/2n.out" "asks for device uverbs1, which .*/runtime-none.json does not exist to grant"
+GDRPROXY_RUNTIME_CONFIG=$WORK/runtime.json "${rt_env[@]}" "$WORK/gdrproxy-runtime-two" --root "$WORK/rt" \
+  run --bundle "$WORK/shim-3" "$C3" >"$WORK/2t.out" 2>&1 || { rc=$?; cat "$WORK/2t.out"; fail "$C3 through gdrproxy-runtime-two: exit $rc"; }
+expect "$WORK/2t.out" "^gdrproxy runtime: .*grants \[uverbs1\]"
+expect "$WORK/2t.out" "^ib: uverbs1$"
 
 # The operator's file without the sysfs keys: the synthetic /sys is built from the host's /sys,
 # where a stand-in uverbs0 is no RDMA device, so the container is refused naming both (never a

@@ -350,21 +350,23 @@ TEST(OciSeccomp, AProfilesUntrappedRequestsAreReadBackAndForeignConditionsNamed)
   EXPECT_TRUE(profile_untrapped_ioctls(masked).unjudged);
 }
 
+// Writes `text` as an executable file at `path` (a stand-in runtime binary, or a kept answer).
+void write_executable(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  ::close(fd);
+}
+
 // The runtime's support for WAIT_KILLABLE_RECV is found by the flag's name in its binary (on
 // kernels that have the flag), by path or through PATH; anything unreadable says no.
 TEST(OciSeccomp, WaitKillableSupportIsReadFromTheRuntimeBinary) {
   char dir[] = "/tmp/gdrproxy-wkr.XXXXXX";
   ASSERT_NE(::mkdtemp(dir), nullptr);
   const std::string with = std::string(dir) + "/with", without = std::string(dir) + "/without";
-  auto write = [](const std::string& path, const std::string& text) {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
-    ASSERT_GE(fd, 0);
-    ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
-    ::close(fd);
-  };
   std::string bulk(1 << 20, '\x7f');
-  write(with, bulk + "SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV" + bulk);
-  write(without, bulk + "SECCOMP_FILTER_FLAG_WAIT_KILLABLE" + bulk);
+  write_executable(with, bulk + "SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV" + bulk);
+  write_executable(without, bulk + "SECCOMP_FILTER_FLAG_WAIT_KILLABLE" + bulk);
   struct utsname u {};
   ASSERT_EQ(::uname(&u), 0);
   int major = 0, minor = 0;
@@ -386,19 +388,13 @@ TEST(OciSeccomp, WaitKillableAnswerIsKeptPerBinary) {
   char dir[] = "/tmp/gdrproxy-wkc.XXXXXX";
   ASSERT_NE(::mkdtemp(dir), nullptr);
   const std::string bin = std::string(dir) + "/runc", cache = std::string(dir) + "/cache/.runtimes";
-  auto write = [](const std::string& path, const std::string& text) {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
-    ASSERT_GE(fd, 0);
-    ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
-    ::close(fd);
-  };
   struct utsname u {};
   ASSERT_EQ(::uname(&u), 0);
   int major = 0, minor = 0;
   std::sscanf(u.release, "%d.%d", &major, &minor);
   if (std::make_pair(major, minor) < std::make_pair(5, 19))
     GTEST_SKIP() << "the kernel has no SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV: nothing is kept";
-  write(bin, "runc SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV");
+  write_executable(bin, "runc SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV");
   EXPECT_TRUE(runtime_supports_wait_killable_recv(bin, cache));
   struct stat st {};
   ASSERT_EQ(::stat(bin.c_str(), &st), 0);
@@ -407,26 +403,26 @@ TEST(OciSeccomp, WaitKillableAnswerIsKeptPerBinary) {
   ASSERT_EQ(::stat(cache.c_str(), &cs), 0) << "the cache directory (and its parent) were made";
   EXPECT_EQ(cs.st_mode & 0777, 0700u);
   ASSERT_EQ(::access(entry.c_str(), R_OK), 0) << "the answer was kept";
-  write(entry, "0\n");  // a kept answer is believed: no scan
+  write_executable(entry, "0\n");  // a kept answer is believed: no scan
   EXPECT_FALSE(runtime_supports_wait_killable_recv(bin, cache));
-  write(entry, "1\n");
+  write_executable(entry, "1\n");
   EXPECT_TRUE(runtime_supports_wait_killable_recv(bin, cache));
   // A replaced binary (another inode) is scanned afresh and kept under its own key.
   ::unlink(bin.c_str());
-  write(bin, "runc 1.1 SECCOMP_FILTER_FLAG_WAIT_KILLABLE");
+  write_executable(bin, "runc 1.1 SECCOMP_FILTER_FLAG_WAIT_KILLABLE");
   EXPECT_FALSE(runtime_supports_wait_killable_recv(bin, cache));
   // Not believed: an entry that is a link, garbage, or a cache others may write.
   ASSERT_EQ(::stat(bin.c_str(), &st), 0);
   const std::string entry2 = cache + "/" + runtime_feature_key("wait-killable-recv", st);
   const std::string lie = std::string(dir) + "/lie";
-  write(lie, "1\n");
+  write_executable(lie, "1\n");
   ::unlink(entry2.c_str());
   ASSERT_EQ(::symlink(lie.c_str(), entry2.c_str()), 0);
   EXPECT_FALSE(runtime_supports_wait_killable_recv(bin, cache));
   ::unlink(entry2.c_str());
-  write(entry2, "yes\n");
+  write_executable(entry2, "yes\n");
   EXPECT_FALSE(runtime_supports_wait_killable_recv(bin, cache));
-  write(entry2, "1\n");
+  write_executable(entry2, "1\n");
   ASSERT_EQ(::chmod(cache.c_str(), 0777), 0);
   EXPECT_FALSE(runtime_supports_wait_killable_recv(bin, cache));
   EXPECT_EQ(cached_runtime_feature(cache, runtime_feature_key("wait-killable-recv", st)),
