@@ -45,11 +45,15 @@ PY
 # are newer on the GPU image).
 copy_libs() {
   ldd "$1" | awk '/=> \//{print $3}' |
-    grep -vE '/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s)\.so' |
+    { grep -vE '/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s)\.so' || true; } |
     while read -r lib; do cp -L "$lib" "$2/"; done
 }
-copy_libs build/gdrproxy "$dir/lib"
-copy_libs build/gdrproxy-testkit "$dir/lib"
+# Every binary of the bundle's: gdrproxy links its C dependencies in, but the tests' tools and
+# Debian's runc load libseccomp, libbpf and libnl from the system.
+for b in "$dir/gdrproxy" "$dir/gdrproxy-testkit" "$dir/attack_client" "$dir/runtime_client" \
+  "$dir/tests/bench/ioctl_bench" "$dir/tests/bench/soak_client" "$dir/runc"; do
+  [[ -e $b ]] && copy_libs "$b" "$dir/lib"
+done
 if ((with_perf)); then
   command -v perf >/dev/null || { echo "gpu-bundle: --perf needs perf here (apt-get install linux-perf)" >&2; exit 1; }
   mkdir -p "$dir/perf/lib"
