@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <vector>
 
 #include "base/file_io.h"
 #include "base/unique_fd.h"
@@ -23,22 +24,28 @@ std::string runtime_feature_key(const std::string& feature, const struct stat& s
 
 namespace {
 
-// The directory, when it is a directory of ours that no one else may write.
-bool trusted_dir(const std::string& dir) {
+// The directory, opened without following a link, when it is a directory of ours that no one
+// else may write; entries are then opened relative to this descriptor, so the directory checked
+// is the one read and written.
+UniqueFd trusted_dir(const std::string& dir) {
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   struct stat ds {};
-  return ::lstat(dir.c_str(), &ds) == 0 && S_ISDIR(ds.st_mode) && ds.st_uid == ::geteuid() &&
-         (ds.st_mode & 022) == 0;
+  if (!fd || ::fstat(fd.get(), &ds) != 0 || !S_ISDIR(ds.st_mode) || ds.st_uid != ::geteuid() ||
+      (ds.st_mode & 022) != 0)
+    return UniqueFd();
+  return fd;
 }
 
 }  // namespace
 
 std::optional<bool> cached_runtime_feature(const std::string& dir, const std::string& key) {
-  if (!trusted_dir(dir)) return std::nullopt;
-  const UniqueFd fd(::open((dir + "/" + key).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  const UniqueFd dfd = trusted_dir(dir);
+  if (!dfd) return std::nullopt;
+  const UniqueFd fd(::openat(dfd.get(), key.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   struct stat st {};
   if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid())
     return std::nullopt;
-  char c[2] = {};
+  char c[3] = {};
   if (::read(fd.get(), c, sizeof c) != 2 || c[1] != '\n') return std::nullopt;
   if (c[0] == '1') return true;
   if (c[0] == '0') return false;
@@ -48,20 +55,29 @@ std::optional<bool> cached_runtime_feature(const std::string& dir, const std::st
 void remember_runtime_feature(const std::string& dir, const std::string& key, bool value) {
   ::mkdir(dirname_of(dir).c_str(), 0700);  // missing on a node where no agent ran yet
   ::mkdir(dir.c_str(), 0700);
-  if (!trusted_dir(dir)) return;
-  const std::string path = dir + "/" + key;
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const UniqueFd dfd = trusted_dir(dir);
+  if (!dfd) return;
+  const std::string tmp = key + ".tmp." + std::to_string(::getpid());
   {
-    const UniqueFd fd(
-        ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    const UniqueFd fd(::openat(dfd.get(), tmp.c_str(),
+                               O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!fd) return;
     const char line[2] = {value ? '1' : '0', '\n'};
     if (::write(fd.get(), line, sizeof line) != sizeof line) {
-      ::unlink(tmp.c_str());
+      ::unlinkat(dfd.get(), tmp.c_str(), 0);
       return;
     }
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) ::unlink(tmp.c_str());
+  if (::renameat(dfd.get(), tmp.c_str(), dfd.get(), key.c_str()) != 0) {
+    ::unlinkat(dfd.get(), tmp.c_str(), 0);
+    return;
+  }
+  // Bounded: past kMaxEntries (runtimes upgraded many times, or test stand-ins) the cache starts
+  // again from this answer. Only a miss lists the directory.
+  const std::vector<std::string> names = list_dir(dir);
+  if (names.size() > kMaxRuntimeFeatureEntries)
+    for (const std::string& n : names)
+      if (n != key) ::unlinkat(dfd.get(), n.c_str(), 0);
 }
 
 }  // namespace gdrproxy::proxy

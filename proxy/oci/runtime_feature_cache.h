@@ -8,10 +8,14 @@
 
 #include <sys/stat.h>
 
+#include <cstddef>
 #include <optional>
 #include <string>
 
 namespace gdrproxy::proxy {
+
+// Past this many entries a new answer clears the others (a cache, not a record).
+inline constexpr size_t kMaxRuntimeFeatureEntries = 32;
 
 // The entry's name for `feature` of the binary `st` describes.
 std::string runtime_feature_key(const std::string& feature, const struct stat& st);

@@ -427,6 +427,17 @@ TEST(OciSeccomp, WaitKillableAnswerIsKeptPerBinary) {
   EXPECT_FALSE(runtime_supports_wait_killable_recv(bin, cache));
   EXPECT_EQ(cached_runtime_feature(cache, runtime_feature_key("wait-killable-recv", st)),
             std::nullopt);
+  // Bounded: past kMaxRuntimeFeatureEntries a new answer clears the others.
+  ASSERT_EQ(::chmod(cache.c_str(), 0700), 0);
+  for (size_t i = 0; i <= kMaxRuntimeFeatureEntries; ++i) {
+    write_executable(bin, "runc " + std::string(i + 1, 'x'));
+    EXPECT_FALSE(runtime_supports_wait_killable_recv(bin, cache));
+  }
+  ASSERT_EQ(::stat(bin.c_str(), &st), 0);
+  const std::vector<std::string> kept = list_dir(cache);
+  EXPECT_LT(kept.size(), kMaxRuntimeFeatureEntries) << "the cache was never cleared";
+  EXPECT_NE(std::find(kept.begin(), kept.end(), runtime_feature_key("wait-killable-recv", st)),
+            kept.end());
   // A cache that cannot be made still answers, by scanning.
   EXPECT_FALSE(runtime_supports_wait_killable_recv(bin, bin + "/not-a-dir"));
   std::string err;
