@@ -33,12 +33,12 @@ int main(int argc, char** argv) {
   // reads runtime-NAME.json beside the file gdrproxy-runtime would read, unless told otherwise.
   const std::string self = own[0].substr(own[0].rfind('/') + 1);
   constexpr std::string_view kShimName = "gdrproxy-runtime";
-  if (self.rfind(kShimName, 0) == 0 &&
-      gdrproxy::proxy::is_shim_link_suffix(self.substr(kShimName.size()))) {
+  const bool shim_named = self.rfind(kShimName, 0) == 0;
+  const std::string suffix = shim_named ? self.substr(kShimName.size()) : "";
+  if (shim_named && gdrproxy::proxy::is_shim_link_suffix(suffix)) {
     std::vector<std::string> as_sub = {own[0], "runtime"};
     std::optional<std::string> config;
     if (const char* c = std::getenv("GDRPROXY_RUNTIME_CONFIG")) config = c;
-    const std::string suffix = self.substr(kShimName.size());
     if (!suffix.empty())
       config = gdrproxy::proxy::suffixed_shim_config(
           config.value_or(gdrproxy::proxy::kRuntimeConfigPath), suffix);

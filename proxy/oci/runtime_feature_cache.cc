@@ -72,8 +72,8 @@ void remember_runtime_feature(const std::string& dir, const std::string& key, bo
     ::unlinkat(dfd.get(), tmp.c_str(), 0);
     return;
   }
-  // Bounded: past kMaxEntries (runtimes upgraded many times, or test stand-ins) the cache starts
-  // again from this answer. Only a miss lists the directory.
+  // Bounded: past kMaxRuntimeFeatureEntries (runtimes upgraded many times, or test stand-ins) the
+  // cache starts again from this answer. Only a miss lists the directory.
   const std::vector<std::string> names = list_dir(dir);
   if (names.size() > kMaxRuntimeFeatureEntries)
     for (const std::string& n : names)

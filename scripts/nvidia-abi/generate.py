@@ -524,9 +524,10 @@ def row_name_limits():
     return limit("kNvGenName"), limit("kNvGenRmClassName")
 
 
-def check_names_fit(version, table_rows):
-    """Exits when a name is longer than a row holds (the tables keep names in the rows)."""
-    name_max, class_max = row_name_limits()
+def check_names_fit(version, table_rows, limits):
+    """Exits when a name is longer than a row holds (the tables keep names in the rows);
+    `limits` is row_name_limits()."""
+    name_max, class_max = limits
     for table, by_key in table_rows.items():
         for text in by_key.values():
             for i, s in enumerate(re.findall(r'"([^"]*)"', text)):
@@ -677,6 +678,7 @@ def main():
             cache[tag] = rows(generate_release(git_dir, tag))
         return cache[tag]
 
+    limits = row_name_limits()
     prev_rows = None
     prev_version = ""
     entries = []
@@ -685,7 +687,7 @@ def main():
         cur = rows_of(tag)
         if extra:
             cur = supplemented(cur, rows_of(extra))
-        check_names_fit(version, cur)
+        check_names_fit(version, cur, limits)
         # Keep only what a later release can still need.
         wanted = {t for _, tg, ex in releases[i + 1:] for t in (tg, ex) if t}
         for t in list(cache):
