@@ -87,7 +87,7 @@ ShimConfig load_shim_config(const std::string& path) {
 }
 
 std::vector<std::string> requested_devices(std::string_view config_json, const std::string& origin,
-                                           const DeviceCatalog& catalog) {
+                                           const std::function<const DeviceCatalog&()>& catalog) {
   const json j = json::parse(config_json, nullptr, false);
   if (j.is_discarded() || !j.is_object()) throw Error(origin + " is not a JSON object");
   std::vector<std::string> out;
@@ -96,7 +96,7 @@ std::vector<std::string> requested_devices(std::string_view config_json, const s
   for (const json& d : j["linux"]["devices"]) {
     const std::optional<dev_t> dev = oci_char_device_number(d, origin);
     if (!dev) continue;
-    const DeviceNode* n = catalog.find(*dev);
+    const DeviceNode* n = catalog().find(*dev);
     if (!n) continue;
     if (!n->brokerable)
       throw Error("linux.devices holds " + printable(n->path) + ", which can never be granted");

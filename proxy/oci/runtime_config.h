@@ -5,6 +5,7 @@
 // runtime.json grants nothing, and a config.json device outside the catalog is not ours to judge.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -60,9 +61,11 @@ ShimConfig parse_shim_config(std::string_view text, const std::string& origin);
 ShimConfig load_shim_config(const std::string& path);
 
 // The catalogued devices a config.json's linux.devices asks for, by grant name; `origin` names
-// the file in errors. Throws gdrproxy::Error for a file that is not a JSON object, a device entry
-// that is malformed, or a device that can never be granted.
+// the file in errors. `catalog` is called at the first character device entry, so a spec that
+// asks for none (a pod's pause container) costs no scan of /dev. Throws gdrproxy::Error for a
+// file that is not a JSON object, a device entry that is malformed, or a device that can never be
+// granted.
 std::vector<std::string> requested_devices(std::string_view config_json, const std::string& origin,
-                                           const DeviceCatalog& catalog);
+                                           const std::function<const DeviceCatalog&()>& catalog);
 
 }  // namespace gdrproxy::proxy

@@ -138,7 +138,6 @@ int run_runtime_shim(const ShimOptions& o, const std::vector<std::string>& runti
     if (call.verb == "start" && config.rails && !call.id.empty())
       await_early_rails_move(config.rail_state_dir.value_or(kRailStateDir), call.id);
     if (call.verb == "create" || call.verb == "run") {
-      const DeviceCatalog catalog = DeviceCatalog::scan();
       // The bundle's config.json, read once for both judgements.
       const std::string spec_path = call.bundle + "/config.json";
       const std::optional<std::string> spec = read_text(spec_path, kWholeFile);
@@ -148,7 +147,12 @@ int run_runtime_shim(const ShimOptions& o, const std::vector<std::string>& runti
       const Unconfinement u = container_unconfinement(*spec, spec_path);
       std::vector<std::string> asked;
       try {
-        asked = o.grants ? *o.grants : requested_devices(*spec, spec_path, catalog);
+        std::optional<DeviceCatalog> catalog;  // scanned at the spec's first device
+        asked = o.grants ? *o.grants
+                         : requested_devices(*spec, spec_path, [&]() -> const DeviceCatalog& {
+                             if (!catalog) catalog = DeviceCatalog::scan();
+                             return *catalog;
+                           });
       } catch (const Error&) {
         if (u.unconfined() && !config.accept_unconfined)
           throw Error(unconfined_refusal(u, "every host device"));

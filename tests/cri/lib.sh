@@ -100,6 +100,10 @@ cri_snapshotter() {
 # pods' shares: the CRI plugin's cgroup support is then off (disable_cgroup; runc still puts
 # each container in a cgroup of its own and applies its device program). Sets CTD_SOCK, CTD_PID.
 # CRI_MORE_HANDLERS ("NAME=BINARY ...") adds handlers of the same kind with those BinaryNames.
+# CRI_HANDLER_CNI ("NAME=DIR ...") gives such a handler CNI networks of its own: every conflist
+# in DIR, attached in name order as eth0, eth1, ... (containerd's per-runtime cni_conf_dir and
+# cni_max_conf_num, as an operator gives a RuntimeClass a second network). DIR's first file is
+# written here: the bridge network every other pod gets.
 # DBG_RUNC names a program to stand for runc under the "runc" handler (a wrapper that keeps
 # bundles and runc's logs, when a pod fails to start for a reason of the machine's).
 # Called again after containerd was killed, it starts on the same root and state (a node's
@@ -108,7 +112,13 @@ cri_containerd() {
   local rt=$1 rtconf=$2 c=$WORK/ctd
   [[ -n ${CRI_SNAPSHOTTER:-} ]] || CRI_SNAPSHOTTER=$(cri_snapshotter)
   CTD_SOCK=$c/containerd.sock
-  mkdir -p "$c" "$WORK/cni/net.d" "$WORK/cni/ipam" "$WORK/runc" "$WORK/pods" || fail "mkdir under $WORK"
+  mkdir -p "$c/state" "$WORK/cni/net.d" "$WORK/cni/ipam" "$WORK/runc" "$WORK/pods" || fail "mkdir under $WORK"
+  # containerd's state (the bundles) and runc's root on a tmpfs, as a node's /run/containerd is
+  # (this test's mount namespace is its own: oci_enter); its root (images, snapshots) on disk.
+  local d
+  for d in "$c/state" "$WORK/runc"; do
+    mountpoint -q "$d" || mount -t tmpfs -o mode=0711 tmpfs "$d" || fail "cannot mount a tmpfs on $d"
+  done
   local nocg=false
   grep -qw cpu /sys/fs/cgroup/cgroup.controllers 2>/dev/null || nocg=true
   # Where this machine may not lower a process's oom_score_adj (a CI job in a container without
@@ -121,6 +131,10 @@ cri_containerd() {
               "ipam": {"type": "host-local", "dataDir": "$WORK/cni/ipam",
                        "ranges": [[{"subnet": "203.0.113.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}]}}]}
 JSON
+  local hc
+  for hc in ${CRI_HANDLER_CNI:-}; do
+    mkdir -p "${hc#*=}" && cp "$WORK/cni/net.d/10-gdrproxy-test.conflist" "${hc#*=}/" || fail "CNI networks of ${hc%%=*}"
+  done
   local cri='plugins."io.containerd.grpc.v1.cri"'
   cat >"$c/config.toml" <<TOML
 version = 2
@@ -158,6 +172,10 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
         Root = "$WORK/runc"
 $(for h in ${CRI_MORE_HANDLERS:-}; do
     printf '    [%s.containerd.runtimes.%s]\n      runtime_type = "io.containerd.runc.v2"\n' "$cri" "${h%%=*}"
+    for hc in ${CRI_HANDLER_CNI:-}; do
+      [[ ${hc%%=*} == "${h%%=*}" ]] || continue
+      printf '      cni_conf_dir = "%s"\n      cni_max_conf_num = %d\n' "${hc#*=}" "$(find "${hc#*=}" -maxdepth 1 -name '*.conflist' | wc -l)"
+    done
     printf '      [%s.containerd.runtimes.%s.options]\n        BinaryName = "%s"\n        Root = "%s"\n' \
       "$cri" "${h%%=*}" "${h#*=}" "$WORK/runc"
   done)
@@ -241,5 +259,6 @@ cri_cleanup() {
     done
   done
   ip link del "gpc$$" 2>/dev/null
+  umount -R "$WORK/ctd/state" "$WORK/runc" 2>/dev/null
   CTD_PID=''
 }

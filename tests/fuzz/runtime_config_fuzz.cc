@@ -58,7 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fail("runtime.json: threw something other than gdrproxy::Error");
   }
   try {
-    for (const std::string& name : requested_devices(config_json, "config.json", catalog())) {
+    for (const std::string& name : requested_devices(config_json, "config.json", catalog)) {
       const DeviceNode* n = catalog().find_by_name(name);
       if (!n || !n->brokerable) fail("a requested device is not a grantable node");
     }

@@ -81,12 +81,39 @@ TEST(RuntimeConfig, LsmHookIsImpliedByLsmJudged) {
 
 TEST(RuntimeConfig, DevicesOutsideTheCatalogAreNotOurs) {
   const DeviceCatalog none = DeviceCatalog::scan("/nonexistent", "/nonexistent", "/nonexistent");
+  auto catalog = [&]() -> const DeviceCatalog& { return none; };
   EXPECT_TRUE(requested_devices(
                   R"({"linux": {"devices": [{"path": "/dev/null", "type": "c", "major": 1,
                       "minor": 3}]}})",
-                  "config.json", none)
+                  "config.json", catalog)
                   .empty());
-  EXPECT_THROW(requested_devices("[1]", "config.json", none), Error);
+  EXPECT_THROW(requested_devices("[1]", "config.json", catalog), Error);
+}
+
+// A pod's pause container asks for no device: its create must not pay for a scan of /dev. A
+// spec with a character device entry looks it up, and a block device alone is not ours.
+TEST(RuntimeConfig, TheCatalogIsScannedOnlyForASpecThatAsksForADevice) {
+  const DeviceCatalog none = DeviceCatalog::scan("/nonexistent", "/nonexistent", "/nonexistent");
+  int scans = 0;
+  auto catalog = [&]() -> const DeviceCatalog& {
+    ++scans;
+    return none;
+  };
+  EXPECT_TRUE(requested_devices(R"({"linux": {"namespaces": [{"type": "network"}]}})",
+                                "config.json", catalog)
+                  .empty());
+  EXPECT_TRUE(requested_devices(R"({"linux": {"devices": []}})", "config.json", catalog).empty());
+  EXPECT_TRUE(requested_devices(R"({"linux": {"devices": [{"path": "/dev/sda", "type": "b",
+                                    "major": 8, "minor": 0}]}})",
+                                "config.json", catalog)
+                  .empty());
+  EXPECT_EQ(scans, 0);
+  EXPECT_TRUE(requested_devices(R"({"linux": {"devices": [{"path": "/dev/null", "type": "c",
+                                    "major": 1, "minor": 3}, {"path": "/dev/zero", "type": "c",
+                                    "major": 1, "minor": 5}]}})",
+                                "config.json", catalog)
+                  .empty());
+  EXPECT_GE(scans, 1);
 }
 
 }  // namespace
