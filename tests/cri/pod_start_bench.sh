@@ -30,7 +30,7 @@ N=${CRI_BENCH_PODS:-20}
 # shellcheck source=tests/cri/lib.sh
 . "$(dirname "$0")/lib.sh"
 cri_require
-OCI_ENTER_TIMEOUT=$((120 + N * 18)) oci_enter "$GP" net "$0" "$@"
+OCI_ENTER_TIMEOUT=$((120 + N * 24)) oci_enter "$GP" net "$0" "$@"
 WORK=$(mktemp -d /tmp/gdrproxy-cri-bench.XXXXXX)
 chmod 755 "$WORK"
 AGENT_PID=''
