@@ -28,10 +28,12 @@
 
 #include "base/error.h"
 #include "base/escape.h"
+#include "base/file_io.h"
 #include "base/lists.h"
 #include "base/unix_request.h"
 #include "proxy/agent/agent_config.h"
 #include "proxy/agent/agent_judge.h"
+#include "proxy/agent/agent_start_count.h"
 #include "proxy/agent/bundle_reads.h"
 #include "proxy/agent/container_plan.h"
 #include "proxy/agent/control_socket.h"
@@ -99,6 +101,9 @@ class Agent : public ControlVerbs {
     judge_.emplace(engine_.io(), opts_.lsm, opts_.lsm_pin, log_to(),
                    [this](const IoctlLsm::Refusal& f) { return say_refusal(f); });
     control_.serve(*this);
+    const AgentStarts starts = record_agent_start(dirname_of(opts_.ctl_socket));
+    restarts_ = starts.before;
+    if (!starts.note.empty()) log(starts.note);
     if (opts_.metrics) {
       metrics_server_.emplace(engine_.io(), parse_metrics_address(*opts_.metrics),
                               std::chrono::milliseconds(opts_.handshake_deadline_ms), log_to());
@@ -219,6 +224,7 @@ class Agent : public ControlVerbs {
       s.trace_bytes += c->session->trace_bytes();
     }
     s.start_time_seconds = start_time_;
+    s.restarts = restarts_;
     switch (judge_ ? judge_->state() : AgentJudge::State::kOff) {
       case AgentJudge::State::kOff:
         s.judge_state = "off";
@@ -476,6 +482,7 @@ class Agent : public ControlVerbs {
   MetricsRegistry metrics_;
   const double start_time_ =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  uint64_t restarts_ = 0;                        // agents started before this one (since boot)
   std::optional<MetricsServer> metrics_server_;  // --metrics
 };
 

@@ -155,6 +155,10 @@ std::string render_metrics(const MetricsSnapshot& s) {
   p.head("gdrproxy_agent_start_time_seconds", "gauge",
          "When this agent started, in seconds since the epoch.");
   p.sample("gdrproxy_agent_start_time_seconds", "", s.start_time_seconds);
+  p.head("gdrproxy_agent_restarts_total", "counter",
+         "Agents started on this node before this one since its boot (counted in agent.starts "
+         "beside the control socket).");
+  p.sample("gdrproxy_agent_restarts_total", "", s.restarts);
   p.head("gdrproxy_judge_state", "gauge",
          "The BPF LSM judge's state: one series at 1 (off, unpinned or pinned).");
   for (const char* st : {"off", "unpinned", "pinned"})

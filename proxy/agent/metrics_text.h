@@ -44,6 +44,7 @@ struct MetricsSnapshot {
   std::array<uint64_t, kAdoptionOutcomes> adoptions{};
   uint64_t listeners_lost = 0;
   double start_time_seconds = 0;    // since the epoch
+  uint64_t restarts = 0;            // agents started before this one (agent_start_count.h)
   const char* judge_state = "off";  // "off", "unpinned", "pinned"
   uint64_t trace_bytes = 0;
 };

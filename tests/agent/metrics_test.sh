@@ -109,6 +109,7 @@ case_served_calls_counted_on_a_unix_socket() {
   lint "$WORK/m0"
   documented "$WORK/m0"
   [[ $(value "$WORK/m0" 'gdrproxy_judge_state{state="off"}') == 1 ]] || fail "judge state not off"
+  [[ $(value "$WORK/m0" gdrproxy_agent_restarts_total) == 0 ]] || fail "a first start counted as a restart"
   local c0
   c0=$(value "$WORK/m0" 'gdrproxy_calls_total{class="uverbs"}')
   # Two containers: one granted uverbs0 (its uverbs1 refused), one whose id is hostile to the
@@ -148,6 +149,21 @@ case_served_calls_counted_on_a_unix_socket() {
   grep -vE '^#| 0$' "$WORK/m2" | grep -E 'uverbs|container_'
   # An ended container's own series ends; its counts stay in the totals.
   ! grep -q "container=\"team-a-$$\"" "$WORK/m2" || fail "an ended container keeps its series"
+  # Restarts are counted across the agent's kill (no process of its own outlives it): twice
+  # killed, the third agent says 2, and its start time is its own.
+  local r
+  for r in 1 2; do
+    kill -KILL $AGENT_PID
+    wait $AGENT_PID 2>/dev/null
+    rm -f "$SOCK" "$CTL" "$ms"
+    start_agent --metrics "$ms"
+    for i in $(seq 50); do [[ -S $ms ]] && break; sleep 0.05; done
+  done
+  scrape "$WORK/m3"
+  lint "$WORK/m3"
+  [[ $(value "$WORK/m3" gdrproxy_agent_restarts_total) == 2 ]] || { grep restarts "$WORK/m3"; fail "two restarts not counted"; }
+  [[ $(value "$WORK/m3" gdrproxy_agent_start_time_seconds) != "$(value "$WORK/m2" gdrproxy_agent_start_time_seconds)" ]] ||
+    fail "the restarted agent's start time is its predecessor's"
 }
 
 case_tcp_scrape_survives_hostile_scrapers() {

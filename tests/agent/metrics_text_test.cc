@@ -38,6 +38,10 @@ TEST(MetricsText, EveryMetricHasHelpAndType) {
   EXPECT_TRUE(has_line(page, "# TYPE gdrproxy_handler_latency_seconds histogram"));
   EXPECT_TRUE(has_line(page, "gdrproxy_judge_state{state=\"off\"} 1"));
   EXPECT_TRUE(has_line(page, "gdrproxy_judge_state{state=\"pinned\"} 0"));
+  MetricsSnapshot restarted;
+  restarted.restarts = 3;
+  EXPECT_TRUE(has_line(render_metrics(restarted), "gdrproxy_agent_restarts_total 3"));
+  EXPECT_TRUE(has_line(page, "# TYPE gdrproxy_agent_restarts_total counter"));
 }
 
 TEST(MetricsText, HistogramBucketsCumulativeWithSumAndCount) {
