@@ -156,7 +156,7 @@ static void log_printable(const char* prefix, const char* line) {
 // Runs `timeout 120 harness ARGS...` with a clean environment (PATH, GDRPROXY, the node name,
 // the admin's env= settings). Its stdout goes to out (NUL-terminated, truncated at size), its
 // stderr to Slurm's log line by line, its first error line (else its last line) to last_err;
-// returns its exit status, or -1.
+// returns its exit status, -1000 - SIGNAL when a signal killed it, or -1.
 static int run_harness(const char* node, char* const args[], char* out, size_t size, char* last_err,
                        size_t last_err_size) {
   int out_pipe[2], err_pipe[2];
@@ -189,6 +189,9 @@ static int run_harness(const char* node, char* const args[], char* out, size_t s
   // (waitpid(-1)) and, at the step's end, proctrack kills every process descending from it,
   // which would stop a detach half way. So: a child forks a runner and exits at once; the
   // runner, reparented, starts the harness, waits for it and reports its status through a pipe.
+  // The runner starts the harness only once it has been reparented: proctrack/linuxproc finds a
+  // step's processes by their parents in /proc, and a harness started while the child lived (a
+  // loaded node, the child not yet scheduled to exit) was killed with the step.
   int status_pipe[2];
   if (pipe2(status_pipe, O_CLOEXEC) != 0) return -1;
   pid_t pid = fork();
@@ -198,8 +201,10 @@ static int run_harness(const char* node, char* const args[], char* out, size_t s
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     signal(SIGCHLD, SIG_DFL);
+    const pid_t middle = getpid();
     if (fork() != 0) _exit(0);
     setsid();
+    for (int i = 0; i < 400 && getppid() == middle; ++i) usleep(5000);  // at most 2 s
     pid_t harness = fork();
     if (harness == 0) {
       dup2(out_pipe[1], STDOUT_FILENO);
@@ -213,6 +218,7 @@ static int run_harness(const char* node, char* const args[], char* out, size_t s
     while (harness > 0 && waitpid(harness, &st, 0) < 0 && errno == EINTR) {
     }
     if (harness > 0 && WIFEXITED(st)) code = WEXITSTATUS(st);
+    if (harness > 0 && WIFSIGNALED(st)) code = -1000 - WTERMSIG(st);  // said by the caller
     if (write(status_pipe[1], &code, sizeof code) != sizeof code) _exit(1);
     _exit(0);
   }
@@ -306,6 +312,13 @@ static int detach_step(spank_t sp) {
   char out[1024], last_err[kLine] = "";
   char* args[] = {"detach", "--key", step_key, NULL};
   int rc = run_harness(node, args, out, sizeof out, last_err, sizeof last_err);
+  if (rc <= -1000) {
+    slurm_error(
+        "gdr: %s detach --key %s on node %s was killed by signal %d; run gdr-harness "
+        "teardown there",
+        harness_path, step_key, node, -1000 - rc);
+    return -1;
+  }
   if (rc != 0) {
     slurm_error(
         "gdr: %s detach --key %s failed on node %s (status %d): %s; run gdr-harness "
