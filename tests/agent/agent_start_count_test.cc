@@ -24,8 +24,8 @@ class AgentStartCount : public ::testing::Test {
   }
   void TearDown() override { remove_tree(dir_, nullptr); }
   std::string file() const { return dir_ + "/" + kAgentStartsFile; }
-  void write(const std::string& text) const {
-    FILE* f = std::fopen(file().c_str(), "we");
+  static void write(const std::string& path, const std::string& text) {
+    FILE* f = std::fopen(path.c_str(), "we");
     ASSERT_NE(f, nullptr);
     std::fputs(text.c_str(), f);
     std::fclose(f);
@@ -48,7 +48,7 @@ TEST_F(AgentStartCount, EachStartCountsTheOnesBeforeIt) {
 
 TEST_F(AgentStartCount, GarbageStartsTheCountAgainAndSaysSo) {
   for (const char* bad : {"", "x\n", "12", "12\n\n", "-1\n", " 4\n", "99999999999999999999999\n"}) {
-    write(bad);
+    write(file(), bad);
     const AgentStarts s = record_agent_start(dir_);
     EXPECT_EQ(s.before, 0u) << bad;
     EXPECT_NE(s.note.find("does not hold a count"), std::string::npos) << bad;
@@ -58,12 +58,7 @@ TEST_F(AgentStartCount, GarbageStartsTheCountAgainAndSaysSo) {
 
 TEST_F(AgentStartCount, ALinkIsNeitherBelievedNorWrittenThrough) {
   const std::string target = dir_ + "/elsewhere";
-  {
-    FILE* f = std::fopen(target.c_str(), "we");
-    ASSERT_NE(f, nullptr);
-    std::fputs("41\n", f);
-    std::fclose(f);
-  }
+  write(target, "41\n");
   ASSERT_EQ(::symlink(target.c_str(), file().c_str()), 0);
   const AgentStarts s = record_agent_start(dir_);
   EXPECT_EQ(s.before, 0u);
@@ -74,7 +69,7 @@ TEST_F(AgentStartCount, ALinkIsNeitherBelievedNorWrittenThrough) {
 }
 
 TEST_F(AgentStartCount, ADirectoryOthersMayWriteIsNotTrusted) {
-  write("5\n");
+  write(file(), "5\n");
   ASSERT_EQ(::chmod(dir_.c_str(), 0777), 0);
   const AgentStarts s = record_agent_start(dir_);
   EXPECT_EQ(s.before, 0u);
